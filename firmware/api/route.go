@@ -1,0 +1,35 @@
+package api
+
+import "net/http"
+
+// Route is one endpoint of the board API, as a feature package declares it.
+// The HTTP server applies the Authentication rules around Handler; the host
+// link serves the routes marked Link with the same Handler.
+type Route struct {
+	Method string // GET, PUT, POST, PATCH, DELETE
+	// Path is the path under /api/v1, such as "/leds".
+	Path    string
+	Handler http.Handler
+	// Link marks the routes the host link serves too.
+	Link bool
+	// Private marks a GET that needs the password once one is set
+	// (downloading a file, reading web settings).
+	Private bool
+	// Raw marks a changing request whose body is raw bytes (uploads), so
+	// the Content-Type rule does not apply.
+	Raw bool
+	// Summary is one line for openapi.json.
+	Summary string
+}
+
+// ViaLink reports whether the request came over the host link rather than
+// HTTP. The link server marks its requests with WithLink.
+func ViaLink(r *http.Request) bool {
+	v, _ := r.Context().Value(linkKey{}).(bool)
+	return v
+}
+
+type linkKey struct{}
+
+// LinkContextKey is the context key the link server sets to true.
+var LinkContextKey any = linkKey{}
