@@ -20,6 +20,29 @@ type Route struct {
 	Raw bool
 	// Summary is one line for openapi.json.
 	Summary string
+
+	// The rest describes the route in openapi.json.
+
+	// Request is a value of the JSON body's type (nil: no body).
+	Request any
+	// Response is a value of the success reply's type (nil: no body).
+	Response any
+	// Status is the success status (0 means 200).
+	Status int
+	// Query lists the query parameters.
+	Query []Param
+	// Errors lists the error codes the route may answer with, beyond the
+	// ones every route of its method has.
+	Errors []*Error
+}
+
+// Param is a query parameter of a route.
+type Param struct {
+	Name string
+	// Type is string, integer, boolean or number.
+	Type        string
+	Required    bool
+	Description string
 }
 
 // ViaLink reports whether the request came over the host link rather than

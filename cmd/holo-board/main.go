@@ -1,0 +1,67 @@
+// Command holo-board is the board firmware: one simulated board per
+// process, serving the HTTP API and the host link.
+//
+//	holo-board --data DIR --http ADDR [--uart URL] [--hostname NAME]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/holofleet/holofleet/firmware/board"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "holo-board:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("holo-board", flag.ContinueOnError)
+	data := fs.String("data", "holo-board-data", "the board's flash and storage directory (created on first start)")
+	httpAddr := fs.String("http", ":80", "address the HTTP API listens on")
+	uart := fs.String("uart", "", "host-link transport: tcp://ADDR, pty, a serial device path, or simline://HUB.sock")
+	hostname := fs.String("hostname", "", "set and save the board's hostname (default holo-xxxx from its identity)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log}
+	if *uart != "" {
+		return fmt.Errorf("--uart: the host link is not built yet")
+	}
+	b, err := board.Open(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		b.DB().Close()
+		return err
+	}
+	// Tests and tools read this line to learn the port of --http :0.
+	fmt.Printf("holo-board %s listening on http://%s\n", b.Identity().DefaultHostname(), ln.Addr())
+	if err := b.Run(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

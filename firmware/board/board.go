@@ -1,0 +1,218 @@
+// Package board assembles the firmware: it opens the board's flash and
+// settings under the data directory, builds every feature on top of the
+// HAL, serves the API, and restarts in place.
+//
+// A Board lives as long as its data directory is in use; each start (the
+// first, and every restart) builds a fresh boot: the now-state (screen,
+// LEDs, holo, running scene, event numbering) begins anew from the saved
+// state, exactly as a power cycle would. The HTTP listener stays bound
+// across restarts; requests during the switch see the new boot.
+package board
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/firmware/web"
+	"github.com/holofleet/holofleet/store"
+)
+
+// Errors of the board's lifecycle.
+var (
+	// ErrDataDir means the data directory could not be created or used.
+	ErrDataDir = errors.New("board: data directory unusable")
+)
+
+// Config is what a board needs to start.
+type Config struct {
+	// DataDir holds the settings store, flash partitions and the storage
+	// volume; created on first start.
+	DataDir string
+	// Hostname, when set, replaces the saved hostname at start (and is
+	// saved), as --hostname does.
+	Hostname string
+	Clock    clock.Clock
+	Log      *slog.Logger
+	// Features adds feature packages to every boot; the board calls each
+	// with the boot under construction. Tests and later issues plug in
+	// here without the board importing them.
+	Features []Feature
+	// OnRestart, when set, replaces the in-place restart: process mode
+	// exits so the bootloader can pick the boot slot.
+	OnRestart func()
+}
+
+// Feature installs one feature into a boot.
+type Feature func(b *Boot) error
+
+// Board is one board: its saved state and its current boot.
+type Board struct {
+	cfg      Config
+	log      *slog.Logger
+	clk      clock.Clock
+	db       *store.DB
+	identity Identity
+
+	current atomic.Pointer[Boot]
+	mu      sync.Mutex // serialises restarts
+	restart chan time.Duration
+	closed  chan struct{}
+}
+
+// Identity is the board's fixed identity, made on first start.
+type Identity struct {
+	// ID is twelve hex digits, like a MAC address.
+	ID string `json:"id"`
+}
+
+// DefaultHostname is holo- plus the last four hex digits of the identity.
+func (id Identity) DefaultHostname() string { return "holo-" + id.ID[len(id.ID)-4:] }
+
+// Open prepares the data directory and opens the saved state.
+func Open(cfg Config) (*Board, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDataDir, err)
+	}
+	db, err := store.Open(filepath.Join(cfg.DataDir, "settings.db"))
+	if err != nil {
+		return nil, err
+	}
+	b := &Board{cfg: cfg, log: cfg.Log, clk: cfg.Clock, db: db,
+		restart: make(chan time.Duration, 1), closed: make(chan struct{})}
+	if err := b.loadIdentity(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if cfg.Hostname != "" {
+		ws, err := web.Load(db.Bucket("web"), b.identity.DefaultHostname())
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		if ws.Hostname() != cfg.Hostname {
+			if _, err := ws.Apply(web.Patch{Hostname: []byte(fmt.Sprintf("%q", cfg.Hostname))}); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("board: --hostname: %w", err)
+			}
+		}
+	}
+	return b, nil
+}
+
+func (b *Board) loadIdentity() error {
+	bk := b.db.Bucket("board")
+	ok, err := bk.Get("identity", &b.identity)
+	if err != nil {
+		return err
+	}
+	if ok && len(b.identity.ID) == 12 {
+		return nil
+	}
+	var raw [6]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return err
+	}
+	raw[0] = raw[0]&^1 | 2 // locally administered unicast, as a MAC
+	b.identity = Identity{ID: hex.EncodeToString(raw[:])}
+	return bk.Put("identity", b.identity)
+}
+
+// Identity returns the board's identity.
+func (b *Board) Identity() Identity { return b.identity }
+
+// DB returns the board's settings store.
+func (b *Board) DB() *store.DB { return b.db }
+
+// DataDir returns the board's data directory.
+func (b *Board) DataDir() string { return b.cfg.DataDir }
+
+// Current returns the running boot.
+func (b *Board) Current() *Boot { return b.current.Load() }
+
+// ServeHTTP serves the current boot's API.
+func (b *Board) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	boot := b.current.Load()
+	if boot == nil {
+		api.WriteError(w, api.Errorf(&api.Error{Status: http.StatusServiceUnavailable, Code: "starting"}, "the board is starting"))
+		return
+	}
+	boot.ServeHTTP(w, r)
+}
+
+// Restart asks the board to restart after delay. It returns at once.
+func (b *Board) Restart(delay time.Duration) {
+	select {
+	case b.restart <- delay:
+	default:
+	}
+}
+
+// Run boots the board and serves ln until ctx ends, restarting in place
+// when asked. It closes the store before returning.
+func (b *Board) Run(ctx context.Context, ln net.Listener) error {
+	defer close(b.closed)
+	defer b.db.Close()
+	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+
+	for {
+		boot, err := newBoot(b, ln.Addr())
+		if err != nil {
+			return err
+		}
+		b.current.Store(boot)
+		b.log.Info("board started", "hostname", boot.Web.Hostname(), "http", ln.Addr().String(), "id", b.identity.ID)
+		var delay time.Duration
+		select {
+		case <-ctx.Done():
+			boot.Close()
+			return nil
+		case err := <-srvErr:
+			boot.Close()
+			return fmt.Errorf("board: http: %w", err)
+		case delay = <-b.restart:
+		}
+		t := b.clk.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			boot.Close()
+			return nil
+		case <-t.C():
+		}
+		b.log.Info("board restarting")
+		if b.cfg.OnRestart != nil {
+			boot.Close()
+			b.cfg.OnRestart()
+			return nil
+		}
+		b.current.Store(nil)
+		boot.Close()
+	}
+}

@@ -1,0 +1,271 @@
+package board
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/firmware/events"
+	"github.com/holofleet/holofleet/firmware/httpapi"
+	"github.com/holofleet/holofleet/firmware/openapi"
+	"github.com/holofleet/holofleet/firmware/settings"
+	"github.com/holofleet/holofleet/firmware/web"
+)
+
+// Boot is one run of the firmware, from a start to the next restart. The
+// features hang off it; a restart closes it and builds a new one.
+type Boot struct {
+	Board    *Board
+	Clock    clock.Clock
+	Log      *slog.Logger
+	Started  time.Time
+	Hub      *events.Hub
+	Web      *web.Settings
+	Settings *settings.Service
+	HTTP     *httpapi.Server
+	// Network reports the station and access point for /info; the
+	// network feature replaces the default.
+	Network NetworkInfo
+
+	addr     net.Addr
+	mu       sync.Mutex
+	features map[string]bool
+	closers  []func()
+}
+
+// NetworkInfo reports the network part of GET /info.
+type NetworkInfo interface {
+	Station() Station
+	AccessPointOn() bool
+	// ViaAP reports whether a request arrived on the access point.
+	ViaAP(r *http.Request) bool
+}
+
+// Station is the sta object of GET /info.
+type Station struct {
+	Enabled   bool     `json:"enabled"`
+	Connected bool     `json:"connected"`
+	SSID      string   `json:"ssid"`
+	IP        string   `json:"ip"`
+	RSSI      int      `json:"rssi"`
+	Channel   int      `json:"channel"`
+	IPv6      []string `json:"ipv6"`
+}
+
+// wiredNetwork is the network report of a simulated board before the
+// network feature is installed: the host's own interface, as if joined.
+type wiredNetwork struct{ addr net.Addr }
+
+func (w wiredNetwork) Station() Station {
+	ip := ""
+	if ta, ok := w.addr.(*net.TCPAddr); ok {
+		ip = ta.IP.String()
+	}
+	return Station{Enabled: true, Connected: true, SSID: "host", IP: ip, RSSI: -40, Channel: 1, IPv6: []string{}}
+}
+func (wiredNetwork) AccessPointOn() bool      { return false }
+func (wiredNetwork) ViaAP(*http.Request) bool { return false }
+
+func newBoot(b *Board, addr net.Addr) (*Boot, error) {
+	boot := &Boot{Board: b, Clock: b.clk, Log: b.log, Started: b.clk.Now(), addr: addr,
+		features: map[string]bool{}, Network: wiredNetwork{addr}}
+	boot.Hub = events.New(b.clk, b.log.With("part", "events"), events.Options{Uptime: boot.Uptime})
+	boot.OnClose(boot.Hub.Close)
+	ws, err := web.Load(b.db.Bucket("web"), b.identity.DefaultHostname())
+	if err != nil {
+		boot.Close()
+		return nil, err
+	}
+	boot.Web = ws
+	st, err := settings.Load(b.db.Bucket("settings"), boot.Hub)
+	if err != nil {
+		boot.Close()
+		return nil, err
+	}
+	boot.Settings = st
+	boot.HTTP = httpapi.New(ws, b.log.With("part", "http"))
+	boot.AddFeature("settings", st.Routes()...)
+	boot.AddFeature("", ws.Routes()...)
+	boot.AddFeature("events", boot.Hub.Route())
+	boot.AddFeature("", boot.deviceRoutes()...)
+	boot.AddFeature("", openapi.Route(boot.HTTP, func() string { return buildinfo.Running().Version }))
+	stop := boot.Hub.Every(events.KindSystem, events.SystemPeriod, func() (any, bool) { return boot.System(), true })
+	boot.OnClose(stop)
+
+	var errs []error
+	for _, f := range b.cfg.Features {
+		if err := f(boot); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		boot.Close()
+		return nil, err
+	}
+	return boot, nil
+}
+
+// AddFeature registers routes; a non-empty name is listed in /info's
+// features.
+func (boot *Boot) AddFeature(name string, routes ...api.Route) {
+	boot.mu.Lock()
+	if name != "" {
+		boot.features[name] = true
+	}
+	boot.mu.Unlock()
+	boot.HTTP.Handle(routes...)
+}
+
+// OnClose registers a function run when the boot ends, last first.
+func (boot *Boot) OnClose(f func()) {
+	boot.mu.Lock()
+	defer boot.mu.Unlock()
+	boot.closers = append(boot.closers, f)
+}
+
+// Close ends the boot: every feature stops.
+func (boot *Boot) Close() {
+	boot.mu.Lock()
+	cl := boot.closers
+	boot.closers = nil
+	boot.mu.Unlock()
+	for i := len(cl) - 1; i >= 0; i-- {
+		cl[i]()
+	}
+}
+
+// ServeHTTP serves the API of this boot.
+func (boot *Boot) ServeHTTP(w http.ResponseWriter, r *http.Request) { boot.HTTP.ServeHTTP(w, r) }
+
+// Uptime is the time since this boot started.
+func (boot *Boot) Uptime() time.Duration { return boot.Clock.Since(boot.Started) }
+
+// Features lists the feature names for /info, sorted.
+func (boot *Boot) Features() []string {
+	boot.mu.Lock()
+	defer boot.mu.Unlock()
+	out := make([]string, 0, len(boot.features))
+	for f := range boot.features {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Info is the reply of GET /info.
+type Info struct {
+	API      int           `json:"api"`
+	Firmware buildinfo.App `json:"firmware"`
+	Chip     string        `json:"chip"`
+	Hostname string        `json:"hostname"`
+	ID       string        `json:"id"`
+	UptimeS  int64         `json:"uptime_s"`
+	HeapFree int64         `json:"heap_free"`
+	Features []string      `json:"features"`
+	Auth     bool          `json:"auth"`
+	Via      string        `json:"via"`
+	STA      Station       `json:"sta"`
+	AP       APInfo        `json:"ap"`
+}
+
+// APInfo is the ap object of GET /info.
+type APInfo struct {
+	On bool `json:"on"`
+}
+
+// SimHeap is the RAM a simulated board reports its free memory against.
+const SimHeap = 320 << 10
+
+// HeapFree reports free memory in bytes. The simulator models a board
+// with SimHeap bytes of RAM and charges it the Go heap in use divided by
+// 64, so the figure moves with load and stays in a board's range.
+func HeapFree() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	used := int64(ms.HeapInuse / 64)
+	if used > SimHeap-16<<10 {
+		used = SimHeap - 16<<10
+	}
+	return SimHeap - used
+}
+
+// InfoFor builds GET /info as seen by request r (nil: over the link).
+func (boot *Boot) InfoFor(r *http.Request) Info {
+	via := "sta"
+	if r != nil && boot.Network.ViaAP(r) {
+		via = "ap"
+	}
+	return Info{
+		API: 1, Firmware: buildinfo.Running(), Chip: buildinfo.Chip,
+		Hostname: boot.Web.Hostname(), ID: boot.Board.identity.ID,
+		UptimeS: int64(boot.Uptime() / time.Second), HeapFree: HeapFree(),
+		Features: boot.Features(), Auth: boot.Web.HasPassword(), Via: via,
+		STA: boot.Network.Station(), AP: APInfo{On: boot.Network.AccessPointOn()},
+	}
+}
+
+// System is the state of the system event kind, sent every 15 s.
+type System struct {
+	UptimeS  int64 `json:"uptime_s"`
+	HeapFree int64 `json:"heap_free"`
+	RSSI     *int  `json:"rssi"`
+}
+
+// System returns the system state now.
+func (boot *Boot) System() System {
+	s := System{UptimeS: int64(boot.Uptime() / time.Second), HeapFree: HeapFree()}
+	if st := boot.Network.Station(); st.Connected {
+		rssi := st.RSSI
+		s.RSSI = &rssi
+	}
+	return s
+}
+
+// Restart delay limits of POST /restart.
+const (
+	RestartDefault = 500 * time.Millisecond
+	RestartMin     = 200 * time.Millisecond
+	RestartMax     = 60 * time.Second
+)
+
+type restartBody struct {
+	DelayMS *int `json:"delay_ms"`
+}
+
+func (boot *Boot) deviceRoutes() []api.Route {
+	return []api.Route{
+		{Method: http.MethodGet, Path: "/info", Link: true, Summary: "What the board is and how it is doing",
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if api.ViaLink(r) {
+					r = nil
+				}
+				api.WriteJSON(w, http.StatusOK, boot.InfoFor(r))
+			})},
+		{Method: http.MethodPost, Path: "/restart", Link: true, Summary: "Restart after delay_ms (default 500, 200-60000)",
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var body restartBody
+				if err := api.Decode(r, &body, true); err != nil {
+					api.WriteError(w, err)
+					return
+				}
+				delay := RestartDefault
+				if body.DelayMS != nil {
+					delay = time.Duration(*body.DelayMS) * time.Millisecond
+					if delay < RestartMin || delay > RestartMax {
+						api.WriteError(w, api.Errorf(api.ErrBadRequest, "delay_ms must be %d-%d, not %d", RestartMin.Milliseconds(), RestartMax.Milliseconds(), *body.DelayMS))
+						return
+					}
+				}
+				api.WriteJSON(w, http.StatusAccepted, map[string]int64{"restart_in_ms": delay.Milliseconds()})
+				boot.Board.Restart(delay)
+			})},
+	}
+}

@@ -1,0 +1,91 @@
+// Package buildinfo describes the running firmware: project, version,
+// build date and time, framework, and the SHA-256 of the executable. The
+// version and date are set at link time (make build VERSION=...); the
+// firmware image tooling (issue: OTA) writes the same values into the
+// image's application description.
+package buildinfo
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Link-time values (-ldflags -X).
+var (
+	Version = "0.0.0-dev"
+	Date    = ""
+	Time    = ""
+)
+
+// Project is the firmware's project name, checked by updates.
+const Project = "holo-board"
+
+// Chip is the chip family the host build reports; its image chip id is
+// outside Espressif's range (see the ota image package).
+const Chip = "holo-sim"
+
+// App is the application description shown in GET /info and /ota.
+type App struct {
+	Project   string `json:"project"`
+	Version   string `json:"version"`
+	Date      string `json:"date"`
+	Time      string `json:"time"`
+	IDF       string `json:"idf"`
+	ELFSHA256 string `json:"elf_sha256"`
+}
+
+var (
+	once sync.Once
+	app  App
+)
+
+// Running returns the description of the running executable.
+func Running() App {
+	once.Do(func() {
+		app = App{Project: Project, Version: Version, Date: Date, Time: Time, IDF: "host-" + goVersion()}
+		if app.Date == "" || app.Time == "" {
+			t := buildTime()
+			app.Date, app.Time = t.Format("Jan _2 2006"), t.Format("15:04:05")
+		}
+		app.ELFSHA256 = executableSHA256()
+	})
+	return app
+}
+
+func goVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.GoVersion
+	}
+	return "go"
+}
+
+func buildTime() time.Time {
+	if exe, err := os.Executable(); err == nil {
+		if st, err := os.Stat(exe); err == nil {
+			return st.ModTime().UTC()
+		}
+	}
+	return time.Unix(0, 0).UTC()
+}
+
+func executableSHA256() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
