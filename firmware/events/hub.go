@@ -250,9 +250,9 @@ func (h *Hub) flushThrottle(kind string, t *throttle) {
 	if h.closed || t.pending == nil {
 		return
 	}
+	t.sent, t.last = true, h.clk.Now() // before anyone can see the send
 	h.broadcastState(kind, t.pending)
 	t.pending = nil
-	t.sent, t.last = true, h.clk.Now()
 }
 
 // broadcastState queues data for every subscriber selecting kind. h.mu held.
