@@ -45,10 +45,18 @@ func run(args []string) error {
 	defer stop()
 
 	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log}
+	var (
+		b   *board.Board
+		err error
+	)
+	cfg.OnReady = func(addr net.Addr) {
+		// Tests and tools read this line to learn the port of --http :0.
+		fmt.Printf("holo-board %s listening on http://%s\n", b.Current().Web.Hostname(), addr)
+	}
 	if *uart != "" {
 		return fmt.Errorf("--uart: the host link is not built yet")
 	}
-	b, err := board.Open(cfg)
+	b, err = board.Open(cfg)
 	if err != nil {
 		return err
 	}
@@ -57,8 +65,6 @@ func run(args []string) error {
 		b.DB().Close()
 		return err
 	}
-	// Tests and tools read this line to learn the port of --http :0.
-	fmt.Printf("holo-board %s listening on http://%s\n", b.Identity().DefaultHostname(), ln.Addr())
 	if err := b.Run(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

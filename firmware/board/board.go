@@ -53,6 +53,8 @@ type Config struct {
 	// OnRestart, when set, replaces the in-place restart: process mode
 	// exits so the bootloader can pick the boot slot.
 	OnRestart func()
+	// OnReady, when set, is called once the first boot serves requests.
+	OnReady func(addr net.Addr)
 }
 
 // Feature installs one feature into a boot.
@@ -148,15 +150,30 @@ func (b *Board) DataDir() string { return b.cfg.DataDir }
 // Current returns the running boot.
 func (b *Board) Current() *Boot { return b.current.Load() }
 
-// ServeHTTP serves the current boot's API.
+// ServeHTTP serves the current boot's API. During a restart a request
+// waits (up to RestartWait) for the new boot, as a client's connect
+// attempts would while a real board reboots.
 func (b *Board) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	boot := b.current.Load()
-	if boot == nil {
-		api.WriteError(w, api.Errorf(&api.Error{Status: http.StatusServiceUnavailable, Code: "starting"}, "the board is starting"))
-		return
+	deadline := time.Now().Add(RestartWait)
+	for {
+		if boot := b.current.Load(); boot != nil {
+			boot.ServeHTTP(w, r)
+			return
+		}
+		if time.Now().After(deadline) || r.Context().Err() != nil {
+			api.WriteError(w, api.Errorf(ErrRestarting, "the board is restarting"))
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	boot.ServeHTTP(w, r)
 }
+
+// RestartWait bounds how long a request waits for a restarting board.
+const RestartWait = 10 * time.Second
+
+// ErrRestarting is the reply to a request that found the board still
+// restarting after RestartWait.
+var ErrRestarting = &api.Error{Status: http.StatusServiceUnavailable, Code: "restarting", Message: "the board is restarting"}
 
 // Restart asks the board to restart after delay. It returns at once.
 func (b *Board) Restart(delay time.Duration) {
@@ -174,8 +191,11 @@ func (b *Board) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	started := false
 	defer func() {
+		if !started {
+			return
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
@@ -188,6 +208,13 @@ func (b *Board) Run(ctx context.Context, ln net.Listener) error {
 		}
 		b.current.Store(boot)
 		b.log.Info("board started", "hostname", boot.Web.Hostname(), "http", ln.Addr().String(), "id", b.identity.ID)
+		if !started {
+			started = true
+			go func() { srvErr <- srv.Serve(ln) }()
+			if b.cfg.OnReady != nil {
+				b.cfg.OnReady(ln.Addr())
+			}
+		}
 		var delay time.Duration
 		select {
 		case <-ctx.Done():

@@ -237,12 +237,17 @@ const (
 )
 
 type restartBody struct {
-	DelayMS *int `json:"delay_ms"`
+	DelayMS *int `json:"delay_ms,omitempty"`
+}
+
+// RestartReply is the reply of POST /restart.
+type RestartReply struct {
+	RestartInMS int64 `json:"restart_in_ms"`
 }
 
 func (boot *Boot) deviceRoutes() []api.Route {
 	return []api.Route{
-		{Method: http.MethodGet, Path: "/info", Link: true, Summary: "What the board is and how it is doing",
+		{Method: http.MethodGet, Path: "/info", Link: true, Summary: "What the board is and how it is doing", Response: Info{},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if api.ViaLink(r) {
 					r = nil
@@ -250,6 +255,7 @@ func (boot *Boot) deviceRoutes() []api.Route {
 				api.WriteJSON(w, http.StatusOK, boot.InfoFor(r))
 			})},
 		{Method: http.MethodPost, Path: "/restart", Link: true, Summary: "Restart after delay_ms (default 500, 200-60000)",
+			Request: restartBody{}, Response: RestartReply{}, Status: http.StatusAccepted,
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var body restartBody
 				if err := api.Decode(r, &body, true); err != nil {
@@ -264,7 +270,7 @@ func (boot *Boot) deviceRoutes() []api.Route {
 						return
 					}
 				}
-				api.WriteJSON(w, http.StatusAccepted, map[string]int64{"restart_in_ms": delay.Milliseconds()})
+				api.WriteJSON(w, http.StatusAccepted, RestartReply{RestartInMS: delay.Milliseconds()})
 				boot.Board.Restart(delay)
 			})},
 	}

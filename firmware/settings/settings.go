@@ -189,9 +189,9 @@ func (s *Service) ClearBootScene(name string) error {
 // Routes returns GET, PATCH and DELETE /settings.
 func (s *Service) Routes() []api.Route {
 	return []api.Route{
-		{Method: http.MethodGet, Path: "/settings", Link: true, Summary: "Saved settings",
+		{Method: http.MethodGet, Path: "/settings", Link: true, Summary: "Saved settings", Response: Settings{},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, http.StatusOK, s.Get()) })},
-		{Method: http.MethodPatch, Path: "/settings", Link: true, Summary: "Change saved settings",
+		{Method: http.MethodPatch, Path: "/settings", Link: true, Summary: "Change saved settings", Request: Patch{}, Response: Settings{},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var p Patch
 				if err := api.Decode(r, &p, false); err != nil {
@@ -205,7 +205,7 @@ func (s *Service) Routes() []api.Route {
 				}
 				api.WriteJSON(w, http.StatusOK, st)
 			})},
-		{Method: http.MethodDelete, Path: "/settings", Link: true, Summary: "Restore firmware defaults (scenes, calibration and networks are kept)",
+		{Method: http.MethodDelete, Path: "/settings", Link: true, Summary: "Restore firmware defaults (scenes, calibration and networks are kept)", Response: Settings{},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				st, err := s.Reset()
 				if err != nil {

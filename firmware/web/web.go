@@ -312,9 +312,9 @@ func (p origin) matches(o origin) bool {
 // Routes returns GET and PATCH /web.
 func (s *Settings) Routes() []api.Route {
 	return []api.Route{
-		{Method: http.MethodGet, Path: "/web", Private: true, Summary: "Web settings: hostname, whether a password is set, trusted sites",
+		{Method: http.MethodGet, Path: "/web", Private: true, Summary: "Web settings: hostname, whether a password is set, trusted sites", Response: State{},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, http.StatusOK, s.State()) })},
-		{Method: http.MethodPatch, Path: "/web", Summary: "Change hostname, password or the trusted sites list (null restores a default)",
+		{Method: http.MethodPatch, Path: "/web", Summary: "Change hostname, password or the trusted sites list (null restores a default)", Request: Patch{}, Response: State{},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var p Patch
 				if err := api.Decode(r, &p, false); err != nil {
