@@ -15,6 +15,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/events"
 	"github.com/holofleet/holofleet/firmware/httpapi"
+	"github.com/holofleet/holofleet/firmware/longop"
 	"github.com/holofleet/holofleet/firmware/openapi"
 	"github.com/holofleet/holofleet/firmware/settings"
 	"github.com/holofleet/holofleet/firmware/web"
@@ -34,6 +35,8 @@ type Boot struct {
 	// Network reports the station and access point for /info; the
 	// network feature replaces the default.
 	Network NetworkInfo
+	// Long is the board-wide lock of long operations (409 busy).
+	Long *longop.Lock
 
 	addr     net.Addr
 	mu       sync.Mutex
@@ -76,7 +79,7 @@ func (wiredNetwork) ViaAP(*http.Request) bool { return false }
 
 func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot := &Boot{Board: b, Clock: b.clk, Log: b.log, Started: b.clk.Now(), addr: addr,
-		features: map[string]bool{}, Network: wiredNetwork{addr}}
+		features: map[string]bool{}, Network: wiredNetwork{addr}, Long: &longop.Lock{}}
 	boot.Hub = events.New(b.clk, b.log.With("part", "events"), events.Options{Uptime: boot.Uptime})
 	boot.OnClose(boot.Hub.Close)
 	ws, err := web.Load(b.db.Bucket("web"), b.identity.DefaultHostname())
