@@ -45,6 +45,7 @@ func run(args []string) error {
 	defer stop()
 
 	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log}
+	cfg.Features = features(options{dataDir: *data})
 	var (
 		b   *board.Board
 		err error
