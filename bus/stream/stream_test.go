@@ -62,9 +62,9 @@ func drain(t testing.TB, r *Receiver) []Item {
 var cmpItems = cmp.Comparer(func(a, b Item) bool { return a.Kind == b.Kind && bytes.Equal(a.Data, b.Data) })
 
 var (
-	ping    = h("05 07 01")              // board 5, seq 7, PING
-	colour  = h("01 02 21 ff 00 80")     // COLOUR with a zero byte inside
-	events  = h("00 09 51 00 00")        // EVENTS_GET to every board: zeros
+	ping    = h("05 07 01")               // board 5, seq 7, PING
+	colour  = h("01 02 21 ff 00 80")      // COLOUR with a zero byte inside
+	events  = h("00 09 51 00 00")         // EVENTS_GET to every board: zeros
 	maxBody = bytes.Repeat([]byte{1}, 51) // header and a 48-byte payload
 )
 
