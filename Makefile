@@ -46,7 +46,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 5s) each
 lint: ## go vet, gofmt and staticcheck
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 .PHONY: generate
 generate: ## Regenerate generated code (protobuf stubs and the like)
