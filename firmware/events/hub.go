@@ -71,7 +71,8 @@ type Options struct {
 	// means {"holo": HoloThrottle}; a kind not in the map is sent at once.
 	Throttle map[string]time.Duration
 	// Uptime returns the board's uptime for t_ms; by default the time since
-	// New by the hub's clock.
+	// New by the hub's clock. It is called with the hub locked, so it must
+	// not call the hub.
 	Uptime func() time.Duration
 	// QueueLimit is how many happenings a subscriber may have pending before
 	// it is closed with ErrOverflow (DefaultQueueLimit; never less than Keep).
