@@ -485,8 +485,11 @@ func (l *Line) transmit(tx *transmission, b []byte, offset int) {
 	n := tx.node
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	n.sent += int64(len(b))
-	if n.silent.Load() || l.closed {
+	if n.silent.Load() {
 		l.stats.Silenced += int64(len(b))
 		return
 	}
