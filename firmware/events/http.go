@@ -29,11 +29,17 @@ const maxBatch = 16 << 10
 // too, always in its JSON form.
 func (h *Hub) Route() api.Route {
 	return api.Route{
-		Method:  http.MethodGet,
-		Path:    "/events",
-		Handler: h,
-		Link:    true,
-		Summary: "Follow state changes and happenings (SSE), or read kept happenings (JSON)",
+		Method:   http.MethodGet,
+		Path:     "/events",
+		Handler:  h,
+		Link:     true,
+		Summary:  "Follow state changes and happenings (SSE), or read kept happenings (JSON)",
+		Response: Reply{},
+		Query: []api.Param{
+			{Name: "kinds", Type: "string", Description: "comma list of event kinds; all when absent"},
+			{Name: "after", Type: "integer", Description: "replay happenings after this seq"},
+		},
+		Errors: []*api.Error{api.ErrStreamsBusy},
 	}
 }
 
