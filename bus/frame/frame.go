@@ -205,3 +205,9 @@ func (a Address) String() string {
 	}
 	return "@invalid"
 }
+
+// String formats f for logs: address, seq, type and payload in hex,
+// for example "@5 #3 STATUS [ ]".
+func (f Frame) String() string {
+	return fmt.Sprintf("%v #%d %v [% X]", f.Addr, f.Seq, f.Type, f.Payload)
+}

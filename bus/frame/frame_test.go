@@ -353,3 +353,10 @@ func TestStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestFrameString(t *testing.T) {
+	got := Frame{Addr: GroupAddress(2), Seq: 9, Type: TypeColour, Payload: []byte{1, 0xAB, 3}}.String()
+	if want := "@g2 #9 COLOUR [01 AB 03]"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
