@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/holofleet/holofleet/bus/serialport"
 	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/bus/tcplink"
 )
 
 func open(t *testing.T, addr string) io.ReadWriteCloser {
@@ -81,6 +82,14 @@ func TestTCPListenAndDial(t *testing.T) {
 	board := open(t, "tcp://127.0.0.1:0")
 	addr := name(t, board)
 	host := open(t, "tcp+dial://"+addr)
+	// The board discards what it writes before the client is attached.
+	srv := board.(*tcplink.Server)
+	for deadline := time.Now().Add(5 * time.Second); !srv.Stats().Connected; {
+		if time.Now().After(deadline) {
+			t.Fatal("client never attached")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	exchange(t, board, host)
 }
 
@@ -174,4 +183,22 @@ func TestSerialConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParams checks the query decoders never panic and accept only
+// values they can use.
+func FuzzParams(f *testing.F) {
+	for _, s := range []string{"", "baud=9600&parity=even", "rs485=1&rs485_before=1ms", "name=b1&echo=1", "baud=x", "%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := url.ParseQuery(s)
+		if err != nil {
+			return
+		}
+		if cfg, err := serialConfig(q); err == nil && cfg.RS485.Required && !cfg.RS485.Enabled {
+			t.Fatal("required RS485 left disabled")
+		}
+		nodeOptions(q)
+	})
 }
