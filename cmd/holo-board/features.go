@@ -1,13 +1,14 @@
 package main
 
 import (
+	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
 )
 
-// features lists the feature packages every boot installs, in order.
-// Each entry is one line; keep them sorted by feature.
+// features lists the feature packages every boot installs, in order: the
+// built-in set from firmware/assemble, then the ones below, one a line.
 func features(o options) []board.Feature {
-	return []board.Feature{}
+	return assemble.Features(assemble.Options{Extra: []board.Feature{}})
 }
 
 // options are the command-line settings features may need.

@@ -26,6 +26,8 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/firmware/hal"
+	"github.com/holofleet/holofleet/firmware/hal/sim"
 	"github.com/holofleet/holofleet/firmware/web"
 	"github.com/holofleet/holofleet/store"
 )
@@ -55,6 +57,20 @@ type Config struct {
 	OnRestart func()
 	// OnReady, when set, is called once the first boot serves requests.
 	OnReady func(addr net.Addr)
+	// Hardware is the board's devices; they outlive restarts, as real
+	// hardware does. Nil means a new simulated set.
+	Hardware *Hardware
+}
+
+// Hardware is the set of devices a board drives.
+type Hardware struct {
+	Display hal.Display
+	Touch   hal.Touch
+	Strip   hal.LEDStrip
+	Pan     hal.Servo
+	Tilt    hal.Servo
+	// LEDGPIO is the pin the strip is wired to.
+	LEDGPIO int
 }
 
 // Feature installs one feature into a boot.
@@ -90,6 +106,9 @@ func Open(cfg Config) (*Board, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Hardware == nil {
+		cfg.Hardware = SimHardware(cfg.Clock)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDataDir, err)
@@ -137,6 +156,18 @@ func (b *Board) loadIdentity() error {
 	b.identity = Identity{ID: hex.EncodeToString(raw[:])}
 	return bk.Put("identity", b.identity)
 }
+
+// SimHardware returns a new set of simulated devices.
+func SimHardware(clk clock.Clock) *Hardware {
+	d := sim.NewDisplay()
+	return &Hardware{Display: d, Touch: d, Strip: sim.NewLEDStrip(), Pan: sim.NewServo(clk), Tilt: sim.NewServo(clk), LEDGPIO: DefaultLEDGPIO}
+}
+
+// DefaultLEDGPIO is the pin the simulated board's LED strip hangs on.
+const DefaultLEDGPIO = 48
+
+// Hardware returns the board's devices.
+func (b *Board) Hardware() *Hardware { return b.cfg.Hardware }
 
 // Identity returns the board's identity.
 func (b *Board) Identity() Identity { return b.identity }

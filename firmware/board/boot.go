@@ -1,6 +1,7 @@
 package board
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/events"
@@ -38,10 +40,66 @@ type Boot struct {
 	// Long is the board-wide lock of long operations (409 busy).
 	Long *longop.Lock
 
+	// Status parts fill the native status block (STATUS, I2C STATUS):
+	// each feature contributes the bytes it owns.
+	statusParts []func(*frame.StatusBlock)
+
 	addr     net.Addr
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 	mu       sync.Mutex
 	features map[string]bool
 	closers  []func()
+	values   map[any]any
+}
+
+// Go runs f in a goroutine owned by the boot: its context ends when the
+// boot closes, and Close waits for f to return.
+func (boot *Boot) Go(f func(ctx context.Context)) {
+	boot.wg.Add(1)
+	go func() {
+		defer boot.wg.Done()
+		f(boot.ctx)
+	}()
+}
+
+// Context ends when the boot closes.
+func (boot *Boot) Context() context.Context { return boot.ctx }
+
+// AddStatus registers a contributor to the native status block.
+func (boot *Boot) AddStatus(f func(*frame.StatusBlock)) {
+	boot.mu.Lock()
+	defer boot.mu.Unlock()
+	boot.statusParts = append(boot.statusParts, f)
+}
+
+// StatusBlock assembles the native status block from every feature.
+func (boot *Boot) StatusBlock() frame.StatusBlock {
+	sb := frame.StatusBlock{Scene: frame.SceneNone, Remaining: frame.NoRemaining, Holo: frame.HoloCannotMove}
+	boot.mu.Lock()
+	parts := append([]func(*frame.StatusBlock){}, boot.statusParts...)
+	boot.mu.Unlock()
+	for _, p := range parts {
+		p(&sb)
+	}
+	sb.Seq = boot.Hub.Latest()
+	return sb
+}
+
+// Set stores a value features share within the boot (for example the LED
+// controller that scenes drive), under a key type of the providing package.
+func (boot *Boot) Set(key, v any) {
+	boot.mu.Lock()
+	defer boot.mu.Unlock()
+	boot.values[key] = v
+}
+
+// Value returns what Set stored under key, or nil.
+func (boot *Boot) Value(key any) any {
+	boot.mu.Lock()
+	defer boot.mu.Unlock()
+	return boot.values[key]
 }
 
 // NetworkInfo reports the network part of GET /info.
@@ -79,7 +137,10 @@ func (wiredNetwork) ViaAP(*http.Request) bool { return false }
 
 func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot := &Boot{Board: b, Clock: b.clk, Log: b.log, Started: b.clk.Now(), addr: addr,
-		features: map[string]bool{}, Network: wiredNetwork{addr}, Long: &longop.Lock{}}
+		features: map[string]bool{}, Network: wiredNetwork{addr}, Long: &longop.Lock{}, values: map[any]any{}}
+	boot.ctx, boot.cancel = context.WithCancel(context.Background())
+	boot.OnClose(boot.wg.Wait)
+	boot.OnClose(boot.cancel)
 	boot.Hub = events.New(b.clk, b.log.With("part", "events"), events.Options{Uptime: boot.Uptime})
 	boot.OnClose(boot.Hub.Close)
 	ws, err := web.Load(b.db.Bucket("web"), b.identity.DefaultHostname())

@@ -75,7 +75,8 @@ func (l look) render(px []color.RGBA, e time.Duration, seed uint64) (still bool)
 					px[i] = l.colour
 				}
 			}
-			return lit == n
+			still = lit == n
+			break
 		}
 		p := k % (2 * n)
 		for i := range px {

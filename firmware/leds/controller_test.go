@@ -452,3 +452,20 @@ func BenchmarkFlickerFrame(b *testing.B) {
 		e += FrameInterval
 	}
 }
+
+// TestEveryModeScalesByBrightness guards against a mode writing its
+// colours unscaled (a wipe without loop once returned before scaling).
+func TestEveryModeScalesByBrightness(t *testing.T) {
+	for _, mode := range []string{"solid", "wipe", "flicker"} {
+		for _, loop := range []bool{false, true} {
+			r := newRig(t, 4)
+			r.patch(t, Patch{Mode: ptr(mode), Colour: ptr("#ff0000"), Loop: ptr(loop), Brightness: ptr(50)})
+			r.advance(t, time.Second)
+			for i, p := range r.strip.Pixels() {
+				if p.R > 128 || p.G != 0 || p.B != 0 {
+					t.Errorf("%s loop=%v LED %d = %v, want red at most half bright", mode, loop, i, p)
+				}
+			}
+		}
+	}
+}

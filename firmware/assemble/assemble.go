@@ -1,0 +1,116 @@
+// Package assemble wires the firmware's feature packages into a board: it
+// is the one place that knows every feature, so holo-board (one board per
+// process) and fleet mode (many boards in one process) install the same
+// firmware. Each feature is a board.Feature run at every start; it builds
+// its controller from the saved state, registers its routes, its part of
+// the native status block, and the goroutines the boot owns.
+package assemble
+
+import (
+	"context"
+	"hash/fnv"
+
+	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/firmware/board"
+	"github.com/holofleet/holofleet/firmware/hal/sim"
+	"github.com/holofleet/holofleet/firmware/holo"
+	"github.com/holofleet/holofleet/firmware/leds"
+	"github.com/holofleet/holofleet/firmware/simview"
+)
+
+// Options are the settings of the features that come from the command
+// line rather than from the board's saved state.
+type Options struct {
+	// Extra features appended after the built-in ones.
+	Extra []board.Feature
+}
+
+// Features returns every feature of the firmware, in installation order.
+func Features(o Options) []board.Feature {
+	fs := []board.Feature{LEDs, Holo, SimView}
+	return append(fs, o.Extra...)
+}
+
+// Keys under which features share their controllers through Boot.Value.
+type (
+	ledsKey struct{}
+	holoKey struct{}
+)
+
+// LEDsOf returns the boot's LED controller.
+func LEDsOf(b *board.Boot) *leds.Controller {
+	c, _ := b.Value(ledsKey{}).(*leds.Controller)
+	return c
+}
+
+// HoloOf returns the boot's holo controller.
+func HoloOf(b *board.Boot) *holo.Controller {
+	c, _ := b.Value(holoKey{}).(*holo.Controller)
+	return c
+}
+
+func seed(b *board.Boot) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(b.Board.Identity().ID))
+	return h.Sum64()
+}
+
+// LEDs installs the LED strip: count from the saved settings, brightness
+// from the saved settings, animations run by the boot.
+func LEDs(b *board.Boot) error {
+	hw := b.Board.Hardware()
+	st := b.Settings.Get()
+	c, err := leds.New(leds.Options{Clock: b.Clock, Strip: hw.Strip, Count: st.LEDs.Count, GPIO: hw.LEDGPIO,
+		Brightness: st.LEDs.Brightness, Publisher: b.Hub, Logger: b.Log.With("part", "leds"), Seed: seed(b)})
+	if err != nil {
+		return err
+	}
+	b.Set(ledsKey{}, c)
+	b.Go(func(ctx context.Context) { _ = c.Run(ctx) })
+	b.AddFeature("leds", c.Routes()...)
+	b.AddStatus(func(sb *frame.StatusBlock) {
+		s := c.State()
+		sb.LEDs = frame.LEDMode(leds.ModeNumber(s.Mode))
+		sb.Brightness = uint8(s.Brightness)
+	})
+	return nil
+}
+
+// Holo installs the holoprojector and its servos.
+func Holo(b *board.Boot) error {
+	hw := b.Board.Hardware()
+	c, err := holo.New(holo.Options{Clock: b.Clock, Pan: hw.Pan, Tilt: hw.Tilt, Store: b.Board.DB().Bucket("holo"),
+		Publisher: b.Hub, Logger: b.Log.With("part", "holo"), Seed: seed(b)})
+	if err != nil {
+		return err
+	}
+	b.Set(holoKey{}, c)
+	b.Go(func(ctx context.Context) { _ = c.Run(ctx) })
+	b.AddFeature("holo", c.Routes()...)
+	b.AddStatus(func(sb *frame.StatusBlock) {
+		s := c.State()
+		sb.Holo = frame.HoloState(s.StatusCode())
+		if s.Ready {
+			sb.Flags |= frame.FlagHoloReady
+		}
+	})
+	return nil
+}
+
+// SimView installs the simulator's extension endpoints when the board runs
+// on simulated hardware.
+func SimView(b *board.Boot) error {
+	hw := b.Board.Hardware()
+	d, okD := hw.Display.(*sim.Display)
+	strip, okS := hw.Strip.(*sim.LEDStrip)
+	pan, okP := hw.Pan.(*sim.Servo)
+	tilt, okT := hw.Tilt.(*sim.Servo)
+	if !okD || !okS || !okP || !okT {
+		return nil
+	}
+	v := &simview.View{Screen: d, Strip: strip,
+		Mode:   func() string { return LEDsOf(b).State().Mode },
+		Servos: []simview.NamedServo{{ID: "pan", Servo: pan}, {ID: "tilt", Servo: tilt}}}
+	b.AddFeature("", v.Routes()...)
+	return nil
+}
