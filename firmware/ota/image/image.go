@@ -78,19 +78,19 @@ var (
 
 // Header is the 24-byte image header.
 type Header struct {
-	Magic           byte
-	SegmentCount    byte
-	SPIMode         byte
-	SPISpeedSize    byte
-	Entry           uint32
-	WPPin           byte
-	SPIPinDrv       [3]byte
-	ChipID          uint16
-	MinChipRev      byte
-	MinChipRevFull  uint16
-	MaxChipRevFull  uint16
-	Reserved        [4]byte
-	HashAppended    byte
+	Magic          byte
+	SegmentCount   byte
+	SPIMode        byte
+	SPISpeedSize   byte
+	Entry          uint32
+	WPPin          byte
+	SPIPinDrv      [3]byte
+	ChipID         uint16
+	MinChipRev     byte
+	MinChipRevFull uint16
+	MaxChipRevFull uint16
+	Reserved       [4]byte
+	HashAppended   byte
 }
 
 // ParseHeader decodes the image header from the first HeaderSize bytes of b
