@@ -320,6 +320,35 @@ func Verify(r io.ReaderAt, size int64, exp Expect) (*Image, error) {
 	return v.Finish()
 }
 
+// VerifyAt checks the image at the start of r, a slot of size bytes,
+// reading no further than the image's own structure says it ends.
+func VerifyAt(r io.ReaderAt, size int64, exp Expect) (*Image, error) {
+	if exp.MaxSize == 0 || exp.MaxSize > size {
+		exp.MaxSize = size
+	}
+	v := NewVerifier(exp)
+	buf := make([]byte, 256<<10)
+	var off int64
+	for !v.Done() {
+		n := min(v.Need(), int64(len(buf)), size-off)
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: image runs past the end of its %d bytes", ErrTruncated, size)
+		}
+		m, err := r.ReadAt(buf[:n], off)
+		if int64(m) < n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: short read at %d", ErrTruncated, off)
+			}
+			return nil, err
+		}
+		if _, err := v.Write(buf[:n]); err != nil {
+			return nil, err
+		}
+		off += n
+	}
+	return v.Finish()
+}
+
 // VerifyBytes checks a whole image held in memory.
 func VerifyBytes(b []byte, exp Expect) (*Image, error) {
 	return Verify(bytes.NewReader(b), int64(len(b)), exp)

@@ -262,3 +262,15 @@ func FuzzVerify(f *testing.F) {
 }
 
 func withCount(h Header, n byte) Header { h.SegmentCount = n; return h }
+
+func TestVerifyAt(t *testing.T) {
+	b := mustPack(t, testDesc(), bytes.Repeat([]byte("slot"), 5000))
+	slot := append(bytes.Clone(b), bytes.Repeat([]byte{0xAB}, 9999)...) // old bytes after the image
+	im, err := VerifyAt(bytes.NewReader(slot), int64(len(slot)), hostExpect)
+	if err != nil || im.Size != int64(len(b)) {
+		t.Fatalf("%v %+v", err, im)
+	}
+	if _, err := VerifyAt(bytes.NewReader(b[:500]), 500, hostExpect); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("short slot: %v", err)
+	}
+}

@@ -54,6 +54,29 @@ func (v *Verifier) Early() (e Early, ok bool) {
 	return v.e, v.eN == EarlyCheckSize && v.e.Header.Magic == Magic
 }
 
+// Need returns how many bytes the Verifier can take next without reading
+// past the end of the image as known so far (0 once the image is
+// complete). Readers of a slot, where the image is followed by whatever
+// the slot held before, read at most this much at a time.
+func (v *Verifier) Need() int64 {
+	switch v.ph {
+	case phEarly:
+		return int64(EarlyCheckSize - v.eN)
+	case phSegHdr:
+		return int64(SegmentHeaderSize - v.bufN)
+	case phSegData, phPad:
+		return v.left
+	case phSum:
+		return 1
+	case phDigest:
+		return int64(HashSize - v.bufN)
+	}
+	return 0
+}
+
+// Done reports whether the whole image has been taken.
+func (v *Verifier) Done() bool { return v.ph == phDone }
+
 // Written returns how many bytes the Verifier has taken.
 func (v *Verifier) Written() int64 { return v.off }
 
