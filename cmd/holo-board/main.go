@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/holofleet/holofleet/firmware/board"
+	"github.com/holofleet/holofleet/firmware/link"
 )
 
 func main() {
@@ -44,19 +45,26 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log}
-	cfg.Features = features(options{dataDir: *data})
 	var (
 		b   *board.Board
 		err error
 	)
+	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log}
 	cfg.OnReady = func(addr net.Addr) {
 		// Tests and tools read this line to learn the port of --http :0.
 		fmt.Printf("holo-board %s listening on http://%s\n", b.Current().Web.Hostname(), addr)
 	}
+	var port *link.Port
 	if *uart != "" {
-		return fmt.Errorf("--uart: the host link is not built yet")
+		port, err = link.OpenPort(ctx, *uart)
+		if err != nil {
+			return fmt.Errorf("--uart: %w", err)
+		}
+		defer port.Close()
+		// Tests and tools read this line to find a pty's path.
+		fmt.Printf("holo-board link on %s\n", port.Name())
 	}
+	cfg.Features = features(options{dataDir: *data, port: port})
 	b, err = board.Open(cfg)
 	if err != nil {
 		return err

@@ -11,24 +11,53 @@ import (
 	"hash/fnv"
 
 	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/firmware/board"
+	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/hal/sim"
 	"github.com/holofleet/holofleet/firmware/holo"
 	"github.com/holofleet/holofleet/firmware/leds"
+	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/simview"
 )
 
 // Options are the settings of the features that come from the command
 // line rather than from the board's saved state.
 type Options struct {
+	// Port is the board's UART (or RS485 transceiver); nil when none.
+	Port *link.Port
+	// I2C is the simulated I2C bus the board sits on; nil when none.
+	I2C *i2creg.Bus
 	// Extra features appended after the built-in ones.
 	Extra []board.Feature
 }
 
 // Features returns every feature of the firmware, in installation order.
+// The link comes last so that every route it serves exists.
 func Features(o Options) []board.Feature {
 	fs := []board.Feature{LEDs, Holo, SimView}
-	return append(fs, o.Extra...)
+	fs = append(fs, o.Extra...)
+	return append(fs, Link(o.Port, o.I2C))
+}
+
+// Link installs the host link on the board's port or I2C bus.
+func Link(port *link.Port, bus *i2creg.Bus) board.Feature {
+	return func(b *board.Boot) error {
+		srv, err := link.New(link.Options{
+			Port: port, I2C: bus, Lookup: b.HTTP.Lookup, Hub: b.Hub, Store: b.Board.DB().Bucket("link"),
+			LEDGPIO: b.Board.Hardware().LEDGPIO, Status: b.StatusBlock, Version: buildinfo.Running().Version,
+			Uptime: b.Uptime, Attn: b.Board.Hardware().Attn, Clock: b.Clock, Log: b.Log.With("part", "link"),
+		})
+		if err != nil {
+			return err
+		}
+		b.AddFeature("link", srv.Routes()...)
+		if err := srv.Start(); err != nil {
+			return err
+		}
+		b.OnClose(srv.Stop)
+		return nil
+	}
 }
 
 // Keys under which features share their controllers through Boot.Value.

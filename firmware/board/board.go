@@ -71,6 +71,8 @@ type Hardware struct {
 	Tilt    hal.Servo
 	// LEDGPIO is the pin the strip is wired to.
 	LEDGPIO int
+	// Attn is the host link's ATTN output.
+	Attn hal.Pin
 }
 
 // Feature installs one feature into a boot.
@@ -160,7 +162,7 @@ func (b *Board) loadIdentity() error {
 // SimHardware returns a new set of simulated devices.
 func SimHardware(clk clock.Clock) *Hardware {
 	d := sim.NewDisplay()
-	return &Hardware{Display: d, Touch: d, Strip: sim.NewLEDStrip(), Pan: sim.NewServo(clk), Tilt: sim.NewServo(clk), LEDGPIO: DefaultLEDGPIO}
+	return &Hardware{Display: d, Touch: d, Strip: sim.NewLEDStrip(), Pan: sim.NewServo(clk), Tilt: sim.NewServo(clk), LEDGPIO: DefaultLEDGPIO, Attn: sim.NewPin()}
 }
 
 // DefaultLEDGPIO is the pin the simulated board's LED strip hangs on.
