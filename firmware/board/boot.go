@@ -64,6 +64,9 @@ func (boot *Boot) Go(f func(ctx context.Context)) {
 	}()
 }
 
+// Addr is the address of the board's HTTP listener.
+func (boot *Boot) Addr() net.Addr { return boot.addr }
+
 // Context ends when the boot closes.
 func (boot *Boot) Context() context.Context { return boot.ctx }
 
@@ -105,7 +108,7 @@ func (boot *Boot) Value(key any) any {
 // NetworkInfo reports the network part of GET /info.
 type NetworkInfo interface {
 	Station() Station
-	AccessPointOn() bool
+	AccessPoint() APInfo
 	// ViaAP reports whether a request arrived on the access point.
 	ViaAP(r *http.Request) bool
 }
@@ -132,7 +135,7 @@ func (w wiredNetwork) Station() Station {
 	}
 	return Station{Enabled: true, Connected: true, SSID: "host", IP: ip, RSSI: -40, Channel: 1, IPv6: []string{}}
 }
-func (wiredNetwork) AccessPointOn() bool      { return false }
+func (wiredNetwork) AccessPoint() APInfo      { return APInfo{} }
 func (wiredNetwork) ViaAP(*http.Request) bool { return false }
 
 func newBoot(b *Board, addr net.Addr) (*Boot, error) {
@@ -240,9 +243,14 @@ type Info struct {
 	AP       APInfo        `json:"ap"`
 }
 
-// APInfo is the ap object of GET /info.
+// APInfo is the ap object of GET /info: whether the access point is on,
+// its name, the seconds left of a timed one (null when off or staying on)
+// and its address ("" when off).
 type APInfo struct {
-	On bool `json:"on"`
+	On     bool   `json:"on"`
+	Name   string `json:"name"`
+	OffInS *int   `json:"off_in_s"`
+	IP     string `json:"ip"`
 }
 
 // SimHeap is the RAM a simulated board reports its free memory against.
@@ -272,7 +280,7 @@ func (boot *Boot) InfoFor(r *http.Request) Info {
 		Hostname: boot.Web.Hostname(), ID: boot.Board.identity.ID,
 		UptimeS: int64(boot.Uptime() / time.Second), HeapFree: HeapFree(),
 		Features: boot.Features(), Auth: boot.Web.HasPassword(), Via: via,
-		STA: boot.Network.Station(), AP: APInfo{On: boot.Network.AccessPointOn()},
+		STA: boot.Network.Station(), AP: boot.Network.AccessPoint(),
 	}
 }
 
