@@ -32,6 +32,7 @@ func run(args []string) error {
 	httpAddr := fs.String("http", ":80", "address the HTTP API listens on")
 	uart := fs.String("uart", "", "host-link transport: tcp://ADDR, pty, a serial device path, or simline://HUB.sock")
 	hostname := fs.String("hostname", "", "set and save the board's hostname (default holo-xxxx from its identity)")
+	volumeSize := fs.Int64("volume-size", 12<<20, "capacity of the storage volume in bytes")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,7 +65,7 @@ func run(args []string) error {
 		// Tests and tools read this line to find a pty's path.
 		fmt.Printf("holo-board link on %s\n", port.Name())
 	}
-	cfg.Features = features(options{dataDir: *data, port: port})
+	cfg.Features = features(options{dataDir: *data, volumeSize: *volumeSize, port: port})
 	b, err = board.Open(cfg)
 	if err != nil {
 		return err
