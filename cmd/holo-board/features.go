@@ -10,13 +10,14 @@ import (
 // features lists the feature packages every boot installs, in order: the
 // built-in set from firmware/assemble, then the ones below, one a line.
 func features(o options) []board.Feature {
-	return assemble.Features(assemble.Options{Port: o.port, Extra: []board.Feature{
+	return assemble.Features(assemble.Options{Network: o.network, Port: o.port, Extra: []board.Feature{
 		fs.Feature(fs.Options{Capacity: o.volumeSize}),
 	}})
 }
 
 // options are the command-line settings features may need.
 type options struct {
+	network assemble.NetworkOptions
 	dataDir string
 	// volumeSize is the storage volume's capacity in bytes.
 	volumeSize int64

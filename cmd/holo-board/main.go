@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/link"
 )
@@ -33,6 +34,8 @@ func run(args []string) error {
 	uart := fs.String("uart", "", "host-link transport: tcp://ADDR, pty, a serial device path, or simline://HUB.sock")
 	hostname := fs.String("hostname", "", "set and save the board's hostname (default holo-xxxx from its identity)")
 	volumeSize := fs.Int64("volume-size", 12<<20, "capacity of the storage volume in bytes")
+	apHTTP := fs.String("ap-http", "127.0.0.1:0", "address the simulated access point serves the API on while it is on")
+	mdnsOn := fs.Bool("mdns", false, "announce <hostname>.local and the HTTP service over mDNS while joined")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,7 +68,10 @@ func run(args []string) error {
 		// Tests and tools read this line to find a pty's path.
 		fmt.Printf("holo-board link on %s\n", port.Name())
 	}
-	cfg.Features = features(options{dataDir: *data, volumeSize: *volumeSize, port: port})
+	netOpts := assemble.NetworkOptions{APAddr: *apHTTP, MDNS: *mdnsOn, OnAPOpen: func(a net.Addr) {
+		fmt.Printf("holo-board access point on http://%s\n", a) // tests read this line
+	}}
+	cfg.Features = features(options{network: netOpts, dataDir: *data, volumeSize: *volumeSize, port: port})
 	b, err = board.Open(cfg)
 	if err != nil {
 		return err

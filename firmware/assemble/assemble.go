@@ -28,6 +28,8 @@ type Options struct {
 	Port *link.Port
 	// I2C is the simulated I2C bus the board sits on; nil when none.
 	I2C *i2creg.Bus
+	// Network holds the network feature's command-line settings.
+	Network NetworkOptions
 	// Extra features appended after the built-in ones.
 	Extra []board.Feature
 }
@@ -35,7 +37,7 @@ type Options struct {
 // Features returns every feature of the firmware, in installation order.
 // The link comes last so that every route it serves exists.
 func Features(o Options) []board.Feature {
-	fs := []board.Feature{LEDs, Holo, SimView}
+	fs := []board.Feature{LEDs, Holo, SimView, Network(o.Network)}
 	fs = append(fs, o.Extra...)
 	return append(fs, Link(o.Port, o.I2C))
 }
