@@ -12,6 +12,7 @@ import (
 func features(o options) []board.Feature {
 	return assemble.Features(assemble.Options{Network: o.network, Port: o.port, Extra: []board.Feature{
 		fs.Feature(fs.Options{Capacity: o.volumeSize}),
+		otaFeature(o.dataDir),
 	}})
 }
 

@@ -37,6 +37,7 @@ func run(args []string) error {
 	apHTTP := fs.String("ap-http", "127.0.0.1:0", "address the simulated access point serves the API on while it is on")
 	mdnsOn := fs.Bool("mdns", false, "announce <hostname>.local and the HTTP service over mDNS while joined")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	proc := processFlags(fs, data) // process mode: bootloader, slots, OTA (boot.go)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +46,10 @@ func run(args []string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if done, err := proc.start(log, args, *httpAddr); done || err != nil {
+		return err
+	}
+	defer proc.finish()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -53,10 +58,11 @@ func run(args []string) error {
 		b   *board.Board
 		err error
 	)
-	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log}
+	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log, OnRestart: proc.onRestart()}
 	cfg.OnReady = func(addr net.Addr) {
 		// Tests and tools read this line to learn the port of --http :0.
 		fmt.Printf("holo-board %s listening on http://%s\n", b.Current().Web.Hostname(), addr)
+		proc.ready(log)
 	}
 	var port *link.Port
 	if *uart != "" {
@@ -76,7 +82,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := proc.listen(*httpAddr)
 	if err != nil {
 		b.DB().Close()
 		return err

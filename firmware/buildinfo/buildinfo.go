@@ -8,6 +8,7 @@ package buildinfo
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"runtime/debug"
@@ -44,9 +45,21 @@ var (
 	app  App
 )
 
-// Running returns the description of the running executable.
+// AppEnv names the environment variable through which process mode's
+// bootloader hands the firmware the application description of the slot
+// it booted (JSON of App). When it is set, Running reports it: the
+// firmware describes itself as the image it was booted from.
+const AppEnv = "HOLO_BOARD_APP"
+
+// Running returns the description of the running firmware: the booted
+// slot's image description in process mode, otherwise this executable's.
 func Running() App {
 	once.Do(func() {
+		if v := os.Getenv(AppEnv); v != "" {
+			if err := json.Unmarshal([]byte(v), &app); err == nil && app.Project != "" {
+				return
+			}
+		}
 		app = App{Project: Project, Version: Version, Date: Date, Time: Time, IDF: "host-" + goVersion()}
 		if app.Date == "" || app.Time == "" {
 			t := buildTime()

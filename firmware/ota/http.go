@@ -53,7 +53,7 @@ func (s *Service) Routes() []api.Route {
 				boolParam("reboot", "with activate, restart a second after the reply"),
 				boolParam("force", "accept an image built for another project"),
 			},
-			Errors: []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrSHA256Mismatch},
+			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrSHA256Mismatch},
 			Handler: http.HandlerFunc(s.serveUpload)},
 		{Method: http.MethodDelete, Path: "/ota/image", Link: true, Response: Session{},
 			Summary: "Cancel the update in progress, or forget a staged or failed one",

@@ -2,9 +2,8 @@ package ota
 
 import (
 	"context"
-	
-	"errors"
 
+	"errors"
 
 	"log/slog"
 
@@ -81,7 +80,7 @@ type Service struct {
 	start    time.Time
 	end      time.Time // zero while a session runs
 	staged   *image.Image
-	slot     int  // the slot of the session's image
+	slot     int     // the slot of the session's image
 	work     *worker // the receiving or downloading worker, nil when none
 	lastEmit time.Time
 	opMu     sync.Mutex // serialises session starts and activations
