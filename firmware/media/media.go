@@ -173,12 +173,6 @@ func OpenFile(name string) (Clip, error) {
 
 var errIsDir = &fs.PathError{Op: "open", Err: errors.New("is a directory")}
 
-// ReaderAtCloser is what Open reads: a file, or bytes in memory.
-type ReaderAtCloser interface {
-	io.ReaderAt
-	io.Closer
-}
-
 // Open checks r (size bytes) and returns it as a Clip. The Clip owns r
 // and closes it; on error r is not closed.
 func Open(r io.ReaderAt, size int64) (Clip, error) {
