@@ -170,6 +170,8 @@ func (srv *Server) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	srv.cancel = cancel
 	srv.pendingChanged()
+	srv.wg.Add(1)
+	go srv.pushLoop(ctx)
 	switch srv.running.Mode {
 	case ModeI2C:
 		if srv.o.I2C == nil {
@@ -193,9 +195,8 @@ func (srv *Server) Start() error {
 		}
 		srv.recv = stream.New(stream.Config{Mode: mode})
 		srv.o.Port.attach(srv.recv)
-		srv.wg.Add(2)
+		srv.wg.Add(1)
 		go srv.serve(ctx)
-		go srv.pushLoop(ctx)
 		if srv.running.Mode == ModeUART {
 			srv.sendReady()
 		}
@@ -412,7 +413,7 @@ func (srv *Server) pushLoop(ctx context.Context) {
 			continue // the subscription was replaced or overflowed
 		}
 		push, native := srv.events.pushing()
-		canPush := push && srv.running.Mode == ModeUART
+		canPush := push && srv.running.Mode == ModeUART && srv.o.Port != nil
 		if !m.Happening {
 			if canPush && !native {
 				srv.sendEventLine(m.Data)
