@@ -49,16 +49,14 @@ func (l *APListener) Open() (net.Addr, error) {
 	if l.srv != nil {
 		return nil, errors.New("already open")
 	}
-	var (
-		ln  net.Listener
-		err error
-	)
+	var ln net.Listener
 	if l.last != "" {
-		ln, err = net.Listen("tcp", l.last)
+		// The port it had may be taken by now; then any will do.
+		ln, _ = net.Listen("tcp", l.last)
 	}
 	if ln == nil {
-		ln, err = net.Listen("tcp", l.Addr)
-		if err != nil {
+		var err error
+		if ln, err = net.Listen("tcp", l.Addr); err != nil {
 			return nil, err
 		}
 	}
