@@ -27,24 +27,16 @@ func upload(b *boardtest.Board, path, q string, data []byte) boardtest.Reply {
 	return b.Do("PUT", "/fs/file?path="+url.QueryEscape(path)+q, data, octet)
 }
 
-// rawDo sends a request without checking the reply against openapi.json,
-// for the two replies the description cannot state yet: a second success
-// status (200 when an upload replaced a file; 201 is described) and a
-// download whose Content-Type is not application/octet-stream.
+// rawDo sends raw bytes and returns the reply (validated against
+// openapi.json like every other request).
 func rawDo(t *testing.T, b *boardtest.Board, method, path string, body []byte) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, b.URL+"/api/v1"+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	var payload any
+	if body != nil {
+		payload = body
 	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := b.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, data
+	r := b.Do(method, path, payload, boardtest.Header("Content-Type", "application/octet-stream"))
+	return r.Status, r.Header, r.Body
 }
 
 func expect(t *testing.T, r boardtest.Reply, status int, code string) {
@@ -302,11 +294,16 @@ func TestUploadKilledMidway(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("cut-off upload succeeded")
 	}
-	boardtest.WaitFor(t, 10*time.Second, "the .part file to go", func() bool {
+	var d boardtest.Reply
+	boardtest.WaitFor(t, 10*time.Second, "the .part file to go and the upload to let go of the lock", func() bool {
 		_, err := os.Stat(part)
-		return os.IsNotExist(err)
+		if !os.IsNotExist(err) {
+			return false
+		}
+		d = b.Do("GET", "/fs/file?path=/clip.bin", nil)
+		return d.Status != 409
 	})
-	if d := b.Do("GET", "/fs/file?path=/clip.bin", nil); !bytes.Equal(d.Body, old) {
+	if !bytes.Equal(d.Body, old) {
 		t.Errorf("old file after a cut-off upload: %q", d.Body)
 	}
 	expect(t, b.Do("GET", "/fs/entry?path=/other&sha256=1", nil), 200, "")

@@ -29,6 +29,9 @@ type Route struct {
 	Response any
 	// Status is the success status (0 means 200).
 	Status int
+	// AlsoStatus lists other success statuses with the same reply type
+	// (PUT /fs/file answers 201 when it creates and 200 when it replaces).
+	AlsoStatus []int
 	// Query lists the query parameters.
 	Query []Param
 	// Errors lists the error codes the route may answer with, beyond the

@@ -106,16 +106,23 @@ func (g *gen) operation(r api.Route) map[string]any {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	ok := map[string]any{"description": http.StatusText(status)}
-	if r.Response != nil {
-		switch v := r.Response.(type) {
-		case RawContent:
-			ok["content"] = map[string]any{string(v): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
-		default:
-			ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(r.Response))}}
+	responses := map[string]any{}
+	for _, st := range append([]int{status}, r.AlsoStatus...) {
+		ok := map[string]any{"description": http.StatusText(st)}
+		if r.Response != nil {
+			switch v := r.Response.(type) {
+			case RawContent:
+				content := map[string]any{}
+				for _, mt := range strings.Split(string(v), ",") {
+					content[strings.TrimSpace(mt)] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
+				}
+				ok["content"] = content
+			default:
+				ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(r.Response))}}
+			}
 		}
+		responses[fmt.Sprint(st)] = ok
 	}
-	responses := map[string]any{fmt.Sprint(status): ok}
 	for _, code := range errorStatuses(r) {
 		responses[fmt.Sprint(code)] = map[string]any{
 			"description": http.StatusText(code),
@@ -126,7 +133,8 @@ func (g *gen) operation(r api.Route) map[string]any {
 	return op
 }
 
-// RawContent as a Route.Response names a non-JSON media type of the reply.
+// RawContent as a Route.Response names the non-JSON media types of the
+// reply, comma separated; "*/*" stands for any (a file download).
 type RawContent string
 
 func errorStatuses(r api.Route) []int {
