@@ -135,9 +135,9 @@ func (s *Service) Apply(p Patch) (Settings, error) {
 		next.Screen.Backlight = *p.Screen.Backlight
 	}
 	if p.LEDs != nil && p.LEDs.Brightness != nil {
-		if v := *p.LEDs.Brightness; v < 0 || v > 100 {
+		if v := *p.LEDs.Brightness; v < 1 || v > 100 {
 			s.mu.Unlock()
-			return Settings{}, api.Errorf(api.ErrBadRequest, "leds.brightness must be 0-100, not %d", v)
+			return Settings{}, api.Errorf(api.ErrBadRequest, "leds.brightness must be 1-100, not %d", v)
 		}
 		next.LEDs.Brightness = *p.LEDs.Brightness
 	}
