@@ -1,0 +1,139 @@
+// Package fleet is the gateway's core: the boards it knows, how each is
+// reached, and one event stream per board and for the whole fleet.
+//
+// Boards are reached through drivers. A Line driver is the master of one
+// RS485 line (native frames and JSON lines, group frames); the LAN driver
+// talks HTTP and Server-Sent Events to boards on the network. A driver
+// knows boards only by where they are (a Ref: the line and bus address, or
+// the base URL); it reports what it sees to a Sink, and the fleet core
+// turns those reports into boards by identity (the id in GET /info), so a
+// board reachable both ways is one board.
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/firmware/api"
+)
+
+// Errors of drivers and the fleet core.
+var (
+	// ErrNoReply: the board did not answer within the reply wait (after
+	// the driver's retries).
+	ErrNoReply = errors.New("fleet: board did not reply")
+	// ErrUnreachable: no driver can reach the board now.
+	ErrUnreachable = errors.New("fleet: board unreachable")
+	// ErrUnknownBoard: no board has that id.
+	ErrUnknownBoard = errors.New("fleet: unknown board")
+	// ErrUnknownGroup: no board is in that group.
+	ErrUnknownGroup = errors.New("fleet: unknown group")
+	// ErrNotOverLink: the API path is not served over the host link.
+	ErrNotOverLink = errors.New("fleet: path not served over the host link")
+	// ErrBadReply: the board answered something that does not parse.
+	ErrBadReply = errors.New("fleet: malformed reply")
+	// ErrClosed: the driver or fleet was closed.
+	ErrClosed = errors.New("fleet: closed")
+)
+
+// Ref says where a board is, as a driver sees it.
+type Ref struct {
+	// Driver names the driver: "rs485:<line name>" or "lan".
+	Driver string `json:"driver"`
+	// Addr is the bus address on a line ("5") or the base URL on the LAN
+	// ("http://10.0.0.7").
+	Addr string `json:"addr"`
+}
+
+func (r Ref) String() string { return r.Driver + "/" + r.Addr }
+
+// Reply is a board's answer to an API call: the HTTP status and body,
+// exactly as the board sent them (an error body is the board's
+// {"error","message"}).
+type Reply struct {
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body,omitempty"`
+}
+
+// Err returns the board's error as an *api.Error when Status is 400 or
+// more, else nil.
+func (r Reply) Err() error {
+	if r.Status < 400 {
+		return nil
+	}
+	e := &api.Error{Status: r.Status}
+	if err := json.Unmarshal(r.Body, e); err != nil || e.Code == "" {
+		e.Code, e.Message = "failed", string(r.Body)
+	}
+	return e
+}
+
+// Happening is a numbered event of a board (clip_started, scene_ended,
+// touch, ...): its kind, seq and the board's JSON object.
+type Happening struct {
+	Kind string          `json:"kind"`
+	Seq  uint16          `json:"seq"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Sink receives what drivers see. Its methods must not block for long:
+// drivers call them from their receive paths.
+type Sink interface {
+	// Seen reports that the board at ref answered; info is its GET /info
+	// when the driver (re)read it, nil when unchanged.
+	Seen(ref Ref, info json.RawMessage)
+	// Lost reports that the board at ref stopped answering.
+	Lost(ref Ref, reason string)
+	// Happened reports happenings in the order the board numbered them.
+	// A driver may report one twice (a replay); the core drops repeats.
+	Happened(ref Ref, hs []Happening)
+	// Changed reports a resource's new state (leds, screen, ...).
+	Changed(ref Ref, kind string, state json.RawMessage)
+	// Restarted reports that the board started again (a ready event, or
+	// uptime went backwards): its happening numbers start over.
+	Restarted(ref Ref)
+}
+
+// Driver is a way to reach boards.
+type Driver interface {
+	// Name is the driver's name as used in Ref.Driver.
+	Name() string
+	// Run discovers and watches boards, reporting to sink, until ctx ends.
+	Run(ctx context.Context, sink Sink) error
+	// Call runs an API request (method, path with query, JSON body) on the
+	// board at addr and returns its reply.
+	Call(ctx context.Context, addr string, method, path string, body []byte) (Reply, error)
+}
+
+// Line is the driver of one RS485 line; beyond Call it sends native
+// requests and group frames.
+type Line interface {
+	Driver
+	// Native sends a native request to one board and returns its reply.
+	Native(ctx context.Context, addr int, req frame.Request) (frame.Header, frame.Message, error)
+	// Group sends one frame to a group (1-31) or, with group 0, to every
+	// board; on RS485 no board answers it. It returns once the frame's
+	// last byte left the wire.
+	Group(ctx context.Context, group int, req frame.Request) error
+	// GroupCall sends one JSON line to a group (or every board with 0),
+	// for calls the native set lacks; no board answers.
+	GroupCall(ctx context.Context, group int, method, path string, body []byte) error
+	// Stats returns the line's counters.
+	Stats() LineStats
+}
+
+// LineStats are a line driver's counters (metrics read them).
+type LineStats struct {
+	BytesOut, BytesIn   uint64
+	FramesOut, FramesIn uint64
+	LinesOut, LinesIn   uint64
+	BadCRC, Garbage     uint64
+	Timeouts, Retries   uint64
+	Polls               uint64
+	PollCycle           time.Duration // the last full cycle over every known board
+	Busy                time.Duration // time the line carried our bytes
+	Boards              int
+}
