@@ -1,0 +1,120 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// BoardView is what the fleet knows of one board.
+type BoardView struct {
+	ID       string            `json:"id"`
+	Hostname string            `json:"hostname"`
+	Address  int               `json:"address"` // RS485 bus address, 0 when not on a line
+	Line     string            `json:"line,omitempty"`
+	URL      string            `json:"url,omitempty"` // LAN base URL
+	Groups   []int             `json:"groups"`
+	Labels   map[string]string `json:"labels"`
+	Online   bool              `json:"online"`
+	// OfflineReason says why the board is offline ("no reply on line x",
+	// "stream closed", "never seen since the gateway started").
+	OfflineReason string    `json:"offline_reason,omitempty"`
+	Firmware      string    `json:"firmware"`
+	LastSeen      time.Time `json:"last_seen"`
+	// Transports lists the drivers that reach it now ("rs485:line0", "lan").
+	Transports []string `json:"transports"`
+}
+
+// Filter selects boards in listings and event watches; zero values match
+// everything.
+type Filter struct {
+	Group    int               // member of this group
+	Labels   map[string]string // has every label with that value
+	Firmware string            // runs this firmware version
+	Online   *bool
+	IDs      []string // one of these boards
+}
+
+// Selector names the targets of a fleet action: boards by id, groups, a
+// label selector, or every board. Group targets go out as one group frame
+// per line where the action has a native form.
+type Selector struct {
+	Boards []string          `json:"boards,omitempty"`
+	Groups []int             `json:"groups,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	All    bool              `json:"all,omitempty"`
+}
+
+// Action kinds.
+const (
+	ActionSceneApply = "scene_apply" // body: {name} or {slot} or {scene}
+	ActionSceneEnd   = "scene_end"
+	ActionLEDs       = "leds"        // body: PATCH /leds
+	ActionScreenShow = "screen_show" // body: POST /screen/show
+	ActionScreenOff  = "screen_off"
+	ActionHolo       = "holo" // body: POST /holo/motion
+)
+
+// Action is one thing to do on the selected boards.
+type Action struct {
+	Kind string          `json:"kind"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
+
+// Result is one board's outcome of an action. Boards reached by a group
+// frame report Via "group" and no reply (RS485 boards do not answer group
+// frames); their state is confirmed by the next poll.
+type Result struct {
+	Board string `json:"board"`
+	Via   string `json:"via"` // "rs485", "lan", "group"
+	Reply Reply  `json:"reply"`
+	Error string `json:"error,omitempty"`
+}
+
+// Event types in the fleet stream.
+const (
+	EventHappening = "happening"
+	EventState     = "state"
+	EventOnline    = "online"
+	EventOffline   = "offline"
+	EventRestarted = "restarted"
+)
+
+// Event is one entry of the normalised stream. N numbers the fleet's
+// events in order; per board, events keep the board's order.
+type Event struct {
+	N     uint64          `json:"n"`
+	Board string          `json:"board"`
+	Type  string          `json:"type"`
+	Kind  string          `json:"kind,omitempty"` // event kind for happenings and states
+	Seq   uint16          `json:"seq,omitempty"`  // happenings: the board's seq
+	Data  json.RawMessage `json:"data,omitempty"`
+	// Reason says why a board went offline.
+	Reason string    `json:"reason,omitempty"`
+	Time   time.Time `json:"time"`
+}
+
+// Service is what the fleet API, the MQTT bridge and rollouts use.
+type Service interface {
+	Boards(f Filter) []BoardView
+	Board(id string) (BoardView, error)
+	SetLabels(id string, labels map[string]string) (BoardView, error)
+	// Call runs an API request on one board by the transport that fits
+	// (the line for paths the link serves when the board is on one, else
+	// the LAN) and returns the board's reply as it was.
+	Call(ctx context.Context, id, method, path string, body []byte) (Reply, error)
+	// Do runs an action on the selected boards.
+	Do(ctx context.Context, sel Selector, a Action) ([]Result, error)
+	// Watch streams events matching f from now (and, with after > 0, the
+	// buffered ones after N = after). The channel closes when ctx ends
+	// or the watcher falls too far behind (Dropped tells).
+	Watch(ctx context.Context, f Filter, after uint64) *Watcher
+}
+
+// Watcher is one subscription to the fleet's events.
+type Watcher struct {
+	C <-chan Event
+	// Dropped reports how many events this watcher lost by falling
+	// behind (then C is closed).
+	Dropped func() uint64
+}
