@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,7 +86,6 @@ type Board struct {
 	identity Identity
 
 	current atomic.Pointer[Boot]
-	mu      sync.Mutex // serialises restarts
 	restart chan time.Duration
 	closed  chan struct{}
 }

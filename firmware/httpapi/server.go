@@ -56,7 +56,6 @@ type Server struct {
 
 	mu     sync.RWMutex
 	routes map[string]map[string]api.Route // path -> method -> route
-	extra  http.Handler                    // non-API paths (extensions)
 }
 
 // New returns a server with no routes.
