@@ -49,8 +49,23 @@ lint: ## go vet, gofmt and staticcheck
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 .PHONY: generate
-generate: ## Regenerate generated code (protobuf stubs and the like)
+generate: ## Regenerate generated code (protobuf stubs with buf, then go generate); needs `make tools`
+	cd proto && PATH="$$($(GO) env GOPATH)/bin:$$PATH" buf generate
 	$(GO) generate $(PKGS)
+
+# Code generators at pinned versions, installed into $(go env GOPATH)/bin.
+BUF_VERSION                ?= v1.75.0
+PROTOC_GEN_GO_VERSION      ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
+GRPC_GATEWAY_VERSION       ?= v2.32.0
+
+.PHONY: tools
+tools: ## Install the code generators `make generate` uses (buf and protoc plugins)
+	$(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	$(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
+	$(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
 
 .PHONY: build
 build: ## Build every binary into bin/, plus linux/arm64 and linux/arm cross-builds
