@@ -39,6 +39,9 @@ type Options struct {
 func Features(o Options) []board.Feature {
 	fs := []board.Feature{LEDs, Holo, SimView, Network(o.Network)}
 	fs = append(fs, o.Extra...)
+	// The screen reads the storage volume (files, in Extra) and scenes
+	// drive the screen, LEDs and holo.
+	fs = append(fs, Screen, Scenes)
 	return append(fs, Link(o.Port, o.I2C))
 }
 
