@@ -1,0 +1,335 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	"github.com/holofleet/holofleet/gateway/registry"
+)
+
+// Seen implements Sink. With info it (re)binds ref to the board named by
+// info's id; without it, a ref the core does not know yet is identified
+// in the background (GET /info through the ref's driver).
+func (f *Fleet) Seen(ref Ref, info json.RawMessage) {
+	var fields infoFields
+	if info != nil {
+		if err := json.Unmarshal(info, &fields); err != nil || fields.ID == "" {
+			f.log.Warn("fleet: GET /info without an id", "ref", ref.String())
+			f.mu.Lock()
+			f.st.unattributed++
+			f.mu.Unlock()
+			return
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, known := f.refs[ref]
+	if fields.ID == "" {
+		if !known {
+			f.queueLocked(job{ref: ref, what: jobInfo})
+			return
+		}
+	} else if !known || id != fields.ID {
+		if known {
+			f.detachLocked(ref, ReasonReplaced)
+		}
+		id = fields.ID
+		f.refs[ref] = id
+	}
+	b, ok := f.boards[id]
+	if !ok {
+		b = newBoardState(registry.Record{ID: id})
+		f.boards[id] = b
+		b.urgent = true
+	}
+	now := f.clk.Now()
+	st, had := b.refs[ref]
+	if !had {
+		st = &refState{epoch: b.epoch}
+		b.refs[ref] = st
+		// Groups live in the link settings; read them once per place
+		// (and again after a restart).
+		f.queueLocked(job{ref: ref, what: jobLink})
+	}
+	if f.setPlace(b, ref) {
+		b.urgent = true
+	}
+	if fields.ID != "" {
+		if fields.Hostname != "" && fields.Hostname != b.rec.Hostname {
+			b.rec.Hostname, b.urgent = fields.Hostname, true
+		}
+		if v := fields.Firmware.Version; v != "" && v != b.rec.Firmware {
+			b.rec.Firmware, b.urgent = v, true
+		}
+	}
+	wasOnline := st.online
+	st.online, st.reason = true, ""
+	b.rec.LastSeen, b.dirty = now, true
+	if !wasOnline {
+		b.rec.Transports = b.transports()
+		b.urgent = true
+	}
+	if !b.online {
+		b.online, b.reason = true, ""
+		data, _ := json.Marshal(map[string]any{"transports": b.transports(), "via": ref.String()})
+		f.emitLocked(b, Event{Type: EventOnline, Data: data})
+	}
+	if b.urgent {
+		f.wakePersist()
+	}
+}
+
+// Lost implements Sink: the board at ref stopped answering there. The
+// board goes offline, with that reason, once no place reaches it.
+func (f *Fleet) Lost(ref Ref, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.eventsIn++
+	f.loseLocked(ref, reason)
+}
+
+func (f *Fleet) loseLocked(ref Ref, reason string) {
+	id, ok := f.refs[ref]
+	if !ok {
+		return
+	}
+	b := f.boards[id]
+	st := b.refs[ref]
+	if st == nil || !st.online {
+		return
+	}
+	if reason == "" {
+		reason = "no reply at " + ref.String()
+	}
+	st.online, st.reason = false, reason
+	for _, o := range b.refs {
+		if o.online {
+			return
+		}
+	}
+	b.online, b.reason = false, reason
+	b.urgent = true
+	f.wakePersist()
+	f.emitLocked(b, Event{Type: EventOffline, Reason: reason})
+}
+
+// detachLocked forgets that ref reaches its board (another board answers
+// there now).
+func (f *Fleet) detachLocked(ref Ref, reason string) {
+	f.loseLocked(ref, reason)
+	if b := f.boards[f.refs[ref]]; b != nil {
+		delete(b.refs, ref)
+	}
+	delete(f.refs, ref)
+}
+
+// Happened implements Sink: new happenings go on the stream once each,
+// whichever place reported them and however often.
+func (f *Fleet) Happened(ref Ref, hs []Happening) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.eventsIn += uint64(len(hs))
+	b := f.boardAtLocked(ref)
+	if b == nil {
+		f.st.unattributed += uint64(len(hs))
+		return
+	}
+	for _, h := range hs {
+		if !b.window.add(h.Seq) {
+			f.st.duplicates++
+			continue
+		}
+		f.emitLocked(b, Event{Type: EventHappening, Kind: h.Kind, Seq: h.Seq, Data: slices.Clone(h.Data)})
+	}
+}
+
+// Changed implements Sink: a state goes on the stream unless it repeats
+// the last one of its kind (two places report the same change).
+func (f *Fleet) Changed(ref Ref, kind string, state json.RawMessage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.eventsIn++
+	b := f.boardAtLocked(ref)
+	if b == nil {
+		f.st.unattributed++
+		return
+	}
+	if last, ok := b.states[kind]; ok && bytes.Equal(last, state) {
+		f.st.duplicates++
+		return
+	}
+	state = slices.Clone(state)
+	b.states[kind] = state
+	f.emitLocked(b, Event{Type: EventState, Kind: kind, Data: state})
+}
+
+// Restarted implements Sink: the board began a new boot, so its happening
+// numbers start over. A second place reporting the same restart soon
+// after joins the epoch the first one started.
+func (f *Fleet) Restarted(ref Ref) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.eventsIn++
+	b := f.boardAtLocked(ref)
+	if b == nil {
+		f.st.unattributed++
+		return
+	}
+	st := b.refs[ref]
+	now := f.clk.Now()
+	if st.epoch < b.epoch && now.Sub(b.epochAt) < restartMerge {
+		st.epoch = b.epoch
+		return
+	}
+	b.epoch++
+	b.epochAt = now
+	st.epoch = b.epoch
+	b.window = seqWindow{}
+	clear(b.states)
+	f.emitLocked(b, Event{Type: EventRestarted})
+	for r := range b.refs {
+		f.queueLocked(job{ref: r, what: jobLink})
+	}
+}
+
+func (f *Fleet) boardAtLocked(ref Ref) *boardState {
+	id, ok := f.refs[ref]
+	if !ok {
+		return nil
+	}
+	return f.boards[id]
+}
+
+// Jobs the core runs in the background for a ref.
+const (
+	jobInfo = "info" // GET /info, then Seen with it
+	jobLink = "link" // GET /link, then the board's groups
+)
+
+type job struct {
+	ref  Ref
+	what string
+}
+
+// queueLocked schedules j unless it is already waiting; a full queue drops
+// it (the next report of the ref schedules it again).
+func (f *Fleet) queueLocked(j job) {
+	if f.pending[j] {
+		return
+	}
+	if _, ok := f.drivers[j.ref.Driver]; !ok {
+		return
+	}
+	select {
+	case f.jobs <- j:
+		f.pending[j] = true
+	default:
+	}
+}
+
+func (f *Fleet) identifyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-f.jobs:
+			f.runJob(ctx, j)
+			f.mu.Lock()
+			delete(f.pending, j)
+			f.mu.Unlock()
+		}
+	}
+}
+
+func (f *Fleet) runJob(ctx context.Context, j job) {
+	d := f.drivers[j.ref.Driver]
+	ctx, cancel := context.WithTimeout(ctx, f.o.CallTimeout)
+	defer cancel()
+	path := "/info"
+	if j.what == jobLink {
+		path = "/link"
+	}
+	rep, err := d.Call(ctx, j.ref.Addr, http.MethodGet, path, nil)
+	if err == nil {
+		err = rep.Err()
+	}
+	if err != nil {
+		f.log.Debug("fleet: reading a board", "ref", j.ref.String(), "path", path, "err", err)
+		return
+	}
+	switch j.what {
+	case jobInfo:
+		f.mu.Lock()
+		delete(f.pending, j) // Seen may queue the link read of the same ref
+		f.mu.Unlock()
+		f.Seen(j.ref, rep.Body)
+	case jobLink:
+		var lf linkFields
+		if err := json.Unmarshal(rep.Body, &lf); err != nil {
+			f.log.Debug("fleet: GET /link", "ref", j.ref.String(), "err", err)
+			return
+		}
+		groups := slices.Clone(lf.Running.Groups)
+		if groups == nil {
+			groups = []int{}
+		}
+		slices.Sort(groups)
+		f.mu.Lock()
+		if b := f.boardAtLocked(j.ref); b != nil && !slices.Equal(b.rec.Groups, groups) {
+			b.rec.Groups, b.urgent = groups, true
+			f.wakePersist()
+		}
+		f.mu.Unlock()
+	}
+}
+
+// seqWindow remembers the happening numbers of one boot recently put on
+// the stream. Numbers run 1-65535 and wrap to 1.
+type seqWindow struct {
+	seqs   [windowSize]uint16
+	n      int // how many of seqs are filled
+	next   int // where the next one goes
+	newest uint16
+}
+
+const windowSize = 64
+
+// seqDist is how far a is ahead of b on the 1-65535 cycle.
+func seqDist(a, b uint16) int {
+	d := (int(a) - int(b)) % 65535
+	if d < 0 {
+		d += 65535
+	}
+	return d
+}
+
+// add reports whether seq is new, and remembers it. A number already seen
+// is a repeat; so is one far behind the newest (older than the window can
+// tell, so it was put on the stream long ago). A number a little behind
+// the newest that was never seen (one place saw it, the other missed it)
+// is new.
+func (w *seqWindow) add(seq uint16) bool {
+	if w.n > 0 {
+		if slices.Contains(w.seqs[:w.n], seq) {
+			return false
+		}
+		if back := seqDist(w.newest, seq); back > 0 && back < 32768 {
+			if back >= windowSize {
+				return false
+			}
+		} else {
+			w.newest = seq
+		}
+	} else {
+		w.newest = seq
+	}
+	w.seqs[w.next] = seq
+	w.next = (w.next + 1) % windowSize
+	if w.n < windowSize {
+		w.n++
+	}
+	return true
+}
