@@ -1,0 +1,70 @@
+// Package rs485 is the gateway's master of one RS485 line: it finds the
+// boards on the line, shares the half-duplex wire between commands and
+// polling, fetches the boards' happenings and notices their state
+// changes, restarts and disappearances, and reports all of it to a
+// fleet.Sink. It implements fleet.Line.
+//
+// # One talker at a time
+//
+// A single scheduler goroutine (started by Run) owns the wire. Every
+// exchange is one request followed by a wait for the reply that carries
+// the same address and sequence number (native frames) or the same tag
+// (JSON lines); anything else heard meanwhile (a late reply to an earlier
+// request, another board's bytes, noise) is counted and dropped. Group and
+// broadcast frames get no reply on RS485, so they end when their last byte
+// has left the wire.
+//
+// Between exchanges the scheduler picks the next one in this order:
+//
+//  1. commands from callers (Call, Native, Group, GroupCall), first come
+//     first served;
+//  2. follow-ups for a board: reading GET /info and GET /link of a board
+//     just found, enabling its happenings (PATCH /link/events), fetching
+//     happenings it reported pending, re-reading a resource whose state
+//     changed;
+//  3. the initial discovery sweep (a native PING to every address of
+//     Options.Addresses, with the short Options.DiscoverWait);
+//  4. the poll cycle: one native STATUS (every Options.PingEvery-th poll a
+//     PING, for the uptime) to each board known and online, in address
+//     order, then one PING to a single address that is unknown or lost
+//     (the slow sweep that finds boards plugged in later). A new cycle
+//     starts Options.PollInterval after the previous one started.
+//
+// # Waits and retries
+//
+//	exchange            wait                      retries on timeout
+//	command (Call...)   Options.ReplyWait (2 s)   Options.Retries (2)
+//	poll (STATUS/PING)  Options.PollWait          1
+//	follow-up           Options.PollWait          1
+//	discovery PING      Options.DiscoverWait      none
+//
+// The spec lets a board take up to 2 s to answer a request, so commands
+// wait that long. Polls and discovery wait much less (defaults: 100 ms
+// plus the wire time of a largest frame, and 40 ms plus the wire time of
+// 30 bytes, which is 42.6 ms at 115200 baud): a board that does not
+// answer a PING within that is not worth holding the line for, and is
+// found on a later pass. A retry waits Options.Backoff, doubling each
+// time. Error replies are answers and are never retried.
+//
+// # Boards
+//
+// A board is known from its first answer. Its identity (GET /info) goes to
+// Sink.Seen; its link settings (GET /link, which carries its groups) go to
+// Sink.Changed with kind "link", so the fleet core learns the groups
+// without a call of its own. Its happenings are enabled with push off
+// (RS485 never pushes) and fetched with GET /link/events whenever a reply
+// says pending > 0; they reach Sink.Happened with the board's JSON as is.
+// A poll whose status block differs from the last one re-reads what
+// changed (GET /screen, /leds, /holo, /scenes) and reports it with
+// Sink.Changed; successful changing calls through Call report the state
+// their reply carries. Group frames mark every member to be re-read at its
+// next poll, since no member answers them.
+//
+// A board that misses Options.MissLimit polls in a row is reported Lost and
+// is then only probed by the slow sweep; when it answers again it is Seen
+// again and its pending happenings are fetched. An uptime that went
+// backwards (PING), or a status block whose event number went backwards,
+// means the board restarted: Sink.Restarted, then its identity, link
+// settings and states are read again, happenings are enabled again and the
+// happenings it kept since the start (GET /events) are replayed.
+package rs485

@@ -1,0 +1,429 @@
+package rs485
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/jsonline"
+	"github.com/holofleet/holofleet/bus/stream"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// Errors of this package. Calls also return the fleet errors
+// fleet.ErrNoReply, fleet.ErrNotOverLink, fleet.ErrBadReply and
+// fleet.ErrClosed, wrapped with the address and request.
+var (
+	// ErrBadAddress: the address is not a board address 1-223.
+	ErrBadAddress = errors.New("rs485: bad board address")
+	// ErrBadGroup: the group is not 0 (every board) or 1-31.
+	ErrBadGroup = errors.New("rs485: bad group")
+	// ErrBadRequest: the request cannot be written (a body that is not a
+	// one-line JSON object, a field out of range).
+	ErrBadRequest = errors.New("rs485: bad request")
+	// ErrRunning: Run was called while the line already runs.
+	ErrRunning = errors.New("rs485: line already running")
+	// ErrWrite: the port refused the bytes.
+	ErrWrite = errors.New("rs485: write to the line failed")
+)
+
+// Timing defaults (see the package doc).
+const (
+	// DefaultReplyWait is the spec's reply wait for a request.
+	DefaultReplyWait = 2 * time.Second
+	// DefaultPollInterval is the shortest time from the start of one poll
+	// cycle to the start of the next.
+	DefaultPollInterval = 100 * time.Millisecond
+	// DefaultRetries is how often a command is sent again after a timeout.
+	DefaultRetries = 2
+	// DefaultBackoff is the pause before the first retry; it doubles.
+	DefaultBackoff = 20 * time.Millisecond
+	// DefaultMissLimit is how many polls in a row a board may miss before
+	// it is reported lost.
+	DefaultMissLimit = 3
+	// DefaultPingEvery: every n-th poll of a board is a PING (uptime,
+	// restart detection), the others are STATUS.
+	DefaultPingEvery = 10
+	// DefaultBaud is the line speed assumed when Options.Baud is 0.
+	DefaultBaud = 115200
+)
+
+// HappeningKinds are the happenings the master enables on every board.
+var HappeningKinds = []string{"clip_started", "clip_ended", "scene_started", "scene_ended", "touch"}
+
+// Options configure a Line.
+type Options struct {
+	// Name names the line; the driver is "rs485:<Name>".
+	Name string
+	// Port is the line (transport.Open). When it is also an io.Closer,
+	// Run closes it on return.
+	Port io.ReadWriter
+	// Baud is the line speed, for wire times and default waits.
+	Baud  int
+	Clock clock.Clock
+	Log   *slog.Logger
+	// Addresses are the board addresses to discover; nil means 1-223.
+	Addresses []int
+	// ReplyWait is how long a command waits for its reply (default 2 s).
+	ReplyWait time.Duration
+	// PollWait is how long a poll or follow-up waits (default 100 ms plus
+	// the wire time of a largest frame).
+	PollWait time.Duration
+	// DiscoverWait is how long a discovery PING waits (default 40 ms plus
+	// the wire time of 30 bytes).
+	DiscoverWait time.Duration
+	// Retries after a timed-out command (default 2; negative for none).
+	Retries int
+	// Backoff before the first retry (default 20 ms), doubling.
+	Backoff time.Duration
+	// PollInterval is the shortest poll cycle (default 100 ms; negative
+	// for back-to-back cycles).
+	PollInterval time.Duration
+	// MissLimit is the polls in a row a board may miss (default 3).
+	MissLimit int
+	// PingEvery makes every n-th poll a PING (default 10).
+	PingEvery int
+	// Kinds are the happenings to enable (default HappeningKinds).
+	Kinds []string
+}
+
+// Line is the master of one RS485 line. Create it with New and start it
+// with Run; its methods are safe for concurrent use.
+type Line struct {
+	o    Options
+	name string
+	clk  clock.Clock
+	log  *slog.Logger
+
+	cmds    chan *job
+	running atomic.Bool
+	closed  chan struct{}
+	close   sync.Once
+
+	recv *stream.Receiver
+	st   counters
+
+	mu     sync.Mutex // guards boards' shared view and stats snapshot
+	boards map[int]*board
+	cycle  time.Duration
+
+	// owned by the scheduler goroutine
+	seq   uint8
+	tagN  uint64
+	wbuf  []byte
+	sched scheduler
+}
+
+type counters struct {
+	bytesOut, framesOut, linesOut atomic.Uint64
+	timeouts, retries, polls      atomic.Uint64
+	badReply, stray               atomic.Uint64
+	busy                          atomic.Int64
+}
+
+// New makes a line master. It does nothing until Run.
+func New(o Options) *Line {
+	if o.Baud <= 0 {
+		o.Baud = DefaultBaud
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Addresses == nil {
+		for a := int(frame.MinBoard); a <= int(frame.MaxBoard); a++ {
+			o.Addresses = append(o.Addresses, a)
+		}
+	}
+	l := &Line{o: o, name: "rs485:" + o.Name, clk: o.Clock, cmds: make(chan *job, 64), closed: make(chan struct{}),
+		boards: map[int]*board{}, wbuf: make([]byte, 0, jsonline.MaxLine+frame.MaxWireLen)}
+	l.log = o.Log.With("line", l.name)
+	if o.ReplyWait <= 0 {
+		l.o.ReplyWait = DefaultReplyWait
+	}
+	if o.PollWait <= 0 {
+		l.o.PollWait = 100*time.Millisecond + l.wireTime(2*frame.MaxWireLen)
+	}
+	if o.DiscoverWait <= 0 {
+		l.o.DiscoverWait = 40*time.Millisecond + l.wireTime(30)
+	}
+	if o.Retries == 0 {
+		l.o.Retries = DefaultRetries
+	} else if o.Retries < 0 {
+		l.o.Retries = 0
+	}
+	if o.Backoff <= 0 {
+		l.o.Backoff = DefaultBackoff
+	}
+	if o.PollInterval == 0 {
+		l.o.PollInterval = DefaultPollInterval
+	} else if o.PollInterval < 0 {
+		l.o.PollInterval = 0
+	}
+	if o.MissLimit <= 0 {
+		l.o.MissLimit = DefaultMissLimit
+	}
+	if o.PingEvery <= 0 {
+		l.o.PingEvery = DefaultPingEvery
+	}
+	if o.Kinds == nil {
+		l.o.Kinds = HappeningKinds
+	}
+	l.recv = stream.New(stream.Config{Mode: stream.Auto, BufferSize: 64 << 10, MaxLine: 64 << 10})
+	return l
+}
+
+// Name is "rs485:<name>".
+func (l *Line) Name() string { return l.name }
+
+// wireTime is how long n bytes take on the line (10 bits a byte).
+func (l *Line) wireTime(n int) time.Duration {
+	return time.Duration(n) * 10 * time.Second / time.Duration(l.o.Baud)
+}
+
+// Run owns the line until ctx ends: it reads the port, discovers and
+// polls boards and runs commands, reporting to sink. It returns nil when
+// ctx ends, and closes the port if it is an io.Closer.
+func (l *Line) Run(ctx context.Context, sink fleet.Sink) error {
+	if !l.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	closer, canClose := l.o.Port.(io.Closer)
+	if canClose {
+		wg.Add(1)
+	}
+	go func() {
+		if canClose {
+			defer wg.Done()
+		}
+		if err := l.recv.Pump(ctx, l.o.Port); err != nil && ctx.Err() == nil {
+			l.log.Warn("rs485: reading the line stopped", "err", err)
+		}
+	}()
+	l.sched = newScheduler(l)
+	l.loop(ctx, sink)
+	cancel()
+	l.close.Do(func() { close(l.closed) })
+	if canClose {
+		_ = closer.Close()
+	}
+	_ = l.recv.Close()
+	wg.Wait()
+	for {
+		select {
+		case j := <-l.cmds:
+			j.finish(result{err: fleet.ErrClosed})
+		default:
+			return nil
+		}
+	}
+}
+
+// Stats returns the line's counters.
+func (l *Line) Stats() fleet.LineStats {
+	rs := l.recv.Stats()
+	l.mu.Lock()
+	online := 0
+	for _, b := range l.boards {
+		if b.present {
+			online++
+		}
+	}
+	cycle := l.cycle
+	l.mu.Unlock()
+	return fleet.LineStats{
+		BytesOut: l.st.bytesOut.Load(), BytesIn: rs.Bytes,
+		FramesOut: l.st.framesOut.Load(), FramesIn: rs.Frames,
+		LinesOut: l.st.linesOut.Load(), LinesIn: rs.Lines,
+		BadCRC:   rs.BadCRC,
+		Garbage:  rs.GarbageSkips + rs.BadCOBS + rs.BadLength + rs.TooLong + l.st.badReply.Load(),
+		Timeouts: l.st.timeouts.Load(), Retries: l.st.retries.Load(),
+		Polls: l.st.polls.Load(), PollCycle: cycle, Busy: time.Duration(l.st.busy.Load()),
+		Boards: online,
+	}
+}
+
+// Stray is the count of well-formed frames and lines heard that answered
+// nothing the master was waiting for (late replies, wrong seq or tag,
+// other boards' traffic).
+func (l *Line) Stray() uint64 { return l.st.stray.Load() }
+
+// Boards lists the addresses of the boards online now, in order.
+func (l *Line) Boards() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int
+	for _, a := range l.o.Addresses {
+		if b := l.boards[a]; b != nil && b.present {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// jobKind tells what a job sends.
+type jobKind uint8
+
+const (
+	jobNative jobKind = iota
+	jobLine
+	jobGroup
+	jobGroupLine
+)
+
+// job is a command queued for the scheduler.
+type job struct {
+	ctx  context.Context
+	kind jobKind
+	addr frame.Address
+	req  frame.Request
+	line jsonline.Request
+	done chan result
+}
+
+type result struct {
+	hdr   frame.Header
+	body  frame.Message
+	reply fleet.Reply
+	err   error
+}
+
+func (j *job) finish(r result) { j.done <- r }
+
+// submit queues j and waits for its result.
+func (l *Line) submit(ctx context.Context, j *job) result {
+	j.ctx = ctx
+	j.done = make(chan result, 1)
+	select {
+	case l.cmds <- j:
+	case <-ctx.Done():
+		return result{err: ctx.Err()}
+	case <-l.closed:
+		return result{err: fleet.ErrClosed}
+	}
+	select {
+	case r := <-j.done:
+		return r
+	case <-l.closed:
+		// Run may have finished the job while closing.
+		select {
+		case r := <-j.done:
+			return r
+		default:
+			return result{err: fleet.ErrClosed}
+		}
+	}
+}
+
+// parseAddr reads a board address "1".."223".
+func parseAddr(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < int(frame.MinBoard) || n > int(frame.MaxBoard) {
+		return 0, fmt.Errorf("%w: %q", ErrBadAddress, s)
+	}
+	return n, nil
+}
+
+// Call runs an API request on the board at addr ("5") as a JSON line and
+// returns the board's status and body as it sent them. Paths the link
+// does not serve fail with fleet.ErrNotOverLink without touching the line.
+func (l *Line) Call(ctx context.Context, addr string, method, path string, body []byte) (fleet.Reply, error) {
+	n, err := parseAddr(addr)
+	if err != nil {
+		return fleet.Reply{}, err
+	}
+	req, err := lineRequest(jsonline.Board(uint8(n)), method, path, body)
+	if err != nil {
+		return fleet.Reply{}, err
+	}
+	r := l.submit(ctx, &job{kind: jobLine, addr: frame.Address(n), line: req})
+	return r.reply, r.err
+}
+
+func lineRequest(a jsonline.Address, method, path string, body []byte) (jsonline.Request, error) {
+	if !strings.HasPrefix(path, "/") {
+		return jsonline.Request{}, fmt.Errorf("%w: path %q", ErrBadRequest, path)
+	}
+	if !jsonline.Served(method, path) {
+		return jsonline.Request{}, fmt.Errorf("%w: %s %s", fleet.ErrNotOverLink, method, path)
+	}
+	req := jsonline.Request{Addr: a, Method: method, Path: path, Body: body, Tag: "x"}
+	if err := req.Validate(); err != nil {
+		return jsonline.Request{}, fmt.Errorf("%w: %s %s: %v", ErrBadRequest, method, path, err)
+	}
+	if n := len(jsonline.AppendRequest(nil, req)) + 16; n > jsonline.MaxLine {
+		return jsonline.Request{}, fmt.Errorf("%w: %s %s: line of %d bytes is over %d", ErrBadRequest, method, path, n, jsonline.MaxLine)
+	}
+	return req, nil
+}
+
+// Native sends one native request to the board at addr (1-223) and
+// returns the reply's header and body. An error status is a reply, not
+// an error: check hdr.Status.
+func (l *Line) Native(ctx context.Context, addr int, req frame.Request) (frame.Header, frame.Message, error) {
+	if addr < int(frame.MinBoard) || addr > int(frame.MaxBoard) {
+		return frame.Header{}, nil, fmt.Errorf("%w: %d", ErrBadAddress, addr)
+	}
+	if _, err := req.AppendBinary(nil); err != nil {
+		return frame.Header{}, nil, fmt.Errorf("%w: %v: %v", ErrBadRequest, req.Type(), err)
+	}
+	r := l.submit(ctx, &job{kind: jobNative, addr: frame.Address(addr), req: req})
+	return r.hdr, r.body, r.err
+}
+
+func groupAddr(group int) (frame.Address, error) {
+	if group == 0 {
+		return frame.Broadcast, nil
+	}
+	a := frame.GroupAddress(group)
+	if a == frame.Invalid {
+		return a, fmt.Errorf("%w: %d", ErrBadGroup, group)
+	}
+	return a, nil
+}
+
+// Group sends req as one frame to a group (1-31) or to every board (0).
+// No board answers; it returns once the frame's last byte left the wire.
+// The members are re-read at their next poll.
+func (l *Line) Group(ctx context.Context, group int, req frame.Request) error {
+	a, err := groupAddr(group)
+	if err != nil {
+		return err
+	}
+	if _, err := req.AppendBinary(nil); err != nil {
+		return fmt.Errorf("%w: %v: %v", ErrBadRequest, req.Type(), err)
+	}
+	return l.submit(ctx, &job{kind: jobGroup, addr: a, req: req}).err
+}
+
+// GroupCall sends one JSON line to a group (1-31) or every board (0).
+// No board answers; it returns once the line left the wire.
+func (l *Line) GroupCall(ctx context.Context, group int, method, path string, body []byte) error {
+	a, err := groupAddr(group)
+	if err != nil {
+		return err
+	}
+	ja := jsonline.All()
+	if group != 0 {
+		ja = jsonline.Group(uint8(group))
+	}
+	req, err := lineRequest(ja, method, path, body)
+	if err != nil {
+		return err
+	}
+	req.Tag = ""
+	return l.submit(ctx, &job{kind: jobGroupLine, addr: a, line: req}).err
+}

@@ -1,0 +1,568 @@
+package rs485
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/jsonline"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// need is a follow-up a board waits for, in order of the bits.
+type need uint16
+
+const (
+	needPing   need = 1 << iota // uptime: did it restart?
+	needInfo                    // GET /info, then Seen
+	needLink                    // GET /link (groups), then Changed "link"
+	needEvents                  // PATCH /link/events
+	needReplay                  // GET /events after a restart
+	needFetch                   // GET /link/events
+)
+
+// kinds is a set of resources to re-read.
+type kinds uint8
+
+const (
+	kScreen kinds = 1 << iota
+	kLEDs
+	kHolo
+	kScenes
+	kAll = kScreen | kLEDs | kHolo | kScenes
+)
+
+// resources are the re-readable states: Changed kind and path.
+var resources = []struct {
+	bit  kinds
+	kind string
+	path string
+}{
+	{kScreen, "screen", "/screen"},
+	{kLEDs, "leds", "/leds"},
+	{kHolo, "holo", "/holo"},
+	{kScenes, "scenes", "/scenes"},
+}
+
+// board is what the master knows of one address. The scheduler goroutine
+// owns it; present is also read under Line.mu.
+type board struct {
+	addr int
+	ref  fleet.Ref
+
+	present bool // answering (until it misses MissLimit polls)
+	seen    bool // Seen reported since the last Lost
+	fresh   bool // events never enabled: the first enable sets the baseline
+	misses  int
+	polls   int
+
+	uptime     uint32
+	haveUptime bool
+	status     frame.StatusBlock
+	haveStatus bool
+
+	lastSeq     uint16 // last happening given to the sink
+	fetchFailed bool   // a fetch got no reply: fetch by seq next time
+	groups      []int
+
+	needs   need
+	dirty   kinds // re-read now
+	recheck kinds // re-read after the next poll
+}
+
+type scheduler struct {
+	sink       fleet.Sink
+	sweep      []int // initial discovery left
+	cycle      []int // boards left in this poll cycle
+	cycleStart time.Time
+	started    bool
+	probeAt    int // slow sweep position in Options.Addresses
+}
+
+func newScheduler(l *Line) scheduler {
+	return scheduler{sweep: slices.Clone(l.o.Addresses)}
+}
+
+func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
+	l.sched.sink = sink
+	for ctx.Err() == nil {
+		select {
+		case j := <-l.cmds:
+			l.runJob(ctx, j)
+			continue
+		default:
+		}
+		if l.step(ctx) {
+			continue
+		}
+		wait := l.o.PollInterval - l.clk.Since(l.sched.cycleStart)
+		wait = max(wait, time.Millisecond)
+		t := l.clk.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case j := <-l.cmds:
+			l.runJob(ctx, j)
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// step does one background exchange; false when nothing is due.
+func (l *Line) step(ctx context.Context) bool {
+	s := &l.sched
+	if b := l.needy(); b != nil {
+		l.follow(ctx, b)
+		return true
+	}
+	if len(s.sweep) > 0 {
+		a := s.sweep[0]
+		s.sweep = s.sweep[1:]
+		l.probe(ctx, a)
+		return true
+	}
+	if len(s.cycle) > 0 {
+		a := s.cycle[0]
+		s.cycle = s.cycle[1:]
+		l.poll(ctx, a)
+		if len(s.cycle) == 0 {
+			l.mu.Lock()
+			l.cycle = l.clk.Since(s.cycleStart)
+			l.mu.Unlock()
+		}
+		return true
+	}
+	if s.started && l.clk.Since(s.cycleStart) < l.o.PollInterval {
+		return false
+	}
+	s.started = true
+	s.cycleStart = l.clk.Now()
+	for _, a := range l.o.Addresses {
+		if b := l.boards[a]; b != nil && b.present {
+			s.cycle = append(s.cycle, a)
+		}
+	}
+	probed := l.slowProbe(ctx)
+	return probed || len(s.cycle) > 0
+}
+
+// slowProbe pings the next address that has no board answering.
+func (l *Line) slowProbe(ctx context.Context) bool {
+	s := &l.sched
+	n := len(l.o.Addresses)
+	for range n {
+		a := l.o.Addresses[s.probeAt%n]
+		s.probeAt++
+		if b := l.boards[a]; b == nil || !b.present {
+			l.probe(ctx, a)
+			return true
+		}
+	}
+	return false
+}
+
+// needy returns a present board with follow-ups, lowest address first.
+func (l *Line) needy() *board {
+	for _, a := range l.o.Addresses {
+		if b := l.boards[a]; b != nil && b.present && (b.needs != 0 || b.dirty != 0) {
+			return b
+		}
+	}
+	return nil
+}
+
+func (l *Line) setPresent(b *board, present bool) {
+	l.mu.Lock()
+	b.present = present
+	l.mu.Unlock()
+}
+
+// probe pings an address; an answer makes (or brings back) a board.
+func (l *Line) probe(ctx context.Context, a int) {
+	hdr, body, err := l.native(ctx, frame.Address(a), &frame.PingRequest{}, l.o.DiscoverWait, 0)
+	if err != nil {
+		return
+	}
+	b := l.boards[a]
+	if b == nil {
+		b = &board{addr: a, ref: fleet.Ref{Driver: l.name, Addr: strconv.Itoa(a)}, fresh: true}
+		l.mu.Lock()
+		l.boards[a] = b
+		l.mu.Unlock()
+		l.log.Info("rs485: board found", "addr", a)
+	} else {
+		l.log.Info("rs485: board answers again", "addr", a)
+	}
+	b.misses = 0
+	l.setPresent(b, true)
+	b.needs |= needInfo | needLink | needEvents
+	b.dirty |= kAll
+	if hdr.Pending > 0 {
+		b.needs |= needFetch
+	}
+	if p, ok := body.(*frame.PingReply); ok {
+		l.gotUptime(b, p.UptimeS)
+	}
+}
+
+// heard notes a reply's pending count.
+func (l *Line) heard(addr, pending int) {
+	if b := l.boards[addr]; b != nil && b.present && pending > 0 {
+		b.needs |= needFetch
+	}
+}
+
+func (l *Line) gotUptime(b *board, up uint32) {
+	if b.haveUptime && up < b.uptime {
+		l.restarted(b)
+	}
+	b.uptime, b.haveUptime = up, true
+}
+
+func (l *Line) restarted(b *board) {
+	l.log.Info("rs485: board restarted", "addr", b.addr)
+	l.sched.sink.Restarted(b.ref)
+	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed = 0, false, false, false, false
+	b.needs |= needInfo | needLink | needEvents | needReplay
+	b.dirty |= kAll
+}
+
+// missed counts a poll or follow-up without reply.
+func (l *Line) missed(b *board, why string) {
+	b.misses++
+	if b.misses < l.o.MissLimit || !b.present {
+		return
+	}
+	l.setPresent(b, false)
+	b.needs, b.dirty, b.recheck = 0, 0, 0
+	if b.seen {
+		b.seen = false
+		l.log.Warn("rs485: board lost", "addr", b.addr, "reason", why)
+		l.sched.sink.Lost(b.ref, why)
+	}
+}
+
+// poll sends one STATUS (or PING) to a present board.
+func (l *Line) poll(ctx context.Context, a int) {
+	b := l.boards[a]
+	if b == nil || !b.present {
+		return
+	}
+	l.st.polls.Add(1)
+	b.polls++
+	var req frame.Request = &frame.StatusRequest{}
+	if l.o.PingEvery == 1 || b.polls%l.o.PingEvery == 1 {
+		req = &frame.PingRequest{}
+	}
+	hdr, body, err := l.native(ctx, frame.Address(a), req, l.o.PollWait, 1)
+	if err != nil {
+		if errors.Is(err, fleet.ErrNoReply) {
+			l.missed(b, fmt.Sprintf("no reply to %d polls on %s", l.o.MissLimit, l.name))
+		}
+		return
+	}
+	b.misses = 0
+	if hdr.Status != frame.StatusOK {
+		return
+	}
+	switch m := body.(type) {
+	case *frame.PingReply:
+		l.gotUptime(b, m.UptimeS)
+	case *frame.StatusReply:
+		l.gotStatus(b, m.Block)
+	}
+	b.dirty |= b.recheck
+	b.recheck = 0
+}
+
+func (l *Line) gotStatus(b *board, sb frame.StatusBlock) {
+	if b.haveStatus {
+		old := b.status
+		if old.Showing != sb.Showing || old.Backlight != sb.Backlight {
+			b.dirty |= kScreen
+		}
+		if old.LEDs != sb.LEDs || old.Brightness != sb.Brightness {
+			b.dirty |= kLEDs
+		}
+		if old.Holo != sb.Holo || (old.Flags^sb.Flags)&frame.FlagHoloReady != 0 {
+			b.dirty |= kHolo
+		}
+		if old.Scene != sb.Scene {
+			b.dirty |= kScenes
+		}
+		// The latest event number only grows (wrapping at 65535); a
+		// smaller one means the numbering started over.
+		if sb.Seq != old.Seq && !seqAfter(sb.Seq, old.Seq) {
+			l.restarted(b)
+		}
+	}
+	b.status, b.haveStatus = sb, true
+}
+
+// seqAfter reports whether happening number a comes after b (b 0: all do).
+func seqAfter(a, b uint16) bool {
+	if b == 0 {
+		return a != 0
+	}
+	d := a - b
+	return d != 0 && d < 1<<15
+}
+
+// follow runs one follow-up of b.
+func (l *Line) follow(ctx context.Context, b *board) {
+	switch {
+	case b.needs&needPing != 0:
+		b.needs &^= needPing
+		_, body, err := l.native(ctx, frame.Address(b.addr), &frame.PingRequest{}, l.o.PollWait, 1)
+		if l.failed(b, err, needPing) {
+			return
+		}
+		if p, ok := body.(*frame.PingReply); ok {
+			l.gotUptime(b, p.UptimeS)
+		}
+	case b.needs&needInfo != 0:
+		rep, ok := l.get(ctx, b, needInfo, "/info")
+		if !ok {
+			return
+		}
+		b.seen = true
+		var info json.RawMessage
+		if rep.Status == http.StatusOK {
+			info = rep.Body
+		}
+		l.sched.sink.Seen(b.ref, info)
+	case b.needs&needLink != 0:
+		rep, ok := l.get(ctx, b, needLink, "/link")
+		if !ok || rep.Status != http.StatusOK {
+			return
+		}
+		var st struct {
+			Running struct {
+				Groups []int `json:"groups"`
+			} `json:"running"`
+		}
+		if json.Unmarshal(rep.Body, &st) == nil {
+			b.groups = st.Running.Groups
+		}
+		l.sched.sink.Changed(b.ref, "link", rep.Body)
+	case b.needs&needEvents != 0:
+		b.needs &^= needEvents
+		body, _ := json.Marshal(map[string]any{"kinds": l.o.Kinds, "push": false})
+		rep, err := l.call(ctx, l.req(b, http.MethodPatch, "/link/events", body), l.o.PollWait, 1)
+		if l.failed(b, err, needEvents) {
+			return
+		}
+		var st struct {
+			Seq     uint16 `json:"seq"`
+			Pending int    `json:"pending"`
+		}
+		if rep.Status != http.StatusOK || json.Unmarshal(rep.Body, &st) != nil {
+			l.log.Warn("rs485: enabling events refused", "addr", b.addr, "status", rep.Status, "body", string(rep.Body))
+			return
+		}
+		if b.fresh {
+			b.lastSeq, b.fresh = st.Seq, false
+		}
+		if st.Pending > 0 {
+			b.needs |= needFetch
+		}
+	case b.needs&needReplay != 0:
+		rep, ok := l.get(ctx, b, needReplay, "/events")
+		if ok && rep.Status == http.StatusOK {
+			l.happened(b, rep.Body)
+		}
+	case b.needs&needFetch != 0:
+		path := "/link/events"
+		if b.fetchFailed && b.lastSeq != 0 {
+			path += "?after=" + strconv.Itoa(int(b.lastSeq))
+		}
+		b.needs &^= needFetch
+		rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, 1)
+		if err != nil {
+			b.fetchFailed = true
+		}
+		if l.failed(b, err, needFetch) {
+			return
+		}
+		b.fetchFailed = false
+		if rep.Status == http.StatusOK {
+			if l.happened(b, rep.Body) > 0 {
+				b.needs |= needFetch
+			}
+		}
+	case b.dirty != 0:
+		for _, r := range resources {
+			if b.dirty&r.bit == 0 {
+				continue
+			}
+			b.dirty &^= r.bit
+			rep, err := l.call(ctx, l.req(b, http.MethodGet, r.path, nil), l.o.PollWait, 1)
+			if err != nil {
+				b.dirty |= r.bit
+				l.failed(b, err, 0)
+				return
+			}
+			if rep.Status == http.StatusOK {
+				l.sched.sink.Changed(b.ref, r.kind, rep.Body)
+			}
+			return
+		}
+	}
+}
+
+// get runs GET path on b for follow-up n, clearing n; ok is false when
+// no reply came (n is then set again, and a miss counted).
+func (l *Line) get(ctx context.Context, b *board, n need, path string) (jsonline.Reply, bool) {
+	b.needs &^= n
+	rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, 1)
+	if l.failed(b, err, n) {
+		return rep, false
+	}
+	return rep, true
+}
+
+// failed handles a follow-up's error: the need is kept for later and a
+// missing reply counts as a missed poll.
+func (l *Line) failed(b *board, err error, n need) bool {
+	if err == nil {
+		return false
+	}
+	b.needs |= n
+	if errors.Is(err, fleet.ErrNoReply) {
+		l.missed(b, fmt.Sprintf("no reply to %d requests on %s", l.o.MissLimit, l.name))
+	} else {
+		l.log.Debug("rs485: follow-up failed", "addr", b.addr, "err", err)
+	}
+	return true
+}
+
+func (l *Line) req(b *board, method, path string, body []byte) jsonline.Request {
+	return jsonline.Request{Addr: jsonline.Board(uint8(b.addr)), Method: method, Path: path, Body: body}
+}
+
+// happened reports the happenings of a GET /events or GET /link/events
+// reply that come after the last one given, and returns the pending
+// count the reply states.
+func (l *Line) happened(b *board, body []byte) int {
+	var rep struct {
+		Lost    int               `json:"lost"`
+		Pending int               `json:"pending"`
+		Events  []json.RawMessage `json:"events"`
+	}
+	if err := json.Unmarshal(body, &rep); err != nil {
+		l.st.badReply.Add(1)
+		return 0
+	}
+	if rep.Lost > 0 {
+		l.log.Warn("rs485: board dropped happenings before they were fetched", "addr", b.addr, "lost", rep.Lost)
+	}
+	var hs []fleet.Happening
+	for _, ev := range rep.Events {
+		var h struct {
+			Event string `json:"event"`
+			Seq   uint16 `json:"seq"`
+		}
+		if json.Unmarshal(ev, &h) != nil || h.Seq == 0 || !slices.Contains(l.o.Kinds, h.Event) {
+			continue
+		}
+		if !seqAfter(h.Seq, b.lastSeq) {
+			continue // given already
+		}
+		b.lastSeq = h.Seq
+		hs = append(hs, fleet.Happening{Kind: h.Event, Seq: h.Seq, Data: ev})
+	}
+	if len(hs) > 0 {
+		l.sched.sink.Happened(b.ref, hs)
+	}
+	return rep.Pending
+}
+
+// afterNative marks what a native command may have changed on a board.
+func (l *Line) afterNative(addr int, t frame.Type) {
+	if b := l.boards[addr]; b != nil && b.present {
+		b.dirty |= kindsOfNative(t)
+	}
+}
+
+// afterCall reports the state a changing call's reply carries.
+func (l *Line) afterCall(addr int, req jsonline.Request, rep jsonline.Reply) {
+	b := l.boards[addr]
+	if b == nil || !b.present || req.Method == http.MethodGet || rep.Status >= 300 {
+		return
+	}
+	path := req.Path
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	switch path {
+	case "/leds":
+		l.sched.sink.Changed(b.ref, "leds", rep.Body)
+	case "/screen", "/screen/show":
+		l.sched.sink.Changed(b.ref, "screen", rep.Body)
+	case "/holo/motion":
+		l.sched.sink.Changed(b.ref, "holo", rep.Body)
+	case "/settings":
+		l.sched.sink.Changed(b.ref, "settings", rep.Body)
+	case "/link":
+		b.needs |= needLink
+	default:
+		b.dirty |= kindsOfPath(req.Method, path)
+	}
+}
+
+// afterGroup marks the members of a group to be re-read at their next
+// poll (they do not answer group frames).
+func (l *Line) afterGroup(a frame.Address, k kinds) {
+	if k == 0 {
+		return
+	}
+	for _, b := range l.boards {
+		if b.present && (a.IsBroadcast() || slices.Contains(b.groups, a.Group())) {
+			b.recheck |= k
+		}
+	}
+}
+
+func kindsOfNative(t frame.Type) kinds {
+	switch t {
+	case frame.TypeScene, frame.TypeEnd:
+		return kAll
+	case frame.TypeScreenOff, frame.TypeColour, frame.TypeBacklight:
+		return kScreen
+	case frame.TypeLEDs:
+		return kLEDs
+	case frame.TypeHolo:
+		return kHolo
+	}
+	return 0
+}
+
+func kindsOfPath(method, path string) kinds {
+	if method == http.MethodGet {
+		return 0
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	path = strings.TrimPrefix(path, jsonline.APIPrefix)
+	switch {
+	case path == "/leds":
+		return kLEDs
+	case strings.HasPrefix(path, "/screen"):
+		return kScreen
+	case strings.HasPrefix(path, "/holo"), strings.HasPrefix(path, "/servos"):
+		return kHolo
+	case path == "/scenes/apply" || path == "/scenes/end":
+		return kAll
+	case strings.HasPrefix(path, "/scenes"):
+		return kScenes
+	}
+	return 0
+}
