@@ -624,7 +624,7 @@ func TestWatcherAndRestore(t *testing.T) {
 	}
 	h.step(100 * time.Millisecond)
 	h.step(100 * time.Millisecond)
-	got := h.rec.waitFor(t, 9)
+	got := h.rec.waitFor(t, 10)
 	want := []event{
 		{"watch", `"stopping"`}, // the start-up nothing, replaced by bg
 		{events.KindClipStarted, `{"path":"/bg.mov","loop":true,"plays":0,"frames":2,"fps":10}`},
