@@ -572,8 +572,13 @@ func TestPassphrasesNeverLeave(t *testing.T) {
 	keep(g.do("PATCH", "/network/ap", `{"passphrase":"other-ap-pass"}`))
 	g.clk.Advance(time.Second)
 	keep(g.do("GET", "/network", ""))
-	go g.clk.Advance(ScanTime)
-	keep(g.do("GET", "/network/scan", ""))
+	scanned := make(chan *httptest.ResponseRecorder)
+	go func() { scanned <- g.do("GET", "/network/scan", "") }()
+	if !g.clk.WaitForWaiters(1, 5*time.Second) {
+		t.Fatal("scan did not start")
+	}
+	g.clk.Advance(ScanTime)
+	keep(<-scanned)
 	text := strings.Join(replies, "\n") + g.pub.all() + g.logs.String()
 	for _, s := range secrets {
 		if strings.Contains(text, s) {
