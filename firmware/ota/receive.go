@@ -83,7 +83,12 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 		if ctx.Err() != nil {
 			return s.fail(gen, api.Errorf(api.ErrCancelled, "the update was cancelled"))
 		}
-		n, rerr := io.ReadFull(r, buf[:min(int64(len(buf)), total-off)])
+		n, rerr := r.Read(buf[:min(int64(len(buf)), total-off)])
+		if rerr == io.EOF && off+int64(n) < total {
+			rerr = io.ErrUnexpectedEOF
+		} else if rerr == io.EOF {
+			rerr = nil
+		}
 		if n > 0 {
 			if _, err := v.Write(buf[:n]); err != nil {
 				return s.fail(gen, imageError(err))

@@ -312,5 +312,6 @@ func (s *Service) begin(source string, url *string, total int64, abort func()) (
 	}}
 	s.work = w
 	s.emit()
-	return w, ctx, slot, func() { cancel(); release() }, nil
+	unlock := release
+	return w, ctx, slot, func() { cancel(); unlock() }, nil
 }
