@@ -1,0 +1,88 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/holofleet/holofleet/bus/simline"
+)
+
+func TestInstallation(t *testing.T) {
+	dir, err := os.MkdirTemp("", "demo") // short: the hub socket path must fit
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	in, err := Start(context.Background(), Options{Dir: dir, Boards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var groups [][]int
+	for i, b := range in.Boards() {
+		groups = append(groups, b.Groups)
+		if b.Address != i+1 || b.URL != in.URLs[i] {
+			t.Errorf("board %d: %+v", i, b)
+		}
+		resp, err := http.Get(b.URL + "/api/v1/info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct{ ID string }
+		json.NewDecoder(resp.Body).Decode(&info)
+		resp.Body.Close()
+		if info.ID != b.ID {
+			t.Errorf("board %d answers as %q, want %q", i, info.ID, b.ID)
+		}
+	}
+	if diff := cmp.Diff(groups, [][]int{{1}, {2}, {1}, {2}}); diff != "" {
+		t.Errorf("groups (-got +want)\n%s", diff)
+	}
+	// Another process joins through the hub and hears the master.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := simline.Dial(ctx, in.HubPath, simline.NodeOptions{Name: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := in.Master.Write([]byte("@1 GET /leds\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	var heard strings.Builder
+	for !strings.Contains(heard.String(), "@1 GET /leds") {
+		n, err := r.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heard.Write(buf[:n])
+	}
+	s := in.Summary()
+	for _, want := range []string{"4 boards in 2 groups", in.HubURL, in.URLs[3]} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if err := in.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := os.Stat(in.HubPath); !os.IsNotExist(err) {
+		t.Errorf("hub socket left behind: %v", err)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []Options{{}, {Dir: t.TempDir(), Boards: 224}, {Dir: t.TempDir(), Groups: 32}, {Dir: t.TempDir(), Boards: -1}} {
+		if _, err := Start(context.Background(), o); !errors.Is(err, ErrOptions) {
+			t.Errorf("Start(%+v): %v, want ErrOptions", o, err)
+		}
+	}
+}
