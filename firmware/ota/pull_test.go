@@ -58,7 +58,7 @@ func pullEnv(t *testing.T, rs *releases, online *atomic.Bool, clk clock.Clock) *
 	e.srv.Close()
 	svc, err := New(Config{DataDir: e.dir, Running: 0, Expect: HostExpect(), Events: e.rec, Long: e.long, Clock: clk,
 		Restart: func(d time.Duration) { e.restarts <- d },
-		Pull: PullConfig{BaseURL: rs.srv.URL + "/ch", Client: rs.srv.Client(), Online: online.Load, Current: "1.0.0"}})
+		Pull:    PullConfig{BaseURL: rs.srv.URL + "/ch", Client: rs.srv.Client(), Online: online.Load, Current: "1.0.0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
