@@ -1,6 +1,7 @@
 package ota
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -26,6 +27,23 @@ func queryBool(r *http.Request, name string, def bool) (bool, error) {
 
 func boolParam(name, desc string) api.Param {
 	return api.Param{Name: name, Type: "boolean", Description: desc + " (true, false, 1 or 0)"}
+}
+
+// sourceKey marks a request whose upload session has its own source.
+type sourceKey struct{}
+
+// WithSource marks ctx so that PUT /ota/image served with it records
+// source as the session's source instead of upload: the console runs the
+// same handler with SourceConsole.
+func WithSource(ctx context.Context, source string) context.Context {
+	return context.WithValue(ctx, sourceKey{}, source)
+}
+
+func sourceOf(r *http.Request) string {
+	if s, ok := r.Context().Value(sourceKey{}).(string); ok && s != "" {
+		return s
+	}
+	return SourceUpload
 }
 
 // Routes returns the firmware endpoints.
@@ -148,7 +166,7 @@ func (s *Service) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if len(r.TransferEncoding) > 0 {
 		length = -1
 	}
-	sess, err := s.Upload(SourceUpload, r.Body, length, opt, abort)
+	sess, err := s.Upload(sourceOf(r), r.Body, length, opt, abort)
 	if err != nil {
 		// Do not read on: the client learns at once and the connection
 		// closes rather than draining a body the board does not want.
