@@ -292,7 +292,8 @@ func (h *harness) step(n int, d time.Duration) {
 // settle waits for a then in progress to be done.
 func (h *harness) settle() {
 	h.m.op.Lock()
-	h.m.op.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+	_ = h.m.Running()
+	h.m.op.Unlock()
 }
 
 func (h *harness) ledMode() string { return h.leds.State().Mode }
