@@ -163,6 +163,9 @@ func (f *Fleet) Changed(ref Ref, kind string, state json.RawMessage) {
 	}
 	state = slices.Clone(state)
 	b.states[kind] = state
+	if kind == "link" {
+		f.setGroupsLocked(b, state)
+	}
 	f.emitLocked(b, Event{Type: EventState, Kind: kind, Data: state})
 }
 
@@ -267,22 +270,30 @@ func (f *Fleet) runJob(ctx context.Context, j job) {
 		f.mu.Unlock()
 		f.Seen(j.ref, rep.Body)
 	case jobLink:
-		var lf linkFields
-		if err := json.Unmarshal(rep.Body, &lf); err != nil {
-			f.log.Debug("fleet: GET /link", "ref", j.ref.String(), "err", err)
-			return
-		}
-		groups := slices.Clone(lf.Running.Groups)
-		if groups == nil {
-			groups = []int{}
-		}
-		slices.Sort(groups)
 		f.mu.Lock()
-		if b := f.boardAtLocked(j.ref); b != nil && !slices.Equal(b.rec.Groups, groups) {
-			b.rec.Groups, b.urgent = groups, true
-			f.wakePersist()
+		if b := f.boardAtLocked(j.ref); b != nil {
+			f.setGroupsLocked(b, rep.Body)
 		}
 		f.mu.Unlock()
+	}
+}
+
+// setGroupsLocked takes the board's groups from a GET /link reply (its
+// running settings).
+func (f *Fleet) setGroupsLocked(b *boardState, link json.RawMessage) {
+	var lf linkFields
+	if err := json.Unmarshal(link, &lf); err != nil {
+		f.log.Debug("fleet: GET /link", "board", b.rec.ID, "err", err)
+		return
+	}
+	groups := slices.Clone(lf.Running.Groups)
+	if groups == nil {
+		groups = []int{}
+	}
+	slices.Sort(groups)
+	if !slices.Equal(b.rec.Groups, groups) {
+		b.rec.Groups, b.urgent = groups, true
+		f.wakePersist()
 	}
 }
 
