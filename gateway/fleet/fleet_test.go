@@ -181,7 +181,7 @@ func TestDedupeOrderAndEpochs(t *testing.T) {
 	s.f.Restarted(line)
 	s.f.Happened(line, happenings(1, 2))
 	s.clk.Advance(2 * time.Second)
-	s.f.Restarted(lan)                   // the same restart, seen late over the LAN
+	s.f.Restarted(lan)                     // the same restart, seen late over the LAN
 	s.f.Happened(lan, happenings(1, 2, 3)) // 1, 2 already on the stream
 	// A later restart, seen first over the LAN.
 	s.clk.Advance(time.Minute)

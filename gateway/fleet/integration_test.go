@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -165,5 +164,5 @@ func TestRealLine(t *testing.T) {
 	if st.Boards != n || st.Online != n || st.Dropped != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	t.Log(fmt.Sprintf("events %d, duplicates %d, line %+v", st.Events, st.Duplicates, st.Lines["rs485:line0"]))
+	t.Logf("events %d, duplicates %d, line %+v", st.Events, st.Duplicates, st.Lines["rs485:line0"])
 }
