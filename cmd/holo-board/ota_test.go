@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -239,29 +240,36 @@ func TestOTAHTTPRules(t *testing.T) {
 }
 
 // TestOTAPowerCuts pulls the power (kill -9 of the board process) at
-// random moments of an update: while the image streams in, while it is
-// verified and staged, right after activation, and during the trial boot.
+// random moments of an update: while the image streams in, around the end
+// of the stream (verification and staging), between the activation and
+// the restart, and during the trial boot before and after confirmation.
 // After each cut the board starts again, serves a firmware that is one of
 // the two versions, and GET /ota agrees with GET /info.
 func TestOTAPowerCuts(t *testing.T) {
-	n := 12
+	n := 16
 	if s := os.Getenv("HOLO_POWERCUTS"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
 	if testing.Short() {
-		n = 3
+		n = 4
 	}
 	dir := t.TempDir()
 	b := boardtest.Start(t, dir)
 	base := version(b)
 	img := boardImage(t, "8.0.0")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
-	t.Logf("seed-free run of %d power cuts", n)
+	// How long an upload takes here, to aim the cuts.
+	start := time.Now()
+	if r := put(b, img, ""); r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	uploadTime := time.Since(start)
+	b.Do("DELETE", "/ota/image", nil)
 	phases := map[string]int{}
+	outcomes := map[string]int{}
 	for i := range n {
 		phase := []string{"upload", "verify", "activate", "trial"}[i%4]
 		phases[phase]++
-		// Make sure the update is not already installed, else go back.
 		if version(b) == "8.0.0" {
 			b.Do("POST", "/ota/activate", `{"slot":"ota_0","reboot":true}`)
 			boardtest.WaitFor(t, 60*time.Second, "back to base", func() bool { return version(b) == base })
@@ -270,23 +278,27 @@ func TestOTAPowerCuts(t *testing.T) {
 			b.Do("DELETE", "/ota/image", nil)
 		}
 		var delay time.Duration
-		switch phase {
-		case "upload":
-			delay = time.Duration(rng.IntN(150)) * time.Millisecond
-		case "verify":
-			delay = time.Duration(150+rng.IntN(400)) * time.Millisecond
-		case "activate":
-			delay = time.Duration(800+rng.IntN(600)) * time.Millisecond
-		case "trial":
-			delay = time.Duration(1000+rng.IntN(1500)) * time.Millisecond
-		}
-		go func() {
-			c := http.Client{Timeout: 30 * time.Second}
+		upload := func() {
+			c := http.Client{Timeout: 60 * time.Second}
 			req, _ := http.NewRequest("PUT", b.URL+"/api/v1/ota/image?activate=1&reboot=1", bytes.NewReader(img))
 			if resp, err := c.Do(req); err == nil {
 				resp.Body.Close()
 			}
-		}()
+		}
+		switch phase {
+		case "upload":
+			delay = time.Duration(rng.Int64N(int64(uploadTime)))
+			go upload()
+		case "verify":
+			delay = uploadTime*8/10 + time.Duration(rng.Int64N(int64(uploadTime)*3/10))
+			go upload()
+		case "activate":
+			upload()
+			delay = time.Duration(rng.Int64N(int64(ota.ActivateRestartDelay)))
+		case "trial":
+			upload()
+			delay = ota.ActivateRestartDelay + time.Duration(rng.IntN(1200))*time.Millisecond
+		}
 		time.Sleep(delay)
 		b.Kill()
 		b = boardtest.Start(t, dir)
@@ -305,7 +317,14 @@ func TestOTAPowerCuts(t *testing.T) {
 		if s := v.Session; s.State != "idle" {
 			t.Fatalf("cut %d: a fresh start has session %+v", i, s)
 		}
-		t.Logf("cut %d: %s after %v: running %s (%s, %s)", i, phase, delay, l, ver, st)
+		other := "null"
+		if o := v.Slots[1]; o.State != nil {
+			other = *o.State
+		}
+		outcome := fmt.Sprintf("%s runs %s, ota_1 %s", phase, ver, other)
+		outcomes[outcome]++
+		t.Logf("cut %d: %s after %v: running %s (%s, %s), ota_1 %s", i, phase, delay, l, ver, st, other)
 	}
-	t.Logf("power cuts tried: %d %v", n, phases)
+	t.Logf("power cuts tried: %d %v (upload takes %v)", n, phases, uploadTime)
+	t.Logf("outcomes: %v", outcomes)
 }
