@@ -77,6 +77,11 @@ build: ## Build every binary into bin/, plus linux/arm64 and linux/arm cross-bui
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/linux-arm/$$c ./cmd/$$c || exit 1; \
 	done
 
+.PHONY: image
+image: ## Build holo-board with VERSION and pack it as a firmware image: $(BIN)/holo-board-VERSION.bin
+	@mkdir -p $(BIN)
+	$(GO) run ./cmd/holoctl image pack --version $(VERSION) -o $(BIN)/holo-board-$(VERSION).bin
+
 .PHONY: clean
 clean: ## Remove build output
 	rm -rf $(BIN)

@@ -30,6 +30,7 @@ type command struct {
 // commands is the dispatch table; add a line per subcommand.
 var commands = []command{
 	{"line-hub", "serve a simulated RS485 line on a Unix socket", runLineHub},
+	{"image", "pack a firmware image (pack) or look inside one (inspect)", runImage},
 }
 
 func main() {
