@@ -57,6 +57,9 @@ type Config struct {
 	Long    *longop.Lock
 	Restart func(delay time.Duration)
 	Pull    PullConfig
+	// Fleet, when set, makes the feature choose the boot slot itself at
+	// every boot (fleet mode); see Fleet.
+	Fleet *Fleet
 }
 
 // HostExpect is what a simulated board accepts: host images of holo-board.
