@@ -39,7 +39,8 @@ func WithSource(ctx context.Context, source string) context.Context {
 	return context.WithValue(ctx, sourceKey{}, source)
 }
 
-func sourceOf(r *http.Request) string {
+// SourceOf is the session source a request to PUT /ota/image records.
+func SourceOf(r *http.Request) string {
 	if s, ok := r.Context().Value(sourceKey{}).(string); ok && s != "" {
 		return s
 	}
@@ -166,7 +167,7 @@ func (s *Service) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if len(r.TransferEncoding) > 0 {
 		length = -1
 	}
-	sess, err := s.Upload(sourceOf(r), r.Body, length, opt, abort)
+	sess, err := s.Upload(SourceOf(r), r.Body, length, opt, abort)
 	if err != nil {
 		// Do not read on: the client learns at once and the connection
 		// closes rather than draining a body the board does not want.
