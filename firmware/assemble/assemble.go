@@ -37,7 +37,7 @@ type Options struct {
 // Features returns every feature of the firmware, in installation order.
 // The link comes last so that every route it serves exists.
 func Features(o Options) []board.Feature {
-	fs := []board.Feature{LEDs, Holo, SimView, Network(o.Network)}
+	fs := []board.Feature{LEDs, Holo, SimView, Network(o.Network), Console}
 	fs = append(fs, o.Extra...)
 	// The screen reads the storage volume (files, in Extra) and scenes
 	// drive the screen, LEDs and holo.
