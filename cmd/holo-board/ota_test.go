@@ -297,7 +297,7 @@ func TestOTAPowerCuts(t *testing.T) {
 			delay = time.Duration(rng.Int64N(int64(ota.ActivateRestartDelay)))
 		case "trial":
 			upload()
-			delay = ota.ActivateRestartDelay + time.Duration(rng.IntN(1200))*time.Millisecond
+			delay = ota.ActivateRestartDelay + time.Duration(rng.IntN(500))*time.Millisecond
 		}
 		time.Sleep(delay)
 		b.Kill()
