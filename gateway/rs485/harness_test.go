@@ -122,6 +122,9 @@ func startMaster(t testing.TB, line *simline.Line, o Options) (*Line, *recSink) 
 	if o.PollWait == 0 {
 		o.PollWait = 300 * time.Millisecond
 	}
+	if o.Log == nil {
+		o.Log = debugLog()
+	}
 	l := New(o)
 	sink := newRecSink()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -73,7 +73,8 @@ type board struct {
 	groups      []int
 
 	needs   need
-	dirty   kinds // re-read now
+	hold    time.Time // follow-ups wait until then after one got no reply
+	dirty   kinds     // re-read now
 	recheck kinds // re-read after the next poll
 }
 
@@ -170,8 +171,9 @@ func (l *Line) slowProbe(ctx context.Context) bool {
 
 // needy returns a present board with follow-ups, lowest address first.
 func (l *Line) needy() *board {
+	now := l.clk.Now()
 	for _, a := range l.o.Addresses {
-		if b := l.boards[a]; b != nil && b.present && (b.needs != 0 || b.dirty != 0) {
+		if b := l.boards[a]; b != nil && b.present && (b.needs != 0 || b.dirty != 0) && !now.Before(b.hold) {
 			return b
 		}
 	}
@@ -256,6 +258,7 @@ func (l *Line) poll(ctx context.Context, a int) {
 		return
 	}
 	l.st.polls.Add(1)
+	l.log.Debug("rs485: poll", "addr", a)
 	b.polls++
 	var req frame.Request = &frame.StatusRequest{}
 	if l.o.PingEvery == 1 || b.polls%l.o.PingEvery == 1 {
@@ -317,6 +320,7 @@ func seqAfter(a, b uint16) bool {
 
 // follow runs one follow-up of b.
 func (l *Line) follow(ctx context.Context, b *board) {
+	l.log.Debug("rs485: follow-up", "addr", b.addr, "needs", b.needs, "dirty", b.dirty)
 	switch {
 	case b.needs&needPing != 0:
 		b.needs &^= needPing
@@ -376,12 +380,19 @@ func (l *Line) follow(ctx context.Context, b *board) {
 	case b.needs&needReplay != 0:
 		rep, ok := l.get(ctx, b, needReplay, "/events")
 		if ok && rep.Status == http.StatusOK {
-			l.happened(b, rep.Body)
+			if _, good := l.happened(b, rep.Body); !good {
+				b.needs |= needReplay
+			}
 		}
 	case b.needs&needFetch != 0:
+		// GET /link/events hands the board's queue over; when such a
+		// reply was lost, read again from the board's kept happenings.
 		path := "/link/events"
-		if b.fetchFailed && b.lastSeq != 0 {
+		switch {
+		case b.fetchFailed && b.lastSeq != 0:
 			path += "?after=" + strconv.Itoa(int(b.lastSeq))
+		case b.fetchFailed:
+			path = "/events"
 		}
 		b.needs &^= needFetch
 		rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, 1)
@@ -393,7 +404,11 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		}
 		b.fetchFailed = false
 		if rep.Status == http.StatusOK {
-			if l.happened(b, rep.Body) > 0 {
+			pending, good := l.happened(b, rep.Body)
+			if !good {
+				b.fetchFailed = true
+			}
+			if pending > 0 || !good {
 				b.needs |= needFetch
 			}
 		}
@@ -428,15 +443,17 @@ func (l *Line) get(ctx context.Context, b *board, n need, path string) (jsonline
 	return rep, true
 }
 
-// failed handles a follow-up's error: the need is kept for later and a
-// missing reply counts as a missed poll.
+// failed handles a follow-up's error: the need is kept for later. After
+// a missing reply the board's follow-ups wait a poll interval (at least
+// PollWait), so that a board that went away costs the line only its polls,
+// which decide whether it is lost.
 func (l *Line) failed(b *board, err error, n need) bool {
 	if err == nil {
 		return false
 	}
 	b.needs |= n
 	if errors.Is(err, fleet.ErrNoReply) {
-		l.missed(b, fmt.Sprintf("no reply to %d requests on %s", l.o.MissLimit, l.name))
+		b.hold = l.clk.Now().Add(max(l.o.PollInterval, l.o.PollWait))
 	} else {
 		l.log.Debug("rs485: follow-up failed", "addr", b.addr, "err", err)
 	}
@@ -448,46 +465,66 @@ func (l *Line) req(b *board, method, path string, body []byte) jsonline.Request 
 }
 
 // happened reports the happenings of a GET /events or GET /link/events
-// reply that come after the last one given, and returns the pending
-// count the reply states.
-func (l *Line) happened(b *board, body []byte) int {
+// reply that come after the last one given. It returns the pending count
+// the reply states, and false when the reply does not hold together.
+//
+// JSON lines carry no checksum, so a reply is checked before anything in
+// it is believed: every event is an object of an enabled kind with a seq,
+// and, as the master enables every happening kind, the seqs run on without
+// a gap. A reply that fails is dropped whole and fetched again by seq.
+func (l *Line) happened(b *board, body []byte) (int, bool) {
 	var rep struct {
-		Lost    int               `json:"lost"`
+		Lost    *int              `json:"lost"`
 		Pending int               `json:"pending"`
 		Events  []json.RawMessage `json:"events"`
 	}
-	if err := json.Unmarshal(body, &rep); err != nil {
+	if err := json.Unmarshal(body, &rep); err != nil || rep.Lost == nil || rep.Events == nil {
 		l.st.badReply.Add(1)
-		return 0
+		return 0, false
 	}
-	if rep.Lost > 0 {
-		l.log.Warn("rs485: board dropped happenings before they were fetched", "addr", b.addr, "lost", rep.Lost)
-	}
-	var hs []fleet.Happening
-	for _, ev := range rep.Events {
+	hs := make([]fleet.Happening, 0, len(rep.Events))
+	for i, ev := range rep.Events {
 		var h struct {
 			Event string `json:"event"`
 			Seq   uint16 `json:"seq"`
 		}
-		if json.Unmarshal(ev, &h) != nil || h.Seq == 0 || !slices.Contains(l.o.Kinds, h.Event) {
-			continue
+		if json.Unmarshal(ev, &h) != nil || h.Seq == 0 || !slices.Contains(l.o.Kinds, h.Event) ||
+			(i > 0 && next(hs[i-1].Seq) != h.Seq && len(l.o.Kinds) == len(HappeningKinds)) {
+			l.st.badReply.Add(1)
+			return 0, false
 		}
-		if !seqAfter(h.Seq, b.lastSeq) {
-			continue // given already
-		}
-		b.lastSeq = h.Seq
 		hs = append(hs, fleet.Happening{Kind: h.Event, Seq: h.Seq, Data: ev})
 	}
-	if len(hs) > 0 {
-		l.sched.sink.Happened(b.ref, hs)
+	if *rep.Lost > 0 {
+		l.log.Warn("rs485: board dropped happenings before they were fetched", "addr", b.addr, "lost", *rep.Lost)
 	}
-	return rep.Pending
+	fresh := hs[:0]
+	for _, h := range hs {
+		if seqAfter(h.Seq, b.lastSeq) {
+			b.lastSeq = h.Seq
+			fresh = append(fresh, h)
+		}
+	}
+	l.log.Debug("rs485: happenings", "addr", b.addr, "got", len(hs), "new", len(fresh), "last", b.lastSeq, "pending", rep.Pending)
+	if len(fresh) > 0 {
+		l.sched.sink.Happened(b.ref, fresh)
+	}
+	return rep.Pending, true
 }
 
-// afterNative marks what a native command may have changed on a board.
+// next is the happening number after s (65535 wraps to 1).
+func next(s uint16) uint16 {
+	if s == 65535 {
+		return 1
+	}
+	return s + 1
+}
+
+// afterNative marks what a native command may have changed on a board,
+// to be re-read after its next poll.
 func (l *Line) afterNative(addr int, t frame.Type) {
 	if b := l.boards[addr]; b != nil && b.present {
-		b.dirty |= kindsOfNative(t)
+		b.recheck |= kindsOfNative(t)
 	}
 }
 

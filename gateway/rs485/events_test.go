@@ -1,0 +1,262 @@
+package rs485
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/jsonline"
+	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/bus/stream"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// checkOrder fails unless hs are n happenings numbered from first up,
+// without gaps, each carrying the JSON the board emitted.
+func checkOrder(t *testing.T, hs []fleet.Happening, first uint16, n int) {
+	t.Helper()
+	if len(hs) != n {
+		t.Fatalf("%d happenings, want %d: %v", len(hs), n, hs)
+	}
+	for i, h := range hs {
+		if h.Seq != first+uint16(i) || field(h.Data, "seq") != fmt.Sprint(h.Seq) || field(h.Data, "event") != h.Kind {
+			t.Fatalf("happening %d: %s %d %s", i, h.Kind, h.Seq, h.Data)
+		}
+	}
+}
+
+func TestEventsInOrder(t *testing.T) {
+	line := newLine(t, simline.Faults{})
+	b1 := startBoard(t, line, 1, nil)
+	b2 := startBoard(t, line, 2, nil)
+	_, sink := startMaster(t, line, Options{Addresses: addrs(2)})
+	sink.wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.changed["2"]) >= 5 })
+	for i := range 25 {
+		b1.emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
+		if i%3 == 0 {
+			b2.emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
+		}
+		if i%5 == 0 {
+			time.Sleep(30 * time.Millisecond)
+		}
+	}
+	sink.wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.hs["1"]) >= 25 && len(s.hs["2"]) >= 9 })
+	time.Sleep(200 * time.Millisecond)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	checkOrder(t, sink.hs["1"], 1, 25)
+	checkOrder(t, sink.hs["2"], 1, 9)
+	if field(sink.hs["1"][7].Data, "x") != "7" {
+		t.Fatalf("fields lost: %s", sink.hs["1"][7].Data)
+	}
+}
+
+// TestUnplugged: a board whose transmitter is cut goes Lost; plugged back
+// it is Seen again and the happenings it kept meanwhile arrive.
+func TestUnplugged(t *testing.T) {
+	line := newLine(t, simline.Faults{})
+	b := startBoard(t, line, 4, nil)
+	_, sink := startMaster(t, line, Options{Addresses: addrs(5), PollInterval: 20 * time.Millisecond})
+	sink.wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.changed["4"]) >= 5 })
+	b.emit("clip_started", map[string]any{"path": "/a.mov", "loop": false, "plays": 1, "frames": 10, "fps": 10})
+	sink.wait(t, 5*time.Second, "first happening", func(s *recSink) bool { return len(s.hs["4"]) == 1 })
+
+	b.node.SetSilent(true)
+	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost["4"]) == 1 })
+	for range 3 {
+		b.emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
+	}
+	b.node.SetSilent(false)
+	sink.wait(t, 10*time.Second, "seen again with the missed happenings", func(s *recSink) bool {
+		return s.seen["4"] == 2 && len(s.hs["4"]) == 4
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	checkOrder(t, sink.hs["4"], 1, 4)
+	if sink.restarted["4"] != 0 {
+		t.Fatalf("restart reported for a board that did not restart: %v", sink.log)
+	}
+	t.Logf("lost reason: %s", sink.lost["4"][0])
+}
+
+// TestRestart: a board restarted (POST /restart over the link) is
+// reported Restarted, read again, and its happenings after the start
+// arrive from seq 1.
+func TestRestart(t *testing.T) {
+	line := newLine(t, simline.Faults{})
+	b := startBoard(t, line, 6, nil)
+	l, sink := startMaster(t, line, Options{Addresses: addrs(6), PollInterval: 20 * time.Millisecond, PingEvery: 2})
+	sink.wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.changed["6"]) >= 5 })
+	for range 4 {
+		b.emit("touch", map[string]any{"action": "up", "x": 1, "y": 2})
+	}
+	sink.wait(t, 5*time.Second, "4 happenings", func(s *recSink) bool { return len(s.hs["6"]) == 4 })
+	// Wait for an uptime of at least 1 s so that the restart shows.
+	time.Sleep(1200 * time.Millisecond)
+	rep, err := l.Call(context.Background(), "6", "POST", "/restart", []byte(`{"delay_ms":200}`))
+	if err != nil || rep.Status != 202 {
+		t.Fatalf("restart: %+v %v", rep, err)
+	}
+	sink.wait(t, 15*time.Second, "restarted and seen again", func(s *recSink) bool { return s.restarted["6"] == 1 && s.seen["6"] >= 2 })
+	sink.wait(t, 5*time.Second, "events enabled again", func(s *recSink) bool { return len(s.changed["6"]) >= 5 })
+	time.Sleep(300 * time.Millisecond)
+	b.emit("scene_ended", map[string]any{"name": "x", "then": "off", "by": "end"})
+	sink.wait(t, 5*time.Second, "happening after restart", func(s *recSink) bool { return len(s.hs["6"]) == 5 })
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if h := sink.hs["6"][4]; h.Seq != 1 || h.Kind != "scene_ended" {
+		t.Fatalf("after restart: %+v", h)
+	}
+	if sink.restarted["6"] != 1 || len(sink.lost["6"]) > 1 {
+		t.Fatalf("log %v", sink.log)
+	}
+}
+
+// TestNoisyLine: 1% bit flips and drops plus noise bursts: calls still
+// mostly work, nothing crashes, the counters show the faults, and no
+// happening is reported twice or out of order.
+func TestNoisyLine(t *testing.T) {
+	line := newLine(t, simline.Faults{})
+	b1 := startBoard(t, line, 1, nil)
+	startBoard(t, line, 2, nil)
+	l, sink := startMaster(t, line, Options{Addresses: addrs(3), PollInterval: 10 * time.Millisecond, ReplyWait: 100 * time.Millisecond})
+	sink.wait(t, 20*time.Second, "two boards", func(s *recSink) bool { return len(s.changed["1"]) >= 5 && len(s.changed["2"]) >= 5 })
+	if err := line.SetFaults(simline.Faults{FlipRate: 0.01, DropRate: 0.01, NoiseRate: 0.002}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ok := 0
+	for i := range 40 {
+		if i%10 == 0 {
+			line.InjectNoise([]byte("\x00\x13garbage\n@1 #zz 200 {}\n\x00\x05\x07\x00"))
+		}
+		if i%2 == 0 {
+			b1.emit("touch", map[string]any{"action": "down", "x": i, "y": 0})
+		}
+		hdr, _, err := l.Native(ctx, 1+i%2, &frame.LEDsRequest{Mode: frame.LEDSolid, R: uint8(i), Flags: frame.LEDNewColour})
+		if err == nil && hdr.Status == frame.StatusOK {
+			ok++
+		} else if err != nil && !errors.Is(err, fleet.ErrNoReply) && !errors.Is(err, fleet.ErrBadReply) {
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	if err := line.SetFaults(simline.Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	t.Logf("%d/40 acknowledged; stats %+v; line %+v", ok, st, line.Stats())
+	if ok < 26 {
+		t.Fatalf("only %d of 40 commands got through", ok)
+	}
+	if st.BadCRC+st.Garbage == 0 || st.Timeouts == 0 {
+		t.Fatalf("faults not counted: %+v", st)
+	}
+	// Once the line is clean again every touch arrives (20, fewer than the
+	// 32 a board keeps), in order, once.
+	sink.wait(t, 20*time.Second, "every touch", func(s *recSink) bool { return len(s.hs["1"]) >= 20 })
+	time.Sleep(200 * time.Millisecond)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	checkOrder(t, sink.hs["1"], 1, 20)
+}
+
+// rogue is a node that answers every request to addr with replies that
+// must not be taken: a wrong seq, a wrong tag, another address, a bad
+// CRC, and a garbage line.
+func rogue(t *testing.T, line *simline.Line, addr int) {
+	node, err := line.Attach(simline.NodeOptions{Name: "rogue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := stream.New(stream.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); node.Close(); recv.Close(); <-done })
+	go func() { _ = recv.Pump(ctx, node) }()
+	go func() {
+		defer close(done)
+		for {
+			it, err := recv.Next(ctx)
+			if err != nil {
+				return
+			}
+			var out []byte
+			switch it.Kind {
+			case stream.Frame:
+				if len(it.Data) < 3 || int(it.Data[0]) != addr || frame.Type(it.Data[2]).IsReply() {
+					continue
+				}
+				seq, typ := it.Data[1], frame.Type(it.Data[2])
+				h := frame.Header{}
+				out, _ = frame.AppendReply(out, frame.Address(addr), seq+1, typ, h, &frame.PingReply{Protocol: 1})
+				out, _ = frame.AppendReply(out, frame.Address(addr+1), seq, typ, h, &frame.PingReply{Protocol: 1})
+				bad, _ := frame.AppendReply(nil, frame.Address(addr), seq, typ, h, &frame.PingReply{Protocol: 1})
+				bad[3] ^= 0x40
+				out = append(out, bad...)
+			case stream.Line:
+				req, err := jsonline.ParseRequest(it.Data)
+				if err != nil || int(req.Addr.N) != addr || req.Addr.Kind != jsonline.BoardAddr {
+					continue
+				}
+				out = jsonline.AppendReply(out, jsonline.Reply{Addr: req.Addr, Tag: req.Tag + "x", Status: 200, Body: []byte(`{}`)})
+				out = jsonline.AppendReply(out, jsonline.Reply{Addr: jsonline.Board(uint8(addr + 1)), Tag: req.Tag, Status: 200, Body: []byte(`{}`)})
+				out = append(out, "@"+fmt.Sprint(addr)+" #"+req.Tag+" 2x0 {\n"...)
+				out = append(out, 0x01, 0x02, 0xff, '\n')
+			}
+			if _, err := node.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+func TestRogueRepliesNeverTaken(t *testing.T) {
+	line := newLine(t, simline.Faults{})
+	rogue(t, line, 9)
+	l, _ := startMaster(t, line, Options{Addresses: []int{9}, ReplyWait: 200 * time.Millisecond, Retries: 1})
+	ctx := context.Background()
+	if _, _, err := l.Native(ctx, 9, &frame.PingRequest{}); !errors.Is(err, fleet.ErrNoReply) {
+		t.Fatalf("native: %v", err)
+	}
+	if _, err := l.Call(ctx, "9", "GET", "/info", nil); !errors.Is(err, fleet.ErrNoReply) {
+		t.Fatalf("call: %v", err)
+	}
+	st := l.Stats()
+	if l.Stray() == 0 || st.BadCRC == 0 || st.Garbage == 0 || st.Boards != 0 {
+		t.Fatalf("stray %d stats %+v", l.Stray(), st)
+	}
+}
+
+// TestClosedPort: a port that fails ends calls with errors, never hangs.
+func TestClosedPort(t *testing.T) {
+	r, w := io.Pipe()
+	l := New(Options{Name: "dead", Port: struct {
+		io.Reader
+		io.Writer
+	}{r, failWriter{}}, Addresses: []int{1}, DiscoverWait: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, newRecSink()) }()
+	if _, _, err := l.Native(context.Background(), 1, &frame.PingRequest{}); !errors.Is(err, ErrWrite) {
+		t.Fatalf("native on a dead port: %v", err)
+	}
+	cancel()
+	w.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Call(context.Background(), "1", "GET", "/info", nil); !errors.Is(err, fleet.ErrClosed) {
+		t.Fatalf("after Run: %v", err)
+	}
+	if err := l.Run(context.Background(), newRecSink()); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second Run: %v", err)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
