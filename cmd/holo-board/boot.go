@@ -264,7 +264,7 @@ func (p *process) supervise(log *slog.Logger, args []string, httpAddr string) er
 		env, _ := json.Marshal(h)
 		log.Info("bootloader: booting", "slot", choice.Label, "version", d.Version, "trial", choice.Trial)
 		cmd := exec.Command(path, args...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		cmd.ExtraFiles = []*os.File{lnf, lock}
 		cmd.Env = append(os.Environ(), bootEnv+"="+string(env), buildinfo.AppEnv+"="+mustJSON(h.App))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

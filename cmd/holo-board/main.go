@@ -1,7 +1,7 @@
 // Command holo-board is the board firmware: one simulated board per
 // process, serving the HTTP API and the host link.
 //
-//	holo-board --data DIR --http ADDR [--uart URL] [--hostname NAME]
+//	holo-board --data DIR --http ADDR [--uart URL] [--console URL] [--hostname NAME]
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 
 	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
+	"github.com/holofleet/holofleet/firmware/console"
 	"github.com/holofleet/holofleet/firmware/link"
 )
 
@@ -37,6 +38,7 @@ func run(args []string) error {
 	apHTTP := fs.String("ap-http", "127.0.0.1:0", "address the simulated access point serves the API on while it is on")
 	mdnsOn := fs.Bool("mdns", false, "announce <hostname>.local and the HTTP service over mDNS while joined")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	consoleAddr := fs.String("console", "", "console transport: stdio, pty, tcp://ADDR or a serial device (default stdio when stdin is a terminal)")
 	proc := processFlags(fs, data) // process mode: bootloader, slots, OTA (boot.go)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -45,7 +47,9 @@ func run(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	lv := new(slog.LevelVar) // the console's log level changes it
+	lv.Set(level)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 	if done, err := proc.start(log, args, *httpAddr); done || err != nil {
 		return err
 	}
@@ -74,10 +78,22 @@ func run(args []string) error {
 		// Tests and tools read this line to find a pty's path.
 		fmt.Printf("holo-board link on %s\n", port.Name())
 	}
+	if *consoleAddr == "" && console.IsTerminal(os.Stdin) {
+		*consoleAddr = console.Stdio
+	}
+	var conPort *console.Port
+	if *consoleAddr != "" {
+		if conPort, err = console.Open(ctx, *consoleAddr, os.Stdin, os.Stdout); err != nil {
+			return fmt.Errorf("--console: %w", err)
+		}
+		defer conPort.Close()
+		fmt.Printf("holo-board console on %s\n", conPort.Name()) // tests read this line
+	}
 	netOpts := assemble.NetworkOptions{APAddr: *apHTTP, MDNS: *mdnsOn, OnAPOpen: func(a net.Addr) {
 		fmt.Printf("holo-board access point on http://%s\n", a) // tests read this line
 	}}
 	cfg.Features = features(options{network: netOpts, dataDir: *data, volumeSize: *volumeSize, port: port})
+	cfg.Features = append([]board.Feature{assemble.PowerCut(func() { powerCut(proc) })}, cfg.Features...)
 	b, err = board.Open(cfg)
 	if err != nil {
 		return err
@@ -87,9 +103,23 @@ func run(args []string) error {
 		b.DB().Close()
 		return err
 	}
+	if conPort != nil {
+		con := console.New(console.Options{Target: console.BoardTarget(b), Level: lv, Log: log.With("part", "console")})
+		go func() { _ = con.Serve(ctx, conPort) }() // ends when conPort closes
+	}
 	if err := b.Run(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// powerCut pulls the power: no clean-up at all. In process mode the
+// supervisor (the board's power) is killed and the firmware dies with it;
+// either way the shell sees status 137, as after kill -9.
+func powerCut(proc *process) {
+	if proc.child != nil {
+		_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
+	}
+	os.Exit(console.PowerCutCode)
 }

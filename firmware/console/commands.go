@@ -406,9 +406,9 @@ func runTouch(s *call, args []string) (result, error) {
 		raw, err := s.do(http.MethodPost, "/sim/touch", map[string]any{"action": args[0], "x": x, "y": y})
 		return reply(raw), err
 	}
-	t, ok := s.c.o.Target()
-	if !ok {
-		return result{}, ErrRestarting
+	t, err := s.target()
+	if err != nil {
+		return result{}, err
 	}
 	if t.Touch == nil {
 		return result{}, api.Errorf(ErrNotAvailable, "touch reporting is not available on this firmware")

@@ -75,7 +75,10 @@ type Options struct {
 	// Client fetches the image of ota update URL (a client with a
 	// 5-minute timeout when nil).
 	Client *http.Client
-	Log    *slog.Logger
+	// RestartWait bounds how long a command waits for a board that is
+	// (re)starting, as an HTTP request does (board.RestartWait when 0).
+	RestartWait time.Duration
+	Log         *slog.Logger
 }
 
 // Console runs command lines against the board. One Console may serve
@@ -90,6 +93,9 @@ type Console struct {
 func New(o Options) *Console {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.RestartWait == 0 {
+		o.RestartWait = board.RestartWait
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 5 * time.Minute}
@@ -308,10 +314,29 @@ type bodyReader struct {
 	length int64
 }
 
+// target returns the running boot, waiting up to Options.RestartWait for
+// one.
+func (s *call) target() (Target, error) {
+	deadline := time.Now().Add(s.c.o.RestartWait)
+	for {
+		if t, ok := s.c.o.Target(); ok {
+			return t, nil
+		}
+		if time.Now().After(deadline) {
+			return Target{}, ErrRestarting
+		}
+		select {
+		case <-s.ctx.Done():
+			return Target{}, ErrRestarting
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 func (s *call) doCtx(ctx context.Context, method, path string, body any) ([]byte, error) {
-	t, ok := s.c.o.Target()
-	if !ok {
-		return nil, ErrRestarting
+	t, err := s.target()
+	if err != nil {
+		return nil, err
 	}
 	p := path
 	if i := strings.IndexByte(p, '?'); i >= 0 {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -87,32 +88,32 @@ func (h *fakeHub) Emit(kind string, fields any) events.Happening {
 func newFake() (*fakeBoot, *fakeHub) {
 	hub := &fakeHub{}
 	return &fakeBoot{touch: NewTouch(hub), errs: map[string]*api.Error{}, routes: map[string]string{
-		"GET /info":            `{"hostname":"holo-ab12","id":"02ab12","firmware":{"version":"1.2.0"},"features":["leds","screen"],"auth":false,"sta":{"connected":true,"ssid":"host"},"ap":{"on":false,"off_in_s":null}}`,
-		"POST /restart":        `{"restart_in_ms":500}`,
-		"GET /leds":            `{"mode":"off","colour":"#ffffff","loop":false,"brightness":50}`,
-		"PATCH /leds":          `{"mode":"rainbow","colour":"#ff0000","loop":true,"brightness":40}`,
-		"GET /screen":          `{"powered":true,"backlight":80,"showing":"nothing"}`,
-		"POST /screen/show":    `{"powered":true,"backlight":80,"showing":"colour","colour":"#ff0000"}`,
-		"PATCH /screen":        `{"powered":true,"backlight":30,"showing":"nothing"}`,
-		"DELETE /screen":       `{"powered":false,"backlight":0,"showing":"nothing"}`,
-		"GET /scenes":          `{"scenes":[{"name":"intro","slot":3,"then":"restore"},{"name":"the end"}],"active":null}`,
-		"POST /scenes/apply":   `{"name":"intro"}`,
-		"POST /scenes/end":     `{"name":"intro","by":"end"}`,
-		"GET /network":         `{"sta_enabled":true,"joined":null,"known":[],"ap":{"on":true,"off_in_s":300}}`,
-		"GET /network/scan":    `{"networks":[{"ssid":"Stage Left","rssi":-50,"channel":6,"security":"wpa2","known":false}]}`,
-		"POST /network/join":   `{"sta_enabled":true,"joined":{"ssid":"Stage Left"},"known":[],"ap":{"on":false}}`,
+		"GET /info":             `{"hostname":"holo-ab12","id":"02ab12","firmware":{"version":"1.2.0"},"features":["leds","screen"],"auth":false,"sta":{"connected":true,"ssid":"host"},"ap":{"on":false,"off_in_s":null}}`,
+		"POST /restart":         `{"restart_in_ms":500}`,
+		"GET /leds":             `{"mode":"off","colour":"#ffffff","loop":false,"brightness":50}`,
+		"PATCH /leds":           `{"mode":"rainbow","colour":"#ff0000","loop":true,"brightness":40}`,
+		"GET /screen":           `{"powered":true,"backlight":80,"showing":"nothing"}`,
+		"POST /screen/show":     `{"powered":true,"backlight":80,"showing":"colour","colour":"#ff0000"}`,
+		"PATCH /screen":         `{"powered":true,"backlight":30,"showing":"nothing"}`,
+		"DELETE /screen":        `{"powered":false,"backlight":0,"showing":"nothing"}`,
+		"GET /scenes":           `{"scenes":[{"name":"intro","slot":3,"then":"restore"},{"name":"the end"}],"active":null}`,
+		"POST /scenes/apply":    `{"name":"intro"}`,
+		"POST /scenes/end":      `{"name":"intro","by":"end"}`,
+		"GET /network":          `{"sta_enabled":true,"joined":null,"known":[],"ap":{"on":true,"off_in_s":300}}`,
+		"GET /network/scan":     `{"networks":[{"ssid":"Stage Left","rssi":-50,"channel":6,"security":"wpa2","known":false}]}`,
+		"POST /network/join":    `{"sta_enabled":true,"joined":{"ssid":"Stage Left"},"known":[],"ap":{"on":false}}`,
 		"DELETE /network/known": `{"sta_enabled":true,"joined":null,"known":[],"ap":{"on":false}}`,
-		"PATCH /network/ap":    `{"sta_enabled":true,"joined":null,"known":[],"ap":{"on":true,"off_in_s":null}}`,
-		"PATCH /web":           `{"hostname":"holo-ab12","password_set":true,"trusted_sites":["https://a.example","https://b.example"]}`,
-		"GET /web":             `{"hostname":"holo-ab12","password_set":false,"trusted_sites":["https://a.example"]}`,
-		"GET /ota":             `{"rollback":true,"slots":[{"label":"ota_0","running":true,"boots":true,"state":"confirmed","app":{"version":"1.2.0"}},{"label":"ota_1","running":false,"boots":false,"state":"confirmed","app":{"version":"1.1.0"}}],"session":{"state":"idle","source":"none"}}`,
-		"PUT /ota/image":       `{"state":"staged","source":"console"}`,
-		"POST /ota/activate":   `{"slot":"ota_1","restart_in_ms":1000}`,
-		"DELETE /ota/image":    `{"state":"idle","source":"none"}`,
-		"GET /link":            `{"transport":"/dev/pts/3","running":{"mode":"uart"},"counters":{"lines":2}}`,
-		"POST /sim/boot":       ``,
-		"POST /sim/touch":      ``,
-		"POST /sim/power":      ``,
+		"PATCH /network/ap":     `{"sta_enabled":true,"joined":null,"known":[],"ap":{"on":true,"off_in_s":null}}`,
+		"PATCH /web":            `{"hostname":"holo-ab12","password_set":true,"trusted_sites":["https://a.example","https://b.example"]}`,
+		"GET /web":              `{"hostname":"holo-ab12","password_set":false,"trusted_sites":["https://a.example"]}`,
+		"GET /ota":              `{"rollback":true,"slots":[{"label":"ota_0","running":true,"boots":true,"state":"confirmed","app":{"version":"1.2.0"}},{"label":"ota_1","running":false,"boots":false,"state":"confirmed","app":{"version":"1.1.0"}}],"session":{"state":"idle","source":"none"}}`,
+		"PUT /ota/image":        `{"state":"staged","source":"console"}`,
+		"POST /ota/activate":    `{"slot":"ota_1","restart_in_ms":1000}`,
+		"DELETE /ota/image":     `{"state":"idle","source":"none"}`,
+		"GET /link":             `{"transport":"/dev/pts/3","running":{"mode":"uart"},"counters":{"lines":2}}`,
+		"POST /sim/boot":        ``,
+		"POST /sim/touch":       ``,
+		"POST /sim/power":       ``,
 	}}, hub
 }
 
@@ -235,7 +236,7 @@ func TestNotAvailableAndRestarting(t *testing.T) {
 	f, _ := newFake()
 	delete(f.routes, "POST /scenes/apply")
 	f.touch = nil
-	c := New(Options{Target: f.target})
+	c := New(Options{Target: f.target, RestartWait: 20 * time.Millisecond})
 	for line, want := range map[string]string{
 		"scene apply intro": "error not_available: POST /scenes/apply is not available on this firmware\n",
 		"touch on":          "error not_available: touch reporting is not available on this firmware\n",
