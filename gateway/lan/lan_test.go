@@ -1,0 +1,226 @@
+package lan
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/firmware/boardtest"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+var _ fleet.Driver = (*LAN)(nil)
+
+// TestStreamLostReplayed: an in-process board behind a proxy; cutting the
+// proxy loses the board, happenings emitted meanwhile are replayed after
+// the reconnect (Last-Event-ID), and states are read again.
+func TestStreamLostReplayed(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	p := newProxy(t, tb.addr)
+	l, sink := startLAN(t, Options{})
+	if err := l.Add(p.url(), ""); err != nil {
+		t.Fatal(err)
+	}
+	ref := p.url()
+	sink.wait(t, 10*time.Second, "seen with states", func(s *recSink) bool {
+		return s.seen[ref] == 1 && len(s.changed[ref]) >= 6
+	})
+	if n := tb.b.Current().Hub.Streams(); n != 1 {
+		t.Fatalf("%d streams open, want 1", n)
+	}
+	for i := range 5 {
+		tb.emit("touch", map[string]any{"action": "down", "x": i, "y": 3})
+	}
+	tb.emit("clip_ended", map[string]any{"path": "/a.mov", "finished": false})
+	sink.wait(t, 5*time.Second, "6 happenings", func(s *recSink) bool { return len(s.hs[ref]) == 6 })
+
+	// A state change arrives as Changed.
+	rep, err := l.Call(context.Background(), ref, "PATCH", "/leds", []byte(`{"mode":"wipe","colour":"#010203"}`))
+	if err != nil || rep.Status != 200 || field(rep.Body, "mode") != "wipe" {
+		t.Fatalf("PATCH /leds: %+v %v", rep, err)
+	}
+	sink.wait(t, 5*time.Second, "leds state", func(s *recSink) bool { return field(s.changed[ref]["leds"], "mode") == "wipe" })
+
+	p.cut()
+	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
+	for range 3 {
+		tb.emit("scene_ended", map[string]any{"name": "n", "then": "off", "by": "time"})
+	}
+	tb.emit("touch", map[string]any{"action": "up", "x": 1, "y": 1})
+	sink.mu.Lock()
+	delete(sink.changed, ref)
+	sink.mu.Unlock()
+	p.restore()
+	sink.wait(t, 10*time.Second, "seen again, replayed, states re-read", func(s *recSink) bool {
+		return s.seen[ref] == 2 && len(s.hs[ref]) == 10 && len(s.changed[ref]) >= 6
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	checkOrder(t, sink.hs[ref], 1, 10)
+	if sink.restarted[ref] != 0 {
+		t.Fatalf("restart reported: %v", sink.log)
+	}
+	if field(sink.changed[ref]["leds"], "mode") != "wipe" {
+		t.Fatalf("leds re-read: %s", sink.changed[ref]["leds"])
+	}
+	t.Logf("lost: %s", sink.lost[ref][0])
+}
+
+// TestRestartSameAddress: a board stopped and started again on the same
+// address and data dir is lost, then restarted and seen, and its
+// happenings start again at seq 1.
+func TestRestartSameAddress(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	l, sink := startLAN(t, Options{})
+	ref := tb.url()
+	if err := l.Add(ref+"/", ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.seen[ref] == 1 && len(s.changed[ref]) >= 6 })
+	for range 3 {
+		tb.emit("touch", map[string]any{"action": "down", "x": 0, "y": 0})
+	}
+	sink.wait(t, 5*time.Second, "3 happenings", func(s *recSink) bool { return len(s.hs[ref]) == 3 })
+	tb.stop()
+	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
+	tb2 := startBoard(t, tb.dir, tb.addr)
+	tb2.emit("clip_ended", map[string]any{"path": "/b.mov", "finished": true})
+	sink.wait(t, 10*time.Second, "restarted, seen, new happening", func(s *recSink) bool {
+		return s.restarted[ref] == 1 && s.seen[ref] == 2 && len(s.hs[ref]) == 4
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if h := sink.hs[ref][3]; h.Seq != 1 || h.Kind != "clip_ended" {
+		t.Fatalf("after restart: %+v (%v)", h, sink.log)
+	}
+}
+
+// TestCallsHostAndPassword: calls carry the password, the Host rule
+// passes for an IP URL and a localhost URL, and the board's errors come
+// back intact.
+func TestCallsHostAndPassword(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	l, sink := startLAN(t, Options{})
+	ctx := context.Background()
+	ip := tb.url()
+	local := strings.Replace(ip, "127.0.0.1", "localhost", 1)
+	if err := l.Add(ip, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(local, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.wait(t, 10*time.Second, "seen both ways", func(s *recSink) bool { return s.seen[ip] == 1 && s.seen[local] == 1 })
+	if n := tb.b.Current().Hub.Streams(); n != 2 {
+		t.Fatalf("%d streams, want one per base URL", n)
+	}
+	rep, err := l.Call(ctx, local, "PATCH", "/screen", []byte(`{"backlight":33}`))
+	if err != nil || rep.Status != 200 {
+		t.Fatalf("PATCH via localhost: %+v %v", rep, err)
+	}
+	rep, err = l.Call(ctx, ip, "PATCH", "/web", []byte(`{"password":"s3cret"}`))
+	if err != nil || rep.Status != 200 {
+		t.Fatalf("set password: %+v %v", rep, err)
+	}
+	rep, err = l.Call(ctx, ip, "POST", "/screen/show", []byte(`{"colour":"red"}`))
+	if err != nil || rep.Status != 401 || field(rep.Body, "error") != "auth_required" {
+		t.Fatalf("without password: %+v %v", rep, err)
+	}
+	if e := rep.Err(); e == nil || !strings.Contains(e.Error(), "auth_required") {
+		t.Fatalf("Reply.Err: %v", e)
+	}
+	if err := l.Add(ip, "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = l.Call(ctx, ip, "POST", "/screen/show", []byte(`{"colour":"red"}`))
+	if err != nil || rep.Status != 200 {
+		t.Fatalf("with password: %+v %v", rep, err)
+	}
+	rep, err = l.Call(ctx, ip, "POST", "/screen/show", []byte(`{"colour":"nocolour"}`))
+	if err != nil || rep.Status != 400 || field(rep.Body, "error") != "bad_request" {
+		t.Fatalf("bad colour: %+v %v", rep, err)
+	}
+	rep, err = l.Call(ctx, ip, "POST", "/scenes/end", nil)
+	if err != nil || rep.Status == 415 {
+		t.Fatalf("POST without body: %+v %v", rep, err)
+	}
+	rep, err = l.CallRaw(ctx, ip, "PUT", "/fs/file?path=/x.txt", "application/octet-stream", strings.NewReader("hello"), 5)
+	if err != nil || rep.Status != 201 {
+		t.Fatalf("upload: %+v %v", rep, err)
+	}
+	rep, err = l.Call(ctx, ip, "GET", "/fs/file?path=/x.txt", nil)
+	if err != nil || rep.Status != 200 || string(rep.Body) != "hello" {
+		t.Fatalf("download: %+v %v", rep, err)
+	}
+	if _, err := l.Call(ctx, "http://10.9.9.9", "GET", "/info", nil); !errors.Is(err, fleet.ErrUnknownBoard) {
+		t.Fatalf("unknown board: %v", err)
+	}
+	if err := l.Add("ftp://x", ""); !errors.Is(err, ErrBadURL) {
+		t.Fatalf("bad url: %v", err)
+	}
+	if _, err := l.Call(ctx, ip, "GET", "info", nil); !errors.Is(err, ErrBadURL) {
+		t.Fatalf("bad path: %v", err)
+	}
+	l.Remove(local)
+	sink.wait(t, 5*time.Second, "removed board lost", func(s *recSink) bool { return len(s.lost[local]) == 1 })
+	if _, err := l.Call(ctx, local, "GET", "/info", nil); !errors.Is(err, fleet.ErrUnknownBoard) {
+		t.Fatalf("removed board: %v", err)
+	}
+}
+
+// TestUnreachable: a board that is not there is never seen, calls fail
+// with fleet.ErrUnreachable, and the driver keeps retrying.
+func TestUnreachable(t *testing.T) {
+	l, sink := startLAN(t, Options{})
+	if err := l.Add("http://127.0.0.1:1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Call(context.Background(), "http://127.0.0.1:1", "GET", "/info", nil); !errors.Is(err, fleet.ErrUnreachable) {
+		t.Fatalf("call: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.seen) != 0 || len(sink.lost) != 0 {
+		t.Fatalf("log %v", sink.log)
+	}
+}
+
+// TestHoloBoardProcess follows a real holo-board process: an upload with
+// CallRaw, a clip shown, its clip_started happening through SSE.
+func TestHoloBoardProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs holo-board")
+	}
+	clip, err := os.ReadFile("../../../shared/media/clip-240-30fps.mov")
+	if err != nil {
+		t.Skip("test media not found:", err)
+	}
+	b := boardtest.Start(t, "")
+	l, sink := startLAN(t, Options{})
+	if err := l.Add(b.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.wait(t, 20*time.Second, "seen", func(s *recSink) bool { return s.seen[b.URL] == 1 && len(s.changed[b.URL]) >= 5 })
+	ctx := context.Background()
+	rep, err := l.CallRaw(ctx, b.URL, "PUT", "/fs/file?path=/clip.mov&overwrite=true", "application/octet-stream", strings.NewReader(string(clip)), int64(len(clip)))
+	if err != nil || rep.Status/100 != 2 {
+		t.Fatalf("upload: %+v %v", rep, err)
+	}
+	rep, err = l.Call(ctx, b.URL, "POST", "/screen/show", []byte(`{"path":"/clip.mov","loops":1}`))
+	if err != nil || rep.Status != http.StatusOK {
+		t.Fatalf("show: %+v %v", rep, err)
+	}
+	sink.wait(t, 10*time.Second, "clip_started and screen state", func(s *recSink) bool {
+		for _, h := range s.hs[b.URL] {
+			if h.Kind == "clip_started" && field(h.Data, "path") == "/clip.mov" {
+				return field(s.changed[b.URL]["screen"], "showing") == "clip"
+			}
+		}
+		return false
+	})
+}

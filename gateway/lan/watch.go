@@ -1,0 +1,218 @@
+package lan
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// watcher follows one board; it lives in its own goroutine.
+type watcher struct {
+	l    *LAN
+	b    *lanBoard
+	sink fleet.Sink
+
+	online     bool
+	uptime     int64
+	haveUptime bool
+	lastSeq    uint16
+	// replayCheck: the next happening is the first of a new stream.
+	replayCheck bool
+}
+
+func (w *watcher) run(ctx context.Context) {
+	backoff := w.l.o.MinBackoff
+	for {
+		reason := w.session(ctx, &backoff)
+		if ctx.Err() != nil {
+			// Removed while the driver still runs: say so. At shutdown,
+			// boards are not lost, the gateway is.
+			if w.online && w.l.run.ctx.Err() == nil {
+				w.sink.Lost(w.b.ref, "removed from the LAN driver")
+			}
+			return
+		}
+		if w.online {
+			w.online = false
+			w.l.log.Warn("lan: board lost", "url", w.b.url, "reason", reason)
+			w.sink.Lost(w.b.ref, reason)
+		} else {
+			w.l.log.Debug("lan: board not reachable", "url", w.b.url, "reason", reason)
+		}
+		t := w.l.o.Clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		backoff = min(2*backoff, w.l.o.MaxBackoff)
+	}
+}
+
+// session reads the board's identity, opens its stream, re-reads its
+// states and follows the stream until it ends; it returns why it ended.
+func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
+	info, err := w.l.get(ctx, w.b, "/info")
+	if err != nil {
+		return fmt.Sprintf("GET /info: %v", err)
+	}
+	var id struct {
+		Hostname string `json:"hostname"`
+		UptimeS  *int64 `json:"uptime_s"`
+	}
+	if err := json.Unmarshal(info, &id); err != nil || id.UptimeS == nil {
+		return fmt.Sprintf("GET /info: %v: no uptime_s", fleet.ErrBadReply)
+	}
+	if w.haveUptime && *id.UptimeS < w.uptime {
+		w.restarted("uptime went backwards")
+	}
+	w.uptime, w.haveUptime = *id.UptimeS, true
+	w.l.mu.Lock()
+	w.b.hostname = id.Hostname
+	w.l.mu.Unlock()
+
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := w.l.request(sctx, w.b, http.MethodGet, "/events", nil)
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if w.lastSeq != 0 {
+		req.Header.Set("Last-Event-ID", strconv.Itoa(int(w.lastSeq)))
+	}
+	resp, err := w.l.stream.Do(req)
+	if err != nil {
+		return fmt.Sprintf("%v: %v", ErrStream, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(http.MaxBytesReader(nil, resp.Body, 4096))
+		return fmt.Sprintf("%v: status %d %s", ErrStream, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
+	}
+	*backoff = w.l.o.MinBackoff
+	w.online = true
+	w.replayCheck = true
+	w.sink.Seen(w.b.ref, info)
+	for _, s := range StatePaths {
+		state, err := w.l.get(ctx, w.b, s.Path)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "stopped"
+			}
+			w.l.log.Debug("lan: reading a state", "url", w.b.url, "path", s.Path, "err", err)
+			continue
+		}
+		w.sink.Changed(w.b.ref, s.Kind, state)
+	}
+	return w.follow(sctx, cancel, resp)
+}
+
+func (w *watcher) restarted(why string) {
+	w.l.log.Info("lan: board restarted", "url", w.b.url, "why", why)
+	w.sink.Restarted(w.b.ref)
+	w.lastSeq = 0
+}
+
+// follow reads Server-Sent Events until the stream ends or stays silent
+// for StreamIdle.
+func (w *watcher) follow(ctx context.Context, cancel context.CancelFunc, resp *http.Response) string {
+	var idle atomic.Bool
+	t := w.l.o.Clock.AfterFunc(w.l.o.StreamIdle, func() { idle.Store(true); cancel() })
+	defer t.Stop()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 4096), MaxReply)
+	var event, id string
+	var data []byte
+	for sc.Scan() {
+		t.Reset(w.l.o.StreamIdle)
+		line := sc.Bytes()
+		if len(line) == 0 {
+			if len(data) > 0 {
+				w.dispatch(event, id, data)
+			}
+			event, id, data = "", "", data[:0]
+			continue
+		}
+		if line[0] == ':' {
+			continue // comment (keep-alive)
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(name) {
+		case "event":
+			event = string(value)
+		case "data":
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+		case "id":
+			id = string(value)
+		}
+	}
+	switch {
+	case idle.Load():
+		return fmt.Sprintf("%v: silent for %v", ErrStream, w.l.o.StreamIdle)
+	case ctx.Err() != nil:
+		return "stopped"
+	case sc.Err() != nil:
+		return fmt.Sprintf("%v: %v", ErrStream, sc.Err())
+	}
+	return fmt.Sprintf("%v: the board closed the stream", ErrStream)
+}
+
+// dispatch reports one stream message.
+func (w *watcher) dispatch(kind, id string, data []byte) {
+	if !json.Valid(data) {
+		w.l.log.Warn("lan: event data is not JSON", "url", w.b.url, "kind", kind)
+		return
+	}
+	if id == "" {
+		var st struct {
+			State json.RawMessage `json:"state"`
+		}
+		if json.Unmarshal(data, &st) != nil || st.State == nil {
+			return
+		}
+		w.sink.Changed(w.b.ref, kind, st.State)
+		return
+	}
+	n, err := strconv.ParseUint(id, 10, 16)
+	if err != nil || n == 0 {
+		w.l.log.Warn("lan: bad event id", "url", w.b.url, "id", id)
+		return
+	}
+	seq := uint16(n)
+	if w.replayCheck {
+		w.replayCheck = false
+		if w.lastSeq != 0 && !seqAfter(seq, w.lastSeq) {
+			w.restarted("event numbers started over")
+		}
+	}
+	if !seqAfter(seq, w.lastSeq) {
+		return // seen already
+	}
+	w.lastSeq = seq
+	w.sink.Happened(w.b.ref, []fleet.Happening{{Kind: kind, Seq: seq, Data: append(json.RawMessage(nil), data...)}})
+}
+
+// seqAfter reports whether happening number a comes after b (b 0: all do).
+func seqAfter(a, b uint16) bool {
+	if b == 0 {
+		return a != 0
+	}
+	d := a - b
+	return d != 0 && d < 1<<15
+}
