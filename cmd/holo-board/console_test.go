@@ -31,7 +31,7 @@ type conProc struct {
 	// backlog holds lines read while awaiting another pattern.
 	backlog []string
 	errs    bytes.Buffer
-	done  chan struct{}
+	done    chan struct{}
 }
 
 var (

@@ -109,6 +109,13 @@ func New(o Options) *Console {
 func (c *Console) Serve(ctx context.Context, p *Port) error {
 	br := bufio.NewReaderSize(p.r, 4096)
 	out := &lineWriter{w: p.w, nl: p.nl}
+	// The first prompt waits for the board to be up (or a short while).
+	for wait := 0; wait < 500; wait++ {
+		if _, ok := c.o.Target(); ok || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	out.WriteString(Prompt)
 	out.flush()
 	lr := lineReader{br: br}

@@ -373,3 +373,13 @@ func TestOTAUpdateSource(t *testing.T) {
 		t.Errorf("ota update: %q, source %q", out, source)
 	}
 }
+
+func BenchmarkExec(b *testing.B) {
+	f, _ := newFake()
+	c := New(Options{Target: f.target})
+	b.ReportAllocs()
+	for b.Loop() {
+		f.got = f.got[:0]
+		c.Exec(context.Background(), "leds rainbow brightness 40", io.Discard)
+	}
+}

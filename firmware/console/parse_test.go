@@ -115,3 +115,12 @@ func TestLineReader(t *testing.T) {
 		t.Errorf("lines (-got +want):\n%s", diff)
 	}
 }
+
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(`wifi join "Stage Left" s3cretpass --json`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
