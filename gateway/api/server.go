@@ -1,0 +1,261 @@
+// Package api serves the gateway's fleet API (holo.fleet.v1.FleetService)
+// over gRPC and REST on one listener, with /metrics and the OpenAPI
+// description beside it.
+//
+// Routing on the one listener:
+//
+//	HTTP/2 with Content-Type application/grpc*  -> the gRPC server (h2c
+//	                                               without TLS, h2 with it)
+//	GET /metrics                                -> Prometheus
+//	GET /v1/openapi.json                        -> the generated OpenAPI 2.0
+//	GET /v1/events, Accept: text/event-stream   -> Server-Sent Events
+//	anything else under /v1/                    -> grpc-gateway (REST)
+//
+// REST goes through grpc-gateway to the same gRPC server over an in-process
+// pipe, so the gRPC interceptors (auth, metrics) see every request once.
+// REST JSON uses the proto field names (snake_case) and shows unset fields;
+// 64-bit numbers (an event's n) are JSON strings as protojson writes them.
+// GET /v1/events without the SSE Accept header streams newline-delimited
+// JSON objects {"result": event} (grpc-gateway's form); with it, each event
+// is an SSE message whose id is the event's n, whose event name is its type
+// and whose data is its JSON; Last-Event-ID resumes after that event.
+//
+// Errors: see Status for the gRPC codes. REST errors are JSON objects
+// {"error": snake_case code, "message": text}. A board's own error (a call
+// the board answered with status 400 or more) arrives over REST with the
+// board's status and exactly its {"error","message"}; over gRPC as the
+// code matching that status, message "code: message", and an ErrorInfo
+// detail (domain BoardErrorDomain) holding the board's code and message.
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
+)
+
+// Config is what a Server needs.
+type Config struct {
+	Fleet  fleet.Service
+	Tokens *auth.Tokens
+	// InsecureLab serves every call without a token.
+	InsecureLab bool
+	// Demo serves calls from loopback addresses without a token.
+	Demo bool
+	// TLSCert and TLSKey are PEM files; both set turns TLS on.
+	TLSCert, TLSKey string
+	// Registerer receives the API metrics and Gatherer feeds /metrics;
+	// nil means Prometheus' default registry.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	Logger     *slog.Logger
+}
+
+// Server is the fleet API on one listener. Serve runs it once.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	grpc    *grpc.Server
+	pipe    *pipeListener
+	conn    *grpc.ClientConn
+	client  fleetv1.FleetServiceClient
+	gw      *runtime.ServeMux
+	mux     *http.ServeMux
+	metrics *metrics
+}
+
+// jsonPb is the REST JSON form: proto names, unset fields shown.
+var jsonPb = &runtime.JSONPb{
+	MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
+	UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
+}
+
+// New builds the server; nothing listens until Serve.
+func New(cfg Config) (*Server, error) {
+	if cfg.Fleet == nil {
+		return nil, errors.New("api: Config.Fleet is required")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("api: TLS needs both a certificate and a key file")
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.DefaultRegisterer
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.DefaultGatherer
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, pipe: newPipeListener()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	guard := &auth.Guard{Tokens: cfg.Tokens, Need: Need, Insecure: cfg.InsecureLab, LoopbackFree: cfg.Demo}
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(m.unary, unaryAuth(guard)),
+		grpc.ChainStreamInterceptor(m.stream, streamAuth(guard)),
+	)
+	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens})
+
+	s.conn, err = grpc.NewClient("passthrough:///holo-gateway-pipe",
+		grpc.WithContextDialer(s.pipe.dial),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("api: in-process client: %w", err)
+	}
+	s.client = fleetv1.NewFleetServiceClient(s.conn)
+
+	s.gw = runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonPb),
+		// Only Authorization (passed by grpc-gateway itself) reaches the
+		// gRPC side; no client header may pose as our metadata.
+		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithMetadata(func(_ context.Context, r *http.Request) metadata.MD {
+			return metadata.Pairs(auth.RemoteAddrKey, r.RemoteAddr)
+		}),
+		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+			writeError(w, status.Convert(err))
+		}),
+	)
+	if err := fleetv1.RegisterFleetServiceHandlerClient(context.Background(), s.gw, s.client); err != nil {
+		return nil, fmt.Errorf("api: REST routes: %w", err)
+	}
+
+	s.mux = http.NewServeMux()
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(fleetv1.OpenAPI)
+	})
+	s.mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			s.serveSSE(w, r)
+			return
+		}
+		s.gw.ServeHTTP(w, r)
+	})
+	s.mux.Handle("/", s.gw)
+	return s, nil
+}
+
+// ServeHTTP routes gRPC to the gRPC server and the rest to the HTTP mux.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+		s.grpc.ServeHTTP(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// Serve answers on ln until ctx ends, then stops: open streams (event
+// watches) end, in-flight calls get a few seconds to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(true)
+	protos.SetUnencryptedHTTP2(true)
+	hs := &http.Server{
+		Handler:           s,
+		Protocols:         &protos,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.grpc.Serve(s.pipe) })
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		var err error
+		if s.cfg.TLSCert != "" {
+			hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+			err = hs.ServeTLS(ln, s.cfg.TLSCert, s.cfg.TLSKey)
+		} else {
+			err = hs.Serve(ln)
+		}
+		errc <- err
+	})
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	cancelBase()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = hs.Shutdown(shutCtx)
+	cancel()
+	s.grpc.Stop()
+	_ = s.conn.Close()
+	s.pipe.Close()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("api: serve: %w", err)
+	}
+	return nil
+}
+
+func unaryAuth(g *auth.Guard) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, err := g.Check(ctx, info.FullMethod)
+		if err != nil {
+			return nil, Err(err)
+		}
+		return h(ctx, req)
+	}
+}
+
+func streamAuth(g *auth.Guard) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		ctx, err := g.Check(ss.Context(), info.FullMethod)
+		if err != nil {
+			return Err(err)
+		}
+		return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (c *ctxStream) Context() context.Context { return c.ctx }
+
+// writeError writes a REST error body for st.
+func writeError(w http.ResponseWriter, st *status.Status) {
+	code, body := restError(st)
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="holo-gateway"`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := jsonMarshal(body)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,246 @@
+// Package auth guards the gateway's fleet API with bearer tokens and roles.
+//
+// A token is a random secret handed out once ("holo_" followed by 43
+// base64url characters: 32 random bytes). The gateway keeps only its
+// SHA-256, in the "tokens" bucket of the gateway's bbolt store, keyed by
+// the token's name:
+//
+//	tokens/<name> = {"name": ..., "role": "viewer|operator|admin",
+//	                 "sha256": "<64 hex>", "created": RFC 3339}
+//
+// Roles are ordered: a viewer reads and watches, an operator also runs
+// commands (calls, actions, labels), an admin also manages tokens (and
+// firmware when it comes). A Guard checks every gRPC call, unary and
+// streaming, against the role its method needs; REST requests reach the
+// same check because grpc-gateway forwards the Authorization header as
+// gRPC metadata.
+//
+// Calls need no token when the gateway runs with Insecure (a lab) or, with
+// LoopbackFree (demo mode), when they come from the loopback interface.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/holofleet/holofleet/store"
+)
+
+// Errors of token handling and checks.
+var (
+	// ErrNoToken: the call carried no bearer token.
+	ErrNoToken = errors.New("auth: bearer token required")
+	// ErrBadToken: the token is unknown (never made, or revoked).
+	ErrBadToken = errors.New("auth: invalid or revoked token")
+	// ErrForbidden: the token's role does not allow the call.
+	ErrForbidden = errors.New("auth: role does not allow this call")
+	// ErrBadRole: a role name other than viewer, operator or admin.
+	ErrBadRole = errors.New("auth: unknown role")
+	// ErrBadName: a token name that is empty, too long or has characters
+	// other than letters, digits, '-', '_' and '.'.
+	ErrBadName = errors.New("auth: bad token name")
+	// ErrExists: a token with that name exists.
+	ErrExists = errors.New("auth: token name taken")
+	// ErrUnknownToken: no token has that name.
+	ErrUnknownToken = errors.New("auth: no such token")
+)
+
+// Role is what a token may do; a higher role includes the lower ones.
+type Role int
+
+// Roles in increasing power.
+const (
+	RoleNone Role = iota
+	RoleViewer
+	RoleOperator
+	RoleAdmin
+)
+
+var roleNames = [...]string{"none", "viewer", "operator", "admin"}
+
+func (r Role) String() string {
+	if r < 0 || int(r) >= len(roleNames) {
+		return fmt.Sprintf("role(%d)", int(r))
+	}
+	return roleNames[r]
+}
+
+// ParseRole returns the role named s (viewer, operator or admin).
+func ParseRole(s string) (Role, error) {
+	for i, n := range roleNames {
+		if i > 0 && n == s {
+			return Role(i), nil
+		}
+	}
+	return RoleNone, fmt.Errorf("%w %q (viewer, operator or admin)", ErrBadRole, s)
+}
+
+// Allows reports whether r may do what need requires.
+func (r Role) Allows(need Role) bool { return r >= need }
+
+// Token is a token's record, without its secret.
+type Token struct {
+	Name    string    `json:"name"`
+	Role    Role      `json:"-"`
+	SHA256  string    `json:"sha256"`
+	Created time.Time `json:"created"`
+}
+
+// record is the stored form (the role by name, so the file reads well).
+type record struct {
+	Name    string    `json:"name"`
+	Role    string    `json:"role"`
+	SHA256  string    `json:"sha256"`
+	Created time.Time `json:"created"`
+}
+
+// Bucket is the store bucket holding tokens.
+const Bucket = "tokens"
+
+// SecretPrefix starts every token secret.
+const SecretPrefix = "holo_"
+
+const maxName = 64
+
+// Tokens is the set of tokens: kept in the store, looked up from memory.
+// It is safe for concurrent use.
+type Tokens struct {
+	bucket *store.Bucket
+	now    func() time.Time
+
+	mu     sync.RWMutex
+	byHash map[string]Token // hex SHA-256 -> token
+}
+
+// Open loads the tokens kept in db.
+func Open(db *store.DB) (*Tokens, error) {
+	t := &Tokens{bucket: db.Bucket(Bucket), now: time.Now, byHash: map[string]Token{}}
+	names, err := t.bucket.Keys()
+	if err != nil {
+		return nil, fmt.Errorf("auth: load tokens: %w", err)
+	}
+	for _, n := range names {
+		var r record
+		if _, err := t.bucket.Get(n, &r); err != nil {
+			return nil, fmt.Errorf("auth: load token %q: %w", n, err)
+		}
+		role, err := ParseRole(r.Role)
+		if err != nil {
+			return nil, fmt.Errorf("auth: load token %q: %w", n, err)
+		}
+		t.byHash[r.SHA256] = Token{Name: r.Name, Role: role, SHA256: r.SHA256, Created: r.Created}
+	}
+	return t, nil
+}
+
+// Hash returns the hex SHA-256 of a secret, as stored.
+func Hash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+func validName(n string) bool {
+	if n == "" || len(n) > maxName {
+		return false
+	}
+	for _, c := range n {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Create makes a token with a new random secret, stores its hash and
+// returns the secret (the only time it is seen) and the record.
+func (t *Tokens) Create(name string, role Role) (string, Token, error) {
+	if !validName(name) {
+		return "", Token{}, fmt.Errorf("%w %q", ErrBadName, name)
+	}
+	if role < RoleViewer || role > RoleAdmin {
+		return "", Token{}, fmt.Errorf("%w %v", ErrBadRole, role)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", Token{}, fmt.Errorf("auth: random: %w", err)
+	}
+	secret := SecretPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	tok := Token{Name: name, Role: role, SHA256: Hash(secret), Created: t.now().UTC().Truncate(time.Second)}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, o := range t.byHash {
+		if o.Name == name {
+			return "", Token{}, fmt.Errorf("%w: %q", ErrExists, name)
+		}
+	}
+	rec := record{Name: name, Role: role.String(), SHA256: tok.SHA256, Created: tok.Created}
+	if err := t.bucket.Put(name, rec); err != nil {
+		return "", Token{}, fmt.Errorf("auth: save token: %w", err)
+	}
+	t.byHash[tok.SHA256] = tok
+	return secret, tok, nil
+}
+
+// List returns the tokens by name.
+func (t *Tokens) List() []Token {
+	t.mu.RLock()
+	out := make([]Token, 0, len(t.byHash))
+	for _, tok := range t.byHash {
+		out = append(out, tok)
+	}
+	t.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Token) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Len returns how many tokens there are.
+func (t *Tokens) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.byHash)
+}
+
+// Revoke deletes the token named name.
+func (t *Tokens) Revoke(name string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for h, tok := range t.byHash {
+		if tok.Name != name {
+			continue
+		}
+		if err := t.bucket.Delete(name); err != nil {
+			return fmt.Errorf("auth: delete token: %w", err)
+		}
+		delete(t.byHash, h)
+		return nil
+	}
+	return fmt.Errorf("%w: %q", ErrUnknownToken, name)
+}
+
+// Lookup returns the token whose secret is secret.
+func (t *Tokens) Lookup(secret string) (Token, error) {
+	if secret == "" {
+		return Token{}, ErrNoToken
+	}
+	h := Hash(secret)
+	t.mu.RLock()
+	tok, ok := t.byHash[h]
+	t.mu.RUnlock()
+	// The map lookup already matched on the full hash; comparing again in
+	// constant time keeps the check honest if the index changes.
+	if !ok || subtle.ConstantTimeCompare([]byte(tok.SHA256), []byte(h)) != 1 {
+		return Token{}, ErrBadToken
+	}
+	return tok, nil
+}
