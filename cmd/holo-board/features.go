@@ -3,17 +3,14 @@ package main
 import (
 	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
-	"github.com/holofleet/holofleet/firmware/fs"
 	"github.com/holofleet/holofleet/firmware/link"
 )
 
 // features lists the feature packages every boot installs, in order: the
 // built-in set from firmware/assemble, then the ones below, one a line.
 func features(o options) []board.Feature {
-	return assemble.Features(assemble.Options{Network: o.network, Port: o.port, Extra: []board.Feature{
-		fs.Feature(fs.Options{Capacity: o.volumeSize}),
-		otaFeature(o.dataDir),
-	}})
+	return assemble.Features(assemble.Options{Network: o.network, Port: o.port, VolumeSize: o.volumeSize,
+		Extra: []board.Feature{otaFeature(o.dataDir)}})
 }
 
 // options are the command-line settings features may need.

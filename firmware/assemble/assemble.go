@@ -30,6 +30,8 @@ type Options struct {
 	I2C *i2creg.Bus
 	// Network holds the network feature's command-line settings.
 	Network NetworkOptions
+	// VolumeSize is the storage volume's capacity (0: fs.DefaultCapacity).
+	VolumeSize int64
 	// Extra features appended after the built-in ones.
 	Extra []board.Feature
 }
@@ -38,9 +40,10 @@ type Options struct {
 // The link comes last so that every route it serves exists.
 func Features(o Options) []board.Feature {
 	fs := []board.Feature{LEDs, Holo, SimView, Network(o.Network), Console}
+	fs = append(fs, Files(o.VolumeSize))
 	fs = append(fs, o.Extra...)
-	// The screen reads the storage volume (files, in Extra) and scenes
-	// drive the screen, LEDs and holo.
+	// The screen reads the storage volume and scenes drive the screen,
+	// LEDs and holo.
 	fs = append(fs, Screen, Scenes)
 	return append(fs, Link(o.Port, o.I2C))
 }
