@@ -29,8 +29,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,10 +86,25 @@ type Server struct {
 	metrics *metrics
 }
 
-// jsonPb is the REST JSON form: proto names, unset fields shown.
-var jsonPb = &runtime.JSONPb{
+// jsonPb is the REST JSON form: proto names, unset fields shown, and
+// compact (protojson varies its spacing on purpose; REST output does not).
+var jsonPb = compactJSONPb{&runtime.JSONPb{
 	MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
 	UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
+}}
+
+type compactJSONPb struct{ *runtime.JSONPb }
+
+func (c compactJSONPb) Marshal(v any) ([]byte, error) {
+	b, err := c.JSONPb.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return b, nil
+	}
+	return out.Bytes(), nil
 }
 
 // New builds the server; nothing listens until Serve.

@@ -1,0 +1,418 @@
+// Command holo-gateway bridges many boards to one control plane: it masters
+// RS485 lines, follows LAN boards, keeps the registry in a bbolt store, and
+// serves the fleet API (gRPC and REST under /v1/), the OpenAPI description
+// and /metrics on one address.
+//
+//	holo-gateway --data DIR [--listen ADDR] [--line URL]... [--board URL]...
+//	             [--mqtt URL] [--mdns] [--tls-cert F --tls-key F] [--insecure-lab]
+//	holo-gateway demo [same flags]   also runs a simulated installation
+//	holo-gateway token create --data DIR --name NAME [--role admin]
+//	holo-gateway token list --data DIR
+//	holo-gateway token revoke --data DIR NAME
+//
+// Tokens: the API wants "Authorization: Bearer <token>". When the store
+// holds no token at all, the first start creates an admin token named
+// "admin" and prints its secret once in the banner (it is stored only as
+// its SHA-256). `holo-gateway token create` makes more while the gateway
+// is stopped (the store is locked while it runs); holoctl token makes them
+// through the API. --insecure-lab serves everyone without a token; in demo
+// mode, requests from loopback need none.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/transport"
+	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/gateway/api"
+	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/demo"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/lan"
+	"github.com/holofleet/holofleet/gateway/registry"
+	"github.com/holofleet/holofleet/gateway/rs485"
+	"github.com/holofleet/holofleet/store"
+)
+
+// StoreFile is the gateway's bbolt file under --data.
+const StoreFile = "gateway.db"
+
+// errUsage marks bad command lines (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var err error
+	switch {
+	case len(args) > 0 && args[0] == "token":
+		err = runToken(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "demo":
+		err = runServe(ctx, args[1:], true, stdout, stderr)
+	default:
+		err = runServe(ctx, args, false, stdout, stderr)
+	}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "holo-gateway: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "holo-gateway: %v\n", err)
+		return 1
+	}
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// options are the serve flags.
+type options struct {
+	data, listen      string
+	mqtt              string
+	lines, boards     listFlag
+	mdns              bool
+	tlsCert, tlsKey   string
+	insecureLab       bool
+	demoBoards, demoG int
+	verbose           bool
+}
+
+func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
+	name := "holo-gateway"
+	if isDemo {
+		name += " demo"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	defData, defListen := "", ":8480"
+	if isDemo {
+		defData, defListen = filepath.Join(os.TempDir(), "holo-gateway-demo"), "127.0.0.1:8480"
+	}
+	fs.StringVar(&o.data, "data", defData, "directory of the gateway's store (required outside demo)")
+	fs.StringVar(&o.listen, "listen", defListen, "address of the API, REST, /metrics (host:port; port 0 picks one)")
+	fs.StringVar(&o.mqtt, "mqtt", "", "external MQTT broker URL (MQTT is not built yet)")
+	fs.Var(&o.lines, "line", "RS485 line to master (serial device, pty, tcp or simline URL; ?baud=N); repeatable")
+	fs.Var(&o.boards, "board", "LAN board base URL (http://[:password@]host[:port]); repeatable")
+	fs.BoolVar(&o.mdns, "mdns", false, "discover LAN boards by mDNS")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS key file (PEM)")
+	fs.BoolVar(&o.insecureLab, "insecure-lab", false, "serve the API without tokens (a lab only)")
+	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
+	if isDemo {
+		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
+		fs.IntVar(&o.demoG, "demo-groups", demo.DefaultGroups, "groups they are spread over")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if o.data == "" {
+		return o, fmt.Errorf("%w: --data DIR is required", errUsage)
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return o, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
+	}
+	return o, nil
+}
+
+func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io.Writer) error {
+	o, err := parseServe(args, isDemo, stderr)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := os.MkdirAll(o.data, 0o700); err != nil {
+		return err
+	}
+	db, err := store.Open(filepath.Join(o.data, StoreFile))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tokens, err := auth.Open(db)
+	if err != nil {
+		return err
+	}
+	reg, err := registry.Open(db)
+	if err != nil {
+		return err
+	}
+	var firstSecret string
+	if tokens.Len() == 0 && !o.insecureLab {
+		if firstSecret, _, err = tokens.Create("admin", auth.RoleAdmin); err != nil {
+			return err
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := wire(ctx, o, isDemo, log)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	fl := fleet.New(fleet.Options{Registry: reg, Drivers: w.drivers, Log: log})
+
+	srv, err := api.New(api.Config{
+		Fleet: fl, Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
+		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	banner(stdout, o, isDemo, ln.Addr().String(), firstSecret, w)
+
+	var wg sync.WaitGroup
+	var fleetErr, apiErr error
+	wg.Go(func() { fleetErr = fl.Run(ctx) })
+	wg.Go(func() {
+		apiErr = srv.Serve(ctx, ln)
+		cancel() // a dead listener stops the gateway
+	})
+	wg.Wait()
+	fmt.Fprintln(stdout, "holo-gateway: stopped")
+	return errors.Join(apiErr, fleetErr)
+}
+
+// wiring holds what wire started: the drivers for the fleet core and what
+// must be closed when the gateway stops.
+type wiring struct {
+	drivers []fleet.Driver
+	lines   []string // "name url" per RS485 line
+	boards  []string
+	demo    *demo.Installation
+	notes   []string
+}
+
+func (w *wiring) close() {
+	if w.demo != nil {
+		_ = w.demo.Close()
+	}
+}
+
+// wire builds the drivers: one RS485 master per --line (and the demo's
+// line), one LAN driver with every --board (and the demo's boards).
+func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wiring, error) {
+	w := &wiring{}
+	if o.mqtt != "" {
+		w.notes = append(w.notes, "MQTT is not built yet: --mqtt "+o.mqtt+" is kept for it")
+	}
+	if o.mdns {
+		w.notes = append(w.notes, "mDNS discovery is not built yet: add LAN boards with --board")
+	}
+	lanDrv := lan.New(lan.Options{Log: log.With("driver", "lan")})
+	if isDemo {
+		inst, err := demo.Start(ctx, demo.Options{Dir: filepath.Join(o.data, "demo"),
+			Boards: o.demoBoards, Groups: o.demoG, Log: log.With("part", "demo")})
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		w.demo = inst
+		w.drivers = append(w.drivers, rs485.New(rs485.Options{Name: demo.LineName, Port: inst.Master,
+			Log: log.With("driver", "rs485:"+demo.LineName)}))
+		w.lines = append(w.lines, demo.LineName+" "+inst.HubURL)
+		for _, u := range inst.URLs {
+			if err := lanDrv.Add(u, ""); err != nil {
+				w.close()
+				return nil, fmt.Errorf("demo board %s: %w", u, err)
+			}
+		}
+	}
+	for i, addr := range o.lines {
+		name := fmt.Sprintf("line%d", i)
+		baud := 0
+		if u, err := url.Parse(addr); err == nil {
+			if b := u.Query().Get("baud"); b != "" {
+				baud, _ = strconv.Atoi(b)
+			}
+		}
+		octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+		port, err := transport.Open(octx, addr)
+		ocancel()
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("--line %s: %w", addr, err)
+		}
+		w.drivers = append(w.drivers, rs485.New(rs485.Options{Name: name, Port: port, Baud: baud,
+			Log: log.With("driver", "rs485:"+name)}))
+		w.lines = append(w.lines, name+" "+addr)
+	}
+	for _, b := range o.boards {
+		base, password, err := splitPassword(b)
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("--board %s: %w", b, err)
+		}
+		if err := lanDrv.Add(base, password); err != nil {
+			w.close()
+			return nil, fmt.Errorf("--board %s: %w", b, err)
+		}
+		w.boards = append(w.boards, base)
+	}
+	w.drivers = append(w.drivers, lanDrv)
+	return w, nil
+}
+
+// splitPassword takes a board URL's password out of its user info.
+func splitPassword(raw string) (string, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", err
+	}
+	var pw string
+	if u.User != nil {
+		pw, _ = u.User.Password()
+		if pw == "" {
+			pw = u.User.Username()
+		}
+		u.User = nil
+	}
+	return u.String(), pw, nil
+}
+
+func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *wiring) {
+	scheme := "http"
+	if o.tlsCert != "" {
+		scheme = "https"
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	base := scheme + "://" + net.JoinHostPort(host, port)
+	fmt.Fprintf(out, "holo-gateway %s\n", buildinfo.Version)
+	fmt.Fprintf(out, "  API:      %s  (gRPC and REST /v1/boards on one address)\n", base)
+	fmt.Fprintf(out, "  OpenAPI:  %s/v1/openapi.json\n", base)
+	fmt.Fprintf(out, "  events:   %s/v1/events  (JSON lines; SSE with Accept: text/event-stream)\n", base)
+	fmt.Fprintf(out, "  metrics:  %s/metrics\n", base)
+	fmt.Fprintf(out, "  data:     %s\n", o.data)
+	for _, l := range w.lines {
+		fmt.Fprintf(out, "  line:     %s\n", l)
+	}
+	for _, b := range w.boards {
+		fmt.Fprintf(out, "  board:    %s\n", b)
+	}
+	switch {
+	case o.insecureLab:
+		fmt.Fprintln(out, "  auth:     OFF (--insecure-lab): anyone who reaches this address is admin")
+	case isDemo:
+		fmt.Fprintln(out, "  auth:     demo mode: requests from loopback need no token; others need a bearer token")
+	default:
+		fmt.Fprintln(out, "  auth:     bearer tokens (Authorization: Bearer <token>)")
+	}
+	if firstSecret != "" {
+		fmt.Fprintf(out, "  first admin token (shown once, stored hashed): %s\n", firstSecret)
+	}
+	for _, n := range w.notes {
+		fmt.Fprintf(out, "  note:     %s\n", n)
+	}
+	if w.demo != nil {
+		fmt.Fprint(out, w.demo.Summary())
+	}
+	fmt.Fprintln(out, "Ctrl-C stops.")
+}
+
+// runToken manages tokens in the store while the gateway is stopped.
+func runToken(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: token create|list|revoke --data DIR", errUsage)
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("holo-gateway token "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "", "directory of the gateway's store")
+	name := fs.String("name", "", "token name (create)")
+	role := fs.String("role", "admin", "viewer, operator or admin (create)")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *data == "" {
+		return fmt.Errorf("%w: --data DIR is required", errUsage)
+	}
+	if err := os.MkdirAll(*data, 0o700); err != nil {
+		return err
+	}
+	db, err := store.Open(filepath.Join(*data, StoreFile))
+	if err != nil {
+		return fmt.Errorf("%w (is the gateway running? stop it, or use holoctl token)", err)
+	}
+	defer db.Close()
+	tokens, err := auth.Open(db)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "create":
+		if *name == "" && fs.NArg() == 1 {
+			*name = fs.Arg(0)
+		}
+		r, err := auth.ParseRole(*role)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		secret, tok, err := tokens.Create(*name, r)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "token %q (%v) created; the secret is shown only now:\n", tok.Name, tok.Role)
+		fmt.Fprintln(stdout, secret)
+	case "list":
+		fmt.Fprintf(stdout, "%-24s %-9s %s\n", "NAME", "ROLE", "CREATED")
+		for _, t := range tokens.List() {
+			fmt.Fprintf(stdout, "%-24s %-9s %s\n", t.Name, t.Role, t.Created.Format(time.RFC3339))
+		}
+	case "revoke":
+		n := *name
+		if n == "" && fs.NArg() == 1 {
+			n = fs.Arg(0)
+		}
+		if err := tokens.Revoke(n); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "token %q revoked\n", n)
+	default:
+		return fmt.Errorf("%w: unknown token command %q (create, list, revoke)", errUsage, sub)
+	}
+	return nil
+}
