@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
+	"runtime/metrics"
 	"sort"
 	"sync"
 	"time"
@@ -258,11 +258,16 @@ const SimHeap = 320 << 10
 
 // HeapFree reports free memory in bytes. The simulator models a board
 // with SimHeap bytes of RAM and charges it the Go heap in use divided by
-// 64, so the figure moves with load and stays in a board's range.
+// 64, so the figure moves with load and stays in a board's range. It reads
+// runtime/metrics, which does not stop the world as ReadMemStats would.
 func HeapFree() int64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	used := int64(ms.HeapInuse / 64)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	var inUse uint64
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		inUse = sample[0].Value.Uint64()
+	}
+	used := int64(inUse / 64)
 	if used > SimHeap-16<<10 {
 		used = SimHeap - 16<<10
 	}
