@@ -21,6 +21,7 @@ type need uint16
 
 const (
 	needPing   need = 1 << iota // uptime: did it restart?
+	needStatus                  // STATUS: the block later polls compare with
 	needInfo                    // GET /info, then Seen
 	needLink                    // GET /link (groups), then Changed "link"
 	needEvents                  // PATCH /link/events
@@ -204,7 +205,7 @@ func (l *Line) probe(ctx context.Context, a int) {
 	}
 	b.misses = 0
 	l.setPresent(b, true)
-	b.needs |= needInfo | needLink | needEvents
+	b.needs |= needStatus | needInfo | needLink | needEvents
 	b.dirty |= kAll
 	if hdr.Pending > 0 {
 		b.needs |= needFetch
@@ -232,7 +233,7 @@ func (l *Line) restarted(b *board) {
 	l.log.Info("rs485: board restarted", "addr", b.addr)
 	l.sched.sink.Restarted(b.ref)
 	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed = 0, false, false, false, false
-	b.needs |= needInfo | needLink | needEvents | needReplay
+	b.needs |= needStatus | needInfo | needLink | needEvents | needReplay
 	b.dirty |= kAll
 }
 
@@ -258,10 +259,9 @@ func (l *Line) poll(ctx context.Context, a int) {
 		return
 	}
 	l.st.polls.Add(1)
-	l.log.Debug("rs485: poll", "addr", a)
 	b.polls++
 	var req frame.Request = &frame.StatusRequest{}
-	if l.o.PingEvery == 1 || b.polls%l.o.PingEvery == 1 {
+	if b.polls%l.o.PingEvery == 0 {
 		req = &frame.PingRequest{}
 	}
 	hdr, body, err := l.native(ctx, frame.Address(a), req, l.o.PollWait, 1)
@@ -320,7 +320,6 @@ func seqAfter(a, b uint16) bool {
 
 // follow runs one follow-up of b.
 func (l *Line) follow(ctx context.Context, b *board) {
-	l.log.Debug("rs485: follow-up", "addr", b.addr, "needs", b.needs, "dirty", b.dirty)
 	switch {
 	case b.needs&needPing != 0:
 		b.needs &^= needPing
@@ -330,6 +329,16 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		}
 		if p, ok := body.(*frame.PingReply); ok {
 			l.gotUptime(b, p.UptimeS)
+		}
+	case b.needs&needStatus != 0:
+		b.needs &^= needStatus
+		_, body, err := l.native(ctx, frame.Address(b.addr), &frame.StatusRequest{}, l.o.PollWait, 1)
+		if l.failed(b, err, needStatus) {
+			return
+		}
+		if m, ok := body.(*frame.StatusReply); ok {
+			b.haveStatus = false // a baseline: the states are read next
+			l.gotStatus(b, m.Block)
 		}
 	case b.needs&needInfo != 0:
 		rep, ok := l.get(ctx, b, needInfo, "/info")
