@@ -333,9 +333,35 @@ func (b *Board) routerFor() (routers.Router, error) {
 	return r, nil
 }
 
-// Stderr text so far (the board's log).
+// Log returns the board's log (stderr) so far.
 func (b *Board) Log() string {
+	w := b.Cmd.Stderr.(*syncWriter)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return b.Stderr.String()
+}
+
+// Output returns what the board printed on stdout so far.
+func (b *Board) Output() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Stdout.String()
+}
+
+// AwaitOutput waits until a stdout line matches re and returns its first
+// submatch (or the whole match when re has no group).
+func (b *Board) AwaitOutput(t testing.TB, re *regexp.Regexp, timeout time.Duration) string {
+	t.Helper()
+	var got string
+	WaitFor(t, timeout, "board output matching "+re.String(), func() bool {
+		m := re.FindStringSubmatch(b.Output())
+		if m == nil {
+			return false
+		}
+		got = m[len(m)-1]
+		return true
+	})
+	return got
 }
 
 // WaitFor polls cond every 20 ms until it holds or timeout passes.
