@@ -356,6 +356,9 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: token create|list|revoke --data DIR", errUsage)
 	}
 	sub := args[0]
+	if sub != "create" && sub != "list" && sub != "revoke" {
+		return fmt.Errorf("%w: unknown token command %q (create, list, revoke)", errUsage, sub)
+	}
 	fs := flag.NewFlagSet("holo-gateway token "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "", "directory of the gateway's store")
@@ -411,8 +414,6 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "token %q revoked\n", n)
-	default:
-		return fmt.Errorf("%w: unknown token command %q (create, list, revoke)", errUsage, sub)
 	}
 	return nil
 }

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var apiLine = regexp.MustCompile(`API:\s+(http://\S+)`)
+
+// start runs holo-gateway with args until the test ends and returns its
+// API base URL and its output.
+func start(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, out, errb) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("exit %d\n%s", code, errb.String())
+			}
+			if !strings.Contains(out.String(), "holo-gateway: stopped") {
+				t.Errorf("no clean stop:\n%s", out.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("holo-gateway did not stop")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := apiLine.FindStringSubmatch(out.String()); m != nil {
+			return m[1], out
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exited %d early:\n%s\n%s", code, out.String(), errb.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no banner:\n%s", out.String())
+	return "", nil
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestTokenOfflineThenServe(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"token", "create", "--data", dir, "--role", "viewer", "--name", "ro"}, &out, &errb); code != 0 {
+		t.Fatalf("token create: %d %s", code, errb.String())
+	}
+	secret := strings.TrimSpace(out.String())
+	out.Reset()
+	if code := run(context.Background(), []string{"token", "list", "--data", dir}, &out, &errb); code != 0 || !strings.Contains(out.String(), "ro") {
+		t.Fatalf("token list: %d %s", code, out.String())
+	}
+
+	base, banner := start(t, "--data", dir, "--listen", "127.0.0.1:0", "--mqtt", "mqtt://broker:1883")
+	if strings.Contains(banner.String(), "first admin token") {
+		t.Error("a store with tokens must not get a first admin token")
+	}
+	for _, w := range []string{"metrics:", "/v1/events", "MQTT is not built yet", "bearer tokens"} {
+		if !strings.Contains(banner.String(), w) {
+			t.Errorf("banner lacks %q:\n%s", w, banner.String())
+		}
+	}
+	if code, body := get(t, base+"/v1/boards", secret); code != 200 || strings.TrimSpace(body) != "[]" {
+		t.Errorf("boards: %d %s", code, body)
+	}
+	// From loopback too, outside demo mode a token is needed.
+	if code, _ := get(t, base+"/v1/boards", ""); code != 401 {
+		t.Errorf("no token: %d", code)
+	}
+	if code, _ := get(t, base+"/v1/tokens", secret); code != 403 {
+		t.Errorf("viewer lists tokens: %d", code)
+	}
+	if code, body := get(t, base+"/metrics", ""); code != 200 || !strings.Contains(body, "holo_gateway_api_requests_total") {
+		t.Errorf("metrics: %d", code)
+	}
+}
+
+func TestFirstStartPrintsAdminToken(t *testing.T) {
+	base, banner := start(t, "--data", t.TempDir(), "--listen", "127.0.0.1:0")
+	m := regexp.MustCompile(`first admin token.*: (holo_\S+)`).FindStringSubmatch(banner.String())
+	if m == nil {
+		t.Fatalf("no first token:\n%s", banner.String())
+	}
+	if code, body := get(t, base+"/v1/tokens", m[1]); code != 200 || !strings.Contains(body, `"role":"admin"`) {
+		t.Errorf("tokens: %d %s", code, body)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a simulated installation")
+	}
+	base, banner := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2", "--demo-groups", "1")
+	if !strings.Contains(banner.String(), "loopback need no token") {
+		t.Errorf("banner does not tell about demo auth:\n%s", banner.String())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get(t, base+"/v1/boards?online=true", "")
+		var boards []struct {
+			ID     string `json:"id"`
+			Online bool   `json:"online"`
+		}
+		if code == 200 && json.Unmarshal([]byte(body), &boards) == nil && len(boards) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo boards not online: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--listen", ":0"},
+		{"--data", "x", "--tls-cert", "a"},
+		{"--data", "x", "extra"},
+		{"--nope"},
+		{"token"},
+		{"token", "create", "--name", "x"},
+		{"token", "frob", "--data", t.TempDir()},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+}
