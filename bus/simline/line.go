@@ -69,6 +69,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -170,6 +171,10 @@ type transmission struct {
 type Line struct {
 	baud int
 	clk  clock.Clock
+	// realtime is true on the wall clock: Write then spins through the
+	// last SpinWindow of a transmission, because the OS may wake a
+	// sleeping goroutine a millisecond late, far longer than a byte.
+	realtime bool
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -183,6 +188,16 @@ type Line struct {
 	scratch  []byte
 	nodeSeen int64
 }
+
+// Timing on the wall clock. Operating systems wake sleepers late (a
+// millisecond is common on virtual machines), which is longer than a byte
+// takes at 115200 baud; so a transmission sleeps in batches of BatchWait
+// and spins (yielding) through its last SpinWindow, so that its last byte
+// arrives, and Write returns, on time.
+const (
+	SpinWindow = 2 * time.Millisecond
+	BatchWait  = 2 * time.Millisecond
+)
 
 // New makes a line.
 func New(cfg Config) (*Line, error) {
@@ -199,12 +214,13 @@ func New(cfg Config) (*Line, error) {
 		cfg.Clock = clock.Real
 	}
 	l := &Line{
-		baud:   cfg.Baud,
-		clk:    cfg.Clock,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		faults: cfg.Faults,
-		silent: map[string]bool{},
-		done:   make(chan struct{}),
+		baud:     cfg.Baud,
+		clk:      cfg.Clock,
+		realtime: cfg.Clock == clock.Real,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		faults:   cfg.Faults,
+		silent:   map[string]bool{},
+		done:     make(chan struct{}),
 	}
 	for _, n := range cfg.Silent {
 		l.silent[n] = true
@@ -428,6 +444,26 @@ func (n *Node) Write(p []byte) (int, error) {
 			continue
 		}
 		wait := wireTime(sent+1, l.baud) - now.Sub(start)
+		if l.realtime {
+			left := tx.end.Sub(now)
+			if left <= SpinWindow {
+				// Yield rather than sleep: the next byte is due within
+				// a timer's granularity.
+				select {
+				case <-n.closed:
+					l.finish(tx, l.clk.Now())
+					return sent, ErrClosed
+				case <-l.done:
+					l.finish(tx, l.clk.Now())
+					return sent, ErrClosed
+				default:
+				}
+				runtime.Gosched()
+				continue
+			}
+			// Sleep in batches of bytes, waking before the spin window.
+			wait = min(left-SpinWindow, max(wait, BatchWait))
+		}
 		if timer == nil {
 			timer = l.clk.NewTimer(wait)
 		} else {
