@@ -26,7 +26,7 @@ import (
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
-func (g *testGateway) ctx(t *testing.T, role string) context.Context {
+func (g *testGateway) ctx(t testing.TB, role string) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	if role == "" {

@@ -195,7 +195,7 @@ type testGateway struct {
 
 type gwOpt func(*Config)
 
-func startGateway(t *testing.T, opts ...gwOpt) *testGateway {
+func startGateway(t testing.TB, opts ...gwOpt) *testGateway {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "gw.db"))
 	if err != nil {
