@@ -234,8 +234,11 @@ func (l *LAN) Run(ctx context.Context, sink fleet.Sink) error {
 	}
 	l.mu.Unlock()
 	<-ctx.Done()
+	// Add starts watchers under l.mu only while ctx is alive, so once
+	// the lock is taken here no new watcher can join the group.
 	l.mu.Lock()
-	l.mu.Unlock() // no watcher starts after this: Add sees ctx done
+	l.run = nil
+	l.mu.Unlock()
 	rs.wg.Wait()
 	return nil
 }
@@ -248,7 +251,7 @@ func (l *LAN) startLocked(b *lanBoard) {
 	go func() {
 		defer rs.wg.Done()
 		defer close(b.done)
-		w := &watcher{l: l, b: b, sink: rs.sink}
+		w := &watcher{l: l, b: b, sink: rs.sink, parent: rs.ctx}
 		w.run(ctx)
 	}()
 }

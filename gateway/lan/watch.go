@@ -20,6 +20,9 @@ type watcher struct {
 	l    *LAN
 	b    *lanBoard
 	sink fleet.Sink
+	// parent is Run's context: when it is still alive as the watcher
+	// stops, the board was removed.
+	parent context.Context
 
 	online     bool
 	uptime     int64
@@ -36,7 +39,7 @@ func (w *watcher) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			// Removed while the driver still runs: say so. At shutdown,
 			// boards are not lost, the gateway is.
-			if w.online && w.l.run.ctx.Err() == nil {
+			if w.online && w.parent.Err() == nil {
 				w.sink.Lost(w.b.ref, "removed from the LAN driver")
 			}
 			return

@@ -6,7 +6,10 @@
 //
 // # One talker at a time
 //
-// A single scheduler goroutine (started by Run) owns the wire. Every
+// A single scheduler goroutine (started by Run) owns the wire; the one
+// exception is Group on an idle line, which writes its frame itself while
+// holding the same wire lock, so that a scene fire costs little more than
+// its wire time (BenchmarkGroupFire). Every
 // exchange is one request followed by a wait for the reply that carries
 // the same address and sequence number (native frames) or the same tag
 // (JSON lines); anything else heard meanwhile (a late reply to an earlier

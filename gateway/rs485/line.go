@@ -112,6 +112,14 @@ type Line struct {
 	recv *stream.Receiver
 	st   counters
 
+	// wire is held by whoever writes and awaits on the line: the
+	// scheduler for each of its steps, or Group on its fast path.
+	wire  sync.Mutex
+	marks struct {
+		sync.Mutex
+		list []groupMark
+	}
+
 	mu     sync.Mutex // guards boards' shared view and stats snapshot
 	boards map[int]*board
 	cycle  time.Duration
@@ -398,15 +406,61 @@ func groupAddr(group int) (frame.Address, error) {
 // Group sends req as one frame to a group (1-31) or to every board (0).
 // No board answers; it returns once the frame's last byte left the wire.
 // The members are re-read at their next poll.
+//
+// When the line is idle (no exchange running, no command queued) the
+// caller writes the frame itself rather than handing it to the scheduler,
+// so a scene fire costs little more than its wire time.
 func (l *Line) Group(ctx context.Context, group int, req frame.Request) error {
 	a, err := groupAddr(group)
 	if err != nil {
 		return err
 	}
-	if _, err := req.AppendBinary(nil); err != nil {
+	wire, err := frame.AppendRequest(make([]byte, 0, frame.MaxWireLen), a, 0, req)
+	if err != nil {
 		return fmt.Errorf("%w: %v: %v", ErrBadRequest, req.Type(), err)
 	}
+	if l.running.Load() && len(l.cmds) == 0 && l.wire.TryLock() {
+		select {
+		case <-l.closed:
+			l.wire.Unlock()
+			return fleet.ErrClosed
+		default:
+		}
+		err := l.send(wire, false)
+		l.wire.Unlock()
+		if err == nil {
+			l.mark(a, kindsOfNative(req.Type()))
+		}
+		return err
+	}
 	return l.submit(ctx, &job{kind: jobGroup, addr: a, req: req}).err
+}
+
+// groupMark is a group frame sent outside the scheduler, whose members
+// the scheduler marks for re-reading.
+type groupMark struct {
+	addr  frame.Address
+	kinds kinds
+}
+
+func (l *Line) mark(a frame.Address, k kinds) {
+	if k == 0 {
+		return
+	}
+	l.marks.Lock()
+	l.marks.list = append(l.marks.list, groupMark{a, k})
+	l.marks.Unlock()
+}
+
+// applyMarks runs in the scheduler.
+func (l *Line) applyMarks() {
+	l.marks.Lock()
+	list := l.marks.list
+	l.marks.list = nil
+	l.marks.Unlock()
+	for _, m := range list {
+		l.afterGroup(m.addr, m.kinds)
+	}
 }
 
 // GroupCall sends one JSON line to a group (1-31) or every board (0).

@@ -76,7 +76,7 @@ type board struct {
 	needs   need
 	hold    time.Time // follow-ups wait until then after one got no reply
 	dirty   kinds     // re-read now
-	recheck kinds // re-read after the next poll
+	recheck kinds     // re-read after the next poll
 }
 
 type scheduler struct {
@@ -95,13 +95,17 @@ func newScheduler(l *Line) scheduler {
 func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 	l.sched.sink = sink
 	for ctx.Err() == nil {
+		l.applyMarks()
 		select {
 		case j := <-l.cmds:
-			l.runJob(ctx, j)
+			l.lockedJob(ctx, j)
 			continue
 		default:
 		}
-		if l.step(ctx) {
+		l.wire.Lock()
+		did := l.step(ctx)
+		l.wire.Unlock()
+		if did {
 			continue
 		}
 		wait := l.o.PollInterval - l.clk.Since(l.sched.cycleStart)
@@ -110,11 +114,17 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 		select {
 		case <-ctx.Done():
 		case j := <-l.cmds:
-			l.runJob(ctx, j)
+			l.lockedJob(ctx, j)
 		case <-t.C():
 		}
 		t.Stop()
 	}
+}
+
+func (l *Line) lockedJob(ctx context.Context, j *job) {
+	l.wire.Lock()
+	defer l.wire.Unlock()
+	l.runJob(ctx, j)
 }
 
 // step does one background exchange; false when nothing is due.
