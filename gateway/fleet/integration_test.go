@@ -10,6 +10,7 @@ import (
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/lan"
 	"github.com/holofleet/holofleet/gateway/rs485"
 )
 
@@ -48,7 +49,14 @@ func waitEvent(t *testing.T, w *fleet.Watcher, d time.Duration, what string, mat
 // TestRealLine runs fleet-mode boards on a simulated line under the real
 // RS485 master and the fleet core: discovery, groups, a group scene fire
 // reaching every member as happenings, a restart and an unplugged board.
-func TestRealLine(t *testing.T) {
+func TestRealLine(t *testing.T) { testReal(t, false) }
+
+// TestRealLineAndLAN is the same with every board also on the LAN: each
+// is one board with two transports, and each happening reaches the stream
+// once.
+func TestRealLineAndLAN(t *testing.T) { testReal(t, true) }
+
+func testReal(t *testing.T, withLAN bool) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
@@ -69,7 +77,19 @@ func TestRealLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	rl := rs485.New(rs485.Options{Name: "line0", Port: master, Addresses: []int{1, 2, 3, 4, 5, 6}})
-	f := fleet.New(fleet.Options{Drivers: []fleet.Driver{rl}})
+	drivers := []fleet.Driver{rl}
+	wantTransports := []string{"rs485:line0"}
+	if withLAN {
+		ld := lan.New(lan.Options{})
+		for _, in := range fm.Boards() {
+			if err := ld.Add(in.URL, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		drivers = append(drivers, ld)
+		wantTransports = []string{"lan", "rs485:line0"}
+	}
+	f := fleet.New(fleet.Options{Drivers: drivers})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
@@ -81,7 +101,8 @@ func TestRealLine(t *testing.T) {
 	waitFor(t, 20*time.Second, "discovery", func() bool {
 		for _, in := range infos {
 			v, err := f.Board(in.ID)
-			if err != nil || !v.Online || v.Address != in.Address || v.Line != "line0" || !slices.Equal(v.Groups, in.Groups) {
+			if err != nil || !v.Online || v.Address != in.Address || v.Line != "line0" || !slices.Equal(v.Groups, in.Groups) ||
+				!slices.Equal(v.Transports, wantTransports) || withLAN && v.URL != in.URL {
 				return false
 			}
 		}
@@ -113,15 +134,15 @@ func TestRealLine(t *testing.T) {
 	if line.Stats().Frames < framesBefore+1 {
 		t.Error("no frame went out")
 	}
-	started := map[string]bool{}
+	started := map[string]int{}
 	for len(started) < n/2 {
 		ev := waitEvent(t, w, 15*time.Second, "scene_started on group 1", func(ev fleet.Event) bool {
 			return ev.Type == fleet.EventHappening && ev.Kind == "scene_started"
 		})
-		started[ev.Board] = true
+		started[ev.Board]++
 	}
 	for _, in := range infos {
-		if started[in.ID] != slices.Contains(in.Groups, 1) {
+		if (started[in.ID] == 1) != slices.Contains(in.Groups, 1) {
 			t.Errorf("board %d (groups %v): scene_started %v", in.Address, in.Groups, started[in.ID])
 		}
 	}
@@ -160,9 +181,30 @@ func TestRealLine(t *testing.T) {
 	waitEvent(t, w, 30*time.Second, "board 3 online", func(ev fleet.Event) bool {
 		return ev.Type == fleet.EventOnline && ev.Board == infos[2].ID
 	})
+	for _, ev := range drainAll(w) { // nothing twice, whichever way it came
+		if ev.Type == fleet.EventHappening && ev.Kind == "scene_started" {
+			t.Errorf("scene_started again: %+v", ev)
+		}
+	}
 	st := f.Stats()
-	if st.Boards != n || st.Online != n || st.Dropped != 0 {
+	if len(f.Boards(fleet.Filter{})) != n || st.Boards != n || st.Online != n || st.Dropped != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	t.Logf("events %d, duplicates %d, line %+v", st.Events, st.Duplicates, st.Lines["rs485:line0"])
+}
+
+// drainAll returns what waits in w.C now.
+func drainAll(w *fleet.Watcher) []fleet.Event {
+	var out []fleet.Event
+	for {
+		select {
+		case ev, ok := <-w.C:
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
 }
