@@ -19,8 +19,12 @@ const TouchBuffer = 16
 // It implements hal.Display and hal.Touch. The zero value is not usable;
 // call NewDisplay.
 type Display struct {
-	mu        sync.Mutex
+	mu sync.Mutex
+	// fb is the framebuffer once a picture was shown; while the panel
+	// shows one colour (at start, after Fill) it is nil and fill holds the
+	// colour, so an idle simulated board does not carry 225 KiB of pixels.
 	fb        *image.RGBA
+	fill      color.RGBA
 	powered   bool
 	backlight int
 	shown     int
@@ -36,7 +40,6 @@ var (
 // NewDisplay returns a powered panel at full backlight showing black.
 func NewDisplay() *Display {
 	return &Display{
-		fb:        image.NewRGBA(image.Rect(0, 0, hal.ScreenWidth, hal.ScreenHeight)),
 		powered:   true,
 		backlight: 100,
 		touches:   make(chan hal.TouchEvent, TouchBuffer),
@@ -51,16 +54,32 @@ func (d *Display) Show(img *image.RGBA) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.fb == nil {
+		d.fb = image.NewRGBA(image.Rect(0, 0, hal.ScreenWidth, hal.ScreenHeight))
+	}
 	draw.Draw(d.fb, d.fb.Rect, img, img.Rect.Min, draw.Src)
 	d.shown++
 	return nil
+}
+
+// pixels returns the framebuffer's contents (a fresh image when the panel
+// holds one colour). d.mu is held.
+func (d *Display) pixels() *image.RGBA {
+	if d.fb != nil {
+		return d.fb
+	}
+	img := image.NewRGBA(image.Rect(0, 0, hal.ScreenWidth, hal.ScreenHeight))
+	if d.fill != (color.RGBA{}) {
+		draw.Draw(img, img.Rect, image.NewUniform(d.fill), image.Point{}, draw.Src)
+	}
+	return img
 }
 
 // Fill paints the whole framebuffer with c.
 func (d *Display) Fill(c color.RGBA) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	draw.Draw(d.fb, d.fb.Rect, image.NewUniform(c), image.Point{}, draw.Src)
+	d.fb, d.fill = nil, c
 	d.shown++
 	return nil
 }
@@ -110,8 +129,9 @@ func (d *Display) Shown() int {
 func (d *Display) Framebuffer() *image.RGBA {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := image.NewRGBA(d.fb.Rect)
-	copy(out.Pix, d.fb.Pix)
+	fb := d.pixels()
+	out := image.NewRGBA(fb.Rect)
+	copy(out.Pix, fb.Pix)
 	return out
 }
 
@@ -131,7 +151,8 @@ func Visible(x, y int) bool {
 func (d *Display) Snapshot() *image.RGBA {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := image.NewRGBA(d.fb.Rect)
+	fb := d.pixels()
+	out := image.NewRGBA(fb.Rect)
 	level := d.backlight
 	if !d.powered {
 		level = 0
@@ -144,7 +165,7 @@ func (d *Display) Snapshot() *image.RGBA {
 				continue
 			}
 			for k := range 3 {
-				out.Pix[i+k] = uint8((int(d.fb.Pix[i+k])*level + 50) / 100)
+				out.Pix[i+k] = uint8((int(fb.Pix[i+k])*level + 50) / 100)
 			}
 			out.Pix[i+3] = 0xff
 		}
