@@ -24,6 +24,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"io"
 	"log/slog"
 	"net"
@@ -187,9 +189,22 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	defer w.close()
 	fl := fleet.New(fleet.Options{Registry: reg, Drivers: w.drivers, Log: log})
 
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e := &env{opts: o, demo: isDemo, db: db, fleet: fl, wiring: w, log: log, registerer: promReg, stdout: stdout}
+	var comps []component
+	for _, mk := range components {
+		c, err := mk(ctx, e)
+		if err != nil {
+			return err
+		}
+		comps = append(comps, c)
+	}
+
 	srv, err := api.New(api.Config{
 		Fleet: fl, Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
+		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
 	})
 	if err != nil {
 		return err
@@ -199,17 +214,28 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		return err
 	}
 	banner(stdout, o, isDemo, ln.Addr().String(), firstSecret, w)
+	for _, c := range comps {
+		for _, line := range c.banner {
+			fmt.Fprintln(stdout, "  "+line)
+		}
+	}
 
 	var wg sync.WaitGroup
 	var fleetErr, apiErr error
+	compErrs := make([]error, len(comps))
 	wg.Go(func() { fleetErr = fl.Run(ctx) })
+	for i, c := range comps {
+		if c.run != nil {
+			wg.Go(func() { compErrs[i] = c.run(ctx) })
+		}
+	}
 	wg.Go(func() {
 		apiErr = srv.Serve(ctx, ln)
 		cancel() // a dead listener stops the gateway
 	})
 	wg.Wait()
 	fmt.Fprintln(stdout, "holo-gateway: stopped")
-	return errors.Join(apiErr, fleetErr)
+	return errors.Join(append([]error{apiErr, fleetErr}, compErrs...)...)
 }
 
 // wiring holds what wire started: the drivers for the fleet core and what

@@ -71,6 +71,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
 	Logger     *slog.Logger
+	// Extra serves more HTTP handlers on the same listener, by
+	// http.ServeMux pattern (the firmware artifact store, for example).
+	// They do their own authentication.
+	Extra map[string]http.Handler
 }
 
 // Server is the fleet API on one listener. Serve runs it once.
@@ -174,6 +178,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.gw.ServeHTTP(w, r)
 	})
+	for pattern, h := range cfg.Extra {
+		s.mux.Handle(pattern, h)
+	}
 	s.mux.Handle("/", s.gw)
 	return s, nil
 }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/store"
+)
+
+// env is what the gateway's components get to build themselves: the
+// options, the store, the fleet core, the drivers, a logger and the
+// Prometheus registry behind /metrics.
+type env struct {
+	opts       options
+	demo       bool
+	db         *store.DB
+	fleet      *fleet.Fleet
+	wiring     *wiring
+	log        *slog.Logger
+	registerer prometheus.Registerer
+	stdout     io.Writer
+	// apiExtra collects HTTP handlers components serve on the API's
+	// listener, by path prefix (for example the firmware artifacts).
+	apiExtra map[string]http.Handler
+}
+
+// handle serves h under prefix on the API listener.
+func (e *env) handle(prefix string, h http.Handler) {
+	if e.apiExtra == nil {
+		e.apiExtra = map[string]http.Handler{}
+	}
+	e.apiExtra[prefix] = h
+}
+
+// component is one part of the gateway beside the API and the fleet core
+// (the MQTT bridge, rollouts, metrics collectors): run is its owned
+// goroutine until ctx ends (nil when it has none), banner its lines in the
+// start-up banner.
+type component struct {
+	name   string
+	run    func(ctx context.Context) error
+	banner []string
+}
+
+// components lists the component constructors, in start order, one a
+// line. Each lives in its own file of this package.
+var components = []func(ctx context.Context, e *env) (component, error){}
