@@ -34,6 +34,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/link"
+	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -77,6 +78,37 @@ type Options struct {
 	Log      *slog.Logger
 	// Parallel is how many boards start at once (default 8).
 	Parallel int
+	// OTA, when set, gives every board the firmware update service in
+	// fleet mode (ota.Fleet): each board boots from its own slots in its
+	// data directory, so staged rollouts can be tested. Nil leaves the
+	// boards without /ota.
+	OTA *OTAOptions
+}
+
+// OTAOptions configure the boards' update service.
+type OTAOptions struct {
+	// FailTrial is the fault hook: true makes board i fail the trial of
+	// the image it boots (never confirms, restarts, rolls back).
+	FailTrial func(i int, app ota.App) bool
+	// OnBoot is told each boot's image description of board i.
+	OnBoot func(i int, app ota.App)
+}
+
+// otaFeature is board sb's update service, or nil without Options.OTA.
+func (f *Fleet) otaFeature(sb *simBoard) []board.Feature {
+	o := f.o.OTA
+	if o == nil {
+		return nil
+	}
+	i := sb.info.Index
+	fl := &ota.Fleet{}
+	if o.FailTrial != nil {
+		fl.FailTrial = func(a ota.App) bool { return o.FailTrial(i, a) }
+	}
+	if o.OnBoot != nil {
+		fl.OnBoot = func(a ota.App) { o.OnBoot(i, a) }
+	}
+	return []board.Feature{ota.Feature(ota.Config{Fleet: fl})}
 }
 
 // Info describes one running board.
@@ -222,7 +254,7 @@ func (f *Fleet) start(sb *simBoard) error {
 	ready := make(chan struct{})
 	b, err := board.Open(board.Config{DataDir: sb.info.Dir, Clock: f.o.Clock,
 		Log:      f.o.Log.With("board", sb.info.Index+1),
-		Features: assemble.Features(assemble.Options{Port: port}),
+		Features: assemble.Features(assemble.Options{Port: port, Extra: f.otaFeature(sb)}),
 		OnReady:  func(net.Addr) { close(ready) }})
 	if err != nil {
 		cleanup()
