@@ -7,9 +7,11 @@
 // connected, Read waits and Write discards (bytes sent into an unplugged
 // cable are lost, and the board must not stall because of it). When the
 // client disconnects, the board does not see an error or end of file; its
-// Read simply waits for the next client. A second client that connects
-// while one is attached is refused: its connection is closed at once
-// without a byte sent, and [Server.Stats] counts it.
+// Read simply waits for the next client. A client that connects while
+// another is attached takes over the wire: the old connection is closed
+// (as unplugging one cable to plug in another), and [Server.Stats] counts
+// it. A tool run twice in a row therefore never finds the wire "busy"
+// because the server has not yet noticed the first run hang up.
 //
 // The host side, [Dial], is a plain TCP connection.
 //
@@ -37,7 +39,7 @@ var (
 // Stats counts what happened on a Server.
 type Stats struct {
 	Accepted  int64 // clients that became the wire
-	Refused   int64 // clients turned away because one was attached
+	Replaced  int64 // clients dropped because a new one connected
 	Discarded int64 // bytes written while no client was attached
 	Connected bool  // a client is attached now
 }
@@ -117,13 +119,14 @@ func (s *Server) accept() {
 			return // listener closed
 		}
 		s.mu.Lock()
-		if s.closed || s.cur != nil {
-			if !s.closed {
-				s.stats.Refused++
-			}
+		if s.closed {
 			s.mu.Unlock()
 			conn.Close()
 			continue
+		}
+		if old := s.cur; old != nil {
+			s.stats.Replaced++
+			old.conn.Close() // its pump ends; drop leaves the new client
 		}
 		c := &client{conn: conn, gone: make(chan struct{})}
 		s.cur = c

@@ -79,18 +79,18 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSecondClientRefused(t *testing.T) {
+func TestSecondClientTakesOver(t *testing.T) {
 	s := listen(t)
 	first := dial(t, s)
 	waitFor(t, "first client", func() bool { return s.Stats().Connected })
 	second := dial(t, s)
-	second.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if n, err := second.Read(make([]byte, 1)); err != io.EOF {
-		t.Fatalf("second client read = %d, %v; want EOF", n, err)
+	waitFor(t, "replace count", func() bool { return s.Stats().Replaced == 1 })
+	first.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := first.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("first client read = %d, %v; want EOF", n, err)
 	}
-	waitFor(t, "refusal count", func() bool { return s.Stats().Refused == 1 })
-	// The first client still works.
-	first.Write([]byte("ok"))
+	// The second client is the wire now.
+	second.Write([]byte("ok"))
 	if got := readN(t, s, 2); string(got) != "ok" {
 		t.Fatalf("got %q", got)
 	}
@@ -134,7 +134,7 @@ func TestReconnect(t *testing.T) {
 		waitFor(t, "client detached", func() bool { return !s.Stats().Connected })
 	}
 	st := s.Stats()
-	if st.Accepted != 3 || st.Refused != 0 || st.Discarded < 4 {
+	if st.Accepted != 3 || st.Replaced != 0 || st.Discarded < 4 {
 		t.Errorf("stats %+v", st)
 	}
 }

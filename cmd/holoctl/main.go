@@ -30,6 +30,8 @@ type command struct {
 // commands is the dispatch table; add a line per subcommand.
 var commands = []command{
 	{"line-hub", "serve a simulated RS485 line on a Unix socket", runLineHub},
+	{"board", "talk to one board over HTTP: info, get, call, upload, events", runBoard},
+	{"link", "talk to one board over its host link: JSON lines, PING, STATUS", runLink},
 	{"gw", "talk to a holo-gateway: boards, labels, calls, actions, events", runGateway},
 	{"token", "manage a holo-gateway's bearer tokens (admin)", runToken},
 	{"image", "pack a firmware image (pack) or look inside one (inspect)", runImage},
