@@ -88,7 +88,9 @@ func apiPath(path string) string {
 // (ErrNoReply, ErrBadReply, ...). A GET that fails on one transport is
 // tried on the next.
 func (f *Fleet) Call(ctx context.Context, id, method, path string, body []byte) (Reply, error) {
-	rep, _, err := f.call(ctx, id, method, path, body)
+	start := f.clk.Now()
+	rep, via, err := f.call(ctx, id, method, path, body)
+	f.observe(via, callKind(method, path), start, err)
 	return rep, err
 }
 
@@ -183,11 +185,13 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 		wg.Go(func() {
 			for _, s := range ss {
 				var err error
+				start := f.clk.Now()
 				if hasNative {
 					err = s.line.Group(ctx, s.group, native)
 				} else {
 					err = s.line.GroupCall(ctx, s.group, req.method, req.path, body)
 				}
+				f.observe(ViaGroup, a.Kind, start, err)
 				mu.Lock()
 				for _, id := range s.members {
 					r := Result{Board: id, Via: ViaGroup}
@@ -212,7 +216,9 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 				return
 			}
 			defer func() { <-sem }()
+			start := f.clk.Now()
 			rep, via, err := f.call(ctx, id, req.method, req.path, body)
+			f.observe(via, a.Kind, start, err)
 			r := Result{Board: id, Via: via, Reply: rep}
 			if err != nil {
 				r.Error = err.Error()

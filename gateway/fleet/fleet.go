@@ -109,6 +109,7 @@ type Fleet struct {
 	jobs        chan job
 	persistWake chan struct{}
 	persistMu   sync.Mutex // orders registry writes as memory changed
+	obs         observers  // Observe (observe.go)
 }
 
 type counters struct {
