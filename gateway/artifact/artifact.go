@@ -1,0 +1,456 @@
+// Package artifact is the gateway's firmware store: application images
+// uploaded by operators, checked completely before any board sees them,
+// kept once per content (named by the SHA-256 of the whole file) with the
+// description the image carries, and release channels that point at one
+// image each.
+//
+// Layout on disk and in the store:
+//
+//	<Dir>/<sha256 hex>.bin      the image, written once, read-only after
+//	<Dir>/upload-*.tmp          an upload in progress (removed at Open)
+//	bucket "artifacts"  key <sha256 hex>  -> Artifact (JSON)
+//	bucket "channels"   key <channel>     -> Channel (JSON)
+//
+// A record is written only after its file is complete, verified, synced
+// and renamed into place, so a record always names a whole, good file; a
+// file without a record (a crash between the rename and the write) is
+// taken up again by the next upload of the same bytes.
+//
+// Channels are published as release manifests in the board's format
+// (docs/spec-decisions.md "Release channels"): GET <prefix>channels/<name>.json
+// answers {version, image_url, size, sha256, release_url} with image_url
+// relative to the manifest, and GET <prefix>images/<sha256>.bin serves the
+// image itself with range requests straight from its file.
+package artifact
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/firmware/ota"
+	"github.com/holofleet/holofleet/firmware/ota/flash"
+	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/store"
+)
+
+// Errors of the artifact store.
+var (
+	// ErrInvalid: the upload is not a complete, good image for the
+	// fleet's boards (structure, checksum, hash, chip, project, size).
+	ErrInvalid = errors.New("artifact: invalid image")
+	// ErrNotFound: no artifact has that SHA-256, or no such channel.
+	ErrNotFound = errors.New("artifact: not found")
+	// ErrBadName: a SHA-256 that is not 64 hex digits, or a channel name
+	// outside [a-z0-9._-]{1,32}.
+	ErrBadName = errors.New("artifact: bad name")
+	// ErrInUse: the artifact is published on a channel or used by a
+	// rollout.
+	ErrInUse = errors.New("artifact: in use")
+	// ErrTooLarge: the upload is larger than a slot.
+	ErrTooLarge = errors.New("artifact: image too large")
+)
+
+// Bucket names in the store.
+const (
+	BucketArtifacts = "artifacts"
+	BucketChannels  = "channels"
+)
+
+// Artifact describes one stored image.
+type Artifact struct {
+	SHA256 string `json:"sha256"` // hex SHA-256 of the whole file
+	Size   int64  `json:"size"`
+	// Chip is the image header's chip id.
+	Chip uint16 `json:"chip"`
+	// App is the image's application description.
+	App ota.App `json:"app"`
+	// Name is the file name given at upload, for people.
+	Name  string    `json:"name,omitempty"`
+	Added time.Time `json:"added"`
+}
+
+// Channel is one release channel: the image boards on it should run.
+type Channel struct {
+	Name       string    `json:"name"`
+	SHA256     string    `json:"sha256"`
+	Version    string    `json:"version"`
+	ReleaseURL string    `json:"release_url,omitempty"`
+	Updated    time.Time `json:"updated"`
+}
+
+// Options configure a Store.
+type Options struct {
+	// Dir holds the image files.
+	Dir string
+	// DB holds the records.
+	DB *store.DB
+	// Expect is what every image must be; the zero value means the
+	// simulated boards' (host chip, holo-board, at most one slot).
+	Expect image.Expect
+	Clock  clock.Clock
+	// InUse, when set, tells whether something else (a rollout) still
+	// needs the artifact; Delete refuses then.
+	InUse func(sha string) bool
+}
+
+// Store keeps artifacts and channels. It is safe for concurrent use.
+type Store struct {
+	o        Options
+	arts     *store.Bucket
+	channels *store.Bucket
+	mu       sync.Mutex // serialises record changes
+}
+
+var (
+	shaRE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	channelRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+)
+
+// Open opens the store over o.Dir and o.DB and removes unfinished uploads.
+func Open(o Options) (*Store, error) {
+	if o.Dir == "" || o.DB == nil {
+		return nil, errors.New("artifact: Dir and DB are required")
+	}
+	if o.Expect == (image.Expect{}) {
+		o.Expect = ota.HostExpect()
+		o.Expect.MaxSize = flash.SlotSize
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("artifact: %w", err)
+	}
+	tmps, _ := filepath.Glob(filepath.Join(o.Dir, "upload-*.tmp"))
+	for _, t := range tmps {
+		os.Remove(t)
+	}
+	return &Store{o: o, arts: o.DB.Bucket(BucketArtifacts), channels: o.DB.Bucket(BucketChannels)}, nil
+}
+
+// Expect is what the store requires of images.
+func (s *Store) Expect() image.Expect { return s.o.Expect }
+
+// CheckSHA returns sha in lower case when it is 64 hex digits.
+func CheckSHA(sha string) (string, error) {
+	sha = strings.ToLower(sha)
+	if !shaRE.MatchString(sha) {
+		return "", fmt.Errorf("%w: sha256 %q is not 64 hex digits", ErrBadName, sha)
+	}
+	return sha, nil
+}
+
+// CheckChannel checks a channel name.
+func CheckChannel(name string) error {
+	if !channelRE.MatchString(name) {
+		return fmt.Errorf("%w: channel %q (1-32 of a-z 0-9 . _ -, starting with a letter or digit)", ErrBadName, name)
+	}
+	return nil
+}
+
+func (s *Store) path(sha string) string { return filepath.Join(s.o.Dir, sha+".bin") }
+
+// ctxReader stops a copy when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Add stores the image read from r (streamed: never held whole in
+// memory), verifying it as it arrives and completely before it is kept.
+// wantSHA, when not empty, is the SHA-256 the upload must have. An image
+// already stored is not written again: its record comes back with
+// existed true.
+func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a Artifact, existed bool, err error) {
+	if wantSHA != "" {
+		if wantSHA, err = CheckSHA(wantSHA); err != nil {
+			return a, false, err
+		}
+	}
+	tmp, err := os.CreateTemp(s.o.Dir, "upload-*.tmp")
+	if err != nil {
+		return a, false, fmt.Errorf("artifact: %w", err)
+	}
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	v := image.NewVerifier(s.o.Expect)
+	limit := s.o.Expect.MaxSize
+	if limit <= 0 {
+		limit = flash.SlotSize
+	}
+	// The verifier stops taking bytes past the image's end; count the
+	// rest so trailing garbage is refused rather than stored.
+	n, err := io.Copy(io.MultiWriter(tmp, h, verifierSink{v}), io.LimitReader(ctxReader{ctx, r}, limit+1))
+	if err != nil {
+		if v.Err() != nil {
+			return a, false, invalid(v.Err())
+		}
+		return a, false, fmt.Errorf("artifact: upload: %w", err)
+	}
+	if n > limit {
+		return a, false, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	im, err := v.Finish()
+	if err != nil {
+		return a, false, invalid(err)
+	}
+	if im.Size != n {
+		return a, false, fmt.Errorf("%w: %d bytes after the image's end", ErrInvalid, n-im.Size)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if sum != im.SHA256Hex() {
+		return a, false, fmt.Errorf("%w: hash mismatch while reading", ErrInvalid)
+	}
+	if wantSHA != "" && sum != wantSHA {
+		return a, false, fmt.Errorf("%w: sha256 is %s, expected %s", ErrInvalid, sum, wantSHA)
+	}
+	d := im.Desc
+	a = Artifact{SHA256: sum, Size: n, Chip: im.Header.ChipID, Name: filepath.Base(name),
+		App:   ota.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()},
+		Added: s.o.Clock.Now().UTC()}
+	if a.Name == "." || a.Name == "/" {
+		a.Name = ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old Artifact
+	if ok, err := s.arts.Get(sum, &old); err != nil {
+		return a, false, err
+	} else if ok {
+		if _, err := os.Stat(s.path(sum)); err == nil {
+			return old, true, nil
+		}
+	}
+	if err := tmp.Sync(); err != nil {
+		return a, false, fmt.Errorf("artifact: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return a, false, fmt.Errorf("artifact: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), s.path(sum)); err != nil {
+		return a, false, fmt.Errorf("artifact: %w", err)
+	}
+	tmp = nil
+	syncDir(s.o.Dir)
+	if err := s.arts.Put(sum, a); err != nil {
+		return a, false, err
+	}
+	return a, false, nil
+}
+
+// invalid wraps a verification error: ErrTooLarge for images larger
+// than a slot, else ErrInvalid.
+func invalid(err error) error {
+	if errors.Is(err, image.ErrTooLarge) {
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	}
+	return fmt.Errorf("%w: %v", ErrInvalid, err)
+}
+
+// verifierSink feeds the verifier until it is done and swallows what
+// follows (counted by the caller).
+type verifierSink struct{ v *image.Verifier }
+
+func (w verifierSink) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && !w.v.Done() {
+		k := min(int64(len(p)), max(w.v.Need(), 1))
+		if _, err := w.v.Write(p[:k]); err != nil {
+			return 0, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// Get returns the artifact with that SHA-256.
+func (s *Store) Get(sha string) (Artifact, error) {
+	sha, err := CheckSHA(sha)
+	if err != nil {
+		return Artifact{}, err
+	}
+	var a Artifact
+	ok, err := s.arts.Get(sha, &a)
+	if err != nil {
+		return a, err
+	}
+	if !ok {
+		return a, fmt.Errorf("%w: artifact %s", ErrNotFound, sha)
+	}
+	return a, nil
+}
+
+// Open opens the artifact's file for reading (the caller closes it).
+func (s *Store) Open(sha string) (*os.File, Artifact, error) {
+	a, err := s.Get(sha)
+	if err != nil {
+		return nil, a, err
+	}
+	f, err := os.Open(s.path(a.SHA256))
+	if err != nil {
+		return nil, a, fmt.Errorf("%w: artifact %s: %v", ErrNotFound, sha, err)
+	}
+	return f, a, nil
+}
+
+// List returns every artifact, newest first.
+func (s *Store) List() ([]Artifact, error) {
+	keys, err := s.arts.Keys()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Artifact, 0, len(keys))
+	for _, k := range keys {
+		var a Artifact
+		if ok, err := s.arts.Get(k, &a); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, a)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Artifact) int { return y.Added.Compare(x.Added) })
+	return out, nil
+}
+
+// Delete removes an artifact no channel and no rollout uses.
+func (s *Store) Delete(sha string) error {
+	a, err := s.Get(sha)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	chs, err := s.listChannels()
+	if err != nil {
+		return err
+	}
+	for _, c := range chs {
+		if c.SHA256 == a.SHA256 {
+			return fmt.Errorf("%w: published on channel %s", ErrInUse, c.Name)
+		}
+	}
+	if s.o.InUse != nil && s.o.InUse(a.SHA256) {
+		return fmt.Errorf("%w: a rollout uses it", ErrInUse)
+	}
+	if err := s.arts.Delete(a.SHA256); err != nil {
+		return err
+	}
+	if err := os.Remove(s.path(a.SHA256)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("artifact: %w", err)
+	}
+	return nil
+}
+
+// SetChannel points channel name at the artifact sha (publishing it).
+func (s *Store) SetChannel(name, sha, releaseURL string) (Channel, error) {
+	if err := CheckChannel(name); err != nil {
+		return Channel{}, err
+	}
+	a, err := s.Get(sha)
+	if err != nil {
+		return Channel{}, err
+	}
+	c := Channel{Name: name, SHA256: a.SHA256, Version: a.App.Version, ReleaseURL: releaseURL, Updated: s.o.Clock.Now().UTC()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c, s.channels.Put(name, c)
+}
+
+// DeleteChannel withdraws a channel (boards then see no firmware).
+func (s *Store) DeleteChannel(name string) error {
+	if err := CheckChannel(name); err != nil {
+		return err
+	}
+	if _, err := s.Channel(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.channels.Delete(name)
+}
+
+// Channel returns one channel.
+func (s *Store) Channel(name string) (Channel, error) {
+	if err := CheckChannel(name); err != nil {
+		return Channel{}, err
+	}
+	var c Channel
+	ok, err := s.channels.Get(name, &c)
+	if err != nil {
+		return c, err
+	}
+	if !ok {
+		return c, fmt.Errorf("%w: channel %s", ErrNotFound, name)
+	}
+	return c, nil
+}
+
+// Channels lists the channels by name.
+func (s *Store) Channels() ([]Channel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listChannels()
+}
+
+func (s *Store) listChannels() ([]Channel, error) {
+	keys, err := s.channels.Keys()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Channel, 0, len(keys))
+	for _, k := range keys {
+		var c Channel
+		if ok, err := s.channels.Get(k, &c); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Manifest is channel name's release manifest, with image_url relative
+// to the manifest's own URL (<prefix>channels/<name>.json).
+func (s *Store) Manifest(name string) (ota.Manifest, error) {
+	c, err := s.Channel(name)
+	if err != nil {
+		return ota.Manifest{}, err
+	}
+	a, err := s.Get(c.SHA256)
+	if err != nil {
+		return ota.Manifest{}, err
+	}
+	return ota.Manifest{Version: a.App.Version, ImageURL: "../images/" + a.SHA256 + ".bin", Size: a.Size,
+		SHA256: a.SHA256, ReleaseURL: c.ReleaseURL}, nil
+}

@@ -1,0 +1,79 @@
+package artifact
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// Handler serves the store's public side under prefix (for example
+// "/firmware/"):
+//
+//	GET <prefix>images/<sha256>.bin    the image (Range, If-None-Match)
+//	GET <prefix>channels/<name>.json   the channel's release manifest
+//
+// Images are served from their files with http.ServeContent: ranges and
+// conditional requests work and no image is copied into memory. The
+// SHA-256 is the ETag; images never change, so they may be cached for
+// good. Boards reach these without a token (images are public the way a
+// release site is); uploads go through the fleet API.
+func (s *Store) Handler(prefix string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served here")
+			return
+		}
+		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok {
+			writeErr(w, http.StatusNotFound, "not_found", "no such path")
+			return
+		}
+		switch {
+		case strings.HasPrefix(rest, "images/") && strings.HasSuffix(rest, ".bin"):
+			s.serveImage(w, r, strings.TrimSuffix(strings.TrimPrefix(rest, "images/"), ".bin"))
+		case strings.HasPrefix(rest, "channels/") && strings.HasSuffix(rest, ".json"):
+			m, err := s.Manifest(strings.TrimSuffix(strings.TrimPrefix(rest, "channels/"), ".json"))
+			if err != nil {
+				writeStoreErr(w, err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-cache")
+			json.NewEncoder(w).Encode(m)
+		default:
+			writeErr(w, http.StatusNotFound, "not_found", "no such path")
+		}
+	})
+}
+
+func (s *Store) serveImage(w http.ResponseWriter, r *http.Request, sha string) {
+	f, a, err := s.Open(sha)
+	if err != nil {
+		writeStoreErr(w, err)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("ETag", `"`+a.SHA256+`"`)
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	http.ServeContent(w, r, "", a.Added, f)
+}
+
+func writeStoreErr(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeErr(w, http.StatusNotFound, "no_firmware", err.Error())
+	case errors.Is(err, ErrBadName):
+		writeErr(w, http.StatusNotFound, "not_found", err.Error())
+	default:
+		writeErr(w, http.StatusInternalServerError, "internal", err.Error())
+	}
+}
+
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
+}
