@@ -3,10 +3,12 @@ module github.com/holofleet/holofleet
 go 1.26.8
 
 require (
+	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/mdns v1.0.7
 	github.com/miekg/dns v1.1.72
+	github.com/mochi-mqtt/server/v2 v2.7.9
 	go.bug.st/serial v1.8.0
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.49.0
@@ -14,10 +16,13 @@ require (
 
 require (
 	github.com/dennwc/varint v1.0.0 // indirect
+	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/grafana/regexp v0.0.0-20250905093917-f7b3be9d1853 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/prometheus/prometheus v0.310.0 // indirect
+	github.com/rs/xid v1.4.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 require (

@@ -1,0 +1,634 @@
+package mqtt
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/spool"
+	"github.com/holofleet/holofleet/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultWindow     = 256
+	DefaultBoardRate  = 20  // commands per second per board
+	DefaultTopicRate  = 10  // commands per second per command topic
+	DefaultBurst      = 20  // tokens a bucket holds
+	DefaultCommandQ   = 256 // commands waiting to run
+	DefaultWorkers    = 8
+	DefaultMinBackoff = 200 * time.Millisecond
+	DefaultMaxBackoff = 10 * time.Second
+	// MaxCommand bounds a command's payload.
+	MaxCommand = 16 << 10
+	// namesBucket keeps renamed boards (id -> name).
+	namesBucket = "mqtt_names"
+)
+
+// Options configure a Bridge.
+type Options struct {
+	Fleet fleet.Service
+	// Broker is the broker URL: tcp://host:port, ssl:// (or tls://,
+	// mqtts://) for TLS, ws:// or wss://.
+	Broker             string
+	Username, Password string
+	// CAFile, CertFile and KeyFile (PEM) set up TLS: the CA that signed
+	// the broker's certificate and the client's certificate.
+	CAFile, CertFile, KeyFile string
+	// TLS overrides the TLS configuration built from the files.
+	TLS *tls.Config
+	// ClientID defaults to "holo-gateway-<base>".
+	ClientID string
+	// Base and HAPrefix are the topic roots (defaults "holo" and
+	// "homeassistant").
+	Base, HAPrefix string
+	// DB keeps renamed boards and the spool's spill; nil keeps both in
+	// memory.
+	DB *store.DB
+	// Spool bounds the outbound queue (spool.Options' Mem and Disk).
+	SpoolMem, SpoolDisk int
+	// Window is how many QoS 1 publications may await their ack at once.
+	Window int
+	// BoardRate and TopicRate (commands per second) and Burst bound the
+	// commands per board and per command topic.
+	BoardRate, TopicRate float64
+	Burst                int
+	// Install starts a firmware update on a board (the HA update entity's
+	// install button); nil answers ErrUnsupported until rollouts exist.
+	Install func(ctx context.Context, boardID string) error
+	// Rollout runs the "rollout" request; nil answers ErrUnsupported.
+	Rollout func(ctx context.Context, body json.RawMessage) (any, error)
+	// Version is the gateway's version for bridge/info and HA.
+	Version string
+	// MinBackoff and MaxBackoff bound the wait between connection tries.
+	MinBackoff, MaxBackoff time.Duration
+	Clock                  clock.Clock
+	Log                    *slog.Logger
+	// Registerer gets the bridge's metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Stats are the bridge's counters.
+type Stats struct {
+	Connected   bool
+	Connects    uint64 // successful connections
+	Published   uint64 // publications acknowledged (QoS 1) or written (QoS 0)
+	Retries     uint64 // publications sent again after a lost connection
+	Happenings  uint64 // happenings queued
+	Commands    uint64 // commands received
+	Refused     uint64 // commands refused (bad, rate limited, busy)
+	RateLimited uint64
+	Spool       spool.Stats
+}
+
+// Bridge mirrors a fleet into MQTT. Make it with New, run it with Run.
+type Bridge struct {
+	o     Options
+	t     topics
+	clk   clock.Clock
+	log   *slog.Logger
+	queue *spool.Queue
+	names *names
+	m     *metrics
+
+	client    paho.Client
+	connected atomic.Bool
+	lost      chan struct{} // a connection ended: for connectLoop (buffered 1)
+	lostPub   chan struct{} // the same for publishLoop
+	up        chan struct{} // a connection began (buffered 1)
+
+	// retained is the last payload of every retained topic; dirty lists
+	// the topics not yet published since they changed (or since the
+	// connection began).
+	rmu      sync.Mutex
+	retained map[string][]byte
+	dirty    map[string]bool
+	order    []string // dirty topics in the order they changed
+	rwake    chan struct{}
+
+	// view is the bridge's picture of the boards (owned by the event
+	// goroutine, read under vmu by commands).
+	vmu    sync.Mutex
+	boards map[string]*boardInfo
+
+	cmds    chan command
+	limits  *limiter
+	updates sync.Map // board id -> Update
+
+	st struct {
+		connects, published, retries, happenings, commands, refused, ratelimited atomic.Uint64
+	}
+}
+
+// boardInfo is what the bridge knows of a board for topics and discovery.
+type boardInfo struct {
+	view      fleet.BoardView
+	name      string
+	scenes    []string // saved scene names (the HA select)
+	published map[string]string // leaf -> last info-like payload published
+	discovery string            // last discovery payload
+}
+
+// New checks o and makes a bridge; Run connects it.
+func New(o Options) (*Bridge, error) {
+	if o.Fleet == nil {
+		return nil, fmt.Errorf("%w: no fleet", ErrConfig)
+	}
+	if o.Base == "" {
+		o.Base = DefaultBase
+	}
+	if o.HAPrefix == "" {
+		o.HAPrefix = DefaultHAPrefix
+	}
+	if err := validRoot(o.Base); err != nil {
+		return nil, fmt.Errorf("%w: --mqtt-base: %w", ErrConfig, err)
+	}
+	if err := validRoot(o.HAPrefix); err != nil {
+		return nil, fmt.Errorf("%w: --ha-prefix: %w", ErrConfig, err)
+	}
+	if o.ClientID == "" {
+		o.ClientID = "holo-gateway-" + strings.ReplaceAll(o.Base, "/", "-")
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.BoardRate <= 0 {
+		o.BoardRate = DefaultBoardRate
+	}
+	if o.TopicRate <= 0 {
+		o.TopicRate = DefaultTopicRate
+	}
+	if o.Burst <= 0 {
+		o.Burst = DefaultBurst
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, clk: o.Clock, log: o.Log,
+		lost: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
+		retained: map[string][]byte{}, dirty: map[string]bool{}, rwake: make(chan struct{}, 1),
+		boards: map[string]*boardInfo{}, cmds: make(chan command, DefaultCommandQ)}
+	b.limits = newLimiter(o.Clock, o.BoardRate, o.TopicRate, o.Burst)
+	q, err := spool.Open(spool.Options{DB: o.DB, Mem: o.SpoolMem, Disk: o.SpoolDisk})
+	if err != nil {
+		return nil, err
+	}
+	b.queue = q
+	if b.names, err = openNames(o.DB); err != nil {
+		return nil, err
+	}
+	opts, err := b.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	b.client = paho.NewClient(opts)
+	if b.m, err = newMetrics(b, o.Registerer); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// clientOptions turns Options into paho's.
+func (b *Bridge) clientOptions() (*paho.ClientOptions, error) {
+	u, err := url.Parse(b.o.Broker)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("%w: broker URL %q", ErrConfig, b.o.Broker)
+	}
+	secure := false
+	switch u.Scheme {
+	case "tcp", "mqtt", "ws":
+	case "ssl", "tls", "mqtts", "tcps", "wss":
+		secure = true
+	default:
+		return nil, fmt.Errorf("%w: broker URL scheme %q (tcp, ssl, tls, mqtts, ws, wss)", ErrConfig, u.Scheme)
+	}
+	o := paho.NewClientOptions()
+	broker := *u
+	broker.User = nil
+	switch broker.Scheme {
+	case "mqtt":
+		broker.Scheme = "tcp"
+	case "tls", "mqtts", "tcps":
+		broker.Scheme = "ssl"
+	}
+	o.AddBroker(broker.String())
+	o.SetClientID(b.o.ClientID)
+	user, pass := b.o.Username, b.o.Password
+	if u.User != nil && user == "" {
+		user = u.User.Username()
+		pass, _ = u.User.Password()
+	}
+	if user != "" {
+		o.SetUsername(user)
+		o.SetPassword(pass)
+	}
+	tc := b.o.TLS
+	if tc == nil && (secure || b.o.CAFile != "" || b.o.CertFile != "") {
+		if tc, err = tlsConfig(b.o.CAFile, b.o.CertFile, b.o.KeyFile); err != nil {
+			return nil, err
+		}
+	}
+	if tc != nil {
+		o.SetTLSConfig(tc)
+	}
+	o.SetCleanSession(true)
+	o.SetAutoReconnect(false)
+	o.SetConnectRetry(false)
+	o.SetOrderMatters(false)
+	o.SetKeepAlive(15 * time.Second)
+	o.SetPingTimeout(5 * time.Second)
+	o.SetConnectTimeout(5 * time.Second)
+	o.SetWriteTimeout(5 * time.Second)
+	o.SetMessageChannelDepth(1024)
+	o.SetWill(b.t.bridge("state"), `{"state":"offline"}`, 1, true)
+	o.SetConnectionLostHandler(func(_ paho.Client, err error) {
+		b.log.Warn("mqtt: connection lost", "err", err)
+		b.connected.Store(false)
+		signal(b.lost)
+		signal(b.lostPub)
+	})
+	o.SetOnConnectHandler(func(paho.Client) {
+		b.connected.Store(true)
+		signal(b.up)
+	})
+	return o, nil
+}
+
+// tlsConfig loads the CA and the client's certificate.
+func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: CA: %w", ErrConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: CA %s holds no PEM certificate", ErrConfig, caFile)
+		}
+		tc.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("%w: the client certificate and key go together", ErrConfig)
+	}
+	if certFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: client certificate: %w", ErrConfig, err)
+		}
+		tc.Certificates = []tls.Certificate{c}
+	}
+	return tc, nil
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Stats returns the counters.
+func (b *Bridge) Stats() Stats {
+	return Stats{Connected: b.connected.Load(), Connects: b.st.connects.Load(), Published: b.st.published.Load(),
+		Retries: b.st.retries.Load(), Happenings: b.st.happenings.Load(), Commands: b.st.commands.Load(),
+		Refused: b.st.refused.Load(), RateLimited: b.st.ratelimited.Load(), Spool: b.queue.Stats()}
+}
+
+// Run follows the fleet, keeps the broker connection and publishes until
+// ctx ends; then it marks the bridge offline, keeps what was not sent in
+// the spool and disconnects.
+func (b *Bridge) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Replay what the fleet's buffer holds (the states reported since
+	// the gateway started), then follow.
+	w := b.o.Fleet.Watch(ctx, fleet.Filter{}, 1)
+	b.snapshot()
+	var wg sync.WaitGroup
+	wg.Go(func() { b.follow(ctx, w) })
+	for range DefaultWorkers {
+		wg.Go(func() { b.commandLoop(ctx) })
+	}
+	wg.Go(func() { b.connectLoop(ctx) })
+	b.publishLoop(ctx)
+	cancel()
+	wg.Wait()
+	if b.client.IsConnectionOpen() {
+		t := b.client.Publish(b.t.bridge("state"), 1, true, `{"state":"offline"}`)
+		t.WaitTimeout(2 * time.Second)
+		b.client.Disconnect(250)
+	}
+	if err := b.queue.Flush(); err != nil {
+		b.log.Error("mqtt: keeping the spool", "err", err)
+	}
+	return nil
+}
+
+// connectLoop (re)connects with backoff whenever the connection is down.
+func (b *Bridge) connectLoop(ctx context.Context) {
+	backoff := b.o.MinBackoff
+	for ctx.Err() == nil {
+		if !b.client.IsConnectionOpen() {
+			tok := b.client.Connect()
+			select {
+			case <-tok.Done():
+			case <-ctx.Done():
+				return
+			}
+			if err := tok.Error(); err != nil {
+				b.log.Debug("mqtt: connecting", "broker", b.o.Broker, "err", err)
+				t := b.clk.NewTimer(backoff)
+				select {
+				case <-t.C():
+				case <-ctx.Done():
+					t.Stop()
+					return
+				}
+				backoff = min(2*backoff, b.o.MaxBackoff)
+				continue
+			}
+			backoff = b.o.MinBackoff
+			b.st.connects.Add(1)
+			b.log.Info("mqtt: connected", "broker", b.o.Broker)
+		}
+		select {
+		case <-b.lost:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// onConnected subscribes and marks every retained topic for publishing.
+func (b *Bridge) onConnected() error {
+	filters := map[string]byte{b.t.setFilter(): 1, b.t.groupFilter(): 1, b.t.requestFilter(): 1, b.t.haStatus(): 1}
+	tok := b.client.SubscribeMultiple(filters, b.onMessage)
+	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		return fmt.Errorf("mqtt: subscribe: %v", tok.Error())
+	}
+	b.rmu.Lock()
+	b.order = b.order[:0]
+	clear(b.dirty)
+	// bridge/state first, then the rest.
+	b.order = append(b.order, b.t.bridge("state"))
+	b.dirty[b.t.bridge("state")] = true
+	for t := range b.retained {
+		if !b.dirty[t] {
+			b.dirty[t] = true
+			b.order = append(b.order, t)
+		}
+	}
+	b.rmu.Unlock()
+	signal(b.rwake)
+	return nil
+}
+
+// setRetained records a retained topic's payload and marks it for
+// publishing; an unchanged payload is not published again. A nil payload
+// clears the topic on the broker (and forgets it).
+func (b *Bridge) setRetained(topic string, payload []byte) {
+	b.rmu.Lock()
+	old, had := b.retained[topic]
+	if had && string(old) == string(payload) && payload != nil {
+		b.rmu.Unlock()
+		return
+	}
+	b.retained[topic] = payload
+	if !b.dirty[topic] {
+		b.dirty[topic] = true
+		b.order = append(b.order, topic)
+	}
+	b.rmu.Unlock()
+	signal(b.rwake)
+}
+
+// takeRetained returns up to n dirty topics with their payloads.
+func (b *Bridge) takeRetained(n int) []spool.Message {
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	var out []spool.Message
+	for len(b.order) > 0 && len(out) < n {
+		t := b.order[0]
+		b.order = b.order[1:]
+		if !b.dirty[t] {
+			continue
+		}
+		delete(b.dirty, t)
+		p := b.retained[t]
+		if p == nil {
+			delete(b.retained, t)
+		}
+		out = append(out, spool.Message{Topic: t, Payload: p, QoS: 1, Retain: true})
+	}
+	if len(b.order) == 0 {
+		b.order = nil
+	}
+	return out
+}
+
+// remarkRetained marks a retained message as needing publishing again (its
+// publication failed) unless a newer payload is already waiting.
+func (b *Bridge) remarkRetained(m spool.Message) {
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	if b.dirty[m.Topic] {
+		return
+	}
+	if _, ok := b.retained[m.Topic]; !ok && m.Payload != nil {
+		return
+	}
+	if m.Payload == nil {
+		b.retained[m.Topic] = nil
+	}
+	b.dirty[m.Topic] = true
+	b.order = append([]string{m.Topic}, b.order...)
+}
+
+// enqueue puts a non-retained message on the spool.
+func (b *Bridge) enqueue(m spool.Message) {
+	m.At = b.clk.Now()
+	if err := b.queue.Push(m); err != nil {
+		b.log.Warn("mqtt: spool full, message dropped", "topic", m.Topic)
+	}
+}
+
+// inflight is one publication awaiting its ack.
+type inflight struct {
+	m   spool.Message
+	tok paho.Token
+}
+
+// publishLoop sends retained topics and the spool, in order, with up to
+// Window acks awaited, until ctx ends. Messages of a lost connection go
+// out again, first, on the next one.
+func (b *Bridge) publishLoop(ctx context.Context) {
+	var retry []spool.Message // spool messages to send again, in order
+	var flying []inflight
+	connected := false
+	fail := func(drop bool) {
+		for _, f := range flying {
+			if f.m.Retain {
+				b.remarkRetained(f.m)
+			} else {
+				retry = append(retry, f.m)
+			}
+		}
+		// flying was in send order but retained and spooled interleave;
+		// spooled ones keep their own order in retry.
+		flying = flying[:0]
+		connected = false
+		b.connected.Store(false)
+		if drop && b.client.IsConnectionOpen() {
+			b.client.Disconnect(0) // the broker did not ack: start over
+			signal(b.lost)
+		}
+	}
+	for {
+		if !connected {
+			select {
+			case <-ctx.Done():
+				b.requeue(retry, flying)
+				return
+			case <-b.up:
+			}
+			if !b.client.IsConnectionOpen() {
+				continue
+			}
+			if err := b.onConnected(); err != nil {
+				b.log.Warn("mqtt: after connecting", "err", err)
+				fail(true)
+				continue
+			}
+			connected = true
+			b.m.retries.Add(float64(len(retry)))
+			b.st.retries.Add(uint64(len(retry)))
+		}
+		// Fill the window: retained first, then retries, then the spool.
+		for len(flying) < b.o.Window {
+			room := b.o.Window - len(flying)
+			batch := b.takeRetained(room)
+			if len(batch) == 0 && len(retry) > 0 {
+				n := min(room, len(retry))
+				batch = append(batch, retry[:n]...)
+				retry = retry[n:]
+			}
+			if len(batch) == 0 {
+				batch = b.queue.Pop(room)
+			}
+			if len(batch) == 0 {
+				break
+			}
+			for _, m := range batch {
+				var tok paho.Token
+				if m.Payload == nil {
+					tok = b.client.Publish(m.Topic, m.QoS, m.Retain, []byte{})
+				} else {
+					tok = b.client.Publish(m.Topic, m.QoS, m.Retain, m.Payload)
+				}
+				flying = append(flying, inflight{m, tok})
+			}
+		}
+		var head <-chan struct{}
+		if len(flying) > 0 {
+			head = flying[0].tok.Done()
+		}
+		var more <-chan struct{}
+		var rmore <-chan struct{}
+		if len(flying) < b.o.Window {
+			more, rmore = b.queue.Ready(), b.rwake
+		}
+		select {
+		case <-ctx.Done():
+			b.requeue(retry, flying)
+			return
+		case <-head:
+			// Acks come in order on one connection; take every done one.
+			if !b.settle(&flying) {
+				fail(true)
+			}
+		case <-more:
+		case <-rmore:
+		case <-b.lostPub:
+			fail(false)
+		case <-b.up:
+			// A new connection while this one was thought up: start over
+			// on it.
+			fail(false)
+			signal(b.up)
+		}
+	}
+}
+
+// settle drops the acknowledged messages at the front of flying; it
+// reports false when one failed.
+func (b *Bridge) settle(flying *[]inflight) bool {
+	for len(*flying) > 0 {
+		f := (*flying)[0]
+		select {
+		case <-f.tok.Done():
+		default:
+			return true
+		}
+		if err := f.tok.Error(); err != nil {
+			b.log.Debug("mqtt: publish failed", "topic", f.m.Topic, "err", err)
+			return false
+		}
+		b.delivered(f.m)
+		(*flying)[0] = inflight{}
+		*flying = (*flying)[1:]
+	}
+	return true
+}
+
+// delivered counts an acknowledged message.
+func (b *Bridge) delivered(m spool.Message) {
+	b.st.published.Add(1)
+	b.m.published.Inc()
+	if !m.Retain && !m.At.IsZero() {
+		b.m.latency.Observe(b.clk.Since(m.At).Seconds())
+	}
+}
+
+// requeue keeps what was not acknowledged at shutdown for the next run.
+func (b *Bridge) requeue(retry []spool.Message, flying []inflight) {
+	if len(retry) == 0 && len(flying) == 0 {
+		return
+	}
+	// The spool only appends; messages taken out go back behind the rest.
+	// (At shutdown order across a restart is best effort.)
+	for _, f := range flying {
+		if !f.m.Retain {
+			_ = b.queue.Push(f.m)
+		}
+	}
+	for _, m := range retry {
+		_ = b.queue.Push(m)
+	}
+}

@@ -1,0 +1,673 @@
+package mqtt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/spool"
+)
+
+// commandTimeout bounds one command's work on the boards.
+const commandTimeout = 15 * time.Second
+
+// Command sorts.
+const (
+	cmdSet     = iota // <b>/set/<resource>
+	cmdGroup          // group/<n>/set/<resource>
+	cmdRequest        // bridge/request/<verb>
+	cmdHA             // <prefix>/status
+)
+
+// command is one message received on a command topic, parsed from its
+// topic.
+type command struct {
+	sort     int
+	topic    string
+	payload  []byte
+	board    string // board name (cmdSet)
+	group    int    // cmdGroup
+	resource string // cmdSet, cmdGroup
+	verb     string // cmdRequest
+}
+
+// onMessage is paho's handler: it sorts the message, applies the size and
+// rate limits, and hands it to the workers without blocking.
+func (b *Bridge) onMessage(_ paho.Client, msg paho.Message) {
+	if msg.Retained() && msg.Topic() != b.t.haStatus() {
+		return // a stale retained command is not a command
+	}
+	c, err := b.parseTopic(msg.Topic())
+	if err != nil {
+		return // not ours (the filters are wider than the topics)
+	}
+	c.payload = slices.Clone(msg.Payload())
+	if c.sort == cmdHA {
+		if strings.TrimSpace(string(c.payload)) == "online" {
+			b.forceRetained(b.o.HAPrefix + "/device/")
+		}
+		return
+	}
+	b.st.commands.Add(1)
+	switch {
+	case len(c.payload) > MaxCommand:
+		b.refuse(c, fmt.Errorf("%w: payload of %d bytes (at most %d)", ErrBadCommand, len(c.payload), MaxCommand))
+		return
+	case !b.limits.allow(c.limitKey(), c.topic):
+		b.st.ratelimited.Add(1)
+		b.m.commands.WithLabelValues("rate_limited").Inc()
+		b.refuse(c, fmt.Errorf("%w: %s", ErrRateLimited, c.topic))
+		return
+	}
+	select {
+	case b.cmds <- c:
+	default:
+		b.refuse(c, fmt.Errorf("%w: %d commands waiting", ErrBusy, len(b.cmds)))
+	}
+}
+
+// limitKey is the key of the per-board limit: the board, the group or
+// the bridge.
+func (c command) limitKey() string {
+	switch c.sort {
+	case cmdSet:
+		return "board/" + c.board
+	case cmdGroup:
+		return "group/" + strconv.Itoa(c.group)
+	}
+	return "bridge"
+}
+
+// parseTopic sorts a topic the bridge subscribed to.
+func (b *Bridge) parseTopic(topic string) (command, error) {
+	c := command{topic: topic}
+	if topic == b.t.haStatus() {
+		c.sort = cmdHA
+		return c, nil
+	}
+	rest, ok := strings.CutPrefix(topic, b.o.Base+"/")
+	if !ok {
+		return c, ErrBadCommand
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) == 3 && parts[0] == levelBridge && parts[1] == levelRequest:
+		c.sort, c.verb = cmdRequest, parts[2]
+	case len(parts) == 4 && parts[0] == levelGroup && parts[2] == levelSet:
+		n, err := strconv.Atoi(parts[1])
+		if err != nil || n < 1 || n > 31 || strconv.Itoa(n) != parts[1] {
+			c.sort, c.resource = cmdGroup, parts[3]
+			return c, nil // group stays 0: refused with a reason
+		}
+		c.sort, c.group, c.resource = cmdGroup, n, parts[3]
+	case len(parts) == 3 && parts[1] == levelSet && parts[0] != levelBridge && parts[0] != levelGroup:
+		c.sort, c.board, c.resource = cmdSet, parts[0], parts[2]
+	default:
+		return c, ErrBadCommand
+	}
+	return c, nil
+}
+
+// refuse answers a command that is not run.
+func (b *Bridge) refuse(c command, err error) {
+	b.st.refused.Add(1)
+	if !errors.Is(err, ErrRateLimited) {
+		b.m.commands.WithLabelValues("refused").Inc()
+	}
+	b.answer(c, nil, err)
+}
+
+// answer publishes a request's response, or a set command's error on
+// bridge/event (a successful set shows in the board's state topics).
+func (b *Bridge) answer(c command, data any, err error) {
+	if c.sort == cmdRequest {
+		var tx json.RawMessage
+		var env struct {
+			Transaction json.RawMessage `json:"transaction"`
+		}
+		if json.Unmarshal(c.payload, &env) == nil && len(env.Transaction) > 0 && len(env.Transaction) <= 256 {
+			tx = env.Transaction
+		}
+		resp := map[string]any{"status": "ok", "data": data}
+		if data == nil {
+			resp["data"] = map[string]any{}
+		}
+		if err != nil {
+			resp["status"], resp["error"] = "error", err.Error()
+		}
+		if tx != nil {
+			resp["transaction"] = tx
+		}
+		verb := c.verb
+		if ValidName(verb) != nil {
+			verb = "invalid"
+		}
+		b.enqueue(spool.Message{Topic: b.t.response(verb), Payload: mustJSON(resp), QoS: 1})
+		return
+	}
+	if err != nil {
+		b.bridgeEvent("command_error", map[string]any{"topic": c.topic, "error": err.Error()})
+	}
+}
+
+// commandLoop runs commands until ctx ends.
+func (b *Bridge) commandLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c := <-b.cmds:
+			cctx, cancel := context.WithTimeout(ctx, commandTimeout)
+			data, err := b.run(cctx, c)
+			cancel()
+			if err != nil {
+				b.st.refused.Add(1)
+				b.m.commands.WithLabelValues("error").Inc()
+			} else {
+				b.m.commands.WithLabelValues("ok").Inc()
+			}
+			b.answer(c, data, err)
+		}
+	}
+}
+
+func (b *Bridge) run(ctx context.Context, c command) (any, error) {
+	switch c.sort {
+	case cmdSet:
+		id, ok := b.names.id(c.board)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownBoard, c.board)
+		}
+		return nil, b.runSet(ctx, id, c.resource, c.payload)
+	case cmdGroup:
+		if c.group == 0 {
+			return nil, fmt.Errorf("%w: group in %s (1-31)", ErrBadCommand, c.topic)
+		}
+		return b.runGroup(ctx, c.group, c.resource, c.payload)
+	case cmdRequest:
+		return b.request(ctx, c.verb, c.payload)
+	}
+	return nil, ErrBadCommand
+}
+
+// apiCall is one board API request a command stands for.
+type apiCall struct {
+	method, path string
+	body         []byte
+}
+
+// runSet validates and runs <b>/set/<resource>.
+func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte) error {
+	if resource == levelUpdate {
+		if p := strings.TrimSpace(string(payload)); p != "install" && p != `{"install":true}` {
+			return fmt.Errorf("%w: update takes \"install\"", ErrBadCommand)
+		}
+		if b.o.Install == nil {
+			return fmt.Errorf("%w: firmware install needs rollouts", ErrUnsupported)
+		}
+		return b.o.Install(ctx, id)
+	}
+	calls, err := b.translate(id, resource, payload)
+	if err != nil {
+		return err
+	}
+	for _, ac := range calls {
+		rep, err := b.o.Fleet.Call(ctx, id, ac.method, ac.path, ac.body)
+		if err != nil {
+			return err
+		}
+		if err := rep.Err(); err != nil {
+			return fmt.Errorf("board %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// runGroup validates and runs group/<n>/set/<resource> through the
+// fleet's group actions.
+func (b *Bridge) runGroup(ctx context.Context, group int, resource string, payload []byte) (any, error) {
+	var a fleet.Action
+	switch resource {
+	case "scene":
+		body, end, err := sceneBody(payload)
+		if err != nil {
+			return nil, err
+		}
+		a = fleet.Action{Kind: fleet.ActionSceneApply, Body: body}
+		if end {
+			a = fleet.Action{Kind: fleet.ActionSceneEnd}
+		}
+	case "leds":
+		body, err := ledsBody(payload)
+		if err != nil {
+			return nil, err
+		}
+		a = fleet.Action{Kind: fleet.ActionLEDs, Body: body}
+	case "holo":
+		body, err := holoBody(payload)
+		if err != nil {
+			return nil, err
+		}
+		a = fleet.Action{Kind: fleet.ActionHolo, Body: body}
+	case "screen":
+		calls, err := screenCalls(payload)
+		if err != nil {
+			return nil, err
+		}
+		switch calls[0].path {
+		case "/screen/show":
+			a = fleet.Action{Kind: fleet.ActionScreenShow, Body: calls[0].body}
+		case "/screen":
+			if calls[0].method != http.MethodDelete {
+				return nil, fmt.Errorf("%w: a group's screen takes show fields or off", ErrBadCommand)
+			}
+			a = fleet.Action{Kind: fleet.ActionScreenOff}
+		}
+	default:
+		return nil, fmt.Errorf("%w: group resource %q (scene, leds, holo, screen)", ErrBadCommand, resource)
+	}
+	res, err := b.o.Fleet.Do(ctx, fleet.Selector{Groups: []int{group}}, a)
+	if err != nil {
+		return nil, err
+	}
+	return b.namedResults(res), firstResultError(res)
+}
+
+func firstResultError(res []fleet.Result) error {
+	for _, r := range res {
+		if r.Error != "" {
+			return fmt.Errorf("board %s: %s", r.Board, r.Error)
+		}
+	}
+	return nil
+}
+
+// namedResults adds board names to results.
+func (b *Bridge) namedResults(res []fleet.Result) []map[string]any {
+	out := make([]map[string]any, 0, len(res))
+	for _, r := range res {
+		m := map[string]any{"board": b.names.name(r.Board), "id": r.Board, "via": r.Via}
+		if r.Reply.Status != 0 {
+			m["reply"] = r.Reply
+		}
+		if r.Error != "" {
+			m["error"] = r.Error
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// translate turns a set command into board API calls, refusing what does
+// not fit the resource's schema.
+func (b *Bridge) translate(id, resource string, payload []byte) ([]apiCall, error) {
+	switch resource {
+	case "leds":
+		body, err := ledsBody(payload)
+		return []apiCall{{http.MethodPatch, "/leds", body}}, err
+	case "screen":
+		return screenCalls(payload)
+	case "holo":
+		body, err := holoBody(payload)
+		return []apiCall{{http.MethodPost, "/holo/motion", body}}, err
+	case "scene":
+		body, end, err := sceneBody(payload)
+		if end {
+			return []apiCall{{http.MethodPost, "/scenes/end", nil}}, err
+		}
+		return []apiCall{{http.MethodPost, "/scenes/apply", body}}, err
+	case "settings":
+		body, err := settingsBody(payload)
+		return []apiCall{{http.MethodPatch, "/settings", body}}, err
+	case "restart":
+		body, err := restartBody(payload)
+		return []apiCall{{http.MethodPost, "/restart", body}}, err
+	}
+	return nil, fmt.Errorf("%w: resource %q (leds, screen, holo, scene, settings, restart, update)", ErrBadCommand, resource)
+}
+
+// object decodes payload as one JSON object, numbers kept exact.
+func object(payload []byte) (map[string]json.RawMessage, error) {
+	p := bytes.TrimSpace(payload)
+	if len(p) == 0 {
+		return map[string]json.RawMessage{}, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(p, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: the payload is not a JSON object", ErrBadCommand)
+	}
+	return m, nil
+}
+
+// field checks for unknown keys.
+func onlyKeys(m map[string]json.RawMessage, what string, keys ...string) error {
+	for k := range m {
+		if !slices.Contains(keys, k) {
+			return fmt.Errorf("%w: %s: unknown field %q (%s)", ErrBadCommand, what, k, strings.Join(keys, ", "))
+		}
+	}
+	return nil
+}
+
+func getString(m map[string]json.RawMessage, k string, maxLen int) (string, bool, error) {
+	raw, ok := m[k]
+	if !ok {
+		return "", false, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil || len(s) > maxLen {
+		return "", true, fmt.Errorf("%w: %s must be a string of at most %d bytes", ErrBadCommand, k, maxLen)
+	}
+	return s, true, nil
+}
+
+func getNumber(m map[string]json.RawMessage, k string, lo, hi float64, integer bool) (float64, bool, error) {
+	raw, ok := m[k]
+	if !ok {
+		return 0, false, nil
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) != nil || f < lo || f > hi || integer && f != float64(int64(f)) {
+		kind := "a number"
+		if integer {
+			kind = "an integer"
+		}
+		return 0, true, fmt.Errorf("%w: %s must be %s from %g to %g", ErrBadCommand, k, kind, lo, hi)
+	}
+	return f, true, nil
+}
+
+func getBool(m map[string]json.RawMessage, k string) (bool, bool, error) {
+	raw, ok := m[k]
+	if !ok {
+		return false, false, nil
+	}
+	var v bool
+	if json.Unmarshal(raw, &v) != nil {
+		return false, true, fmt.Errorf("%w: %s must be true or false", ErrBadCommand, k)
+	}
+	return v, true, nil
+}
+
+// LED strip modes.
+var ledModes = []string{"off", "solid", "wipe", "rainbow", "flicker"}
+
+// ledsBody checks a PATCH /leds body, or translates Home Assistant's JSON
+// light command (it has "state") into one.
+func ledsBody(payload []byte) ([]byte, error) {
+	m, err := object(payload)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if _, ha := m["state"]; ha {
+		if err := onlyKeys(m, "leds", "state", "brightness", "color", "effect", "transition", "color_mode"); err != nil {
+			return nil, err
+		}
+		st, _, err := getString(m, "state", 8)
+		if err != nil || st != "ON" && st != "OFF" {
+			return nil, fmt.Errorf("%w: state must be ON or OFF", ErrBadCommand)
+		}
+		if st == "OFF" {
+			return mustJSON(map[string]any{"mode": "off"}), nil
+		}
+		if v, ok, err := getNumber(m, "brightness", 0, 100, false); err != nil {
+			return nil, err
+		} else if ok {
+			out["brightness"] = int(v + 0.5)
+		}
+		if raw, ok := m["color"]; ok {
+			var c struct{ R, G, B *int }
+			if json.Unmarshal(raw, &c) != nil || c.R == nil || c.G == nil || c.B == nil ||
+				*c.R < 0 || *c.R > 255 || *c.G < 0 || *c.G > 255 || *c.B < 0 || *c.B > 255 {
+				return nil, fmt.Errorf("%w: color must be {r,g,b} of 0-255", ErrBadCommand)
+			}
+			out["colour"] = fmt.Sprintf("#%02x%02x%02x", *c.R, *c.G, *c.B)
+		}
+		mode := "solid"
+		if e, ok, err := getString(m, "effect", 16); err != nil {
+			return nil, err
+		} else if ok {
+			if !slices.Contains(ledModes, e) {
+				return nil, fmt.Errorf("%w: effect %q (%s)", ErrBadCommand, e, strings.Join(ledModes, ", "))
+			}
+			mode = e
+		}
+		if _, ok := m["effect"]; ok || len(out) == 0 {
+			out["mode"] = mode
+		}
+		return mustJSON(out), nil
+	}
+	if err := onlyKeys(m, "leds", "mode", "colour", "loop", "brightness"); err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%w: leds: nothing to change", ErrBadCommand)
+	}
+	if s, ok, err := getString(m, "mode", 16); err != nil {
+		return nil, err
+	} else if ok && !slices.Contains(ledModes, s) {
+		return nil, fmt.Errorf("%w: mode %q (%s)", ErrBadCommand, s, strings.Join(ledModes, ", "))
+	}
+	if _, _, err := getString(m, "colour", 32); err != nil {
+		return nil, err
+	}
+	if _, _, err := getBool(m, "loop"); err != nil {
+		return nil, err
+	}
+	if _, _, err := getNumber(m, "brightness", 0, 100, true); err != nil {
+		return nil, err
+	}
+	return mustJSON(m), nil
+}
+
+// screenCalls checks a screen command: HA's light form (state,
+// brightness) or the board's: {backlight}, show fields, or {off:true}.
+func screenCalls(payload []byte) ([]apiCall, error) {
+	m, err := object(payload)
+	if err != nil {
+		return nil, err
+	}
+	if _, ha := m["state"]; ha {
+		if err := onlyKeys(m, "screen", "state", "brightness", "color_mode", "transition"); err != nil {
+			return nil, err
+		}
+		st, _, err := getString(m, "state", 8)
+		if err != nil || st != "ON" && st != "OFF" {
+			return nil, fmt.Errorf("%w: state must be ON or OFF", ErrBadCommand)
+		}
+		if st == "OFF" {
+			return []apiCall{{http.MethodDelete, "/screen", nil}}, nil
+		}
+		bl := 100.0
+		if v, ok, err := getNumber(m, "brightness", 0, 100, false); err != nil {
+			return nil, err
+		} else if ok {
+			bl = v
+		}
+		return []apiCall{{http.MethodPatch, "/screen", mustJSON(map[string]int{"backlight": int(bl + 0.5)})}}, nil
+	}
+	if off, ok, err := getBool(m, "off"); err != nil {
+		return nil, err
+	} else if ok {
+		if !off || len(m) != 1 {
+			return nil, fmt.Errorf("%w: screen: off stands alone and is true", ErrBadCommand)
+		}
+		return []apiCall{{http.MethodDelete, "/screen", nil}}, nil
+	}
+	if _, ok := m["backlight"]; ok {
+		if err := onlyKeys(m, "screen", "backlight"); err != nil {
+			return nil, err
+		}
+		if _, _, err := getNumber(m, "backlight", 0, 100, true); err != nil {
+			return nil, err
+		}
+		return []apiCall{{http.MethodPatch, "/screen", mustJSON(m)}}, nil
+	}
+	if err := onlyKeys(m, "screen", "path", "loop", "loops", "colour", "calibration"); err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%w: screen: nothing to do", ErrBadCommand)
+	}
+	if _, _, err := getString(m, "path", 255); err != nil {
+		return nil, err
+	}
+	if _, _, err := getString(m, "colour", 32); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"loop", "calibration"} {
+		if _, _, err := getBool(m, k); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := getNumber(m, "loops", 0, 65535, true); err != nil {
+		return nil, err
+	}
+	return []apiCall{{http.MethodPost, "/screen/show", mustJSON(m)}}, nil
+}
+
+var motionName = regexp.MustCompile(`^[a-z][a-z_]{0,31}$`)
+
+// holoBody checks a POST /holo/motion body.
+func holoBody(payload []byte) ([]byte, error) {
+	m, err := object(payload)
+	if err != nil {
+		return nil, err
+	}
+	if err := onlyKeys(m, "holo", "motion", "x", "y", "duration_ms", "range", "count", "interval_s"); err != nil {
+		return nil, err
+	}
+	mo, ok, err := getString(m, "motion", 32)
+	if err != nil || !ok || !motionName.MatchString(mo) {
+		return nil, fmt.Errorf("%w: holo: motion must name a motion", ErrBadCommand)
+	}
+	for _, k := range []string{"x", "y"} {
+		if _, _, err := getNumber(m, k, -1, 1, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range []string{"duration_ms", "range", "count"} {
+		if _, _, err := getNumber(m, k, 0, 1e7, true); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := m["interval_s"]; ok {
+		var iv []float64
+		if json.Unmarshal(raw, &iv) != nil || len(iv) != 2 || iv[0] < 0 || iv[1] < iv[0] || iv[1] > 3600 {
+			return nil, fmt.Errorf("%w: interval_s must be [min, max] seconds", ErrBadCommand)
+		}
+	}
+	return mustJSON(m), nil
+}
+
+// sceneBody checks a scene command: {name}, {slot}, {scene} to apply, or
+// {end:true}.
+func sceneBody(payload []byte) ([]byte, bool, error) {
+	m, err := object(payload)
+	if err != nil {
+		return nil, false, err
+	}
+	if end, ok, err := getBool(m, "end"); err != nil {
+		return nil, false, err
+	} else if ok {
+		if !end || len(m) != 1 {
+			return nil, false, fmt.Errorf("%w: scene: end stands alone and is true", ErrBadCommand)
+		}
+		return nil, true, nil
+	}
+	if err := onlyKeys(m, "scene", "name", "slot", "scene"); err != nil {
+		return nil, false, err
+	}
+	if len(m) != 1 {
+		return nil, false, fmt.Errorf("%w: scene: give one of name, slot, scene, end", ErrBadCommand)
+	}
+	if n, ok, err := getString(m, "name", MaxName); err != nil {
+		return nil, false, err
+	} else if ok && n == "" {
+		return nil, false, fmt.Errorf("%w: scene: empty name", ErrBadCommand)
+	}
+	if _, _, err := getNumber(m, "slot", 1, 255, true); err != nil {
+		return nil, false, err
+	}
+	if raw, ok := m["scene"]; ok {
+		if _, err := object(raw); err != nil || bytes.TrimSpace(raw)[0] != '{' {
+			return nil, false, fmt.Errorf("%w: scene: scene must be an object", ErrBadCommand)
+		}
+	}
+	return mustJSON(m), false, nil
+}
+
+// settingsBody checks a PATCH /settings body.
+func settingsBody(payload []byte) ([]byte, error) {
+	m, err := object(payload)
+	if err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%w: settings: nothing to change", ErrBadCommand)
+	}
+	if err := onlyKeys(m, "settings", "boot_scene", "screen", "leds"); err != nil {
+		return nil, err
+	}
+	if raw, ok := m["boot_scene"]; ok && string(bytes.TrimSpace(raw)) != "null" {
+		if _, _, err := getString(m, "boot_scene", MaxName); err != nil {
+			return nil, err
+		}
+	}
+	for _, part := range []struct {
+		k    string
+		keys []string
+	}{{"screen", []string{"backlight"}}, {"leds", []string{"brightness", "count"}}} {
+		raw, ok := m[part.k]
+		if !ok {
+			continue
+		}
+		sub, err := object(raw)
+		if err != nil {
+			return nil, err
+		}
+		if err := onlyKeys(sub, "settings."+part.k, part.keys...); err != nil {
+			return nil, err
+		}
+		for _, k := range part.keys {
+			hi := 100.0
+			if k == "count" {
+				hi = 1024
+			}
+			if _, _, err := getNumber(sub, k, 0, hi, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return mustJSON(m), nil
+}
+
+// restartBody checks a POST /restart body.
+func restartBody(payload []byte) ([]byte, error) {
+	m, err := object(payload)
+	if err != nil {
+		return nil, err
+	}
+	if err := onlyKeys(m, "restart", "delay_ms"); err != nil {
+		return nil, err
+	}
+	if _, _, err := getNumber(m, "delay_ms", 200, 60000, true); err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return mustJSON(m), nil
+}

@@ -1,0 +1,97 @@
+package mqtt
+
+// Home Assistant device discovery: one retained message per board on
+// <prefix>/device/holo_<id>/config. The device-level keys use HA's short
+// names for the device-discovery schema ("dev", "o", "cmps", and "p" for
+// each component's platform); everything else is spelled out.
+
+// HappeningKinds are the board happenings that get an HA event entity.
+var HappeningKinds = []string{"clip_started", "clip_ended", "scene_started", "scene_ended", "touch"}
+
+// discoveryPayload is the board's device discovery message.
+func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
+	id, name := bi.view.ID, bi.name
+	uid := objectID("holo_" + id)
+	st := func(leaf string) string { return b.t.board(name, leaf) }
+	cmd := func(res string) string { return b.t.boardSet(name, res) }
+	label := bi.view.Hostname
+	if label == "" {
+		label = name
+	}
+	cmps := map[string]any{
+		"leds": map[string]any{"p": "light", "schema": "json", "name": "LED strip", "unique_id": uid + "_leds",
+			"state_topic": st("leds"), "command_topic": cmd("leds"), "brightness": true, "brightness_scale": 100,
+			"supported_color_modes": []string{"rgb"}, "effect": true, "effect_list": ledModes, "icon": "mdi:led-strip-variant"},
+		"backlight": map[string]any{"p": "light", "schema": "json", "name": "Screen backlight", "unique_id": uid + "_backlight",
+			"state_topic": st("screen"), "command_topic": cmd("screen"), "brightness": true, "brightness_scale": 100,
+			"supported_color_modes": []string{"brightness"}, "icon": "mdi:monitor"},
+		"end_scene": map[string]any{"p": "button", "name": "End scene", "unique_id": uid + "_end_scene",
+			"command_topic": cmd("scene"), "payload_press": `{"end":true}`, "icon": "mdi:stop"},
+		"restart": map[string]any{"p": "button", "name": "Restart", "unique_id": uid + "_restart", "device_class": "restart",
+			"command_topic": cmd("restart"), "payload_press": "{}", "entity_category": "config"},
+		"holo_x": holoNumber("Holo x", uid+"_holo_x", st("holo"), cmd("holo"), "x"),
+		"holo_y": holoNumber("Holo y", uid+"_holo_y", st("holo"), cmd("holo"), "y"),
+		"uptime": diagSensor("Uptime", uid+"_uptime", st("system"), "{{ value_json.uptime_s }}", "s", "duration", "total_increasing"),
+		"heap_free": diagSensor("Free memory", uid+"_heap_free", st("system"), "{{ value_json.heap_free }}", "B", "data_size",
+			"measurement"),
+		"rssi": diagSensor("RSSI", uid+"_rssi", st("system"), "{{ value_json.rssi }}", "dBm", "signal_strength", "measurement"),
+		"link_errors": diagSensor("Link errors", uid+"_link_errors", st("link"),
+			"{{ value_json.counters.errors if value_json.counters is defined else 0 }}", "", "", "total_increasing"),
+		"firmware": map[string]any{"p": "update", "name": "Firmware", "unique_id": uid + "_firmware", "device_class": "firmware",
+			"state_topic": st(levelUpdate), "command_topic": cmd(levelUpdate), "payload_install": "install",
+			"entity_category": "config"},
+	}
+	if len(bi.scenes) > 0 {
+		cmps["scene"] = map[string]any{"p": "select", "name": "Scene", "unique_id": uid + "_scene",
+			"options": bi.scenes, "command_topic": cmd("scene"), "command_template": `{"name": {{ value | tojson }}}`,
+			"state_topic": st("scene"), "value_template": "{{ value_json.name if value_json and value_json.name else '' }}",
+			"icon": "mdi:movie-open"}
+	}
+	for _, k := range HappeningKinds {
+		cmps["event_"+k] = map[string]any{"p": "event", "name": eventLabel(k), "unique_id": uid + "_event_" + k,
+			"state_topic": b.t.event(name, k), "event_types": []string{k}}
+	}
+	return mustJSON(map[string]any{
+		"dev": map[string]any{"identifiers": []string{uid}, "name": label, "manufacturer": "holofleet",
+			"model": "holo-board", "sw_version": bi.view.Firmware, "serial_number": id},
+		"o": map[string]any{"name": "holo-gateway", "sw_version": b.o.Version},
+		"availability": []map[string]any{
+			{"topic": b.t.bridge("state"), "value_template": "{{ value_json.state }}"},
+			{"topic": st(levelAvail), "value_template": "{{ value_json.state }}"},
+		},
+		"availability_mode": "all",
+		"qos":               1,
+		"cmps":              cmps,
+	})
+}
+
+func holoNumber(label, uid, state, cmd, axis string) map[string]any {
+	return map[string]any{"p": "number", "name": label, "unique_id": uid, "min": -1, "max": 1, "step": 0.05,
+		"mode": "slider", "state_topic": state, "value_template": "{{ value_json." + axis + " }}",
+		"command_topic": cmd, "command_template": `{"motion":"move","` + axis + `":{{ value }}}`}
+}
+
+func diagSensor(label, uid, state, tpl, unit, class, stateClass string) map[string]any {
+	m := map[string]any{"p": "sensor", "name": label, "unique_id": uid, "state_topic": state, "value_template": tpl,
+		"entity_category": "diagnostic", "state_class": stateClass}
+	if unit != "" {
+		m["unit_of_measurement"] = unit
+	}
+	if class != "" {
+		m["device_class"] = class
+	}
+	return m
+}
+
+func eventLabel(kind string) string {
+	b := []byte(kind)
+	for i, c := range b {
+		if c == '_' {
+			b[i] = ' '
+		}
+	}
+	if len(b) > 0 && b[0] >= 'a' && b[0] <= 'z' {
+		b[0] -= 'a' - 'A'
+	}
+	return string(b)
+}

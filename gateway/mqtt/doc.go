@@ -1,0 +1,71 @@
+// Package mqtt mirrors the gateway's fleet into MQTT and takes commands
+// from it, in the manner Zigbee2MQTT users know, with Home Assistant
+// device discovery.
+//
+// # Topics
+//
+// Under the base (default "holo"; <b> is a board's name, its hostname by
+// default and renameable):
+//
+//	bridge/state              retained {"state":"online"|"offline"}; the offline one is the last will
+//	bridge/info               retained: gateway version, base, HA prefix, broker, queue counters
+//	bridge/boards             retained: [{id, name, online, groups, firmware, ...}]
+//	bridge/groups             retained: [{id, members:[names]}]
+//	bridge/event              gateway happenings: board_restarted, board_renamed, command errors
+//	bridge/request/<verb>     requests; replies on bridge/response/<verb> as
+//	                          {status:"ok"|"error", data, error, transaction}
+//	<b>/availability          retained {"state":"online"|"offline"}
+//	<b>/<resource>            retained JSON state: screen, leds, holo, scene, scenes, settings, ota,
+//	                          network, system, link (what the board reports), info (the gateway's view)
+//	<b>/update                retained firmware state for HA: installed_version, latest_version,
+//	                          in_progress, update_percentage
+//	<b>/event/<kind>          happenings, QoS 1, not retained: the board's fields plus event_type,
+//	                          board (id), seq, n (the fleet stream number) and time
+//	<b>/set/<resource>        commands: leds, screen (PATCH bodies), holo (a motion), scene
+//	                          ({name}|{slot}|{scene}|{end:true}), settings, restart, update
+//	group/<n>/set/<resource>  the same for every member of group n: leds, scene, holo, screen; a
+//	                          scene by slot goes out as one group frame on each line
+//
+// Home Assistant: one device discovery message per board on
+// <prefix>/device/holo_<id>/config (retained), published again when
+// <prefix>/status says "online".
+//
+// # Delivery
+//
+// Retained topics are kept by the bridge (the last payload per topic) and
+// all published again on every (re)connect, so a broker that lost them
+// gets them back. Happenings, bridge events and responses go through a
+// spool (memory, spilling to bbolt) and are published in order with QoS 1
+// and up to Window in flight; a message leaves the spool only once the
+// broker acknowledged it, so a broker outage loses none (a consumer may
+// see one twice around a reconnect: seq and n tell).
+//
+// # Commands
+//
+// Commands are checked before anything is sent: topic names, body size
+// (MaxCommand), JSON schema of the resource, rate limits per board and
+// per command topic. A refused command changes nothing and gets an error
+// response (requests) or an error on bridge/event (set topics).
+package mqtt
+
+import "errors"
+
+// Errors of the bridge.
+var (
+	// ErrBadName: a board name or topic root is not usable in topics.
+	ErrBadName = errors.New("mqtt: bad name")
+	// ErrNameTaken: another board already has that name.
+	ErrNameTaken = errors.New("mqtt: name taken")
+	// ErrBadCommand: a command's topic, size or body is not acceptable.
+	ErrBadCommand = errors.New("mqtt: bad command")
+	// ErrRateLimited: the board or topic sent too many commands.
+	ErrRateLimited = errors.New("mqtt: rate limited")
+	// ErrUnknownBoard: no board has that name or id.
+	ErrUnknownBoard = errors.New("mqtt: unknown board")
+	// ErrUnsupported: the gateway cannot do that (yet).
+	ErrUnsupported = errors.New("mqtt: not supported")
+	// ErrBusy: too many commands are waiting.
+	ErrBusy = errors.New("mqtt: busy")
+	// ErrConfig: the options are not usable (broker URL, TLS files).
+	ErrConfig = errors.New("mqtt: bad configuration")
+)

@@ -1,0 +1,67 @@
+package mqtt
+
+import (
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the bridge's Prometheus series (holo_mqtt_*).
+type metrics struct {
+	published  prometheus.Counter
+	happenings prometheus.Counter
+	retries    prometheus.Counter
+	commands   *prometheus.CounterVec
+	latency    prometheus.Histogram
+}
+
+func newMetrics(b *Bridge, reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_mqtt_published_total",
+			Help: "MQTT publications the broker acknowledged."}),
+		happenings: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_mqtt_happenings_total",
+			Help: "Board happenings queued for MQTT."}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_mqtt_retries_total",
+			Help: "Publications sent again after a lost connection."}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_mqtt_commands_total",
+			Help: "MQTT commands by result (ok, error, refused, rate_limited)."}, []string{"result"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "holo_mqtt_publish_latency_seconds",
+			Help:    "Time from queueing a message to the broker's ack.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{m.published, m.happenings, m.retries, m.commands, m.latency,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holo_mqtt_queued_total",
+			Help: "Messages put on the outbound spool."}, func() float64 { return float64(b.queue.Stats().Queued) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holo_mqtt_dropped_total",
+			Help: "Messages dropped because the spool was full."}, func() float64 { return float64(b.queue.Stats().Dropped) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holo_mqtt_spilled_total",
+			Help: "Messages written to the on-disk spool."}, func() float64 { return float64(b.queue.Stats().Spilled) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "holo_mqtt_spool_messages",
+			Help: "Messages waiting in the spool."}, func() float64 { return float64(b.queue.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "holo_mqtt_connected",
+			Help: "1 while the bridge is connected to the broker."}, func() float64 {
+			if b.connected.Load() {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holo_mqtt_connects_total",
+			Help: "Successful connections to the broker."}, func() float64 { return float64(b.st.connects.Load()) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func sortedIDs[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
