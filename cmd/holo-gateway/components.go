@@ -49,4 +49,6 @@ type component struct {
 
 // components lists the component constructors, in start order, one a
 // line. Each lives in its own file of this package.
-var components = []func(ctx context.Context, e *env) (component, error){}
+var components = []func(ctx context.Context, e *env) (component, error){
+	newMDNS,
+}

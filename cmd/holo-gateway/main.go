@@ -246,6 +246,7 @@ type wiring struct {
 	boards  []string
 	demo    *demo.Installation
 	notes   []string
+	lan     *lan.LAN
 }
 
 func (w *wiring) close() {
@@ -261,10 +262,8 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 	if o.mqtt != "" {
 		w.notes = append(w.notes, "MQTT is not built yet: --mqtt "+o.mqtt+" is kept for it")
 	}
-	if o.mdns {
-		w.notes = append(w.notes, "mDNS discovery is not built yet: add LAN boards with --board")
-	}
 	lanDrv := lan.New(lan.Options{Log: log.With("driver", "lan")})
+	w.lan = lanDrv
 	if isDemo {
 		inst, err := demo.Start(ctx, demo.Options{Dir: filepath.Join(o.data, "demo"),
 			Boards: o.demoBoards, Groups: o.demoG, Log: log.With("part", "demo")})

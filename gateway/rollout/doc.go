@@ -1,0 +1,55 @@
+// Package rollout runs staged firmware updates over the fleet: a plan
+// (an artifact, a target, waves after canaries, limits, thresholds) is
+// resolved into waves of boards when it is created, then an Engine drives
+// every board through its steps, wave after wave, and stops on its own
+// when failures pass a threshold.
+//
+// # One board's steps
+//
+//	pending ──▶ staging ──▶ staged ──▶ activating ──▶ restarting ──▶ succeeded
+//	   │           (PUT /ota/image   (window?)  (POST /ota/activate,       ├─▶ rolled_back (back on the old image)
+//	   ▼            or POST /ota/pull)            POST /restart)           └─▶ timed_out   (never back / never confirmed)
+//	skipped (already runs the target)                                    failed, unreachable, cancelled
+//	succeeded ──▶ reverting ──▶ reverted  (revert: the previous slot activated again)
+//
+// Success is counted only when GET /ota shows the board running the
+// target version from the slot the image was staged into, with that slot
+// confirmed: the image booted and the firmware confirmed it, as an
+// ESP-IDF app confirms itself after a good start.
+//
+// # Crash safety
+//
+// Every decision is written to the store before it is acted on: a board
+// enters staging before its upload starts and activating before the
+// activation request leaves. Every step starts by reading the board's GET
+// /ota and deciding from what the board reports, so doing a step again
+// after a crash is harmless: an image already staged is not sent again,
+// an activation already done is not repeated, a board already running
+// the target is finished. A board is never updated twice, and a rollout
+// aborted or reverted discards images staged but never activated.
+//
+// Store layout (one bucket, "rollouts", written in group commits):
+//
+//	r/<rollout id>            Rollout
+//	b/<rollout id>/<board>    Board (phase, attempts, timeline)
+//	a/<board>                 the rollout id the board belongs to while it runs
+package rollout
+
+import "errors"
+
+// Errors of rollouts.
+var (
+	// ErrPlan: the plan is impossible (empty target, bad thresholds,
+	// unknown canary, ...); the message lists every problem.
+	ErrPlan = errors.New("rollout: bad plan")
+	// ErrArtifact: the plan's artifact is unknown or does not suit the
+	// boards.
+	ErrArtifact = errors.New("rollout: bad artifact")
+	// ErrNotFound: no rollout has that id.
+	ErrNotFound = errors.New("rollout: not found")
+	// ErrState: the rollout's state does not allow the request (resume
+	// of a finished rollout, revert twice, ...).
+	ErrState = errors.New("rollout: not allowed in this state")
+	// ErrClosed: the engine is not running.
+	ErrClosed = errors.New("rollout: engine closed")
+)

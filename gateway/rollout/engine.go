@@ -1,0 +1,684 @@
+package rollout
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/store"
+)
+
+// Fleet is what the engine needs of the fleet core (*fleet.Fleet).
+type Fleet interface {
+	Boards(f fleet.Filter) []fleet.BoardView
+	Call(ctx context.Context, id, method, path string, body []byte) (fleet.Reply, error)
+	CallRaw(ctx context.Context, id, method, path, contentType string, body io.Reader, length int64) (fleet.Reply, error)
+}
+
+// Artifacts is what the engine needs of the firmware store.
+type Artifacts interface {
+	Get(sha string) (artifact.Artifact, error)
+	Open(sha string) (*os.File, artifact.Artifact, error)
+}
+
+// Options configure an Engine.
+type Options struct {
+	DB        *store.DB
+	Fleet     Fleet
+	Artifacts Artifacts
+	Clock     clock.Clock
+	Log       *slog.Logger
+	// Tick is how often the scheduler looks at running rollouts
+	// (default 100 ms); board changes wake it sooner.
+	Tick time.Duration
+	// Poll is how often a board is asked GET /ota while it restarts
+	// (default 100 ms).
+	Poll time.Duration
+	// RestartDelay is the delay_ms of the POST /restart sent after an
+	// activation (default 200 ms, the board's minimum).
+	RestartDelay time.Duration
+	// Kick is how long a board may keep running the old image with the
+	// new one set to boot before POST /restart is sent again (default 5 s).
+	Kick time.Duration
+	// PullBase is the https URL under which boards find the artifact
+	// handler's images (<PullBase>images/<sha>.bin) for the pull method;
+	// empty refuses pull plans.
+	PullBase string
+}
+
+// Engine runs rollouts. Its methods are safe for concurrent use; Run
+// drives the rollouts until its context ends.
+type Engine struct {
+	o Options
+	j *journal
+
+	mu     sync.Mutex
+	runs   map[string]*run
+	active map[string]string // board -> rollout
+	events eventLog
+	wake   chan struct{}
+	loaded bool
+
+	// bytesSent counts image bytes sent to boards.
+	bytesSent atomic.Uint64
+}
+
+// run is one rollout in memory. Guarded by Engine.mu except ctl.
+type run struct {
+	r       Rollout
+	boards  map[string]*Board
+	working map[string]bool
+	// ctl serialises changes of the rollout record.
+	ctl sync.Mutex
+	lim *limiter
+}
+
+// New returns an engine over o.DB. Call Load (or Run) before use.
+func New(o Options) (*Engine, error) {
+	if o.DB == nil || o.Fleet == nil || o.Artifacts == nil {
+		return nil, errors.New("rollout: DB, Fleet and Artifacts are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Tick <= 0 {
+		o.Tick = 100 * time.Millisecond
+	}
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	if o.RestartDelay <= 0 {
+		o.RestartDelay = 200 * time.Millisecond
+	}
+	if o.Kick <= 0 {
+		o.Kick = 5 * time.Second
+	}
+	e := &Engine{o: o, j: newJournal(o.DB), runs: map[string]*run{}, active: map[string]string{},
+		events: newEventLog(4096), wake: make(chan struct{}, 1)}
+	if err := e.load(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// load reads every rollout from the store.
+func (e *Engine) load() error {
+	bk := e.o.DB.Bucket(bucket)
+	keys, err := bk.Keys()
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		switch {
+		case strings.HasPrefix(k, "r/"):
+			var r Rollout
+			if _, err := bk.Get(k, &r); err != nil {
+				return err
+			}
+			e.runs[r.ID] = e.newRun(r)
+		case strings.HasPrefix(k, "a/"):
+			var id string
+			if _, err := bk.Get(k, &id); err != nil {
+				return err
+			}
+			e.active[strings.TrimPrefix(k, "a/")] = id
+		}
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "b/") {
+			continue
+		}
+		var b Board
+		if _, err := bk.Get(k, &b); err != nil {
+			return err
+		}
+		if r := e.runs[b.Rollout]; r != nil {
+			r.boards[b.Board] = &b
+		}
+	}
+	return nil
+}
+
+func (e *Engine) newRun(r Rollout) *run {
+	return &run{r: r, boards: map[string]*Board{}, working: map[string]bool{}, lim: newLimiter(e.o.Clock, r.Plan.Bandwidth)}
+}
+
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// prepare checks p and resolves it against the fleet and the store.
+func (e *Engine) prepare(p *Plan) (Selection, Image, error) {
+	if err := p.normalise(); err != nil {
+		return Selection{}, Image{}, err
+	}
+	if p.Method == MethodPull && !strings.HasPrefix(e.o.PullBase, "https://") {
+		return Selection{}, Image{}, fmt.Errorf("%w: method pull needs the gateway to serve images over https (no pull base configured)", ErrPlan)
+	}
+	a, err := e.o.Artifacts.Get(p.Artifact)
+	if err != nil {
+		return Selection{}, Image{}, fmt.Errorf("%w: %w", ErrArtifact, err)
+	}
+	p.Artifact = a.SHA256
+	img := Image{SHA256: a.SHA256, Size: a.Size, App: a.App}
+	e.mu.Lock()
+	busy := func(id string) string { return e.active[id] }
+	sel, err := selectBoards(p, e.o.Fleet.Boards(fleet.Filter{}), busy)
+	e.mu.Unlock()
+	return sel, img, err
+}
+
+// DryRun tells who p would update, wave by wave, and who it refuses and
+// why, without writing anything.
+func (e *Engine) DryRun(p Plan) (Selection, error) {
+	sel, _, err := e.prepare(&p)
+	return sel, err
+}
+
+// Create checks p, freezes its waves and starts the rollout. Boards in
+// another active rollout are refused (listed in Refused).
+func (e *Engine) Create(ctx context.Context, p Plan) (Status, error) {
+	sel, img, err := e.prepare(&p)
+	if err != nil {
+		return Status{}, err
+	}
+	now := e.o.Clock.Now().UTC()
+	r := Rollout{ID: newID(), Plan: p, Image: img, State: StateRunning, Waves: sel.Waves, Refused: sel.Refused, Created: now, Updated: now}
+	kv := map[string]any{rolloutKey(r.ID): r}
+	boards := map[string]*Board{}
+	for w, ids := range sel.Waves {
+		for _, id := range ids {
+			b := &Board{Rollout: r.ID, Board: id, Wave: w, Phase: PhasePending, Timeline: []Step{{Time: now, Phase: PhasePending}}}
+			boards[id] = b
+			kv[boardKey(r.ID, id)] = b
+			kv[activeKey(id)] = r.ID
+		}
+	}
+	// Holding mu across the write keeps two creations from claiming one
+	// board.
+	e.mu.Lock()
+	for id := range boards {
+		if other := e.active[id]; other != "" {
+			e.mu.Unlock()
+			return Status{}, fmt.Errorf("%w: board %s joined rollout %s meanwhile", ErrState, id, other)
+		}
+	}
+	if err := e.j.put(ctx, kv); err != nil {
+		e.mu.Unlock()
+		return Status{}, err
+	}
+	rn := e.newRun(r)
+	rn.boards = boards
+	e.runs[r.ID] = rn
+	for id := range boards {
+		e.active[id] = r.ID
+	}
+	e.emitLocked(Event{Rollout: r.ID, State: r.State, Note: fmt.Sprintf("created: %d boards in %d waves", sel.Boards(), len(sel.Waves))})
+	st := e.statusLocked(rn)
+	e.mu.Unlock()
+	e.poke()
+	return st, nil
+}
+
+func (e *Engine) get(id string) (*run, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.runs[id]
+	if r == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return r, nil
+}
+
+// Get returns one rollout with its progress.
+func (e *Engine) Get(id string) (Status, error) {
+	r, err := e.get(id)
+	if err != nil {
+		return Status{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.statusLocked(r), nil
+}
+
+// List returns every rollout, newest first.
+func (e *Engine) List() []Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]Status, 0, len(e.runs))
+	for _, r := range e.runs {
+		out = append(out, e.statusLocked(r))
+	}
+	slices.SortFunc(out, func(a, b Status) int { return b.Created.Compare(a.Created) })
+	return out
+}
+
+// Boards returns a rollout's boards with their timelines, by wave then id.
+func (e *Engine) Boards(id string) ([]Board, error) {
+	r, err := e.get(id)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]Board, 0, len(r.boards))
+	for _, b := range r.boards {
+		out = append(out, *b.clone())
+	}
+	slices.SortFunc(out, func(a, b Board) int {
+		if a.Wave != b.Wave {
+			return a.Wave - b.Wave
+		}
+		return strings.Compare(a.Board, b.Board)
+	})
+	return out, nil
+}
+
+// Active returns the rollout board id belongs to now ("" when none).
+func (e *Engine) Active(board string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.active[board]
+}
+
+// Uses reports whether an unfinished rollout installs artifact sha.
+func (e *Engine) Uses(sha string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.runs {
+		if r.r.Image.SHA256 == sha && !r.r.Finished {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) statusLocked(r *run) Status {
+	p := Progress{Boards: len(r.boards), Phases: map[string]int{}}
+	for _, b := range r.boards {
+		p.Phases[b.Phase]++
+		if Terminal(b.Phase) {
+			p.Done++
+		}
+		if failed(b.Phase) {
+			p.Failed++
+		}
+	}
+	if p.Boards > 0 {
+		p.Percent = float64(p.Done) * 100 / float64(p.Boards)
+	}
+	rr := r.r
+	rr.Waves = slices.Clone(rr.Waves)
+	return Status{Rollout: rr, Progress: p}
+}
+
+// setState changes the rollout's state (durably first).
+func (e *Engine) setState(ctx context.Context, r *run, change func(*Rollout) error) (Status, error) {
+	r.ctl.Lock()
+	defer r.ctl.Unlock()
+	e.mu.Lock()
+	next := r.r
+	e.mu.Unlock()
+	next.Waves = slices.Clone(next.Waves)
+	if err := change(&next); err != nil {
+		return Status{}, err
+	}
+	next.Updated = e.o.Clock.Now().UTC()
+	kv := map[string]any{rolloutKey(next.ID): next}
+	if next.Finished {
+		e.mu.Lock()
+		for b, id := range e.active {
+			if id == next.ID {
+				kv[activeKey(b)] = nil
+			}
+		}
+		e.mu.Unlock()
+	}
+	if err := e.j.put(ctx, kv); err != nil {
+		return Status{}, err
+	}
+	e.mu.Lock()
+	prev := r.r
+	r.r = next
+	if next.Finished {
+		for b, id := range e.active {
+			if id == next.ID {
+				delete(e.active, b)
+			}
+		}
+	}
+	if prev.State != next.State || prev.Wave != next.Wave || prev.Finished != next.Finished || !prev.SoakUntil.Equal(next.SoakUntil) {
+		e.emitLocked(Event{Rollout: next.ID, State: next.State, Wave: next.Wave, Note: next.Reason})
+	}
+	st := e.statusLocked(r)
+	e.mu.Unlock()
+	e.poke()
+	return st, nil
+}
+
+// Pause stops starting boards; boards in flight finish their steps.
+func (e *Engine) Pause(ctx context.Context, id, reason string) (Status, error) {
+	r, err := e.get(id)
+	if err != nil {
+		return Status{}, err
+	}
+	return e.setState(ctx, r, func(x *Rollout) error {
+		if x.State != StateRunning {
+			return fmt.Errorf("%w: %s is %s", ErrState, id, x.State)
+		}
+		x.State, x.Reason = StatePaused, firstNonEmpty(reason, "paused by an operator")
+		return nil
+	})
+}
+
+// Resume continues a paused rollout. A wave that stopped below the
+// success threshold counts as good enough then: the operator decided.
+func (e *Engine) Resume(ctx context.Context, id string) (Status, error) {
+	r, err := e.get(id)
+	if err != nil {
+		return Status{}, err
+	}
+	return e.setState(ctx, r, func(x *Rollout) error {
+		if x.State != StatePaused {
+			return fmt.Errorf("%w: %s is %s", ErrState, id, x.State)
+		}
+		x.State, x.Reason = StateRunning, "resumed by an operator"
+		// The operator accepts the failures so far and the current wave
+		// as it stands.
+		x.AckWave = x.Wave + 1
+		x.AckFailed = 0
+		for _, b := range r.boards {
+			if failed(b.Phase) {
+				x.AckFailed++
+			}
+		}
+		return nil
+	})
+}
+
+// Abort stops the rollout: no board starts, images staged but not
+// activated are discarded, boards already activating finish.
+func (e *Engine) Abort(ctx context.Context, id, reason string) (Status, error) {
+	r, err := e.get(id)
+	if err != nil {
+		return Status{}, err
+	}
+	return e.setState(ctx, r, func(x *Rollout) error {
+		if x.State != StateRunning && x.State != StatePaused {
+			return fmt.Errorf("%w: %s is %s", ErrState, id, x.State)
+		}
+		x.State, x.Reason = StateAborted, firstNonEmpty(reason, "aborted by an operator")
+		return nil
+	})
+}
+
+// Revert aborts the rollout and makes every board it updated boot its
+// previous image again.
+func (e *Engine) Revert(ctx context.Context, id, reason string) (Status, error) {
+	r, err := e.get(id)
+	if err != nil {
+		return Status{}, err
+	}
+	return e.setState(ctx, r, func(x *Rollout) error {
+		if x.State == StateReverting || x.State == StateReverted {
+			return fmt.Errorf("%w: %s is %s", ErrState, id, x.State)
+		}
+		x.State, x.Reason, x.Finished = StateReverting, firstNonEmpty(reason, "reverted by an operator"), false
+		return nil
+	})
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Run drives the rollouts until ctx ends, then waits for its board
+// workers. A rollout interrupted by a crash carries on from its records.
+func (e *Engine) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := e.o.Clock.NewTicker(e.o.Tick)
+	defer t.Stop()
+	for {
+		e.mu.Lock()
+		runs := make([]*run, 0, len(e.runs))
+		for _, r := range e.runs {
+			if !r.r.Finished {
+				runs = append(runs, r)
+			}
+		}
+		e.mu.Unlock()
+		for _, r := range runs {
+			if err := e.schedule(ctx, r, &wg); err != nil && ctx.Err() == nil {
+				e.o.Log.Error("rollout: scheduling", "rollout", r.r.ID, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		case <-e.wake:
+		}
+	}
+}
+
+// schedule looks at one rollout: thresholds, wave changes, workers.
+func (e *Engine) schedule(ctx context.Context, r *run, wg *sync.WaitGroup) error {
+	now := e.o.Clock.Now()
+	e.mu.Lock()
+	x := r.r
+	p := x.Plan
+	var start []string
+	switch x.State {
+	case StateRunning:
+		if x.Wave >= len(x.Waves) {
+			e.mu.Unlock()
+			return e.finish(ctx, r, StateDone, "every wave finished")
+		}
+		// Failure thresholds, per wave and overall.
+		var wFin, wFail, wOK, tFin, tFail int
+		for _, b := range r.boards {
+			fin := Terminal(b.Phase) && b.Phase != PhaseCancelled
+			if fin {
+				tFin++
+			}
+			if failed(b.Phase) {
+				tFail++
+			}
+			if b.Wave == x.Wave {
+				if fin {
+					wFin++
+				}
+				if failed(b.Phase) {
+					wFail++
+				}
+				if b.Phase == PhaseSucceeded || b.Phase == PhaseSkipped {
+					wOK++
+				}
+			}
+		}
+		th := p.Thresholds
+		wave := x.Waves[x.Wave]
+		var why string
+		switch {
+		case x.AckWave != x.Wave+1 && wFin >= th.MinSample && wFail > 0 && float64(wFail) >= th.WaveFailure*float64(len(wave)):
+			why = fmt.Sprintf("wave %d: %d of %d boards failed (threshold %.0f%%)", x.Wave+1, wFail, len(wave), th.WaveFailure*100)
+		case tFin >= th.MinSample && tFail > x.AckFailed && float64(tFail) >= th.TotalFailure*float64(tFin):
+			why = fmt.Sprintf("%d of %d finished boards failed (threshold %.0f%%)", tFail, tFin, th.TotalFailure*100)
+		}
+		if why != "" {
+			e.mu.Unlock()
+			_, err := e.setState(ctx, r, func(y *Rollout) error {
+				if y.State != StateRunning {
+					return nil
+				}
+				y.State, y.Reason = StatePaused, why
+				if th.Action == ActionRevert {
+					y.State = StateReverting
+				}
+				return nil
+			})
+			return err
+		}
+		if wFin+countPhase(r, x.Wave, PhaseCancelled) == len(wave) {
+			e.mu.Unlock()
+			return e.waveDone(ctx, r, now, wOK, len(wave))
+		}
+		inFlight := len(r.working)
+		open := p.Window.Open(now)
+		for _, id := range wave {
+			if inFlight >= p.MaxInFlight {
+				break
+			}
+			b := r.boards[id]
+			if r.working[id] || Terminal(b.Phase) || b.NextTry.After(now) || (b.Phase == PhaseStaged && !open) {
+				continue
+			}
+			start = append(start, id)
+			inFlight++
+		}
+	case StatePaused:
+		// Boards past the point of no return finish; nothing starts.
+		for id, b := range r.boards {
+			if !r.working[id] && (b.Phase == PhaseActivating || b.Phase == PhaseRestarting) {
+				start = append(start, id)
+			}
+		}
+	case StateAborted, StateReverting:
+		left := 0
+		for id, b := range r.boards {
+			todo := !Terminal(b.Phase) || (x.State == StateReverting && b.Phase == PhaseSucceeded)
+			if !todo {
+				continue
+			}
+			left++
+			if !r.working[id] && len(r.working)+len(start) < p.MaxInFlight {
+				start = append(start, id)
+			}
+		}
+		if left == 0 && len(r.working) == 0 {
+			e.mu.Unlock()
+			if x.State == StateReverting {
+				return e.finish(ctx, r, StateReverted, x.Reason)
+			}
+			return e.finish(ctx, r, StateAborted, x.Reason)
+		}
+	}
+	for _, id := range start {
+		r.working[id] = true
+	}
+	e.mu.Unlock()
+	for _, id := range start {
+		wg.Go(func() {
+			defer func() {
+				e.mu.Lock()
+				delete(r.working, id)
+				e.mu.Unlock()
+				e.poke()
+			}()
+			w := &worker{e: e, r: r, id: id}
+			if err := w.drive(ctx); err != nil && ctx.Err() == nil {
+				e.o.Log.Warn("rollout: board step", "rollout", r.r.ID, "board", id, "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+func countPhase(r *run, wave int, phase string) int {
+	n := 0
+	for _, b := range r.boards {
+		if b.Wave == wave && b.Phase == phase {
+			n++
+		}
+	}
+	return n
+}
+
+// waveDone advances past a finished wave: below the success threshold
+// the rollout pauses; else it soaks, then the next wave starts.
+func (e *Engine) waveDone(ctx context.Context, r *run, now time.Time, ok, n int) error {
+	_, err := e.setState(ctx, r, func(y *Rollout) error {
+		if y.State != StateRunning {
+			return nil
+		}
+		th := y.Plan.Thresholds
+		if float64(ok) < th.Success*float64(n)-1e-9 && y.AckWave != y.Wave+1 {
+			y.State = StatePaused
+			y.Reason = fmt.Sprintf("wave %d: %d of %d boards updated, below the success threshold %.0f%%", y.Wave+1, ok, n, th.Success*100)
+			return nil
+		}
+		if y.SoakUntil.IsZero() && y.Plan.Soak > 0 {
+			y.SoakUntil = now.Add(y.Plan.Soak.D()).UTC()
+			y.Reason = fmt.Sprintf("wave %d finished: soaking", y.Wave+1)
+			return nil
+		}
+		if now.Before(y.SoakUntil) {
+			return nil
+		}
+		y.SoakUntil = time.Time{}
+		y.Wave++
+		y.Reason = fmt.Sprintf("wave %d of %d", min(y.Wave+1, len(y.Waves)), len(y.Waves))
+		return nil
+	})
+	return err
+}
+
+// finish marks the rollout finished and frees its boards.
+func (e *Engine) finish(ctx context.Context, r *run, state, reason string) error {
+	_, err := e.setState(ctx, r, func(y *Rollout) error {
+		y.State, y.Reason, y.Finished = state, reason, true
+		return nil
+	})
+	return err
+}
+
+// save writes b as the board's record, then makes it current.
+func (e *Engine) save(ctx context.Context, r *run, b *Board, note string) error {
+	b.Timeline = append(b.Timeline, Step{Time: e.o.Clock.Now().UTC(), Phase: b.Phase, Note: note})
+	if len(b.Timeline) > MaxTimeline {
+		b.Timeline = slices.Delete(b.Timeline, 1, len(b.Timeline)-MaxTimeline+1)
+	}
+	if err := e.j.put(ctx, map[string]any{boardKey(b.Rollout, b.Board): b}); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	r.boards[b.Board] = b.clone()
+	e.emitLocked(Event{Rollout: b.Rollout, Board: b.Board, Phase: b.Phase, Wave: b.Wave, Note: note})
+	e.mu.Unlock()
+	if Terminal(b.Phase) {
+		e.poke()
+	}
+	return nil
+}
+
+// BytesSent is how many image bytes the engine has sent to boards.
+func (e *Engine) BytesSent() uint64 { return e.bytesSent.Load() }

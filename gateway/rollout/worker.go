@@ -1,0 +1,411 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/holofleet/holofleet/firmware/ota"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// worker drives one board of one rollout through its steps until the
+// board is terminal, must wait (retry backoff, maintenance window) or ctx
+// ends. Every step reads the board's GET /ota first and acts on what it
+// shows, so a step run twice (after a crash) does no harm.
+type worker struct {
+	e  *Engine
+	r  *run
+	id string
+
+	kicked time.Time // when POST /restart was last sent
+}
+
+// errTransient marks failures worth another try (unreachable, busy).
+var errTransient = errors.New("transient")
+
+func (w *worker) board() *Board {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	return w.r.boards[w.id].clone()
+}
+
+func (w *worker) state() string {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	return w.r.r.State
+}
+
+func (w *worker) now() time.Time { return w.e.o.Clock.Now() }
+
+func (w *worker) sleep(ctx context.Context, d time.Duration) error {
+	t := w.e.o.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// call runs a JSON request on the board and decodes a 2xx reply into
+// out. A board error is returned as is; transport failures and 409 busy
+// are errTransient.
+func (w *worker) call(ctx context.Context, method, path string, body, out any) error {
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rep, err := w.e.o.Fleet.Call(ctx, w.id, method, path, raw)
+	return w.reply(rep, err, out)
+}
+
+func (w *worker) reply(rep fleet.Reply, err error, out any) error {
+	if err != nil {
+		return fmt.Errorf("%w: %v", errTransient, err)
+	}
+	if err := rep.Err(); err != nil {
+		if rep.Status == http.StatusConflict || rep.Status >= 500 {
+			return fmt.Errorf("%w: %v", errTransient, err)
+		}
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(rep.Body, out); err != nil {
+			return fmt.Errorf("%w: %v", fleet.ErrBadReply, err)
+		}
+	}
+	return nil
+}
+
+// view is what GET /ota says, read for the rollout.
+type view struct {
+	st      ota.Status
+	running *ota.Slot
+	boots   *ota.Slot
+}
+
+func (w *worker) status(ctx context.Context) (view, error) {
+	var v view
+	if err := w.call(ctx, http.MethodGet, "/ota", nil, &v.st); err != nil {
+		return v, err
+	}
+	for i := range v.st.Slots {
+		s := &v.st.Slots[i]
+		if s.Running {
+			v.running = s
+		}
+		if s.Boots {
+			v.boots = s
+		}
+	}
+	if v.running == nil {
+		return v, fmt.Errorf("%w: the board runs outside its slots", fleet.ErrBadReply)
+	}
+	return v, nil
+}
+
+func (v view) slot(label string) *ota.Slot {
+	for i := range v.st.Slots {
+		if v.st.Slots[i].Label == label {
+			return &v.st.Slots[i]
+		}
+	}
+	return nil
+}
+
+func state(s *ota.Slot) string {
+	if s == nil || s.State == nil {
+		return ""
+	}
+	return *s.State
+}
+
+// isTarget reports whether app is the rollout's image.
+func (w *worker) isTarget(app *ota.App) bool {
+	t := w.r.r.Image.App
+	return app != nil && app.Version == t.Version && app.Project == t.Project && (t.ELFSHA256 == "" || app.ELFSHA256 == t.ELFSHA256)
+}
+
+// staged reports whether the board holds the rollout's image staged.
+func (w *worker) staged(v view) bool {
+	s := v.st.Session
+	return s.State == ota.StateStaged && s.SHA256 != nil && *s.SHA256 == w.r.r.Image.SHA256
+}
+
+// drive runs the board's steps.
+func (w *worker) drive(ctx context.Context) error {
+	for ctx.Err() == nil {
+		b := w.board()
+		st := w.state()
+		if Terminal(b.Phase) && !(st == StateReverting && b.Phase == PhaseSucceeded) {
+			return nil
+		}
+		wait, err := w.step(ctx, b, st)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting {
+				return w.retry(ctx, w.board(), err)
+			}
+			if b.Phase == PhaseRestarting || b.Phase == PhaseReverting {
+				if !w.now().Before(b.Deadline) {
+					return w.end(ctx, b, PhaseTimedOut, err.Error())
+				}
+				wait = true
+			} else {
+				return w.end(ctx, b, PhaseFailed, err.Error())
+			}
+		}
+		if wait {
+			if err := w.sleep(ctx, w.e.o.Poll); err != nil {
+				return nil
+			}
+		}
+		if b2 := w.board(); b2.Phase == PhaseStaged && !w.r.r.Plan.Window.Open(w.now()) && st == StateRunning {
+			return nil // the scheduler starts it again inside the window
+		}
+	}
+	return nil
+}
+
+// retry schedules another try after a transient failure, or ends the
+// board once the retries are spent.
+func (w *worker) retry(ctx context.Context, b *Board, cause error) error {
+	p := w.r.r.Plan
+	if b.Attempts >= p.Retries {
+		phase := PhaseFailed
+		if errors.Is(cause, fleet.ErrUnreachable) || errors.Is(cause, fleet.ErrNoReply) || strings.Contains(cause.Error(), "unreachable") {
+			phase = PhaseUnreachable
+		}
+		if b.Phase == PhaseStaging || b.Phase == PhaseStaged {
+			w.discard(ctx)
+		}
+		return w.end(ctx, b, phase, cause.Error())
+	}
+	b.Attempts++
+	b.NextTry = w.now().Add(p.Backoff.D() << (b.Attempts - 1)).UTC()
+	b.Error = cause.Error()
+	return w.e.save(ctx, w.r, b, fmt.Sprintf("attempt %d failed, next try at %s: %v", b.Attempts, b.NextTry.Format(time.TimeOnly), cause))
+}
+
+func (w *worker) end(ctx context.Context, b *Board, phase, note string) error {
+	b.Phase = phase
+	if failed(phase) || phase == PhaseUnreachable {
+		b.Error = note
+	}
+	return w.e.save(ctx, w.r, b, note)
+}
+
+func (w *worker) to(ctx context.Context, b *Board, phase, note string) error {
+	b.Phase, b.NextTry = phase, time.Time{}
+	return w.e.save(ctx, w.r, b, note)
+}
+
+// discard forgets an image staged but not activated (best effort: the
+// board also forgets it at its next update).
+func (w *worker) discard(ctx context.Context) {
+	v, err := w.status(ctx)
+	if err == nil && w.staged(v) && (v.boots == nil || v.boots.Label == v.running.Label) {
+		_ = w.call(ctx, http.MethodDelete, "/ota/image", nil, nil)
+	}
+}
+
+// step does one step; wait asks the caller to poll again later.
+func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, err error) {
+	stopping := rstate == StateAborted || rstate == StateReverting
+	if stopping && (b.Phase == PhasePending) {
+		return false, w.to(ctx, b, PhaseCancelled, "rollout "+rstate)
+	}
+	v, err := w.status(ctx)
+	if err != nil {
+		return false, err
+	}
+	switch b.Phase {
+	case PhasePending:
+		if w.isTarget(v.running.App) && state(v.running) == "confirmed" {
+			return false, w.to(ctx, b, PhaseSkipped, "already runs "+w.r.r.Image.App.Version)
+		}
+		if busy(v.st.Session.State) {
+			return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
+		}
+		b.FromSlot = v.running.Label
+		if v.running.App != nil {
+			b.FromVersion = v.running.App.Version
+		}
+		return false, w.to(ctx, b, PhaseStaging, "from "+b.FromVersion+" on "+b.FromSlot)
+
+	case PhaseStaging, PhaseStaged:
+		if stopping {
+			w.discard(ctx)
+			return false, w.to(ctx, b, PhaseCancelled, "rollout "+rstate+": staged image discarded")
+		}
+		if w.staged(v) {
+			if b.Phase == PhaseStaging {
+				b.ToSlot = deref(v.st.Session.Slot)
+				return false, w.to(ctx, b, PhaseStaged, "image staged in "+b.ToSlot)
+			}
+			if !w.r.r.Plan.Window.Open(w.now()) {
+				return false, nil
+			}
+			b.Deadline = w.now().Add(w.r.r.Plan.Timeouts.Restart.D() + w.r.r.Plan.Timeouts.Confirm.D()).UTC()
+			return false, w.to(ctx, b, PhaseActivating, "")
+		}
+		if b.Phase == PhaseStaged {
+			return false, w.to(ctx, b, PhaseStaging, "the staged image is gone: staging again")
+		}
+		if busy(v.st.Session.State) {
+			return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
+		}
+		return false, w.transfer(ctx)
+
+	case PhaseActivating:
+		// Past the decision: an abort lets it finish.
+		switch {
+		case v.running.Label == b.ToSlot && w.isTarget(v.running.App):
+		case v.boots != nil && v.boots.Label == b.ToSlot && w.isTarget(v.boots.App):
+		case w.staged(v):
+			if err := w.call(ctx, http.MethodPost, "/ota/activate", map[string]any{"reboot": false}, nil); err != nil {
+				return false, err
+			}
+		case state(v.slot(b.ToSlot)) == "rolled_back" || state(v.slot(b.ToSlot)) == "invalid":
+			return false, w.end(ctx, b, PhaseRolledBack, "the board went back to "+v.running.Label)
+		default:
+			return false, w.to(ctx, b, PhaseStaging, "the staged image is gone before activation: staging again")
+		}
+		if v.running.Label != b.ToSlot {
+			if err := w.restart(ctx); err != nil {
+				return false, err
+			}
+		}
+		return false, w.to(ctx, b, PhaseRestarting, "activated "+b.ToSlot)
+
+	case PhaseRestarting:
+		run := v.running
+		switch {
+		case run.Label == b.ToSlot && w.isTarget(run.App) && state(run) == "confirmed":
+			return false, w.to(ctx, b, PhaseSucceeded, "runs "+run.App.Version+" confirmed")
+		case run.Label == b.ToSlot && w.isTarget(run.App):
+			// On trial: wait for the confirmation.
+		case state(v.slot(b.ToSlot)) == "rolled_back" || state(v.slot(b.ToSlot)) == "invalid":
+			return false, w.end(ctx, b, PhaseRolledBack, fmt.Sprintf("back on %s (%s): the new image was %s", run.Label, appVersion(run.App), state(v.slot(b.ToSlot))))
+		case v.boots != nil && v.boots.Label == b.ToSlot:
+			if w.kicked.IsZero() || w.now().Sub(w.kicked) >= w.e.o.Kick {
+				if err := w.restart(ctx); err != nil {
+					return false, err
+				}
+			}
+		}
+		if !w.now().Before(b.Deadline) {
+			return false, w.end(ctx, b, PhaseTimedOut, fmt.Sprintf("not running the new image confirmed by the deadline (running %s %s %s)", run.Label, appVersion(run.App), state(run)))
+		}
+		return true, nil
+
+	case PhaseSucceeded: // revert
+		b.Deadline = w.now().Add(w.r.r.Plan.Timeouts.Restart.D() + w.r.r.Plan.Timeouts.Confirm.D()).UTC()
+		return false, w.to(ctx, b, PhaseReverting, "back to "+b.FromSlot)
+
+	case PhaseReverting:
+		run := v.running
+		switch {
+		case run.Label == b.FromSlot && state(run) == "confirmed":
+			return false, w.to(ctx, b, PhaseReverted, "runs "+appVersion(run.App)+" again")
+		case run.Label == b.FromSlot:
+		case v.boots == nil || v.boots.Label != b.FromSlot:
+			if err := w.call(ctx, http.MethodPost, "/ota/activate", map[string]any{"slot": b.FromSlot, "reboot": false}, nil); err != nil {
+				return false, err
+			}
+			if err := w.restart(ctx); err != nil {
+				return false, err
+			}
+		case w.kicked.IsZero() || w.now().Sub(w.kicked) >= w.e.o.Kick:
+			if err := w.restart(ctx); err != nil {
+				return false, err
+			}
+		}
+		if !w.now().Before(b.Deadline) {
+			return false, w.end(ctx, b, PhaseFailed, "revert: the board is not back on its previous image by the deadline")
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("rollout: board %s in unknown phase %q", b.Board, b.Phase)
+}
+
+func busy(session string) bool {
+	return session == ota.StateReceiving || session == ota.StateDownloading || session == ota.StateVerifying
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func appVersion(a *ota.App) string {
+	if a == nil {
+		return "?"
+	}
+	return a.Version
+}
+
+func (w *worker) restart(ctx context.Context) error {
+	w.kicked = w.now()
+	return w.call(ctx, http.MethodPost, "/restart", map[string]any{"delay_ms": w.e.o.RestartDelay.Milliseconds()}, nil)
+}
+
+// transfer gets the image onto the board (staged, not activated).
+func (w *worker) transfer(ctx context.Context) error {
+	img := w.r.r.Image
+	ctx, cancel := context.WithTimeout(ctx, w.r.r.Plan.Timeouts.Transfer.D())
+	defer cancel()
+	if w.r.r.Plan.Method == MethodPull {
+		return w.pull(ctx)
+	}
+	f, _, err := w.e.o.Artifacts.Open(img.SHA256)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	body := &meteredReader{ctx: ctx, r: io.NewSectionReader(f, 0, img.Size), lim: w.r.lim,
+		count: func(n int) { w.e.bytesSent.Add(uint64(n)) }}
+	rep, err := w.e.o.Fleet.CallRaw(ctx, w.id, http.MethodPut, "/ota/image?sha256="+img.SHA256, "application/octet-stream", body, img.Size)
+	if err != nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: transfer timed out after %v", errTransient, w.r.r.Plan.Timeouts.Transfer.D())
+	}
+	return w.reply(rep, err, nil)
+}
+
+// pull asks the board to fetch the image from the gateway and waits
+// until it is staged.
+func (w *worker) pull(ctx context.Context) error {
+	img := w.r.r.Image
+	url := strings.TrimSuffix(w.e.o.PullBase, "/") + "/images/" + img.SHA256 + ".bin"
+	if err := w.call(ctx, http.MethodPost, "/ota/pull", map[string]any{"url": url, "sha256": img.SHA256, "activate": false}, nil); err != nil {
+		return err
+	}
+	for {
+		var s ota.Session
+		if err := w.call(ctx, http.MethodGet, "/ota/image", nil, &s); err != nil {
+			return err
+		}
+		switch s.State {
+		case ota.StateStaged:
+			return nil
+		case ota.StateFailed:
+			return fmt.Errorf("pull failed on the board: %s", deref(s.Error))
+		}
+		if err := w.sleep(ctx, w.e.o.Poll); err != nil {
+			return fmt.Errorf("%w: pull: %v", errTransient, err)
+		}
+	}
+}
