@@ -51,4 +51,5 @@ type component struct {
 // line. Each lives in its own file of this package.
 var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
+	newMetrics,
 }

@@ -5,6 +5,7 @@
 //
 //	holo-gateway --data DIR [--listen ADDR] [--line URL]... [--board URL]...
 //	             [--mqtt URL] [--mdns] [--tls-cert F --tls-key F] [--insecure-lab]
+//	             [--log-format text|json] [-v]
 //	holo-gateway demo [same flags]   also runs a simulated installation
 //	holo-gateway token create --data DIR --name NAME [--role admin]
 //	holo-gateway token list --data DIR
@@ -101,6 +102,7 @@ type options struct {
 	insecureLab       bool
 	demoBoards, demoG int
 	verbose           bool
+	logFormat         string
 }
 
 func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
@@ -125,6 +127,7 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS key file (PEM)")
 	fs.BoolVar(&o.insecureLab, "insecure-lab", false, "serve the API without tokens (a lab only)")
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json (slog)")
 	if isDemo {
 		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
 		fs.IntVar(&o.demoG, "demo-groups", demo.DefaultGroups, "groups they are spread over")
@@ -141,6 +144,9 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	if o.data == "" {
 		return o, fmt.Errorf("%w: --data DIR is required", errUsage)
 	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return o, fmt.Errorf("%w: --log-format is text or json, not %q", errUsage, o.logFormat)
+	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return o, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
@@ -156,7 +162,12 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	hopts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewTextHandler(stderr, hopts)
+	if o.logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, hopts)
+	}
+	log := slog.New(handler)
 	if err := os.MkdirAll(o.data, 0o700); err != nil {
 		return err
 	}

@@ -16,13 +16,18 @@ type FleetSource interface {
 	Boards(fleet.Filter) []fleet.BoardView
 }
 
+// NoGroup is the group label of holo_gateway_board_group for a board in no
+// group.
+const NoGroup = "none"
+
 // Fleet collects the boards the fleet core knows and its event counters:
 //
 //	holo_gateway_boards{firmware, online}                  boards by version and state
 //	holo_gateway_board_info{board, hostname, firmware, line, address}  1
 //	holo_gateway_board_online{board}                        1 reachable, 0 not
 //	holo_gateway_board_reachable{board, transport}          1 per transport reaching it now
-//	holo_gateway_board_group{board, group}                  1 per group membership
+//	holo_gateway_board_group{board, group}                  1 per group membership; group "none"
+//	                                                        for a board in no group
 //	holo_gateway_board_last_seen_timestamp_seconds{board}
 //	holo_gateway_board_events_total{board}                  events put on the stream
 //	holo_gateway_events_received_total                      driver reports, repeats included
@@ -51,7 +56,7 @@ func NewFleet(src FleetSource) *Fleet {
 		info:          d("board_info", "One series per known board carrying its hostname, firmware, line and bus address; always 1.", "board", "hostname", "firmware", "line", "address"),
 		online:        d("board_online", "1 when some transport reaches the board now, else 0.", "board"),
 		reachable:     d("board_reachable", "1 for each transport (rs485:<line>, lan) that reaches the board now.", "board", "transport"),
-		group:         d("board_group", "1 for each group (1-31) the board belongs to.", "board", "group"),
+		group:         d("board_group", "1 for each group (1-31) the board belongs to; group \"none\" for a board in none.", "board", "group"),
 		lastSeen:      d("board_last_seen_timestamp_seconds", "When the board last answered, in seconds since the Unix epoch.", "board"),
 		boardEvents:   d("board_events_total", "Events of the board put on the fleet stream.", "board"),
 		received:      d("events_received_total", "Reports the drivers made (happenings, state changes, restarts, losses), repeats included."),
@@ -95,6 +100,10 @@ func (c *Fleet) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, g := range v.Groups {
 			ch <- prometheus.MustNewConstMetric(c.group, prometheus.GaugeValue, 1, v.ID, strconv.Itoa(g))
+		}
+		if len(v.Groups) == 0 {
+			// Dashboards list boards by group: one in no group is listed too.
+			ch <- prometheus.MustNewConstMetric(c.group, prometheus.GaugeValue, 1, v.ID, NoGroup)
 		}
 		if !v.LastSeen.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.lastSeen, prometheus.GaugeValue, float64(v.LastSeen.UnixMilli())/1e3, v.ID)

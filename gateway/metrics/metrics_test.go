@@ -125,10 +125,11 @@ func TestFleet(t *testing.T) {
 holo_gateway_board_events_total{board="b1"} 60
 holo_gateway_board_events_total{board="b2"} 40
 holo_gateway_board_events_total{board="b3"} 0
-# HELP holo_gateway_board_group 1 for each group (1-31) the board belongs to.
+# HELP holo_gateway_board_group 1 for each group (1-31) the board belongs to; group "none" for a board in none.
 # TYPE holo_gateway_board_group gauge
 holo_gateway_board_group{board="b1",group="1"} 1
 holo_gateway_board_group{board="b1",group="3"} 1
+holo_gateway_board_group{board="b2",group="none"} 1
 holo_gateway_board_group{board="b3",group="1"} 1
 # HELP holo_gateway_board_info One series per known board carrying its hostname, firmware, line and bus address; always 1.
 # TYPE holo_gateway_board_info gauge
