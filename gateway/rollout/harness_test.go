@@ -3,6 +3,8 @@ package rollout_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -179,4 +181,13 @@ func (g *gateway) waitState(t testing.TB, id string, d time.Duration, states ...
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func httpGet(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
 }

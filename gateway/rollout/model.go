@@ -101,8 +101,10 @@ type Board struct {
 	FromVersion string    `json:"from_version,omitempty"`
 	ToSlot      string    `json:"to_slot,omitempty"`
 	Deadline    time.Time `json:"deadline,omitzero"`
-	Error       string    `json:"error,omitempty"`
-	Timeline    []Step    `json:"timeline"`
+	// Kicked is when a restart was last asked for.
+	Kicked   time.Time `json:"kicked,omitzero"`
+	Error    string    `json:"error,omitempty"`
+	Timeline []Step    `json:"timeline"`
 }
 
 // Step is one entry of a board's timeline.
@@ -152,6 +154,6 @@ type Event struct {
 // Keys of the store bucket.
 const bucket = "rollouts"
 
-func rolloutKey(id string) string       { return "r/" + id }
-func boardKey(id, board string) string  { return "b/" + id + "/" + board }
-func activeKey(board string) string     { return "a/" + board }
+func rolloutKey(id string) string      { return "r/" + id }
+func boardKey(id, board string) string { return "b/" + id + "/" + board }
+func activeKey(board string) string    { return "a/" + board }

@@ -22,8 +22,6 @@ type worker struct {
 	e  *Engine
 	r  *run
 	id string
-
-	kicked time.Time // when POST /restart was last sent
 }
 
 // errTransient marks failures worth another try (unreachable, busy).
@@ -282,12 +280,10 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		default:
 			return false, w.to(ctx, b, PhaseStaging, "the staged image is gone before activation: staging again")
 		}
-		if v.running.Label != b.ToSlot {
-			if err := w.restart(ctx); err != nil {
-				return false, err
-			}
+		if v.running.Label == b.ToSlot {
+			return false, w.to(ctx, b, PhaseRestarting, "runs "+b.ToSlot)
 		}
-		return false, w.to(ctx, b, PhaseRestarting, "activated "+b.ToSlot)
+		return false, w.kick(ctx, b, PhaseRestarting, "activated "+b.ToSlot)
 
 	case PhaseRestarting:
 		run := v.running
@@ -298,12 +294,8 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 			// On trial: wait for the confirmation.
 		case state(v.slot(b.ToSlot)) == "rolled_back" || state(v.slot(b.ToSlot)) == "invalid":
 			return false, w.end(ctx, b, PhaseRolledBack, fmt.Sprintf("back on %s (%s): the new image was %s", run.Label, appVersion(run.App), state(v.slot(b.ToSlot))))
-		case v.boots != nil && v.boots.Label == b.ToSlot:
-			if w.kicked.IsZero() || w.now().Sub(w.kicked) >= w.e.o.Kick {
-				if err := w.restart(ctx); err != nil {
-					return false, err
-				}
-			}
+		case v.boots != nil && v.boots.Label == b.ToSlot && w.now().Sub(b.Kicked) >= w.e.o.Kick:
+			return false, w.kick(ctx, b, PhaseRestarting, "no restart yet: restarting again")
 		}
 		if !w.now().Before(b.Deadline) {
 			return false, w.end(ctx, b, PhaseTimedOut, fmt.Sprintf("not running the new image confirmed by the deadline (running %s %s %s)", run.Label, appVersion(run.App), state(run)))
@@ -324,13 +316,9 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 			if err := w.call(ctx, http.MethodPost, "/ota/activate", map[string]any{"slot": b.FromSlot, "reboot": false}, nil); err != nil {
 				return false, err
 			}
-			if err := w.restart(ctx); err != nil {
-				return false, err
-			}
-		case w.kicked.IsZero() || w.now().Sub(w.kicked) >= w.e.o.Kick:
-			if err := w.restart(ctx); err != nil {
-				return false, err
-			}
+			return false, w.kick(ctx, b, PhaseReverting, "activated "+b.FromSlot)
+		case w.now().Sub(b.Kicked) >= w.e.o.Kick:
+			return false, w.kick(ctx, b, PhaseReverting, "no restart yet: restarting again")
 		}
 		if !w.now().Before(b.Deadline) {
 			return false, w.end(ctx, b, PhaseFailed, "revert: the board is not back on its previous image by the deadline")
@@ -358,9 +346,19 @@ func appVersion(a *ota.App) string {
 	return a.Version
 }
 
-func (w *worker) restart(ctx context.Context) error {
-	w.kicked = w.now()
-	return w.call(ctx, http.MethodPost, "/restart", map[string]any{"delay_ms": w.e.o.RestartDelay.Milliseconds()}, nil)
+// kick records that a restart is asked for, then asks. The record comes
+// first: a gateway that dies between the two waits Options.Kick before
+// asking again, so a board is never restarted twice in a row (a second
+// restart during a trial would roll the new image back).
+func (w *worker) kick(ctx context.Context, b *Board, phase, note string) error {
+	b.Phase, b.Kicked = phase, w.now().UTC()
+	if err := w.e.save(ctx, w.r, b, note); err != nil {
+		return err
+	}
+	if err := w.call(ctx, http.MethodPost, "/restart", map[string]any{"delay_ms": w.e.o.RestartDelay.Milliseconds()}, nil); err != nil {
+		w.e.o.Log.Warn("rollout: restart request", "board", w.id, "err", err)
+	}
+	return nil
 }
 
 // transfer gets the image onto the board (staged, not activated).
