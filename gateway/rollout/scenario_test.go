@@ -284,7 +284,7 @@ func TestRevert(t *testing.T) {
 	for _, s := range bds[0].Timeline {
 		tl = append(tl, s.Phase)
 	}
-	want := []string{"pending", "staging", "staged", "activating", "restarting", "succeeded", "reverting", "reverted"}
+	want := []string{"pending", "staging", "staged", "activating", "restarting", "succeeded", "reverting", "reverting", "reverted"}
 	if d := cmp.Diff(tl, want); d != "" {
 		t.Errorf("timeline (-got +want):\n%s", d)
 	}
