@@ -397,6 +397,7 @@ func (b *Bridge) onConnected() error {
 	b.order = b.order[:0]
 	clear(b.dirty)
 	// bridge/state first, then the rest.
+	b.retained[b.t.bridge("state")] = []byte(`{"state":"online"}`)
 	b.order = append(b.order, b.t.bridge("state"))
 	b.dirty[b.t.bridge("state")] = true
 	for t := range b.retained {

@@ -108,3 +108,7 @@ func (n *names) name(id string) string {
 	defer n.mu.Unlock()
 	return n.byID[id]
 }
+
+// Name returns the topic name of the board with that id ("" before the
+// bridge has seen it).
+func (b *Bridge) Name(id string) string { return b.names.name(id) }
