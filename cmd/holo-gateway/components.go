@@ -52,4 +52,5 @@ type component struct {
 var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
 	newMetrics,
+	newRollouts,
 }

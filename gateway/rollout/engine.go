@@ -84,6 +84,9 @@ type run struct {
 	// ctl serialises changes of the rollout record.
 	ctl sync.Mutex
 	lim *limiter
+	// sent counts image bytes sent to the rollout's boards (this
+	// process's life).
+	sent atomic.Uint64
 }
 
 // New returns an engine over o.DB. Call Load (or Run) before use.

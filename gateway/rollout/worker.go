@@ -375,7 +375,7 @@ func (w *worker) transfer(ctx context.Context) error {
 	}
 	defer f.Close()
 	body := &meteredReader{ctx: ctx, r: io.NewSectionReader(f, 0, img.Size), lim: w.r.lim,
-		count: func(n int) { w.e.bytesSent.Add(uint64(n)) }}
+		count: func(n int) { w.e.bytesSent.Add(uint64(n)); w.r.sent.Add(uint64(n)) }}
 	rep, err := w.e.o.Fleet.CallRaw(ctx, w.id, http.MethodPut, "/ota/image?sha256="+img.SHA256, "application/octet-stream", body, img.Size)
 	if err != nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: transfer timed out after %v", errTransient, w.r.r.Plan.Timeouts.Transfer.D())

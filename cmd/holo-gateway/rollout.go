@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/rollout"
+)
+
+// firmwarePrefix is where the API listener serves images and release
+// manifests to boards (artifact.Store.Handler).
+const firmwarePrefix = "/firmware/"
+
+// newRollouts builds the firmware store (<data>/artifacts and the
+// gateway's store) and the rollout engine, serves images and channel
+// manifests under /firmware/ and registers the rollout metrics. Its
+// goroutine is the engine, which resumes interrupted rollouts at start.
+func newRollouts(_ context.Context, e *env) (component, error) {
+	var eng *rollout.Engine
+	arts, err := artifact.Open(artifact.Options{Dir: filepath.Join(e.opts.data, "artifacts"), DB: e.db,
+		InUse: func(sha string) bool { return eng != nil && eng.Uses(sha) }})
+	if err != nil {
+		return component{}, err
+	}
+	eng, err = rollout.New(rollout.Options{DB: e.db, Fleet: e.fleet, Artifacts: arts, Log: e.log.With("component", "rollouts")})
+	if err != nil {
+		return component{}, err
+	}
+	if err := e.registerer.Register(eng.Collector()); err != nil {
+		return component{}, err
+	}
+	e.handle(firmwarePrefix, arts.Handler(firmwarePrefix))
+	return component{name: "rollouts", run: eng.Run,
+		banner: []string{"firmware: images and release manifests under " + firmwarePrefix}}, nil
+}
