@@ -70,7 +70,6 @@ type Engine struct {
 	active map[string]string // board -> rollout
 	events eventLog
 	wake   chan struct{}
-	loaded bool
 
 	// bytesSent counts image bytes sent to boards.
 	bytesSent atomic.Uint64

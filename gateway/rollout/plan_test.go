@@ -1,0 +1,121 @@
+package rollout
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+func views(n int) []fleet.BoardView {
+	var out []fleet.BoardView
+	for i := range n {
+		out = append(out, fleet.BoardView{ID: fmt.Sprintf("b%02d", i), Online: i%5 != 4, Firmware: "1.0.0",
+			Groups: []int{i%2 + 1}, Labels: map[string]string{"room": fmt.Sprint("r", i%3)}})
+	}
+	return out
+}
+
+func TestSelectWaves(t *testing.T) {
+	cases := []struct {
+		name string
+		plan string
+		want []int // wave sizes
+		ref  int
+	}{
+		{"one wave", `{"target":{"all":true}}`, []int{10}, 0},
+		{"canary then counts", `{"target":{"all":true},"canaries":["b03"],"waves":[{"count":2},{"count":3}]}`, []int{1, 2, 7}, 0},
+		{"percent", `{"target":{"all":true},"waves":[{"percent":10},{"percent":30},{"percent":100}]}`, []int{1, 3, 6}, 0},
+		{"growth", `{"target":{"all":true},"waves":[{"count":1}],"growth":2}`, []int{1, 2, 4, 3}, 0},
+		{"group", `{"target":{"groups":[2]}}`, []int{5}, 0},
+		{"labels", `{"target":{"labels":{"room":"r0"}}}`, []int{4}, 0},
+		{"online only", `{"target":{"all":true,"online_only":true}}`, []int{8}, 2},
+		{"firmware", `{"target":{"all":true,"firmware":"0.9"}}`, nil, 10},
+		{"unknown board", `{"target":{"boards":["b01","zz"]}}`, []int{1}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p Plan
+			if err := json.Unmarshal([]byte(c.plan), &p); err != nil {
+				t.Fatal(err)
+			}
+			p.Artifact = "x"
+			if err := p.normalise(); err != nil {
+				t.Fatal(err)
+			}
+			sel, err := selectBoards(&p, views(10), func(string) string { return "" })
+			if c.want == nil {
+				if err == nil {
+					t.Fatalf("selected %v", sel)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, w := range sel.Waves {
+				got = append(got, len(w))
+			}
+			if d := cmp.Diff(got, c.want); d != "" || len(sel.Refused) != c.ref {
+				t.Fatalf("waves (-got +want):\n%s refused %v", d, sel.Refused)
+			}
+		})
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	for in, want := range map[string]time.Duration{`"90s"`: 90 * time.Second, `2.5`: 2500 * time.Millisecond, `"1h2m"`: time.Hour + 2*time.Minute} {
+		var d Duration
+		if err := json.Unmarshal([]byte(in), &d); err != nil || d.D() != want {
+			t.Errorf("%s: %v %v", in, d.D(), err)
+		}
+		b, _ := json.Marshal(d)
+		var back Duration
+		if err := json.Unmarshal(b, &back); err != nil || back != d {
+			t.Errorf("round trip %s: %s", in, b)
+		}
+	}
+	var d Duration
+	if err := json.Unmarshal([]byte(`"soon"`), &d); err == nil {
+		t.Error("accepted soon")
+	}
+}
+
+// FuzzPlan: any plan text is refused or resolves into waves that hold
+// each selected board once; nothing panics.
+func FuzzPlan(f *testing.F) {
+	f.Add(`{"target":{"all":true},"canaries":["b03"],"waves":[{"count":2},{"percent":30}],"growth":1.5}`)
+	f.Add(`{"target":{"labels":{"room":"r1"}},"thresholds":{"success":0.9,"wave_failure":0.2,"min_sample":3,"action":"revert"}}`)
+	f.Add(`{"target":{"groups":[1,40]},"window":{"start":"22:00","end":"04:00"},"soak":"1m"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var p Plan
+		if json.Unmarshal([]byte(s), &p) != nil {
+			return
+		}
+		p.Artifact = "x"
+		if p.normalise() != nil {
+			return
+		}
+		sel, err := selectBoards(&p, views(12), func(string) string { return "" })
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, w := range sel.Waves {
+			if len(w) == 0 {
+				t.Fatalf("empty wave in %v", sel.Waves)
+			}
+			for _, id := range w {
+				if seen[id] {
+					t.Fatalf("board %s twice: %v", id, sel.Waves)
+				}
+				seen[id] = true
+			}
+		}
+	})
+}
