@@ -1,5 +1,6 @@
 // The gateway's fleet API: the boards it knows, calls on one board, actions
-// on many, the event stream, and the bearer tokens that guard all of it.
+// on many, the event stream, the bearer tokens that guard all of it, and
+// the firmware store with its staged rollouts.
 //
 // JSON a board produced (its replies, event data) travels as JSON text in
 // string fields so the board's bytes arrive unchanged. JSON a caller sends
@@ -1303,6 +1304,2605 @@ func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
 	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{19}
 }
 
+// App is the application description an image carries.
+type App struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Project       string                 `protobuf:"bytes,1,opt,name=project,proto3" json:"project,omitempty"`
+	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Date          string                 `protobuf:"bytes,3,opt,name=date,proto3" json:"date,omitempty"`
+	Time          string                 `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	Idf           string                 `protobuf:"bytes,5,opt,name=idf,proto3" json:"idf,omitempty"`
+	ElfSha256     string                 `protobuf:"bytes,6,opt,name=elf_sha256,json=elfSha256,proto3" json:"elf_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *App) Reset() {
+	*x = App{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *App) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*App) ProtoMessage() {}
+
+func (x *App) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use App.ProtoReflect.Descriptor instead.
+func (*App) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *App) GetProject() string {
+	if x != nil {
+		return x.Project
+	}
+	return ""
+}
+
+func (x *App) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *App) GetDate() string {
+	if x != nil {
+		return x.Date
+	}
+	return ""
+}
+
+func (x *App) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+func (x *App) GetIdf() string {
+	if x != nil {
+		return x.Idf
+	}
+	return ""
+}
+
+func (x *App) GetElfSha256() string {
+	if x != nil {
+		return x.ElfSha256
+	}
+	return ""
+}
+
+// Artifact is one stored firmware image.
+type Artifact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hex SHA-256 of the whole file; the artifact's name.
+	Sha256 string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Size   int64  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// Chip id of the image header.
+	Chip uint32 `protobuf:"varint,3,opt,name=chip,proto3" json:"chip,omitempty"`
+	App  *App   `protobuf:"bytes,4,opt,name=app,proto3" json:"app,omitempty"`
+	// File name given at upload, for people.
+	Name          string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Added         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=added,proto3" json:"added,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Artifact) Reset() {
+	*x = Artifact{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Artifact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Artifact) ProtoMessage() {}
+
+func (x *Artifact) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
+func (*Artifact) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Artifact) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *Artifact) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *Artifact) GetChip() uint32 {
+	if x != nil {
+		return x.Chip
+	}
+	return 0
+}
+
+func (x *Artifact) GetApp() *App {
+	if x != nil {
+		return x.App
+	}
+	return nil
+}
+
+func (x *Artifact) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Artifact) GetAdded() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Added
+	}
+	return nil
+}
+
+// UploadArtifactRequest is one message of an upload: name and sha256 are
+// read from the first message, chunk from every message.
+type UploadArtifactRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The SHA-256 the image must have (hex), or empty.
+	Sha256        string `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Chunk         []byte `protobuf:"bytes,3,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadArtifactRequest) Reset() {
+	*x = UploadArtifactRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadArtifactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadArtifactRequest) ProtoMessage() {}
+
+func (x *UploadArtifactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadArtifactRequest.ProtoReflect.Descriptor instead.
+func (*UploadArtifactRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UploadArtifactRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UploadArtifactRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *UploadArtifactRequest) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+type UploadArtifactResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Artifact *Artifact              `protobuf:"bytes,1,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	// The image was stored already; nothing was written.
+	Existed       bool `protobuf:"varint,2,opt,name=existed,proto3" json:"existed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadArtifactResponse) Reset() {
+	*x = UploadArtifactResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadArtifactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadArtifactResponse) ProtoMessage() {}
+
+func (x *UploadArtifactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadArtifactResponse.ProtoReflect.Descriptor instead.
+func (*UploadArtifactResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UploadArtifactResponse) GetArtifact() *Artifact {
+	if x != nil {
+		return x.Artifact
+	}
+	return nil
+}
+
+func (x *UploadArtifactResponse) GetExisted() bool {
+	if x != nil {
+		return x.Existed
+	}
+	return false
+}
+
+type ListArtifactsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListArtifactsRequest) Reset() {
+	*x = ListArtifactsRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListArtifactsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListArtifactsRequest) ProtoMessage() {}
+
+func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
+func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{24}
+}
+
+type ListArtifactsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Artifacts     []*Artifact            `protobuf:"bytes,1,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListArtifactsResponse) Reset() {
+	*x = ListArtifactsResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListArtifactsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListArtifactsResponse) ProtoMessage() {}
+
+func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
+func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListArtifactsResponse) GetArtifacts() []*Artifact {
+	if x != nil {
+		return x.Artifacts
+	}
+	return nil
+}
+
+type GetArtifactRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sha256        string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetArtifactRequest) Reset() {
+	*x = GetArtifactRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetArtifactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetArtifactRequest) ProtoMessage() {}
+
+func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
+func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetArtifactRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+type DeleteArtifactRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sha256        string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteArtifactRequest) Reset() {
+	*x = DeleteArtifactRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteArtifactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteArtifactRequest) ProtoMessage() {}
+
+func (x *DeleteArtifactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteArtifactRequest.ProtoReflect.Descriptor instead.
+func (*DeleteArtifactRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DeleteArtifactRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+type DeleteArtifactResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteArtifactResponse) Reset() {
+	*x = DeleteArtifactResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteArtifactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteArtifactResponse) ProtoMessage() {}
+
+func (x *DeleteArtifactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteArtifactResponse.ProtoReflect.Descriptor instead.
+func (*DeleteArtifactResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{28}
+}
+
+// Channel is a release channel, published to boards as a manifest under
+// /firmware/channels/<name>.json.
+type Channel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Sha256        string                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Version       string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	ReleaseUrl    string                 `protobuf:"bytes,4,opt,name=release_url,json=releaseUrl,proto3" json:"release_url,omitempty"`
+	Updated       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated,proto3" json:"updated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Channel) Reset() {
+	*x = Channel{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Channel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Channel) ProtoMessage() {}
+
+func (x *Channel) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Channel.ProtoReflect.Descriptor instead.
+func (*Channel) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Channel) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Channel) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *Channel) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Channel) GetReleaseUrl() string {
+	if x != nil {
+		return x.ReleaseUrl
+	}
+	return ""
+}
+
+func (x *Channel) GetUpdated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Updated
+	}
+	return nil
+}
+
+type SetChannelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-32 of a-z 0-9 . _ -, starting with a letter or digit.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Sha256        string `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	ReleaseUrl    string `protobuf:"bytes,3,opt,name=release_url,json=releaseUrl,proto3" json:"release_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetChannelRequest) Reset() {
+	*x = SetChannelRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetChannelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetChannelRequest) ProtoMessage() {}
+
+func (x *SetChannelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetChannelRequest.ProtoReflect.Descriptor instead.
+func (*SetChannelRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SetChannelRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetChannelRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *SetChannelRequest) GetReleaseUrl() string {
+	if x != nil {
+		return x.ReleaseUrl
+	}
+	return ""
+}
+
+type ListChannelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChannelsRequest) Reset() {
+	*x = ListChannelsRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChannelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChannelsRequest) ProtoMessage() {}
+
+func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
+func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{31}
+}
+
+type ListChannelsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channels      []*Channel             `protobuf:"bytes,1,rep,name=channels,proto3" json:"channels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChannelsResponse) Reset() {
+	*x = ListChannelsResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChannelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChannelsResponse) ProtoMessage() {}
+
+func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
+func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListChannelsResponse) GetChannels() []*Channel {
+	if x != nil {
+		return x.Channels
+	}
+	return nil
+}
+
+type DeleteChannelRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteChannelRequest) Reset() {
+	*x = DeleteChannelRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteChannelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteChannelRequest) ProtoMessage() {}
+
+func (x *DeleteChannelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteChannelRequest.ProtoReflect.Descriptor instead.
+func (*DeleteChannelRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *DeleteChannelRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteChannelResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteChannelResponse) Reset() {
+	*x = DeleteChannelResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteChannelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteChannelResponse) ProtoMessage() {}
+
+func (x *DeleteChannelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteChannelResponse.ProtoReflect.Descriptor instead.
+func (*DeleteChannelResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{34}
+}
+
+// RolloutPlan is what an operator asks for. Its JSON is the engine's plan
+// JSON: durations are Go duration text ("90s", "2m30s"), empty for the
+// default; zero numbers take the defaults.
+type RolloutPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// SHA-256 of the image in the gateway's store.
+	Artifact string         `protobuf:"bytes,2,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	Target   *RolloutTarget `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	// Canaries form the first wave, in this order.
+	Canaries []string `protobuf:"bytes,4,rep,name=canaries,proto3" json:"canaries,omitempty"`
+	// Sizes of the waves after the canaries; empty means one wave.
+	Waves []*RolloutWave `protobuf:"bytes,5,rep,name=waves,proto3" json:"waves,omitempty"`
+	// Above 1, the last wave's size is multiplied by growth until every
+	// board is in a wave; 0 puts the rest in one wave.
+	Growth float64 `protobuf:"fixed64,6,opt,name=growth,proto3" json:"growth,omitempty"`
+	// Boards updated at once (default 10).
+	MaxInFlight int32            `protobuf:"varint,7,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
+	Timeouts    *RolloutTimeouts `protobuf:"bytes,8,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
+	// How long a finished wave is watched before the next starts.
+	Soak       string             `protobuf:"bytes,9,opt,name=soak,proto3" json:"soak,omitempty"`
+	Thresholds *RolloutThresholds `protobuf:"bytes,10,opt,name=thresholds,proto3" json:"thresholds,omitempty"`
+	// Tries again of a transient failure, waiting backoff, 2*backoff, ...
+	Retries int32  `protobuf:"varint,11,opt,name=retries,proto3" json:"retries,omitempty"`
+	Backoff string `protobuf:"bytes,12,opt,name=backoff,proto3" json:"backoff,omitempty"`
+	// Image bytes per second over the rollout (0: no cap; else >= 1024).
+	Bandwidth int64 `protobuf:"varint,13,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
+	// Daily maintenance window (UTC): stage now, activate inside it.
+	Window *RolloutWindow `protobuf:"bytes,14,opt,name=window,proto3" json:"window,omitempty"`
+	// push (default) or pull.
+	Method        string `protobuf:"bytes,15,opt,name=method,proto3" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutPlan) Reset() {
+	*x = RolloutPlan{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutPlan) ProtoMessage() {}
+
+func (x *RolloutPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutPlan.ProtoReflect.Descriptor instead.
+func (*RolloutPlan) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RolloutPlan) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RolloutPlan) GetArtifact() string {
+	if x != nil {
+		return x.Artifact
+	}
+	return ""
+}
+
+func (x *RolloutPlan) GetTarget() *RolloutTarget {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *RolloutPlan) GetCanaries() []string {
+	if x != nil {
+		return x.Canaries
+	}
+	return nil
+}
+
+func (x *RolloutPlan) GetWaves() []*RolloutWave {
+	if x != nil {
+		return x.Waves
+	}
+	return nil
+}
+
+func (x *RolloutPlan) GetGrowth() float64 {
+	if x != nil {
+		return x.Growth
+	}
+	return 0
+}
+
+func (x *RolloutPlan) GetMaxInFlight() int32 {
+	if x != nil {
+		return x.MaxInFlight
+	}
+	return 0
+}
+
+func (x *RolloutPlan) GetTimeouts() *RolloutTimeouts {
+	if x != nil {
+		return x.Timeouts
+	}
+	return nil
+}
+
+func (x *RolloutPlan) GetSoak() string {
+	if x != nil {
+		return x.Soak
+	}
+	return ""
+}
+
+func (x *RolloutPlan) GetThresholds() *RolloutThresholds {
+	if x != nil {
+		return x.Thresholds
+	}
+	return nil
+}
+
+func (x *RolloutPlan) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *RolloutPlan) GetBackoff() string {
+	if x != nil {
+		return x.Backoff
+	}
+	return ""
+}
+
+func (x *RolloutPlan) GetBandwidth() int64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
+}
+
+func (x *RolloutPlan) GetWindow() *RolloutWindow {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *RolloutPlan) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+// RolloutTarget selects boards: the union of boards, group members and
+// boards with every label, narrowed by firmware and online_only. Empty
+// selects nothing; set all for every board.
+type RolloutTarget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Boards        []string               `protobuf:"bytes,1,rep,name=boards,proto3" json:"boards,omitempty"`
+	Groups        []int32                `protobuf:"varint,2,rep,packed,name=groups,proto3" json:"groups,omitempty"`
+	Labels        map[string]string      `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	All           bool                   `protobuf:"varint,4,opt,name=all,proto3" json:"all,omitempty"`
+	Firmware      string                 `protobuf:"bytes,5,opt,name=firmware,proto3" json:"firmware,omitempty"`
+	OnlineOnly    bool                   `protobuf:"varint,6,opt,name=online_only,json=onlineOnly,proto3" json:"online_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutTarget) Reset() {
+	*x = RolloutTarget{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutTarget) ProtoMessage() {}
+
+func (x *RolloutTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutTarget.ProtoReflect.Descriptor instead.
+func (*RolloutTarget) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RolloutTarget) GetBoards() []string {
+	if x != nil {
+		return x.Boards
+	}
+	return nil
+}
+
+func (x *RolloutTarget) GetGroups() []int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *RolloutTarget) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *RolloutTarget) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *RolloutTarget) GetFirmware() string {
+	if x != nil {
+		return x.Firmware
+	}
+	return ""
+}
+
+func (x *RolloutTarget) GetOnlineOnly() bool {
+	if x != nil {
+		return x.OnlineOnly
+	}
+	return false
+}
+
+// RolloutWave sizes one wave: count boards, or percent of the boards the
+// canaries leave; one of the two.
+type RolloutWave struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         int32                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Percent       float64                `protobuf:"fixed64,2,opt,name=percent,proto3" json:"percent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutWave) Reset() {
+	*x = RolloutWave{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutWave) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutWave) ProtoMessage() {}
+
+func (x *RolloutWave) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutWave.ProtoReflect.Descriptor instead.
+func (*RolloutWave) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RolloutWave) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *RolloutWave) GetPercent() float64 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+// RolloutTimeouts bound each phase of one board's update (Go durations).
+type RolloutTimeouts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Transfer      string                 `protobuf:"bytes,1,opt,name=transfer,proto3" json:"transfer,omitempty"`
+	Restart       string                 `protobuf:"bytes,2,opt,name=restart,proto3" json:"restart,omitempty"`
+	Confirm       string                 `protobuf:"bytes,3,opt,name=confirm,proto3" json:"confirm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutTimeouts) Reset() {
+	*x = RolloutTimeouts{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutTimeouts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutTimeouts) ProtoMessage() {}
+
+func (x *RolloutTimeouts) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutTimeouts.ProtoReflect.Descriptor instead.
+func (*RolloutTimeouts) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *RolloutTimeouts) GetTransfer() string {
+	if x != nil {
+		return x.Transfer
+	}
+	return ""
+}
+
+func (x *RolloutTimeouts) GetRestart() string {
+	if x != nil {
+		return x.Restart
+	}
+	return ""
+}
+
+func (x *RolloutTimeouts) GetConfirm() string {
+	if x != nil {
+		return x.Confirm
+	}
+	return ""
+}
+
+// RolloutThresholds decide when a rollout advances or stops; fractions
+// in (0, 1], 0 for the default.
+type RolloutThresholds struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Success      float64                `protobuf:"fixed64,1,opt,name=success,proto3" json:"success,omitempty"`
+	WaveFailure  float64                `protobuf:"fixed64,2,opt,name=wave_failure,json=waveFailure,proto3" json:"wave_failure,omitempty"`
+	TotalFailure float64                `protobuf:"fixed64,3,opt,name=total_failure,json=totalFailure,proto3" json:"total_failure,omitempty"`
+	MinSample    int32                  `protobuf:"varint,4,opt,name=min_sample,json=minSample,proto3" json:"min_sample,omitempty"`
+	// pause (default) or revert.
+	Action        string `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutThresholds) Reset() {
+	*x = RolloutThresholds{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutThresholds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutThresholds) ProtoMessage() {}
+
+func (x *RolloutThresholds) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutThresholds.ProtoReflect.Descriptor instead.
+func (*RolloutThresholds) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RolloutThresholds) GetSuccess() float64 {
+	if x != nil {
+		return x.Success
+	}
+	return 0
+}
+
+func (x *RolloutThresholds) GetWaveFailure() float64 {
+	if x != nil {
+		return x.WaveFailure
+	}
+	return 0
+}
+
+func (x *RolloutThresholds) GetTotalFailure() float64 {
+	if x != nil {
+		return x.TotalFailure
+	}
+	return 0
+}
+
+func (x *RolloutThresholds) GetMinSample() int32 {
+	if x != nil {
+		return x.MinSample
+	}
+	return 0
+}
+
+func (x *RolloutThresholds) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+// RolloutWindow is a daily window "HH:MM" to "HH:MM" in UTC.
+type RolloutWindow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         string                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	End           string                 `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutWindow) Reset() {
+	*x = RolloutWindow{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutWindow) ProtoMessage() {}
+
+func (x *RolloutWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutWindow.ProtoReflect.Descriptor instead.
+func (*RolloutWindow) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RolloutWindow) GetStart() string {
+	if x != nil {
+		return x.Start
+	}
+	return ""
+}
+
+func (x *RolloutWindow) GetEnd() string {
+	if x != nil {
+		return x.End
+	}
+	return ""
+}
+
+// WaveBoards is the boards of one wave, in order.
+type WaveBoards struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Boards        []string               `protobuf:"bytes,1,rep,name=boards,proto3" json:"boards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaveBoards) Reset() {
+	*x = WaveBoards{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaveBoards) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaveBoards) ProtoMessage() {}
+
+func (x *WaveBoards) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaveBoards.ProtoReflect.Descriptor instead.
+func (*WaveBoards) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *WaveBoards) GetBoards() []string {
+	if x != nil {
+		return x.Boards
+	}
+	return nil
+}
+
+// Refusal is a board the target names that will not be updated.
+type Refusal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Board         string                 `protobuf:"bytes,1,opt,name=board,proto3" json:"board,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Refusal) Reset() {
+	*x = Refusal{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Refusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Refusal) ProtoMessage() {}
+
+func (x *Refusal) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
+func (*Refusal) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *Refusal) GetBoard() string {
+	if x != nil {
+		return x.Board
+	}
+	return ""
+}
+
+func (x *Refusal) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// RolloutSelection is who a plan updates, wave by wave, and who it refuses.
+type RolloutSelection struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Waves   []*WaveBoards          `protobuf:"bytes,1,rep,name=waves,proto3" json:"waves,omitempty"`
+	Refused []*Refusal             `protobuf:"bytes,2,rep,name=refused,proto3" json:"refused,omitempty"`
+	// Boards selected over every wave.
+	Boards        int32 `protobuf:"varint,3,opt,name=boards,proto3" json:"boards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutSelection) Reset() {
+	*x = RolloutSelection{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutSelection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutSelection) ProtoMessage() {}
+
+func (x *RolloutSelection) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutSelection.ProtoReflect.Descriptor instead.
+func (*RolloutSelection) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *RolloutSelection) GetWaves() []*WaveBoards {
+	if x != nil {
+		return x.Waves
+	}
+	return nil
+}
+
+func (x *RolloutSelection) GetRefused() []*Refusal {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+func (x *RolloutSelection) GetBoards() int32 {
+	if x != nil {
+		return x.Boards
+	}
+	return 0
+}
+
+type DryRunRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plan          *RolloutPlan           `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DryRunRolloutRequest) Reset() {
+	*x = DryRunRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DryRunRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DryRunRolloutRequest) ProtoMessage() {}
+
+func (x *DryRunRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DryRunRolloutRequest.ProtoReflect.Descriptor instead.
+func (*DryRunRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *DryRunRolloutRequest) GetPlan() *RolloutPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+type CreateRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plan          *RolloutPlan           `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateRolloutRequest) Reset() {
+	*x = CreateRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateRolloutRequest) ProtoMessage() {}
+
+func (x *CreateRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateRolloutRequest.ProtoReflect.Descriptor instead.
+func (*CreateRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *CreateRolloutRequest) GetPlan() *RolloutPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// RolloutImage is the image a rollout installs.
+type RolloutImage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sha256        string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	App           *App                   `protobuf:"bytes,3,opt,name=app,proto3" json:"app,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutImage) Reset() {
+	*x = RolloutImage{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutImage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutImage) ProtoMessage() {}
+
+func (x *RolloutImage) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutImage.ProtoReflect.Descriptor instead.
+func (*RolloutImage) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *RolloutImage) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *RolloutImage) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *RolloutImage) GetApp() *App {
+	if x != nil {
+		return x.App
+	}
+	return nil
+}
+
+// RolloutProgress counts a rollout's boards by phase.
+type RolloutProgress struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Boards int32                  `protobuf:"varint,1,opt,name=boards,proto3" json:"boards,omitempty"`
+	// Boards per phase (pending, staging, ..., succeeded, rolled_back, ...).
+	Phases map[string]int32 `protobuf:"bytes,2,rep,name=phases,proto3" json:"phases,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Boards whose steps ended.
+	Done int32 `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	// Boards rolled back, timed out or failed.
+	Failed        int32   `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Percent       float64 `protobuf:"fixed64,5,opt,name=percent,proto3" json:"percent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutProgress) Reset() {
+	*x = RolloutProgress{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutProgress) ProtoMessage() {}
+
+func (x *RolloutProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutProgress.ProtoReflect.Descriptor instead.
+func (*RolloutProgress) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *RolloutProgress) GetBoards() int32 {
+	if x != nil {
+		return x.Boards
+	}
+	return 0
+}
+
+func (x *RolloutProgress) GetPhases() map[string]int32 {
+	if x != nil {
+		return x.Phases
+	}
+	return nil
+}
+
+func (x *RolloutProgress) GetDone() int32 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *RolloutProgress) GetFailed() int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *RolloutProgress) GetPercent() float64 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+// Rollout is one rollout with its progress.
+type Rollout struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The plan with its defaults filled in.
+	Plan  *RolloutPlan  `protobuf:"bytes,2,opt,name=plan,proto3" json:"plan,omitempty"`
+	Image *RolloutImage `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	// running, paused, aborted, reverting, reverted or done.
+	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// Why the state last changed.
+	Reason  string        `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Waves   []*WaveBoards `protobuf:"bytes,6,rep,name=waves,proto3" json:"waves,omitempty"`
+	Refused []*Refusal    `protobuf:"bytes,7,rep,name=refused,proto3" json:"refused,omitempty"`
+	// Index of the wave being updated (the number of waves once past the
+	// last).
+	Wave int32 `protobuf:"varint,8,opt,name=wave,proto3" json:"wave,omitempty"`
+	// When the next wave starts after a good one's soak.
+	SoakUntil *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=soak_until,json=soakUntil,proto3" json:"soak_until,omitempty"`
+	// No board has anything left to do.
+	Finished      bool                   `protobuf:"varint,10,opt,name=finished,proto3" json:"finished,omitempty"`
+	Created       *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created,proto3" json:"created,omitempty"`
+	Updated       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated,proto3" json:"updated,omitempty"`
+	Progress      *RolloutProgress       `protobuf:"bytes,13,opt,name=progress,proto3" json:"progress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollout) Reset() {
+	*x = Rollout{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollout) ProtoMessage() {}
+
+func (x *Rollout) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollout.ProtoReflect.Descriptor instead.
+func (*Rollout) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *Rollout) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Rollout) GetPlan() *RolloutPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *Rollout) GetImage() *RolloutImage {
+	if x != nil {
+		return x.Image
+	}
+	return nil
+}
+
+func (x *Rollout) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Rollout) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Rollout) GetWaves() []*WaveBoards {
+	if x != nil {
+		return x.Waves
+	}
+	return nil
+}
+
+func (x *Rollout) GetRefused() []*Refusal {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+func (x *Rollout) GetWave() int32 {
+	if x != nil {
+		return x.Wave
+	}
+	return 0
+}
+
+func (x *Rollout) GetSoakUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SoakUntil
+	}
+	return nil
+}
+
+func (x *Rollout) GetFinished() bool {
+	if x != nil {
+		return x.Finished
+	}
+	return false
+}
+
+func (x *Rollout) GetCreated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *Rollout) GetUpdated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Updated
+	}
+	return nil
+}
+
+func (x *Rollout) GetProgress() *RolloutProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+type ListRolloutsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolloutsRequest) Reset() {
+	*x = ListRolloutsRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolloutsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolloutsRequest) ProtoMessage() {}
+
+func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolloutsRequest.ProtoReflect.Descriptor instead.
+func (*ListRolloutsRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{49}
+}
+
+type ListRolloutsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rollouts      []*Rollout             `protobuf:"bytes,1,rep,name=rollouts,proto3" json:"rollouts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolloutsResponse) Reset() {
+	*x = ListRolloutsResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolloutsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolloutsResponse) ProtoMessage() {}
+
+func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolloutsResponse.ProtoReflect.Descriptor instead.
+func (*ListRolloutsResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ListRolloutsResponse) GetRollouts() []*Rollout {
+	if x != nil {
+		return x.Rollouts
+	}
+	return nil
+}
+
+type GetRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRolloutRequest) Reset() {
+	*x = GetRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRolloutRequest) ProtoMessage() {}
+
+func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRolloutRequest.ProtoReflect.Descriptor instead.
+func (*GetRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *GetRolloutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListRolloutBoardsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolloutBoardsRequest) Reset() {
+	*x = ListRolloutBoardsRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolloutBoardsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolloutBoardsRequest) ProtoMessage() {}
+
+func (x *ListRolloutBoardsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolloutBoardsRequest.ProtoReflect.Descriptor instead.
+func (*ListRolloutBoardsRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ListRolloutBoardsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// RolloutStep is one entry of a board's timeline.
+type RolloutStep struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	Phase         string                 `protobuf:"bytes,2,opt,name=phase,proto3" json:"phase,omitempty"`
+	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutStep) Reset() {
+	*x = RolloutStep{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutStep) ProtoMessage() {}
+
+func (x *RolloutStep) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutStep.ProtoReflect.Descriptor instead.
+func (*RolloutStep) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *RolloutStep) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *RolloutStep) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *RolloutStep) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+// RolloutBoard is one board's part in a rollout.
+type RolloutBoard struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Board string                 `protobuf:"bytes,1,opt,name=board,proto3" json:"board,omitempty"`
+	// Index of the board's wave.
+	Wave     int32                  `protobuf:"varint,2,opt,name=wave,proto3" json:"wave,omitempty"`
+	Phase    string                 `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	Attempts int32                  `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	NextTry  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=next_try,json=nextTry,proto3" json:"next_try,omitempty"`
+	// What the board ran before, and the slot the image went to.
+	FromSlot      string                 `protobuf:"bytes,6,opt,name=from_slot,json=fromSlot,proto3" json:"from_slot,omitempty"`
+	FromVersion   string                 `protobuf:"bytes,7,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	ToSlot        string                 `protobuf:"bytes,8,opt,name=to_slot,json=toSlot,proto3" json:"to_slot,omitempty"`
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Error         string                 `protobuf:"bytes,10,opt,name=error,proto3" json:"error,omitempty"`
+	Timeline      []*RolloutStep         `protobuf:"bytes,11,rep,name=timeline,proto3" json:"timeline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutBoard) Reset() {
+	*x = RolloutBoard{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutBoard) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutBoard) ProtoMessage() {}
+
+func (x *RolloutBoard) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutBoard.ProtoReflect.Descriptor instead.
+func (*RolloutBoard) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *RolloutBoard) GetBoard() string {
+	if x != nil {
+		return x.Board
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetWave() int32 {
+	if x != nil {
+		return x.Wave
+	}
+	return 0
+}
+
+func (x *RolloutBoard) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *RolloutBoard) GetNextTry() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextTry
+	}
+	return nil
+}
+
+func (x *RolloutBoard) GetFromSlot() string {
+	if x != nil {
+		return x.FromSlot
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetFromVersion() string {
+	if x != nil {
+		return x.FromVersion
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetToSlot() string {
+	if x != nil {
+		return x.ToSlot
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *RolloutBoard) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetTimeline() []*RolloutStep {
+	if x != nil {
+		return x.Timeline
+	}
+	return nil
+}
+
+type ListRolloutBoardsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Boards        []*RolloutBoard        `protobuf:"bytes,1,rep,name=boards,proto3" json:"boards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolloutBoardsResponse) Reset() {
+	*x = ListRolloutBoardsResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolloutBoardsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolloutBoardsResponse) ProtoMessage() {}
+
+func (x *ListRolloutBoardsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolloutBoardsResponse.ProtoReflect.Descriptor instead.
+func (*ListRolloutBoardsResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ListRolloutBoardsResponse) GetBoards() []*RolloutBoard {
+	if x != nil {
+		return x.Boards
+	}
+	return nil
+}
+
+type PauseRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRolloutRequest) Reset() {
+	*x = PauseRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRolloutRequest) ProtoMessage() {}
+
+func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
+func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *PauseRolloutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PauseRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ResumeRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRolloutRequest) Reset() {
+	*x = ResumeRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRolloutRequest) ProtoMessage() {}
+
+func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ResumeRolloutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type AbortRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortRolloutRequest) Reset() {
+	*x = AbortRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortRolloutRequest) ProtoMessage() {}
+
+func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
+func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *AbortRolloutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AbortRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RevertRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevertRolloutRequest) Reset() {
+	*x = RevertRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevertRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevertRolloutRequest) ProtoMessage() {}
+
+func (x *RevertRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevertRolloutRequest.ProtoReflect.Descriptor instead.
+func (*RevertRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *RevertRolloutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RevertRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type WatchRolloutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Also send the kept events numbered after this one.
+	After uint64 `protobuf:"varint,2,opt,name=after,proto3" json:"after,omitempty"`
+	// End the stream once the rollout is finished.
+	UntilFinished bool `protobuf:"varint,3,opt,name=until_finished,json=untilFinished,proto3" json:"until_finished,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRolloutRequest) Reset() {
+	*x = WatchRolloutRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRolloutRequest) ProtoMessage() {}
+
+func (x *WatchRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRolloutRequest.ProtoReflect.Descriptor instead.
+func (*WatchRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *WatchRolloutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WatchRolloutRequest) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *WatchRolloutRequest) GetUntilFinished() bool {
+	if x != nil {
+		return x.UntilFinished
+	}
+	return false
+}
+
+// RolloutEvent is one change of a rollout or of one of its boards.
+type RolloutEvent struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	N       uint64                 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	Time    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	Rollout string                 `protobuf:"bytes,3,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Empty for changes of the rollout itself.
+	Board string `protobuf:"bytes,4,opt,name=board,proto3" json:"board,omitempty"`
+	// The rollout's state (rollout changes).
+	State string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	// The board's phase (board changes).
+	Phase         string `protobuf:"bytes,6,opt,name=phase,proto3" json:"phase,omitempty"`
+	Wave          int32  `protobuf:"varint,7,opt,name=wave,proto3" json:"wave,omitempty"`
+	Note          string `protobuf:"bytes,8,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutEvent) Reset() {
+	*x = RolloutEvent{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutEvent) ProtoMessage() {}
+
+func (x *RolloutEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutEvent.ProtoReflect.Descriptor instead.
+func (*RolloutEvent) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *RolloutEvent) GetN() uint64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *RolloutEvent) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *RolloutEvent) GetRollout() string {
+	if x != nil {
+		return x.Rollout
+	}
+	return ""
+}
+
+func (x *RolloutEvent) GetBoard() string {
+	if x != nil {
+		return x.Board
+	}
+	return ""
+}
+
+func (x *RolloutEvent) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *RolloutEvent) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *RolloutEvent) GetWave() int32 {
+	if x != nil {
+		return x.Wave
+	}
+	return 0
+}
+
+func (x *RolloutEvent) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 var File_holo_fleet_v1_fleet_proto protoreflect.FileDescriptor
 
 const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
@@ -1405,7 +4005,195 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x06tokens\x18\x01 \x03(\v2\x14.holo.fleet.v1.TokenR\x06tokens\"(\n" +
 	"\x12RevokeTokenRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x15\n" +
-	"\x13RevokeTokenResponse2\xcd\x05\n" +
+	"\x13RevokeTokenResponse\"\x92\x01\n" +
+	"\x03App\x12\x18\n" +
+	"\aproject\x18\x01 \x01(\tR\aproject\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
+	"\x04date\x18\x03 \x01(\tR\x04date\x12\x12\n" +
+	"\x04time\x18\x04 \x01(\tR\x04time\x12\x10\n" +
+	"\x03idf\x18\x05 \x01(\tR\x03idf\x12\x1d\n" +
+	"\n" +
+	"elf_sha256\x18\x06 \x01(\tR\telfSha256\"\xb6\x01\n" +
+	"\bArtifact\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x12\n" +
+	"\x04chip\x18\x03 \x01(\rR\x04chip\x12$\n" +
+	"\x03app\x18\x04 \x01(\v2\x12.holo.fleet.v1.AppR\x03app\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x120\n" +
+	"\x05added\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05added\"Y\n" +
+	"\x15UploadArtifactRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12\x14\n" +
+	"\x05chunk\x18\x03 \x01(\fR\x05chunk\"g\n" +
+	"\x16UploadArtifactResponse\x123\n" +
+	"\bartifact\x18\x01 \x01(\v2\x17.holo.fleet.v1.ArtifactR\bartifact\x12\x18\n" +
+	"\aexisted\x18\x02 \x01(\bR\aexisted\"\x16\n" +
+	"\x14ListArtifactsRequest\"N\n" +
+	"\x15ListArtifactsResponse\x125\n" +
+	"\tartifacts\x18\x01 \x03(\v2\x17.holo.fleet.v1.ArtifactR\tartifacts\",\n" +
+	"\x12GetArtifactRequest\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"/\n" +
+	"\x15DeleteArtifactRequest\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"\x18\n" +
+	"\x16DeleteArtifactResponse\"\xa6\x01\n" +
+	"\aChannel\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12\x1f\n" +
+	"\vrelease_url\x18\x04 \x01(\tR\n" +
+	"releaseUrl\x124\n" +
+	"\aupdated\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"`\n" +
+	"\x11SetChannelRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12\x1f\n" +
+	"\vrelease_url\x18\x03 \x01(\tR\n" +
+	"releaseUrl\"\x15\n" +
+	"\x13ListChannelsRequest\"J\n" +
+	"\x14ListChannelsResponse\x122\n" +
+	"\bchannels\x18\x01 \x03(\v2\x16.holo.fleet.v1.ChannelR\bchannels\"*\n" +
+	"\x14DeleteChannelRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x17\n" +
+	"\x15DeleteChannelResponse\"\xaf\x04\n" +
+	"\vRolloutPlan\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bartifact\x18\x02 \x01(\tR\bartifact\x124\n" +
+	"\x06target\x18\x03 \x01(\v2\x1c.holo.fleet.v1.RolloutTargetR\x06target\x12\x1a\n" +
+	"\bcanaries\x18\x04 \x03(\tR\bcanaries\x120\n" +
+	"\x05waves\x18\x05 \x03(\v2\x1a.holo.fleet.v1.RolloutWaveR\x05waves\x12\x16\n" +
+	"\x06growth\x18\x06 \x01(\x01R\x06growth\x12\"\n" +
+	"\rmax_in_flight\x18\a \x01(\x05R\vmaxInFlight\x12:\n" +
+	"\btimeouts\x18\b \x01(\v2\x1e.holo.fleet.v1.RolloutTimeoutsR\btimeouts\x12\x12\n" +
+	"\x04soak\x18\t \x01(\tR\x04soak\x12@\n" +
+	"\n" +
+	"thresholds\x18\n" +
+	" \x01(\v2 .holo.fleet.v1.RolloutThresholdsR\n" +
+	"thresholds\x12\x18\n" +
+	"\aretries\x18\v \x01(\x05R\aretries\x12\x18\n" +
+	"\abackoff\x18\f \x01(\tR\abackoff\x12\x1c\n" +
+	"\tbandwidth\x18\r \x01(\x03R\tbandwidth\x124\n" +
+	"\x06window\x18\x0e \x01(\v2\x1c.holo.fleet.v1.RolloutWindowR\x06window\x12\x16\n" +
+	"\x06method\x18\x0f \x01(\tR\x06method\"\x8b\x02\n" +
+	"\rRolloutTarget\x12\x16\n" +
+	"\x06boards\x18\x01 \x03(\tR\x06boards\x12\x16\n" +
+	"\x06groups\x18\x02 \x03(\x05R\x06groups\x12@\n" +
+	"\x06labels\x18\x03 \x03(\v2(.holo.fleet.v1.RolloutTarget.LabelsEntryR\x06labels\x12\x10\n" +
+	"\x03all\x18\x04 \x01(\bR\x03all\x12\x1a\n" +
+	"\bfirmware\x18\x05 \x01(\tR\bfirmware\x12\x1f\n" +
+	"\vonline_only\x18\x06 \x01(\bR\n" +
+	"onlineOnly\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"=\n" +
+	"\vRolloutWave\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\x12\x18\n" +
+	"\apercent\x18\x02 \x01(\x01R\apercent\"a\n" +
+	"\x0fRolloutTimeouts\x12\x1a\n" +
+	"\btransfer\x18\x01 \x01(\tR\btransfer\x12\x18\n" +
+	"\arestart\x18\x02 \x01(\tR\arestart\x12\x18\n" +
+	"\aconfirm\x18\x03 \x01(\tR\aconfirm\"\xac\x01\n" +
+	"\x11RolloutThresholds\x12\x18\n" +
+	"\asuccess\x18\x01 \x01(\x01R\asuccess\x12!\n" +
+	"\fwave_failure\x18\x02 \x01(\x01R\vwaveFailure\x12#\n" +
+	"\rtotal_failure\x18\x03 \x01(\x01R\ftotalFailure\x12\x1d\n" +
+	"\n" +
+	"min_sample\x18\x04 \x01(\x05R\tminSample\x12\x16\n" +
+	"\x06action\x18\x05 \x01(\tR\x06action\"7\n" +
+	"\rRolloutWindow\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\tR\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\tR\x03end\"$\n" +
+	"\n" +
+	"WaveBoards\x12\x16\n" +
+	"\x06boards\x18\x01 \x03(\tR\x06boards\"7\n" +
+	"\aRefusal\x12\x14\n" +
+	"\x05board\x18\x01 \x01(\tR\x05board\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8d\x01\n" +
+	"\x10RolloutSelection\x12/\n" +
+	"\x05waves\x18\x01 \x03(\v2\x19.holo.fleet.v1.WaveBoardsR\x05waves\x120\n" +
+	"\arefused\x18\x02 \x03(\v2\x16.holo.fleet.v1.RefusalR\arefused\x12\x16\n" +
+	"\x06boards\x18\x03 \x01(\x05R\x06boards\"F\n" +
+	"\x14DryRunRolloutRequest\x12.\n" +
+	"\x04plan\x18\x01 \x01(\v2\x1a.holo.fleet.v1.RolloutPlanR\x04plan\"F\n" +
+	"\x14CreateRolloutRequest\x12.\n" +
+	"\x04plan\x18\x01 \x01(\v2\x1a.holo.fleet.v1.RolloutPlanR\x04plan\"`\n" +
+	"\fRolloutImage\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12$\n" +
+	"\x03app\x18\x03 \x01(\v2\x12.holo.fleet.v1.AppR\x03app\"\xee\x01\n" +
+	"\x0fRolloutProgress\x12\x16\n" +
+	"\x06boards\x18\x01 \x01(\x05R\x06boards\x12B\n" +
+	"\x06phases\x18\x02 \x03(\v2*.holo.fleet.v1.RolloutProgress.PhasesEntryR\x06phases\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\x05R\x04done\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x05R\x06failed\x12\x18\n" +
+	"\apercent\x18\x05 \x01(\x01R\apercent\x1a9\n" +
+	"\vPhasesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xa0\x04\n" +
+	"\aRollout\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x04plan\x18\x02 \x01(\v2\x1a.holo.fleet.v1.RolloutPlanR\x04plan\x121\n" +
+	"\x05image\x18\x03 \x01(\v2\x1b.holo.fleet.v1.RolloutImageR\x05image\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12/\n" +
+	"\x05waves\x18\x06 \x03(\v2\x19.holo.fleet.v1.WaveBoardsR\x05waves\x120\n" +
+	"\arefused\x18\a \x03(\v2\x16.holo.fleet.v1.RefusalR\arefused\x12\x12\n" +
+	"\x04wave\x18\b \x01(\x05R\x04wave\x129\n" +
+	"\n" +
+	"soak_until\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tsoakUntil\x12\x1a\n" +
+	"\bfinished\x18\n" +
+	" \x01(\bR\bfinished\x124\n" +
+	"\acreated\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x124\n" +
+	"\aupdated\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\x12:\n" +
+	"\bprogress\x18\r \x01(\v2\x1e.holo.fleet.v1.RolloutProgressR\bprogress\"\x15\n" +
+	"\x13ListRolloutsRequest\"J\n" +
+	"\x14ListRolloutsResponse\x122\n" +
+	"\brollouts\x18\x01 \x03(\v2\x16.holo.fleet.v1.RolloutR\brollouts\"#\n" +
+	"\x11GetRolloutRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"*\n" +
+	"\x18ListRolloutBoardsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"g\n" +
+	"\vRolloutStep\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
+	"\x05phase\x18\x02 \x01(\tR\x05phase\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\x80\x03\n" +
+	"\fRolloutBoard\x12\x14\n" +
+	"\x05board\x18\x01 \x01(\tR\x05board\x12\x12\n" +
+	"\x04wave\x18\x02 \x01(\x05R\x04wave\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\x05R\battempts\x125\n" +
+	"\bnext_try\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\anextTry\x12\x1b\n" +
+	"\tfrom_slot\x18\x06 \x01(\tR\bfromSlot\x12!\n" +
+	"\ffrom_version\x18\a \x01(\tR\vfromVersion\x12\x17\n" +
+	"\ato_slot\x18\b \x01(\tR\x06toSlot\x126\n" +
+	"\bdeadline\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x14\n" +
+	"\x05error\x18\n" +
+	" \x01(\tR\x05error\x126\n" +
+	"\btimeline\x18\v \x03(\v2\x1a.holo.fleet.v1.RolloutStepR\btimeline\"P\n" +
+	"\x19ListRolloutBoardsResponse\x123\n" +
+	"\x06boards\x18\x01 \x03(\v2\x1b.holo.fleet.v1.RolloutBoardR\x06boards\"=\n" +
+	"\x13PauseRolloutRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"&\n" +
+	"\x14ResumeRolloutRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"=\n" +
+	"\x13AbortRolloutRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\">\n" +
+	"\x14RevertRolloutRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"b\n" +
+	"\x13WatchRolloutRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\x04R\x05after\x12%\n" +
+	"\x0euntil_finished\x18\x03 \x01(\bR\runtilFinished\"\xd0\x01\n" +
+	"\fRolloutEvent\x12\f\n" +
+	"\x01n\x18\x01 \x01(\x04R\x01n\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
+	"\arollout\x18\x03 \x01(\tR\arollout\x12\x14\n" +
+	"\x05board\x18\x04 \x01(\tR\x05board\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x14\n" +
+	"\x05phase\x18\x06 \x01(\tR\x05phase\x12\x12\n" +
+	"\x04wave\x18\a \x01(\x05R\x04wave\x12\x12\n" +
+	"\x04note\x18\b \x01(\tR\x04note2\xe6\x10\n" +
 	"\fFleetService\x12Q\n" +
 	"\n" +
 	"ListBoards\x12 .holo.fleet.v1.ListBoardsRequest\x1a!.holo.fleet.v1.ListBoardsResponse\x12@\n" +
@@ -1417,7 +4205,26 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\vCreateToken\x12!.holo.fleet.v1.CreateTokenRequest\x1a\".holo.fleet.v1.CreateTokenResponse\x12Q\n" +
 	"\n" +
 	"ListTokens\x12 .holo.fleet.v1.ListTokensRequest\x1a!.holo.fleet.v1.ListTokensResponse\x12T\n" +
-	"\vRevokeToken\x12!.holo.fleet.v1.RevokeTokenRequest\x1a\".holo.fleet.v1.RevokeTokenResponseB<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
+	"\vRevokeToken\x12!.holo.fleet.v1.RevokeTokenRequest\x1a\".holo.fleet.v1.RevokeTokenResponse\x12_\n" +
+	"\x0eUploadArtifact\x12$.holo.fleet.v1.UploadArtifactRequest\x1a%.holo.fleet.v1.UploadArtifactResponse(\x01\x12Z\n" +
+	"\rListArtifacts\x12#.holo.fleet.v1.ListArtifactsRequest\x1a$.holo.fleet.v1.ListArtifactsResponse\x12I\n" +
+	"\vGetArtifact\x12!.holo.fleet.v1.GetArtifactRequest\x1a\x17.holo.fleet.v1.Artifact\x12]\n" +
+	"\x0eDeleteArtifact\x12$.holo.fleet.v1.DeleteArtifactRequest\x1a%.holo.fleet.v1.DeleteArtifactResponse\x12F\n" +
+	"\n" +
+	"SetChannel\x12 .holo.fleet.v1.SetChannelRequest\x1a\x16.holo.fleet.v1.Channel\x12W\n" +
+	"\fListChannels\x12\".holo.fleet.v1.ListChannelsRequest\x1a#.holo.fleet.v1.ListChannelsResponse\x12Z\n" +
+	"\rDeleteChannel\x12#.holo.fleet.v1.DeleteChannelRequest\x1a$.holo.fleet.v1.DeleteChannelResponse\x12U\n" +
+	"\rDryRunRollout\x12#.holo.fleet.v1.DryRunRolloutRequest\x1a\x1f.holo.fleet.v1.RolloutSelection\x12L\n" +
+	"\rCreateRollout\x12#.holo.fleet.v1.CreateRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12W\n" +
+	"\fListRollouts\x12\".holo.fleet.v1.ListRolloutsRequest\x1a#.holo.fleet.v1.ListRolloutsResponse\x12F\n" +
+	"\n" +
+	"GetRollout\x12 .holo.fleet.v1.GetRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12f\n" +
+	"\x11ListRolloutBoards\x12'.holo.fleet.v1.ListRolloutBoardsRequest\x1a(.holo.fleet.v1.ListRolloutBoardsResponse\x12J\n" +
+	"\fPauseRollout\x12\".holo.fleet.v1.PauseRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12L\n" +
+	"\rResumeRollout\x12#.holo.fleet.v1.ResumeRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12J\n" +
+	"\fAbortRollout\x12\".holo.fleet.v1.AbortRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12L\n" +
+	"\rRevertRollout\x12#.holo.fleet.v1.RevertRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12Q\n" +
+	"\fWatchRollout\x12\".holo.fleet.v1.WatchRolloutRequest\x1a\x1b.holo.fleet.v1.RolloutEvent0\x01B<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
 
 var (
 	file_holo_fleet_v1_fleet_proto_rawDescOnce sync.Once
@@ -1431,71 +4238,182 @@ func file_holo_fleet_v1_fleet_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_fleet_proto_rawDescData
 }
 
-var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_holo_fleet_v1_fleet_proto_goTypes = []any{
-	(*Board)(nil),                 // 0: holo.fleet.v1.Board
-	(*ListBoardsRequest)(nil),     // 1: holo.fleet.v1.ListBoardsRequest
-	(*ListBoardsResponse)(nil),    // 2: holo.fleet.v1.ListBoardsResponse
-	(*GetBoardRequest)(nil),       // 3: holo.fleet.v1.GetBoardRequest
-	(*SetLabelsRequest)(nil),      // 4: holo.fleet.v1.SetLabelsRequest
-	(*CallBoardRequest)(nil),      // 5: holo.fleet.v1.CallBoardRequest
-	(*CallBoardResponse)(nil),     // 6: holo.fleet.v1.CallBoardResponse
-	(*Selector)(nil),              // 7: holo.fleet.v1.Selector
-	(*DoActionRequest)(nil),       // 8: holo.fleet.v1.DoActionRequest
-	(*DoActionResponse)(nil),      // 9: holo.fleet.v1.DoActionResponse
-	(*Result)(nil),                // 10: holo.fleet.v1.Result
-	(*WatchEventsRequest)(nil),    // 11: holo.fleet.v1.WatchEventsRequest
-	(*Event)(nil),                 // 12: holo.fleet.v1.Event
-	(*Token)(nil),                 // 13: holo.fleet.v1.Token
-	(*CreateTokenRequest)(nil),    // 14: holo.fleet.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),   // 15: holo.fleet.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),     // 16: holo.fleet.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),    // 17: holo.fleet.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),    // 18: holo.fleet.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),   // 19: holo.fleet.v1.RevokeTokenResponse
-	nil,                           // 20: holo.fleet.v1.Board.LabelsEntry
-	nil,                           // 21: holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	nil,                           // 22: holo.fleet.v1.Selector.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*structpb.Value)(nil),        // 24: google.protobuf.Value
+	(*Board)(nil),                     // 0: holo.fleet.v1.Board
+	(*ListBoardsRequest)(nil),         // 1: holo.fleet.v1.ListBoardsRequest
+	(*ListBoardsResponse)(nil),        // 2: holo.fleet.v1.ListBoardsResponse
+	(*GetBoardRequest)(nil),           // 3: holo.fleet.v1.GetBoardRequest
+	(*SetLabelsRequest)(nil),          // 4: holo.fleet.v1.SetLabelsRequest
+	(*CallBoardRequest)(nil),          // 5: holo.fleet.v1.CallBoardRequest
+	(*CallBoardResponse)(nil),         // 6: holo.fleet.v1.CallBoardResponse
+	(*Selector)(nil),                  // 7: holo.fleet.v1.Selector
+	(*DoActionRequest)(nil),           // 8: holo.fleet.v1.DoActionRequest
+	(*DoActionResponse)(nil),          // 9: holo.fleet.v1.DoActionResponse
+	(*Result)(nil),                    // 10: holo.fleet.v1.Result
+	(*WatchEventsRequest)(nil),        // 11: holo.fleet.v1.WatchEventsRequest
+	(*Event)(nil),                     // 12: holo.fleet.v1.Event
+	(*Token)(nil),                     // 13: holo.fleet.v1.Token
+	(*CreateTokenRequest)(nil),        // 14: holo.fleet.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),       // 15: holo.fleet.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),         // 16: holo.fleet.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),        // 17: holo.fleet.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),        // 18: holo.fleet.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),       // 19: holo.fleet.v1.RevokeTokenResponse
+	(*App)(nil),                       // 20: holo.fleet.v1.App
+	(*Artifact)(nil),                  // 21: holo.fleet.v1.Artifact
+	(*UploadArtifactRequest)(nil),     // 22: holo.fleet.v1.UploadArtifactRequest
+	(*UploadArtifactResponse)(nil),    // 23: holo.fleet.v1.UploadArtifactResponse
+	(*ListArtifactsRequest)(nil),      // 24: holo.fleet.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),     // 25: holo.fleet.v1.ListArtifactsResponse
+	(*GetArtifactRequest)(nil),        // 26: holo.fleet.v1.GetArtifactRequest
+	(*DeleteArtifactRequest)(nil),     // 27: holo.fleet.v1.DeleteArtifactRequest
+	(*DeleteArtifactResponse)(nil),    // 28: holo.fleet.v1.DeleteArtifactResponse
+	(*Channel)(nil),                   // 29: holo.fleet.v1.Channel
+	(*SetChannelRequest)(nil),         // 30: holo.fleet.v1.SetChannelRequest
+	(*ListChannelsRequest)(nil),       // 31: holo.fleet.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),      // 32: holo.fleet.v1.ListChannelsResponse
+	(*DeleteChannelRequest)(nil),      // 33: holo.fleet.v1.DeleteChannelRequest
+	(*DeleteChannelResponse)(nil),     // 34: holo.fleet.v1.DeleteChannelResponse
+	(*RolloutPlan)(nil),               // 35: holo.fleet.v1.RolloutPlan
+	(*RolloutTarget)(nil),             // 36: holo.fleet.v1.RolloutTarget
+	(*RolloutWave)(nil),               // 37: holo.fleet.v1.RolloutWave
+	(*RolloutTimeouts)(nil),           // 38: holo.fleet.v1.RolloutTimeouts
+	(*RolloutThresholds)(nil),         // 39: holo.fleet.v1.RolloutThresholds
+	(*RolloutWindow)(nil),             // 40: holo.fleet.v1.RolloutWindow
+	(*WaveBoards)(nil),                // 41: holo.fleet.v1.WaveBoards
+	(*Refusal)(nil),                   // 42: holo.fleet.v1.Refusal
+	(*RolloutSelection)(nil),          // 43: holo.fleet.v1.RolloutSelection
+	(*DryRunRolloutRequest)(nil),      // 44: holo.fleet.v1.DryRunRolloutRequest
+	(*CreateRolloutRequest)(nil),      // 45: holo.fleet.v1.CreateRolloutRequest
+	(*RolloutImage)(nil),              // 46: holo.fleet.v1.RolloutImage
+	(*RolloutProgress)(nil),           // 47: holo.fleet.v1.RolloutProgress
+	(*Rollout)(nil),                   // 48: holo.fleet.v1.Rollout
+	(*ListRolloutsRequest)(nil),       // 49: holo.fleet.v1.ListRolloutsRequest
+	(*ListRolloutsResponse)(nil),      // 50: holo.fleet.v1.ListRolloutsResponse
+	(*GetRolloutRequest)(nil),         // 51: holo.fleet.v1.GetRolloutRequest
+	(*ListRolloutBoardsRequest)(nil),  // 52: holo.fleet.v1.ListRolloutBoardsRequest
+	(*RolloutStep)(nil),               // 53: holo.fleet.v1.RolloutStep
+	(*RolloutBoard)(nil),              // 54: holo.fleet.v1.RolloutBoard
+	(*ListRolloutBoardsResponse)(nil), // 55: holo.fleet.v1.ListRolloutBoardsResponse
+	(*PauseRolloutRequest)(nil),       // 56: holo.fleet.v1.PauseRolloutRequest
+	(*ResumeRolloutRequest)(nil),      // 57: holo.fleet.v1.ResumeRolloutRequest
+	(*AbortRolloutRequest)(nil),       // 58: holo.fleet.v1.AbortRolloutRequest
+	(*RevertRolloutRequest)(nil),      // 59: holo.fleet.v1.RevertRolloutRequest
+	(*WatchRolloutRequest)(nil),       // 60: holo.fleet.v1.WatchRolloutRequest
+	(*RolloutEvent)(nil),              // 61: holo.fleet.v1.RolloutEvent
+	nil,                               // 62: holo.fleet.v1.Board.LabelsEntry
+	nil,                               // 63: holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	nil,                               // 64: holo.fleet.v1.Selector.LabelsEntry
+	nil,                               // 65: holo.fleet.v1.RolloutTarget.LabelsEntry
+	nil,                               // 66: holo.fleet.v1.RolloutProgress.PhasesEntry
+	(*timestamppb.Timestamp)(nil),     // 67: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 68: google.protobuf.Value
 }
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
-	20, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
-	23, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
+	62, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
+	67, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
 	0,  // 2: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	21, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	24, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	22, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	63, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	68, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	64, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
 	7,  // 6: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	24, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	68, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
 	10, // 8: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	23, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	23, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	67, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	67, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
 	13, // 11: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
 	13, // 12: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
-	1,  // 13: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 14: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 15: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 16: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 17: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 18: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 19: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 20: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	18, // 21: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	2,  // 22: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 23: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 24: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 25: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 26: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 27: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 28: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	17, // 29: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	19, // 30: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	22, // [22:31] is the sub-list for method output_type
-	13, // [13:22] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	20, // 13: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
+	67, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	21, // 15: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
+	21, // 16: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
+	67, // 17: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	29, // 18: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
+	36, // 19: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
+	37, // 20: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
+	38, // 21: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
+	39, // 22: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
+	40, // 23: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
+	65, // 24: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	41, // 25: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
+	42, // 26: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
+	35, // 27: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	35, // 28: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	20, // 29: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
+	66, // 30: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	35, // 31: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
+	46, // 32: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
+	41, // 33: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
+	42, // 34: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
+	67, // 35: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	67, // 36: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	67, // 37: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	47, // 38: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
+	48, // 39: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
+	67, // 40: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	67, // 41: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	67, // 42: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	53, // 43: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
+	54, // 44: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
+	67, // 45: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	1,  // 46: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,  // 47: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,  // 48: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,  // 49: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,  // 50: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11, // 51: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14, // 52: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16, // 53: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	18, // 54: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	22, // 55: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	24, // 56: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	26, // 57: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	27, // 58: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	30, // 59: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	31, // 60: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	33, // 61: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	44, // 62: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	45, // 63: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	49, // 64: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	51, // 65: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	52, // 66: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	56, // 67: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	57, // 68: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	58, // 69: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	59, // 70: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	60, // 71: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	2,  // 72: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 73: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 74: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 75: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 76: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 77: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 78: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	17, // 79: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	19, // 80: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	23, // 81: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	25, // 82: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	21, // 83: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	28, // 84: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	29, // 85: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	32, // 86: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	34, // 87: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	43, // 88: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	48, // 89: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	50, // 90: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	48, // 91: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	55, // 92: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	48, // 93: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	48, // 94: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	48, // 95: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	48, // 96: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	61, // 97: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	72, // [72:98] is the sub-list for method output_type
+	46, // [46:72] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }
@@ -1511,7 +4429,7 @@ func file_holo_fleet_v1_fleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_fleet_proto_rawDesc), len(file_holo_fleet_v1_fleet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

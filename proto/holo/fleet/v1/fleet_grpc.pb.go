@@ -1,5 +1,6 @@
 // The gateway's fleet API: the boards it knows, calls on one board, actions
-// on many, the event stream, and the bearer tokens that guard all of it.
+// on many, the event stream, the bearer tokens that guard all of it, and
+// the firmware store with its staged rollouts.
 //
 // JSON a board produced (its replies, event data) travels as JSON text in
 // string fields so the board's bytes arrive unchanged. JSON a caller sends
@@ -28,24 +29,43 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	FleetService_ListBoards_FullMethodName  = "/holo.fleet.v1.FleetService/ListBoards"
-	FleetService_GetBoard_FullMethodName    = "/holo.fleet.v1.FleetService/GetBoard"
-	FleetService_SetLabels_FullMethodName   = "/holo.fleet.v1.FleetService/SetLabels"
-	FleetService_CallBoard_FullMethodName   = "/holo.fleet.v1.FleetService/CallBoard"
-	FleetService_DoAction_FullMethodName    = "/holo.fleet.v1.FleetService/DoAction"
-	FleetService_WatchEvents_FullMethodName = "/holo.fleet.v1.FleetService/WatchEvents"
-	FleetService_CreateToken_FullMethodName = "/holo.fleet.v1.FleetService/CreateToken"
-	FleetService_ListTokens_FullMethodName  = "/holo.fleet.v1.FleetService/ListTokens"
-	FleetService_RevokeToken_FullMethodName = "/holo.fleet.v1.FleetService/RevokeToken"
+	FleetService_ListBoards_FullMethodName        = "/holo.fleet.v1.FleetService/ListBoards"
+	FleetService_GetBoard_FullMethodName          = "/holo.fleet.v1.FleetService/GetBoard"
+	FleetService_SetLabels_FullMethodName         = "/holo.fleet.v1.FleetService/SetLabels"
+	FleetService_CallBoard_FullMethodName         = "/holo.fleet.v1.FleetService/CallBoard"
+	FleetService_DoAction_FullMethodName          = "/holo.fleet.v1.FleetService/DoAction"
+	FleetService_WatchEvents_FullMethodName       = "/holo.fleet.v1.FleetService/WatchEvents"
+	FleetService_CreateToken_FullMethodName       = "/holo.fleet.v1.FleetService/CreateToken"
+	FleetService_ListTokens_FullMethodName        = "/holo.fleet.v1.FleetService/ListTokens"
+	FleetService_RevokeToken_FullMethodName       = "/holo.fleet.v1.FleetService/RevokeToken"
+	FleetService_UploadArtifact_FullMethodName    = "/holo.fleet.v1.FleetService/UploadArtifact"
+	FleetService_ListArtifacts_FullMethodName     = "/holo.fleet.v1.FleetService/ListArtifacts"
+	FleetService_GetArtifact_FullMethodName       = "/holo.fleet.v1.FleetService/GetArtifact"
+	FleetService_DeleteArtifact_FullMethodName    = "/holo.fleet.v1.FleetService/DeleteArtifact"
+	FleetService_SetChannel_FullMethodName        = "/holo.fleet.v1.FleetService/SetChannel"
+	FleetService_ListChannels_FullMethodName      = "/holo.fleet.v1.FleetService/ListChannels"
+	FleetService_DeleteChannel_FullMethodName     = "/holo.fleet.v1.FleetService/DeleteChannel"
+	FleetService_DryRunRollout_FullMethodName     = "/holo.fleet.v1.FleetService/DryRunRollout"
+	FleetService_CreateRollout_FullMethodName     = "/holo.fleet.v1.FleetService/CreateRollout"
+	FleetService_ListRollouts_FullMethodName      = "/holo.fleet.v1.FleetService/ListRollouts"
+	FleetService_GetRollout_FullMethodName        = "/holo.fleet.v1.FleetService/GetRollout"
+	FleetService_ListRolloutBoards_FullMethodName = "/holo.fleet.v1.FleetService/ListRolloutBoards"
+	FleetService_PauseRollout_FullMethodName      = "/holo.fleet.v1.FleetService/PauseRollout"
+	FleetService_ResumeRollout_FullMethodName     = "/holo.fleet.v1.FleetService/ResumeRollout"
+	FleetService_AbortRollout_FullMethodName      = "/holo.fleet.v1.FleetService/AbortRollout"
+	FleetService_RevertRollout_FullMethodName     = "/holo.fleet.v1.FleetService/RevertRollout"
+	FleetService_WatchRollout_FullMethodName      = "/holo.fleet.v1.FleetService/WatchRollout"
 )
 
 // FleetServiceClient is the client API for FleetService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// FleetService is the gateway's API. Roles: viewer may read and watch,
-// operator may also call boards, run actions and set labels, admin may also
-// manage tokens.
+// FleetService is the gateway's API. Roles: viewer may read and watch
+// (rollouts and artifacts too, and dry-run a plan), operator may also call
+// boards, run actions, set labels and pause or abort a rollout (the
+// brakes), admin may also manage tokens, upload and delete firmware, set
+// release channels and create, resume or revert rollouts.
 type FleetServiceClient interface {
 	// ListBoards lists the boards matching the filter (viewer).
 	ListBoards(ctx context.Context, in *ListBoardsRequest, opts ...grpc.CallOption) (*ListBoardsResponse, error)
@@ -70,6 +90,52 @@ type FleetServiceClient interface {
 	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error)
 	// RevokeToken deletes a token by name (admin).
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
+	// UploadArtifact stores a firmware image sent as a stream of chunks
+	// (name and sha256 in the first message, optional). The image is
+	// verified completely before it is kept; the same bytes uploaded again
+	// come back with existed set (admin). Over REST: POST /v1/artifacts with
+	// the raw image as the body (?name=&sha256=), served beside grpc-gateway.
+	UploadArtifact(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadArtifactRequest, UploadArtifactResponse], error)
+	// ListArtifacts lists the stored images, newest first (viewer).
+	ListArtifacts(ctx context.Context, in *ListArtifactsRequest, opts ...grpc.CallOption) (*ListArtifactsResponse, error)
+	// GetArtifact returns one stored image's description (viewer).
+	GetArtifact(ctx context.Context, in *GetArtifactRequest, opts ...grpc.CallOption) (*Artifact, error)
+	// DeleteArtifact removes an image no channel and no unfinished rollout
+	// uses (admin).
+	DeleteArtifact(ctx context.Context, in *DeleteArtifactRequest, opts ...grpc.CallOption) (*DeleteArtifactResponse, error)
+	// SetChannel points a release channel at an image (admin).
+	SetChannel(ctx context.Context, in *SetChannelRequest, opts ...grpc.CallOption) (*Channel, error)
+	// ListChannels lists the release channels by name (viewer).
+	ListChannels(ctx context.Context, in *ListChannelsRequest, opts ...grpc.CallOption) (*ListChannelsResponse, error)
+	// DeleteChannel withdraws a release channel (admin).
+	DeleteChannel(ctx context.Context, in *DeleteChannelRequest, opts ...grpc.CallOption) (*DeleteChannelResponse, error)
+	// DryRunRollout resolves a plan without starting it: who each wave
+	// updates and who is refused and why (viewer).
+	DryRunRollout(ctx context.Context, in *DryRunRolloutRequest, opts ...grpc.CallOption) (*RolloutSelection, error)
+	// CreateRollout checks a plan, freezes its waves and starts it (admin).
+	CreateRollout(ctx context.Context, in *CreateRolloutRequest, opts ...grpc.CallOption) (*Rollout, error)
+	// ListRollouts lists every rollout, newest first (viewer).
+	ListRollouts(ctx context.Context, in *ListRolloutsRequest, opts ...grpc.CallOption) (*ListRolloutsResponse, error)
+	// GetRollout returns one rollout with its progress (viewer).
+	GetRollout(ctx context.Context, in *GetRolloutRequest, opts ...grpc.CallOption) (*Rollout, error)
+	// ListRolloutBoards returns a rollout's boards with their timelines,
+	// by wave then id (viewer).
+	ListRolloutBoards(ctx context.Context, in *ListRolloutBoardsRequest, opts ...grpc.CallOption) (*ListRolloutBoardsResponse, error)
+	// PauseRollout stops starting boards; boards in flight finish (operator).
+	PauseRollout(ctx context.Context, in *PauseRolloutRequest, opts ...grpc.CallOption) (*Rollout, error)
+	// ResumeRollout continues a paused rollout, accepting its failures so
+	// far (admin).
+	ResumeRollout(ctx context.Context, in *ResumeRolloutRequest, opts ...grpc.CallOption) (*Rollout, error)
+	// AbortRollout starts no more boards and discards images staged but not
+	// activated (operator).
+	AbortRollout(ctx context.Context, in *AbortRolloutRequest, opts ...grpc.CallOption) (*Rollout, error)
+	// RevertRollout aborts and makes every board the rollout updated boot
+	// its previous image again (admin).
+	RevertRollout(ctx context.Context, in *RevertRolloutRequest, opts ...grpc.CallOption) (*Rollout, error)
+	// WatchRollout streams a rollout's events (every rollout's when id is
+	// empty, over gRPC): the kept ones numbered after after, then new ones.
+	// It ends with RESOURCE_EXHAUSTED when the watcher fell behind (viewer).
+	WatchRollout(ctx context.Context, in *WatchRolloutRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RolloutEvent], error)
 }
 
 type fleetServiceClient struct {
@@ -179,13 +245,197 @@ func (c *fleetServiceClient) RevokeToken(ctx context.Context, in *RevokeTokenReq
 	return out, nil
 }
 
+func (c *fleetServiceClient) UploadArtifact(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadArtifactRequest, UploadArtifactResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &FleetService_ServiceDesc.Streams[1], FleetService_UploadArtifact_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[UploadArtifactRequest, UploadArtifactResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FleetService_UploadArtifactClient = grpc.ClientStreamingClient[UploadArtifactRequest, UploadArtifactResponse]
+
+func (c *fleetServiceClient) ListArtifacts(ctx context.Context, in *ListArtifactsRequest, opts ...grpc.CallOption) (*ListArtifactsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListArtifactsResponse)
+	err := c.cc.Invoke(ctx, FleetService_ListArtifacts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) GetArtifact(ctx context.Context, in *GetArtifactRequest, opts ...grpc.CallOption) (*Artifact, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Artifact)
+	err := c.cc.Invoke(ctx, FleetService_GetArtifact_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) DeleteArtifact(ctx context.Context, in *DeleteArtifactRequest, opts ...grpc.CallOption) (*DeleteArtifactResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteArtifactResponse)
+	err := c.cc.Invoke(ctx, FleetService_DeleteArtifact_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) SetChannel(ctx context.Context, in *SetChannelRequest, opts ...grpc.CallOption) (*Channel, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Channel)
+	err := c.cc.Invoke(ctx, FleetService_SetChannel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) ListChannels(ctx context.Context, in *ListChannelsRequest, opts ...grpc.CallOption) (*ListChannelsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListChannelsResponse)
+	err := c.cc.Invoke(ctx, FleetService_ListChannels_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) DeleteChannel(ctx context.Context, in *DeleteChannelRequest, opts ...grpc.CallOption) (*DeleteChannelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteChannelResponse)
+	err := c.cc.Invoke(ctx, FleetService_DeleteChannel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) DryRunRollout(ctx context.Context, in *DryRunRolloutRequest, opts ...grpc.CallOption) (*RolloutSelection, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RolloutSelection)
+	err := c.cc.Invoke(ctx, FleetService_DryRunRollout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) CreateRollout(ctx context.Context, in *CreateRolloutRequest, opts ...grpc.CallOption) (*Rollout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Rollout)
+	err := c.cc.Invoke(ctx, FleetService_CreateRollout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) ListRollouts(ctx context.Context, in *ListRolloutsRequest, opts ...grpc.CallOption) (*ListRolloutsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRolloutsResponse)
+	err := c.cc.Invoke(ctx, FleetService_ListRollouts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) GetRollout(ctx context.Context, in *GetRolloutRequest, opts ...grpc.CallOption) (*Rollout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Rollout)
+	err := c.cc.Invoke(ctx, FleetService_GetRollout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) ListRolloutBoards(ctx context.Context, in *ListRolloutBoardsRequest, opts ...grpc.CallOption) (*ListRolloutBoardsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRolloutBoardsResponse)
+	err := c.cc.Invoke(ctx, FleetService_ListRolloutBoards_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) PauseRollout(ctx context.Context, in *PauseRolloutRequest, opts ...grpc.CallOption) (*Rollout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Rollout)
+	err := c.cc.Invoke(ctx, FleetService_PauseRollout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) ResumeRollout(ctx context.Context, in *ResumeRolloutRequest, opts ...grpc.CallOption) (*Rollout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Rollout)
+	err := c.cc.Invoke(ctx, FleetService_ResumeRollout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) AbortRollout(ctx context.Context, in *AbortRolloutRequest, opts ...grpc.CallOption) (*Rollout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Rollout)
+	err := c.cc.Invoke(ctx, FleetService_AbortRollout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) RevertRollout(ctx context.Context, in *RevertRolloutRequest, opts ...grpc.CallOption) (*Rollout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Rollout)
+	err := c.cc.Invoke(ctx, FleetService_RevertRollout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) WatchRollout(ctx context.Context, in *WatchRolloutRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RolloutEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &FleetService_ServiceDesc.Streams[2], FleetService_WatchRollout_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRolloutRequest, RolloutEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FleetService_WatchRolloutClient = grpc.ServerStreamingClient[RolloutEvent]
+
 // FleetServiceServer is the server API for FleetService service.
 // All implementations must embed UnimplementedFleetServiceServer
 // for forward compatibility.
 //
-// FleetService is the gateway's API. Roles: viewer may read and watch,
-// operator may also call boards, run actions and set labels, admin may also
-// manage tokens.
+// FleetService is the gateway's API. Roles: viewer may read and watch
+// (rollouts and artifacts too, and dry-run a plan), operator may also call
+// boards, run actions, set labels and pause or abort a rollout (the
+// brakes), admin may also manage tokens, upload and delete firmware, set
+// release channels and create, resume or revert rollouts.
 type FleetServiceServer interface {
 	// ListBoards lists the boards matching the filter (viewer).
 	ListBoards(context.Context, *ListBoardsRequest) (*ListBoardsResponse, error)
@@ -210,6 +460,52 @@ type FleetServiceServer interface {
 	ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error)
 	// RevokeToken deletes a token by name (admin).
 	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
+	// UploadArtifact stores a firmware image sent as a stream of chunks
+	// (name and sha256 in the first message, optional). The image is
+	// verified completely before it is kept; the same bytes uploaded again
+	// come back with existed set (admin). Over REST: POST /v1/artifacts with
+	// the raw image as the body (?name=&sha256=), served beside grpc-gateway.
+	UploadArtifact(grpc.ClientStreamingServer[UploadArtifactRequest, UploadArtifactResponse]) error
+	// ListArtifacts lists the stored images, newest first (viewer).
+	ListArtifacts(context.Context, *ListArtifactsRequest) (*ListArtifactsResponse, error)
+	// GetArtifact returns one stored image's description (viewer).
+	GetArtifact(context.Context, *GetArtifactRequest) (*Artifact, error)
+	// DeleteArtifact removes an image no channel and no unfinished rollout
+	// uses (admin).
+	DeleteArtifact(context.Context, *DeleteArtifactRequest) (*DeleteArtifactResponse, error)
+	// SetChannel points a release channel at an image (admin).
+	SetChannel(context.Context, *SetChannelRequest) (*Channel, error)
+	// ListChannels lists the release channels by name (viewer).
+	ListChannels(context.Context, *ListChannelsRequest) (*ListChannelsResponse, error)
+	// DeleteChannel withdraws a release channel (admin).
+	DeleteChannel(context.Context, *DeleteChannelRequest) (*DeleteChannelResponse, error)
+	// DryRunRollout resolves a plan without starting it: who each wave
+	// updates and who is refused and why (viewer).
+	DryRunRollout(context.Context, *DryRunRolloutRequest) (*RolloutSelection, error)
+	// CreateRollout checks a plan, freezes its waves and starts it (admin).
+	CreateRollout(context.Context, *CreateRolloutRequest) (*Rollout, error)
+	// ListRollouts lists every rollout, newest first (viewer).
+	ListRollouts(context.Context, *ListRolloutsRequest) (*ListRolloutsResponse, error)
+	// GetRollout returns one rollout with its progress (viewer).
+	GetRollout(context.Context, *GetRolloutRequest) (*Rollout, error)
+	// ListRolloutBoards returns a rollout's boards with their timelines,
+	// by wave then id (viewer).
+	ListRolloutBoards(context.Context, *ListRolloutBoardsRequest) (*ListRolloutBoardsResponse, error)
+	// PauseRollout stops starting boards; boards in flight finish (operator).
+	PauseRollout(context.Context, *PauseRolloutRequest) (*Rollout, error)
+	// ResumeRollout continues a paused rollout, accepting its failures so
+	// far (admin).
+	ResumeRollout(context.Context, *ResumeRolloutRequest) (*Rollout, error)
+	// AbortRollout starts no more boards and discards images staged but not
+	// activated (operator).
+	AbortRollout(context.Context, *AbortRolloutRequest) (*Rollout, error)
+	// RevertRollout aborts and makes every board the rollout updated boot
+	// its previous image again (admin).
+	RevertRollout(context.Context, *RevertRolloutRequest) (*Rollout, error)
+	// WatchRollout streams a rollout's events (every rollout's when id is
+	// empty, over gRPC): the kept ones numbered after after, then new ones.
+	// It ends with RESOURCE_EXHAUSTED when the watcher fell behind (viewer).
+	WatchRollout(*WatchRolloutRequest, grpc.ServerStreamingServer[RolloutEvent]) error
 	mustEmbedUnimplementedFleetServiceServer()
 }
 
@@ -246,6 +542,57 @@ func (UnimplementedFleetServiceServer) ListTokens(context.Context, *ListTokensRe
 }
 func (UnimplementedFleetServiceServer) RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeToken not implemented")
+}
+func (UnimplementedFleetServiceServer) UploadArtifact(grpc.ClientStreamingServer[UploadArtifactRequest, UploadArtifactResponse]) error {
+	return status.Error(codes.Unimplemented, "method UploadArtifact not implemented")
+}
+func (UnimplementedFleetServiceServer) ListArtifacts(context.Context, *ListArtifactsRequest) (*ListArtifactsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListArtifacts not implemented")
+}
+func (UnimplementedFleetServiceServer) GetArtifact(context.Context, *GetArtifactRequest) (*Artifact, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetArtifact not implemented")
+}
+func (UnimplementedFleetServiceServer) DeleteArtifact(context.Context, *DeleteArtifactRequest) (*DeleteArtifactResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteArtifact not implemented")
+}
+func (UnimplementedFleetServiceServer) SetChannel(context.Context, *SetChannelRequest) (*Channel, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetChannel not implemented")
+}
+func (UnimplementedFleetServiceServer) ListChannels(context.Context, *ListChannelsRequest) (*ListChannelsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListChannels not implemented")
+}
+func (UnimplementedFleetServiceServer) DeleteChannel(context.Context, *DeleteChannelRequest) (*DeleteChannelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteChannel not implemented")
+}
+func (UnimplementedFleetServiceServer) DryRunRollout(context.Context, *DryRunRolloutRequest) (*RolloutSelection, error) {
+	return nil, status.Error(codes.Unimplemented, "method DryRunRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) CreateRollout(context.Context, *CreateRolloutRequest) (*Rollout, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) ListRollouts(context.Context, *ListRolloutsRequest) (*ListRolloutsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRollouts not implemented")
+}
+func (UnimplementedFleetServiceServer) GetRollout(context.Context, *GetRolloutRequest) (*Rollout, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) ListRolloutBoards(context.Context, *ListRolloutBoardsRequest) (*ListRolloutBoardsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRolloutBoards not implemented")
+}
+func (UnimplementedFleetServiceServer) PauseRollout(context.Context, *PauseRolloutRequest) (*Rollout, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) ResumeRollout(context.Context, *ResumeRolloutRequest) (*Rollout, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) AbortRollout(context.Context, *AbortRolloutRequest) (*Rollout, error) {
+	return nil, status.Error(codes.Unimplemented, "method AbortRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) RevertRollout(context.Context, *RevertRolloutRequest) (*Rollout, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevertRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) WatchRollout(*WatchRolloutRequest, grpc.ServerStreamingServer[RolloutEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchRollout not implemented")
 }
 func (UnimplementedFleetServiceServer) mustEmbedUnimplementedFleetServiceServer() {}
 func (UnimplementedFleetServiceServer) testEmbeddedByValue()                      {}
@@ -423,6 +770,294 @@ func _FleetService_RevokeToken_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _FleetService_UploadArtifact_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(FleetServiceServer).UploadArtifact(&grpc.GenericServerStream[UploadArtifactRequest, UploadArtifactResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FleetService_UploadArtifactServer = grpc.ClientStreamingServer[UploadArtifactRequest, UploadArtifactResponse]
+
+func _FleetService_ListArtifacts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListArtifactsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).ListArtifacts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_ListArtifacts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).ListArtifacts(ctx, req.(*ListArtifactsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_GetArtifact_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetArtifactRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).GetArtifact(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_GetArtifact_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).GetArtifact(ctx, req.(*GetArtifactRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_DeleteArtifact_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteArtifactRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).DeleteArtifact(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_DeleteArtifact_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).DeleteArtifact(ctx, req.(*DeleteArtifactRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_SetChannel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetChannelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).SetChannel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_SetChannel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).SetChannel(ctx, req.(*SetChannelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_ListChannels_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListChannelsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).ListChannels(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_ListChannels_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).ListChannels(ctx, req.(*ListChannelsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_DeleteChannel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteChannelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).DeleteChannel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_DeleteChannel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).DeleteChannel(ctx, req.(*DeleteChannelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_DryRunRollout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DryRunRolloutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).DryRunRollout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_DryRunRollout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).DryRunRollout(ctx, req.(*DryRunRolloutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_CreateRollout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateRolloutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).CreateRollout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_CreateRollout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).CreateRollout(ctx, req.(*CreateRolloutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_ListRollouts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRolloutsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).ListRollouts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_ListRollouts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).ListRollouts(ctx, req.(*ListRolloutsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_GetRollout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRolloutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).GetRollout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_GetRollout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).GetRollout(ctx, req.(*GetRolloutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_ListRolloutBoards_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRolloutBoardsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).ListRolloutBoards(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_ListRolloutBoards_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).ListRolloutBoards(ctx, req.(*ListRolloutBoardsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_PauseRollout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseRolloutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).PauseRollout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_PauseRollout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).PauseRollout(ctx, req.(*PauseRolloutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_ResumeRollout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeRolloutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).ResumeRollout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_ResumeRollout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).ResumeRollout(ctx, req.(*ResumeRolloutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_AbortRollout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AbortRolloutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).AbortRollout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_AbortRollout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).AbortRollout(ctx, req.(*AbortRolloutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_RevertRollout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevertRolloutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).RevertRollout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_RevertRollout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).RevertRollout(ctx, req.(*RevertRolloutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_WatchRollout_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRolloutRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(FleetServiceServer).WatchRollout(m, &grpc.GenericServerStream[WatchRolloutRequest, RolloutEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FleetService_WatchRolloutServer = grpc.ServerStreamingServer[RolloutEvent]
+
 // FleetService_ServiceDesc is the grpc.ServiceDesc for FleetService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -462,11 +1097,81 @@ var FleetService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "RevokeToken",
 			Handler:    _FleetService_RevokeToken_Handler,
 		},
+		{
+			MethodName: "ListArtifacts",
+			Handler:    _FleetService_ListArtifacts_Handler,
+		},
+		{
+			MethodName: "GetArtifact",
+			Handler:    _FleetService_GetArtifact_Handler,
+		},
+		{
+			MethodName: "DeleteArtifact",
+			Handler:    _FleetService_DeleteArtifact_Handler,
+		},
+		{
+			MethodName: "SetChannel",
+			Handler:    _FleetService_SetChannel_Handler,
+		},
+		{
+			MethodName: "ListChannels",
+			Handler:    _FleetService_ListChannels_Handler,
+		},
+		{
+			MethodName: "DeleteChannel",
+			Handler:    _FleetService_DeleteChannel_Handler,
+		},
+		{
+			MethodName: "DryRunRollout",
+			Handler:    _FleetService_DryRunRollout_Handler,
+		},
+		{
+			MethodName: "CreateRollout",
+			Handler:    _FleetService_CreateRollout_Handler,
+		},
+		{
+			MethodName: "ListRollouts",
+			Handler:    _FleetService_ListRollouts_Handler,
+		},
+		{
+			MethodName: "GetRollout",
+			Handler:    _FleetService_GetRollout_Handler,
+		},
+		{
+			MethodName: "ListRolloutBoards",
+			Handler:    _FleetService_ListRolloutBoards_Handler,
+		},
+		{
+			MethodName: "PauseRollout",
+			Handler:    _FleetService_PauseRollout_Handler,
+		},
+		{
+			MethodName: "ResumeRollout",
+			Handler:    _FleetService_ResumeRollout_Handler,
+		},
+		{
+			MethodName: "AbortRollout",
+			Handler:    _FleetService_AbortRollout_Handler,
+		},
+		{
+			MethodName: "RevertRollout",
+			Handler:    _FleetService_RevertRollout_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "WatchEvents",
 			Handler:       _FleetService_WatchEvents_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "UploadArtifact",
+			Handler:       _FleetService_UploadArtifact_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "WatchRollout",
+			Handler:       _FleetService_WatchRollout_Handler,
 			ServerStreams: true,
 		},
 	},
