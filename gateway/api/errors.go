@@ -11,8 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	fwapi "github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
 // Errors of the API layer.
@@ -21,6 +23,9 @@ var (
 	ErrBadRequest = errors.New("api: bad request")
 	// ErrFellBehind: an event watcher fell too far behind and was cut off.
 	ErrFellBehind = errors.New("api: event watcher fell behind")
+	// ErrDisabled: the gateway was built without the part the call
+	// needs (firmware store, rollouts).
+	ErrDisabled = errors.New("api: not enabled on this gateway")
 )
 
 // BoardErrorDomain is the ErrorInfo domain of a board's own error carried
@@ -40,6 +45,12 @@ const BoardErrorDomain = "board.holofleet"
 //	auth.ErrExists                                                 AlreadyExists
 //	ErrBadRequest, auth.ErrBadRole, ErrBadName                     InvalidArgument
 //	ErrFellBehind                                                  ResourceExhausted
+//	rollout.ErrPlan, ErrArtifact (even when the artifact is unknown) InvalidArgument
+//	rollout.ErrNotFound, artifact.ErrNotFound                      NotFound
+//	rollout.ErrState, artifact.ErrInUse                            FailedPrecondition
+//	artifact.ErrInvalid, ErrTooLarge, ErrBadName                   InvalidArgument
+//	rollout.ErrClosed                                              Unavailable
+//	ErrDisabled                                                    Unimplemented
 //	context deadline / cancel                                      DeadlineExceeded / Canceled
 //	a board's *firmware/api.Error                                  by its HTTP status, with ErrorInfo
 //
@@ -68,6 +79,20 @@ func Err(err error) error {
 
 func codeOf(err error) codes.Code {
 	switch {
+	// A plan naming an unknown artifact is a bad plan: checked before
+	// the artifact store's NotFound it wraps.
+	case errors.Is(err, rollout.ErrPlan), errors.Is(err, rollout.ErrArtifact):
+		return codes.InvalidArgument
+	case errors.Is(err, rollout.ErrNotFound), errors.Is(err, artifact.ErrNotFound):
+		return codes.NotFound
+	case errors.Is(err, rollout.ErrState), errors.Is(err, artifact.ErrInUse):
+		return codes.FailedPrecondition
+	case errors.Is(err, artifact.ErrInvalid), errors.Is(err, artifact.ErrTooLarge), errors.Is(err, artifact.ErrBadName):
+		return codes.InvalidArgument
+	case errors.Is(err, rollout.ErrClosed):
+		return codes.Unavailable
+	case errors.Is(err, ErrDisabled):
+		return codes.Unimplemented
 	case errors.Is(err, fleet.ErrUnknownBoard), errors.Is(err, fleet.ErrUnknownGroup), errors.Is(err, auth.ErrUnknownToken):
 		return codes.NotFound
 	case errors.Is(err, fleet.ErrUnreachable), errors.Is(err, fleet.ErrNoReply), errors.Is(err, fleet.ErrClosed):

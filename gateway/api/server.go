@@ -9,6 +9,7 @@
 //	GET /metrics                                -> Prometheus
 //	GET /v1/openapi.json                        -> the generated OpenAPI 2.0
 //	GET /v1/events, Accept: text/event-stream   -> Server-Sent Events
+//	POST /v1/artifacts (raw image body)         -> UploadArtifact (rollout.go)
 //	anything else under /v1/                    -> grpc-gateway (REST)
 //
 // REST goes through grpc-gateway to the same gRPC server over an in-process
@@ -75,6 +76,10 @@ type Config struct {
 	// http.ServeMux pattern (the firmware artifact store, for example).
 	// They do their own authentication.
 	Extra map[string]http.Handler
+	// Artifacts and Rollouts serve the firmware RPCs (and POST
+	// /v1/artifacts); nil answers them UNIMPLEMENTED.
+	Artifacts Artifacts
+	Rollouts  Rollouts
 }
 
 // Server is the fleet API on one listener. Serve runs it once.
@@ -139,7 +144,8 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainUnaryInterceptor(m.unary, unaryAuth(guard)),
 		grpc.ChainStreamInterceptor(m.stream, streamAuth(guard)),
 	)
-	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens})
+	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
+		arts: cfg.Artifacts, rollouts: cfg.Rollouts})
 
 	s.conn, err = grpc.NewClient("passthrough:///holo-gateway-pipe",
 		grpc.WithContextDialer(s.pipe.dial),
@@ -178,6 +184,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.gw.ServeHTTP(w, r)
 	})
+	s.mux.HandleFunc("POST /v1/artifacts", s.serveUpload)
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)
 	}
