@@ -35,6 +35,8 @@ var commands = []command{
 	{"gw", "talk to a holo-gateway: boards, labels, calls, actions, events", runGateway},
 	{"token", "manage a holo-gateway's bearer tokens (admin)", runToken},
 	{"image", "pack a firmware image (pack) or look inside one (inspect)", runImage},
+	{"fw", "a holo-gateway's firmware: upload, list, release channels", runFirmware},
+	{"rollout", "a holo-gateway's rollouts: dry-run, create, watch, pause, revert", runRollout},
 }
 
 func main() {
