@@ -38,7 +38,7 @@
 //	exchange            wait                      retries on timeout
 //	command (Call...)   Options.ReplyWait (2 s)   Options.Retries (2)
 //	poll (STATUS/PING)  Options.PollWait          1
-//	follow-up           Options.PollWait          1
+//	follow-up           Options.PollWait          1 (event fetch from the queue: none)
 //	discovery PING      Options.DiscoverWait      none
 //
 // The spec lets a board take up to 2 s to answer a request, so commands
@@ -57,6 +57,11 @@
 // without a call of its own. Its happenings are enabled with push off
 // (RS485 never pushes) and fetched with GET /link/events whenever a reply
 // says pending > 0; they reach Sink.Happened with the board's JSON as is.
+// Such a fetch hands the board's queue over even when its reply is lost,
+// so it is never retried in place: until a fetch reply is believed (an
+// error reply is not), the master reads the board's kept happenings after
+// the last one given instead (GET /link/events?after=, or GET /events
+// before the first).
 // A poll whose status block differs from the last one re-reads what
 // changed (GET /screen, /leds, /holo, /scenes) and reports it with
 // Sink.Changed; successful changing calls through Call report the state

@@ -70,7 +70,8 @@ type board struct {
 	haveStatus bool
 
 	lastSeq     uint16 // last happening given to the sink
-	fetchFailed bool   // a fetch got no reply: fetch by seq next time
+	fetchFailed bool   // no fetch reply believed since one may have been lost: fetch by seq
+	doubts      int    // fetch replies doubted since happenings last reached the sink
 	groups      []int
 
 	needs   need
@@ -242,7 +243,7 @@ func (l *Line) gotUptime(b *board, up uint32) {
 func (l *Line) restarted(b *board) {
 	l.log.Info("rs485: board restarted", "addr", b.addr)
 	l.sched.sink.Restarted(b.ref)
-	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed = 0, false, false, false, false
+	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed, b.doubts = 0, false, false, false, false, 0
 	b.needs |= needStatus | needInfo | needLink | needEvents | needReplay
 	b.dirty |= kAll
 }
@@ -404,32 +405,39 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			}
 		}
 	case b.needs&needFetch != 0:
-		// GET /link/events hands the board's queue over; when such a
-		// reply was lost, read again from the board's kept happenings.
-		path := "/link/events"
+		// GET /link/events hands the board's queue over, whether or not
+		// its reply arrives. Once a fetch ended without a reply the master
+		// believes, happenings may have been handed over unseen, so the
+		// next fetches read the board's kept happenings after the last one
+		// given until a reply is believed. An error reply does not end
+		// that: on a noisy line it mostly answers a garbled request line.
+		// The plain fetch is never sent again in place: a second try would
+		// find the queue already handed over and hide the loss.
+		path, retries := "/link/events", 0
 		switch {
 		case b.fetchFailed && b.lastSeq != 0:
-			path += "?after=" + strconv.Itoa(int(b.lastSeq))
+			path, retries = path+"?after="+strconv.Itoa(int(b.lastSeq)), 1
 		case b.fetchFailed:
-			path = "/events"
+			path, retries = "/events", 1
 		}
 		b.needs &^= needFetch
-		rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, 1)
-		if err != nil {
-			b.fetchFailed = true
-		}
+		rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, retries)
 		if l.failed(b, err, needFetch) {
+			b.fetchFailed = true
 			return
 		}
-		b.fetchFailed = false
-		if rep.Status == http.StatusOK {
-			pending, good := l.happened(b, rep.Body)
-			if !good {
-				b.fetchFailed = true
-			}
-			if pending > 0 || !good {
-				b.needs |= needFetch
-			}
+		if rep.Status != http.StatusOK {
+			// Ask again, after a pause that lets polls through.
+			l.log.Debug("rs485: fetch refused", "addr", b.addr, "path", path, "status", rep.Status)
+			b.fetchFailed = true
+			b.needs |= needFetch
+			b.hold = l.clk.Now().Add(max(l.o.PollInterval, l.o.PollWait))
+			return
+		}
+		pending, good := l.happened(b, rep.Body)
+		b.fetchFailed = !good
+		if pending > 0 || !good {
+			b.needs |= needFetch
 		}
 	case b.dirty != 0:
 		for _, r := range resources {
@@ -483,6 +491,12 @@ func (l *Line) req(b *board, method, path string, body []byte) jsonline.Request 
 	return jsonline.Request{Addr: jsonline.Board(uint8(b.addr)), Method: method, Path: path, Body: body}
 }
 
+// maxDoubts is how many fetch replies in a row may be doubted (see
+// happened) and fetched again by seq before one is taken as it is, so that
+// a board whose numbering the master misreads (a restart not yet noticed,
+// kinds changed by someone else) cannot hold the line with fetches.
+const maxDoubts = 2
+
 // happened reports the happenings of a GET /events or GET /link/events
 // reply that come after the last one given. It returns the pending count
 // the reply states, and false when the reply does not hold together.
@@ -491,6 +505,12 @@ func (l *Line) req(b *board, method, path string, body []byte) jsonline.Request 
 // it is believed: every event is an object of an enabled kind with a seq,
 // and, as the master enables every happening kind, the seqs run on without
 // a gap. A reply that fails is dropped whole and fetched again by seq.
+//
+// A reply that holds together is still doubted, and fetched again by seq,
+// when its first new happening does not follow the last one given (the
+// board lost none; a garbled after= or a queue that missed some) or when
+// it holds happenings but none new (a garbled seq). Up to maxDoubts
+// replies in a row are doubted until one brings new happenings.
 func (l *Line) happened(b *board, body []byte) (int, bool) {
 	var rep struct {
 		Lost    *int              `json:"lost"`
@@ -514,6 +534,11 @@ func (l *Line) happened(b *board, body []byte) (int, bool) {
 		}
 		hs = append(hs, fleet.Happening{Kind: h.Event, Seq: h.Seq, Data: ev})
 	}
+	if doubt := l.doubt(b, hs, *rep.Lost); doubt != "" {
+		b.doubts++
+		l.log.Debug("rs485: fetch reply doubted", "addr", b.addr, "why", doubt, "last", b.lastSeq, "doubts", b.doubts)
+		return 0, false
+	}
 	if *rep.Lost > 0 {
 		l.log.Warn("rs485: board dropped happenings before they were fetched", "addr", b.addr, "lost", *rep.Lost)
 	}
@@ -526,9 +551,26 @@ func (l *Line) happened(b *board, body []byte) (int, bool) {
 	}
 	l.log.Debug("rs485: happenings", "addr", b.addr, "got", len(hs), "new", len(fresh), "last", b.lastSeq, "pending", rep.Pending)
 	if len(fresh) > 0 {
+		b.doubts = 0
 		l.sched.sink.Happened(b.ref, fresh)
 	}
 	return rep.Pending, true
+}
+
+// doubt tells why a fetch reply whose happenings hs run on without a gap
+// may not tell the whole story after b.lastSeq; "" when it does.
+func (l *Line) doubt(b *board, hs []fleet.Happening, lost int) string {
+	if b.lastSeq == 0 || len(hs) == 0 || b.doubts >= maxDoubts {
+		return ""
+	}
+	i := slices.IndexFunc(hs, func(h fleet.Happening) bool { return seqAfter(h.Seq, b.lastSeq) })
+	switch {
+	case i < 0:
+		return "no new happening"
+	case hs[i].Seq != next(b.lastSeq) && lost == 0 && len(l.o.Kinds) == len(HappeningKinds):
+		return fmt.Sprintf("gap: %d after %d", hs[i].Seq, b.lastSeq)
+	}
+	return ""
 }
 
 // next is the happening number after s (65535 wraps to 1).
