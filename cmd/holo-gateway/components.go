@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -27,6 +28,10 @@ type env struct {
 	// apiExtra collects HTTP handlers components serve on the API's
 	// listener, by path prefix (for example the firmware artifacts).
 	apiExtra map[string]http.Handler
+	// artifacts and rollouts serve the API's firmware calls (set by the
+	// rollouts component; nil leaves them unimplemented).
+	artifacts api.Artifacts
+	rollouts  api.Rollouts
 }
 
 // handle serves h under prefix on the API listener.
@@ -52,5 +57,6 @@ type component struct {
 var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
 	newMetrics,
+	newMQTT,
 	newRollouts,
 }

@@ -4,7 +4,7 @@
 // and /metrics on one address.
 //
 //	holo-gateway --data DIR [--listen ADDR] [--line URL]... [--board URL]...
-//	             [--mqtt URL] [--mdns] [--tls-cert F --tls-key F] [--insecure-lab]
+//	             [--mqtt URL | --mqtt-port PORT] [--mqtt-base T] [--ha-prefix T] [--mdns] [--tls-cert F --tls-key F] [--insecure-lab]
 //	             [--log-format text|json] [-v]
 //	holo-gateway demo [same flags]   also runs a simulated installation
 //	holo-gateway token create --data DIR --name NAME [--role admin]
@@ -96,6 +96,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type options struct {
 	data, listen      string
 	mqtt              string
+	mq                mqttFlags
 	lines, boards     listFlag
 	mdns              bool
 	tlsCert, tlsKey   string
@@ -119,7 +120,8 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	}
 	fs.StringVar(&o.data, "data", defData, "directory of the gateway's store (required outside demo)")
 	fs.StringVar(&o.listen, "listen", defListen, "address of the API, REST, /metrics (host:port; port 0 picks one)")
-	fs.StringVar(&o.mqtt, "mqtt", "", "external MQTT broker URL (MQTT is not built yet)")
+	fs.StringVar(&o.mqtt, "mqtt", "", "external MQTT broker URL (tcp://, ssl://; user:password@ allowed); without it an embedded broker runs")
+	addMQTTFlags(fs, &o.mq)
 	fs.Var(&o.lines, "line", "RS485 line to master (serial device, pty, tcp or simline URL; ?baud=N); repeatable")
 	fs.Var(&o.boards, "board", "LAN board base URL (http://[:password@]host[:port]); repeatable")
 	fs.BoolVar(&o.mdns, "mdns", false, "discover LAN boards by mDNS")
@@ -216,6 +218,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		Fleet: fl, Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
 		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
+		Artifacts: e.artifacts, Rollouts: e.rollouts,
 	})
 	if err != nil {
 		return err
@@ -270,9 +273,6 @@ func (w *wiring) close() {
 // line), one LAN driver with every --board (and the demo's boards).
 func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wiring, error) {
 	w := &wiring{}
-	if o.mqtt != "" {
-		w.notes = append(w.notes, "MQTT is not built yet: --mqtt "+o.mqtt+" is kept for it")
-	}
 	lanDrv := lan.New(lan.Options{Log: log.With("driver", "lan")})
 	w.lan = lanDrv
 	if isDemo {

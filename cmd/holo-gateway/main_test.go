@@ -101,7 +101,7 @@ func TestTokenOfflineThenServe(t *testing.T) {
 	if strings.Contains(banner.String(), "first admin token") {
 		t.Error("a store with tokens must not get a first admin token")
 	}
-	for _, w := range []string{"metrics:", "/v1/events", "MQTT is not built yet", "bearer tokens"} {
+	for _, w := range []string{"metrics:", "/v1/events", "mqtt:     broker mqtt://broker:1883", "bearer tokens"} {
 		if !strings.Contains(banner.String(), w) {
 			t.Errorf("banner lacks %q:\n%s", w, banner.String())
 		}

@@ -2,8 +2,10 @@ package mqtt
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -51,7 +53,7 @@ type Options struct {
 	CAFile, CertFile, KeyFile string
 	// TLS overrides the TLS configuration built from the files.
 	TLS *tls.Config
-	// ClientID defaults to "holo-gateway-<base>".
+	// ClientID defaults to "holo-gateway-<base>-<random>".
 	ClientID string
 	// Base and HAPrefix are the topic roots (defaults "holo" and
 	// "homeassistant").
@@ -161,7 +163,11 @@ func New(o Options) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: --ha-prefix: %w", ErrConfig, err)
 	}
 	if o.ClientID == "" {
-		o.ClientID = "holo-gateway-" + strings.ReplaceAll(o.Base, "/", "-")
+		// Unique per run: two gateways on one broker must not take each
+		// other's session (the session is clean anyway).
+		var r [4]byte
+		_, _ = rand.Read(r[:])
+		o.ClientID = "holo-gateway-" + strings.ReplaceAll(o.Base, "/", "-") + "-" + hex.EncodeToString(r[:])
 	}
 	if o.Window <= 0 {
 		o.Window = DefaultWindow

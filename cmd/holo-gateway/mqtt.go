@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/gateway/mqtt"
+	"github.com/holofleet/holofleet/gateway/mqtt/broker"
+)
+
+// mqttFlags are the MQTT bridge's options.
+type mqttFlags struct {
+	base, haPrefix string
+	port           string // the embedded broker: a port or host:port
+	portSet        bool
+	user, password string
+	ca, cert, key  string
+	clientID       string
+	off            bool
+}
+
+// portFlag records whether --mqtt-port was given.
+type portFlag struct{ f *mqttFlags }
+
+func (p portFlag) String() string {
+	if p.f == nil {
+		return ""
+	}
+	return p.f.port
+}
+func (p portFlag) Set(v string) error { p.f.port, p.f.portSet = v, true; return nil }
+
+func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
+	f.port = fmt.Sprint(broker.DefaultPort)
+	fs.StringVar(&f.base, "mqtt-base", mqtt.DefaultBase, "MQTT topic root")
+	fs.StringVar(&f.haPrefix, "ha-prefix", mqtt.DefaultHAPrefix, "Home Assistant discovery prefix")
+	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", broker.DefaultPort))
+	fs.StringVar(&f.user, "mqtt-user", "", "MQTT username (the embedded broker then requires it)")
+	fs.StringVar(&f.password, "mqtt-password", "", "MQTT password (or $HOLO_MQTT_PASSWORD)")
+	fs.StringVar(&f.ca, "mqtt-ca", "", "CA certificate (PEM) that signed the broker's certificate")
+	fs.StringVar(&f.cert, "mqtt-cert", "", "client certificate (PEM) for the broker")
+	fs.StringVar(&f.key, "mqtt-key", "", "client key (PEM) for the broker")
+	fs.StringVar(&f.clientID, "mqtt-client-id", "", "MQTT client id (default holo-gateway-<base>-<random>)")
+	fs.BoolVar(&f.off, "no-mqtt", false, "run without the MQTT bridge")
+}
+
+// newMQTT starts the embedded broker unless --mqtt names one, and builds
+// the bridge: the fleet mirrored into MQTT with Home Assistant discovery.
+func newMQTT(_ context.Context, e *env) (component, error) {
+	f := e.opts.mq
+	if f.off {
+		return component{name: "mqtt", banner: []string{"mqtt:     off (--no-mqtt)"}}, nil
+	}
+	if f.password == "" {
+		f.password = os.Getenv("HOLO_MQTT_PASSWORD")
+	}
+	brokerURL := e.opts.mqtt
+	var br *broker.Broker
+	var lines []string
+	if brokerURL == "" {
+		var err error
+		br, err = broker.Start(broker.Options{Addr: broker.ListenAddr(f.port), Username: f.user, Password: f.password,
+			Log: e.log.With("component", "mqtt-broker")})
+		if err != nil {
+			if f.portSet {
+				return component{}, fmt.Errorf("--mqtt-port %s: %w", f.port, err)
+			}
+			// The default port is taken (another gateway, a broker):
+			// run without MQTT rather than not at all.
+			e.log.Warn("mqtt: embedded broker not started", "err", err)
+			return component{name: "mqtt", banner: []string{"mqtt:     off: embedded broker port taken (" + err.Error() +
+				"); use --mqtt-port or --mqtt URL"}}, nil
+		}
+		brokerURL = br.URL()
+		lines = append(lines, "mqtt:     embedded broker "+brokerURL+"  (topics under "+f.base+"/, HA discovery under "+f.haPrefix+"/)")
+	} else {
+		lines = append(lines, "mqtt:     broker "+redact(brokerURL)+"  (topics under "+f.base+"/, HA discovery under "+f.haPrefix+"/)")
+	}
+	b, err := mqtt.New(mqtt.Options{Fleet: e.fleet, Broker: brokerURL, Username: f.user, Password: f.password,
+		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, ClientID: f.clientID, Base: f.base, HAPrefix: f.haPrefix,
+		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer})
+	if err != nil {
+		if br != nil {
+			_ = br.Close()
+		}
+		return component{}, fmt.Errorf("%w: mqtt: %w", errUsage, err)
+	}
+	run := func(ctx context.Context) error {
+		err := b.Run(ctx)
+		if br != nil {
+			err = errors.Join(err, br.Close())
+		}
+		return err
+	}
+	return component{name: "mqtt", run: run, banner: lines}, nil
+}
+
+// redact hides a password in a broker URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+)
+
+var mqttLine = regexp.MustCompile(`mqtt:\s+embedded broker (tcp://\S+)`)
+
+// TestDemoMQTT runs the demo with the embedded broker on a free port: the
+// banner names it, the bridge says it is online, each demo board has its
+// availability and Home Assistant discovery.
+func TestDemoMQTT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	_, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
+		"--demo-groups", "1", "--mqtt-port", "0", "--mqtt-base", "demo-holo", "--ha-prefix", "demo-ha")
+	m := mqttLine.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no MQTT line in the banner:\n%s", out.String())
+	}
+	var mu sync.Mutex
+	got := map[string]string{}
+	o := paho.NewClientOptions().AddBroker(m[1]).SetClientID(fmt.Sprintf("t-%d", os.Getpid()))
+	o.SetOnConnectHandler(func(c paho.Client) {
+		c.SubscribeMultiple(map[string]byte{"demo-holo/#": 1, "demo-ha/#": 1}, func(_ paho.Client, msg paho.Message) {
+			mu.Lock()
+			got[msg.Topic()] = string(msg.Payload())
+			mu.Unlock()
+		})
+	})
+	c := paho.NewClient(o)
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer c.Disconnect(50)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		online, avail, disc := got["demo-holo/bridge/state"] == `{"state":"online"}`, 0, 0
+		for k, v := range got {
+			if strings.HasSuffix(k, "/availability") && strings.Contains(v, `"online"`) {
+				avail++
+			}
+			if strings.HasPrefix(k, "demo-ha/device/") {
+				disc++
+			}
+		}
+		mu.Unlock()
+		if online && avail == 2 && disc == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bridge online %v, boards online %d, discovery %d", online, avail, disc)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMQTTFlags checks the MQTT flags' bad values fail as usage errors.
+func TestMQTTFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--mqtt-base", "a/+/b"},
+		{"--ha-prefix", "$SYS"},
+		{"--mqtt", "gopher://x:1"},
+		{"--mqtt", "ssl://127.0.0.1:1", "--mqtt-cert", "only-cert.pem"},
+	} {
+		var out, errb syncBuffer
+		code := run(t.Context(), append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0"}, args...), &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "mqtt") {
+			t.Errorf("%v: exit %d %s", args, code, errb.String())
+		}
+	}
+}

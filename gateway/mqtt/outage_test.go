@@ -1,0 +1,119 @@
+package mqtt_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/gateway/mqtt/broker"
+)
+
+// TestBrokerOutage kills the broker while boards keep reporting
+// happenings, starts it again on the same port, and counts: every
+// happening reaches MQTT, each board's in order of first arrival.
+func TestBrokerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	cases := []struct {
+		name string
+		up   func(t *testing.T, port int) func() // starts a broker, returns its kill
+	}{
+		{"embedded", func(t *testing.T, port int) func() {
+			br, err := broker.Start(broker.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			kill := func() { once.Do(func() { _ = br.Close() }) }
+			t.Cleanup(kill)
+			return kill
+		}},
+		{"mosquitto", func(t *testing.T, port int) func() {
+			cmd := startMosquitto(t, port)
+			return func() { _ = cmd.Process.Signal(syscall.SIGKILL); _, _ = cmd.Process.Wait() }
+		}},
+	}
+	for _, bc := range cases {
+		t.Run(bc.name, func(t *testing.T) {
+			port := freePort(t)
+			url := fmt.Sprintf("tcp://127.0.0.1:%d", port)
+			kill := bc.up(t, port)
+			r := startRig(t, url, rigOptions{n: 3, lanOnly: true})
+			rc := newRecorder(t, url, r.base+"/+/event/#")
+			names := r.waitOnline(t)
+			const perPhase = 20
+			want := map[string][]uint16{}
+			emit := func(n int) {
+				for k := range n {
+					for i := range r.infos {
+						want[names[i]] = append(want[names[i]], r.emit(t, i, k%240))
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			count := func() map[string][]uint16 {
+				got := map[string][]uint16{}
+				seen := map[string]bool{}
+				for _, m := range rc.all() {
+					var v struct {
+						Seq uint16 `json:"seq"`
+					}
+					if json.Unmarshal(m.Payload, &v) != nil {
+						continue
+					}
+					key := m.Topic + "/" + strconv.Itoa(int(v.Seq))
+					if seen[key] {
+						continue // at-least-once: a repeat around the reconnect
+					}
+					seen[key] = true
+					name := m.Topic[len(r.base)+1:]
+					name = name[:len(name)-len("/event/touch")]
+					got[name] = append(got[name], v.Seq)
+				}
+				return got
+			}
+			emit(perPhase) // broker up
+			waitCount(t, count, len(r.infos)*perPhase)
+			kill()
+			emit(perPhase) // broker down: the spool keeps them
+			time.Sleep(300 * time.Millisecond)
+			bc.up(t, port)
+			emit(perPhase) // back up
+			waitCount(t, count, len(r.infos)*3*perPhase)
+			got := count()
+			for n, seqs := range want {
+				if fmt.Sprint(got[n]) != fmt.Sprint(seqs) {
+					t.Errorf("%s: got %v\nwant %v", n, got[n], seqs)
+				}
+			}
+			st := r.bridge.Stats()
+			t.Logf("stats %+v", st)
+			if st.Spool.Dropped != 0 || st.Connects < 2 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+func waitCount(t *testing.T, count func() map[string][]uint16, n int) {
+	t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		total := 0
+		for _, s := range count() {
+			total += len(s)
+		}
+		if total >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d happenings reached MQTT", total, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
