@@ -414,11 +414,13 @@ func (e *Engine) Resume(ctx context.Context, id string) (Status, error) {
 		// as it stands.
 		x.AckWave = x.Wave + 1
 		x.AckFailed = 0
+		e.mu.Lock()
 		for _, b := range r.boards {
 			if failed(b.Phase) {
 				x.AckFailed++
 			}
 		}
+		e.mu.Unlock()
 		return nil
 	})
 }

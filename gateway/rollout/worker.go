@@ -39,6 +39,14 @@ func (w *worker) state() string {
 	return w.r.r.State
 }
 
+// rollout returns the rollout's record as it is now (setState replaces it
+// under the engine's lock).
+func (w *worker) rollout() Rollout {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	return w.r.r
+}
+
 func (w *worker) now() time.Time { return w.e.o.Clock.Now() }
 
 func (w *worker) sleep(ctx context.Context, d time.Duration) error {
@@ -129,14 +137,14 @@ func state(s *ota.Slot) string {
 
 // isTarget reports whether app is the rollout's image.
 func (w *worker) isTarget(app *ota.App) bool {
-	t := w.r.r.Image.App
+	t := w.rollout().Image.App
 	return app != nil && app.Version == t.Version && app.Project == t.Project && (t.ELFSHA256 == "" || app.ELFSHA256 == t.ELFSHA256)
 }
 
 // staged reports whether the board holds the rollout's image staged.
 func (w *worker) staged(v view) bool {
 	s := v.st.Session
-	return s.State == ota.StateStaged && s.SHA256 != nil && *s.SHA256 == w.r.r.Image.SHA256
+	return s.State == ota.StateStaged && s.SHA256 != nil && *s.SHA256 == w.rollout().Image.SHA256
 }
 
 // drive runs the board's steps.
@@ -169,7 +177,7 @@ func (w *worker) drive(ctx context.Context) error {
 				return nil
 			}
 		}
-		if b2 := w.board(); b2.Phase == PhaseStaged && !w.r.r.Plan.Window.Open(w.now()) && st == StateRunning {
+		if b2 := w.board(); b2.Phase == PhaseStaged && !w.rollout().Plan.Window.Open(w.now()) && st == StateRunning {
 			return nil // the scheduler starts it again inside the window
 		}
 	}
@@ -179,7 +187,7 @@ func (w *worker) drive(ctx context.Context) error {
 // retry schedules another try after a transient failure, or ends the
 // board once the retries are spent.
 func (w *worker) retry(ctx context.Context, b *Board, cause error) error {
-	p := w.r.r.Plan
+	p := w.rollout().Plan
 	if b.Attempts >= p.Retries {
 		phase := PhaseFailed
 		if errors.Is(cause, fleet.ErrUnreachable) || errors.Is(cause, fleet.ErrNoReply) || strings.Contains(cause.Error(), "unreachable") {
@@ -231,7 +239,7 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 	switch b.Phase {
 	case PhasePending:
 		if w.isTarget(v.running.App) && state(v.running) == "confirmed" {
-			return false, w.to(ctx, b, PhaseSkipped, "already runs "+w.r.r.Image.App.Version)
+			return false, w.to(ctx, b, PhaseSkipped, "already runs "+w.rollout().Image.App.Version)
 		}
 		if busy(v.st.Session.State) {
 			return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
@@ -252,10 +260,10 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 				b.ToSlot = deref(v.st.Session.Slot)
 				return false, w.to(ctx, b, PhaseStaged, "image staged in "+b.ToSlot)
 			}
-			if !w.r.r.Plan.Window.Open(w.now()) {
+			if !w.rollout().Plan.Window.Open(w.now()) {
 				return false, nil
 			}
-			b.Deadline = w.now().Add(w.r.r.Plan.Timeouts.Restart.D() + w.r.r.Plan.Timeouts.Confirm.D()).UTC()
+			b.Deadline = w.now().Add(w.rollout().Plan.Timeouts.Restart.D() + w.rollout().Plan.Timeouts.Confirm.D()).UTC()
 			return false, w.to(ctx, b, PhaseActivating, "")
 		}
 		if b.Phase == PhaseStaged {
@@ -303,7 +311,7 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		return true, nil
 
 	case PhaseSucceeded: // revert
-		b.Deadline = w.now().Add(w.r.r.Plan.Timeouts.Restart.D() + w.r.r.Plan.Timeouts.Confirm.D()).UTC()
+		b.Deadline = w.now().Add(w.rollout().Plan.Timeouts.Restart.D() + w.rollout().Plan.Timeouts.Confirm.D()).UTC()
 		return false, w.to(ctx, b, PhaseReverting, "back to "+b.FromSlot)
 
 	case PhaseReverting:
@@ -363,10 +371,10 @@ func (w *worker) kick(ctx context.Context, b *Board, phase, note string) error {
 
 // transfer gets the image onto the board (staged, not activated).
 func (w *worker) transfer(ctx context.Context) error {
-	img := w.r.r.Image
-	ctx, cancel := context.WithTimeout(ctx, w.r.r.Plan.Timeouts.Transfer.D())
+	img := w.rollout().Image
+	ctx, cancel := context.WithTimeout(ctx, w.rollout().Plan.Timeouts.Transfer.D())
 	defer cancel()
-	if w.r.r.Plan.Method == MethodPull {
+	if w.rollout().Plan.Method == MethodPull {
 		return w.pull(ctx)
 	}
 	f, _, err := w.e.o.Artifacts.Open(img.SHA256)
@@ -378,7 +386,7 @@ func (w *worker) transfer(ctx context.Context) error {
 		count: func(n int) { w.e.bytesSent.Add(uint64(n)); w.r.sent.Add(uint64(n)) }}
 	rep, err := w.e.o.Fleet.CallRaw(ctx, w.id, http.MethodPut, "/ota/image?sha256="+img.SHA256, "application/octet-stream", body, img.Size)
 	if err != nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: transfer timed out after %v", errTransient, w.r.r.Plan.Timeouts.Transfer.D())
+		return fmt.Errorf("%w: transfer timed out after %v", errTransient, w.rollout().Plan.Timeouts.Transfer.D())
 	}
 	return w.reply(rep, err, nil)
 }
@@ -386,7 +394,7 @@ func (w *worker) transfer(ctx context.Context) error {
 // pull asks the board to fetch the image from the gateway and waits
 // until it is staged.
 func (w *worker) pull(ctx context.Context) error {
-	img := w.r.r.Image
+	img := w.rollout().Image
 	url := strings.TrimSuffix(w.e.o.PullBase, "/") + "/images/" + img.SHA256 + ".bin"
 	if err := w.call(ctx, http.MethodPost, "/ota/pull", map[string]any{"url": url, "sha256": img.SHA256, "activate": false}, nil); err != nil {
 		return err
