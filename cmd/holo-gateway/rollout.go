@@ -14,7 +14,8 @@ const firmwarePrefix = "/firmware/"
 
 // newRollouts builds the firmware store (<data>/artifacts and the
 // gateway's store) and the rollout engine, serves images and channel
-// manifests under /firmware/ and registers the rollout metrics. Its
+// manifests under /firmware/, hands both to the API (/v1/artifacts,
+// /v1/channels, /v1/rollouts) and registers the rollout metrics. Its
 // goroutine is the engine, which resumes interrupted rollouts at start.
 func newRollouts(_ context.Context, e *env) (component, error) {
 	var eng *rollout.Engine
@@ -31,6 +32,7 @@ func newRollouts(_ context.Context, e *env) (component, error) {
 		return component{}, err
 	}
 	e.handle(firmwarePrefix, arts.Handler(firmwarePrefix))
+	e.artifacts, e.rollouts = arts, eng
 	return component{name: "rollouts", run: eng.Run,
 		banner: []string{"firmware: images and release manifests under " + firmwarePrefix}}, nil
 }
