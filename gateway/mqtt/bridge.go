@@ -140,7 +140,7 @@ type Bridge struct {
 type boardInfo struct {
 	view      fleet.BoardView
 	name      string
-	scenes    []string // saved scene names (the HA select)
+	scenes    []string          // saved scene names (the HA select)
 	published map[string]string // leaf -> last info-like payload published
 	discovery string            // last discovery payload
 }

@@ -34,8 +34,8 @@ func validateDiscovery(payload []byte) error {
 		O struct {
 			Name string `json:"name"`
 		} `json:"o"`
-		Availability []map[string]any         `json:"availability"`
-		Mode         string                   `json:"availability_mode"`
+		Availability []map[string]any          `json:"availability"`
+		Mode         string                    `json:"availability_mode"`
 		Cmps         map[string]map[string]any `json:"cmps"`
 	}
 	if err := json.Unmarshal(payload, &d); err != nil {

@@ -103,11 +103,13 @@ func objectID(s string) string {
 // topics builds the bridge's topic names.
 type topics struct{ base, ha string }
 
-func (t topics) bridge(leaf string) string        { return t.base + "/bridge/" + leaf }
-func (t topics) board(name, leaf string) string   { return t.base + "/" + name + "/" + leaf }
-func (t topics) event(name, kind string) string   { return t.base + "/" + name + "/event/" + kind }
-func (t topics) response(verb string) string      { return t.base + "/bridge/response/" + verb }
-func (t topics) discovery(boardID string) string  { return t.ha + "/device/" + objectID("holo_"+boardID) + "/config" }
+func (t topics) bridge(leaf string) string      { return t.base + "/bridge/" + leaf }
+func (t topics) board(name, leaf string) string { return t.base + "/" + name + "/" + leaf }
+func (t topics) event(name, kind string) string { return t.base + "/" + name + "/event/" + kind }
+func (t topics) response(verb string) string    { return t.base + "/bridge/response/" + verb }
+func (t topics) discovery(boardID string) string {
+	return t.ha + "/device/" + objectID("holo_"+boardID) + "/config"
+}
 func (t topics) haStatus() string                 { return t.ha + "/status" }
 func (t topics) setFilter() string                { return t.base + "/+/set/+" }
 func (t topics) groupFilter() string              { return t.base + "/group/+/set/+" }

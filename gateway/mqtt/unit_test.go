@@ -1,0 +1,229 @@
+package mqtt
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+func TestValidName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"holo-29f3", true}, {"stage_left.1", true}, {"ümlaut", true}, {strings.Repeat("a", 64), true},
+		{"", false}, {strings.Repeat("a", 65), false}, {"a+b", false}, {"a#", false}, {"a/b", false},
+		{"$SYS", false}, {"bridge", false}, {"group", false}, {"a b", false}, {"a\x00b", false}, {"\xff", false},
+	} {
+		err := ValidName(tc.name)
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrBadName) {
+			t.Errorf("ValidName(%q) = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	for in, want := range map[string]string{"holo-1": "holo-1", "a b/c": "a_b_c", "$$x": "x", "bridge": "", "": ""} {
+		if got := defaultName(in); got != want {
+			t.Errorf("defaultName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestHappeningPayload(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		ev   fleet.Event
+		want string
+	}{
+		{fleet.Event{N: 9, Board: "b1", Kind: "touch", Seq: 3, Time: at, Data: json.RawMessage(`{"action":"down","seq":3,"t_ms":10}`)},
+			`{"event_type":"touch","board":"b1","n":9,"time":"2026-01-02T03:04:05Z","action":"down","seq":3,"t_ms":10}`},
+		{fleet.Event{N: 1, Board: "b\"2", Kind: "clip_ended", Seq: 65535, Time: at, Data: json.RawMessage(`{}`)},
+			`{"event_type":"clip_ended","board":"b\"2","n":1,"time":"2026-01-02T03:04:05Z","seq":65535}`},
+		{fleet.Event{N: 2, Board: "b", Kind: "k", Seq: 1, Time: at},
+			`{"event_type":"k","board":"b","n":2,"time":"2026-01-02T03:04:05Z","seq":1}`},
+	} {
+		got := string(happeningPayload(tc.ev))
+		if diff := cmp.Diff(got, tc.want); diff != "" {
+			t.Errorf("payload (-got +want)\n%s", diff)
+		}
+		if !json.Valid([]byte(got)) {
+			t.Errorf("not JSON: %s", got)
+		}
+	}
+}
+
+func TestTranslate(t *testing.T) {
+	b := &Bridge{}
+	type call struct{ Method, Path, Body string }
+	for _, tc := range []struct {
+		res, payload string
+		want         []call
+		bad          bool
+	}{
+		{"leds", `{"mode":"rainbow","brightness":20}`, []call{{"PATCH", "/leds", `{"brightness":20,"mode":"rainbow"}`}}, false},
+		{"leds", `{"state":"OFF"}`, []call{{"PATCH", "/leds", `{"mode":"off"}`}}, false},
+		{"leds", `{"state":"ON","brightness":50,"color":{"r":1,"g":2,"b":255}}`,
+			[]call{{"PATCH", "/leds", `{"brightness":50,"colour":"#0102ff"}`}}, false},
+		{"leds", `{"state":"ON"}`, []call{{"PATCH", "/leds", `{"mode":"solid"}`}}, false},
+		{"leds", `{"state":"ON","effect":"disco"}`, nil, true},
+		{"leds", `{"state":"ON","color":{"r":300,"g":0,"b":0}}`, nil, true},
+		{"leds", `{"mode":"disco"}`, nil, true},
+		{"leds", `{"brightness":101}`, nil, true},
+		{"leds", `{"brightness":1.5}`, nil, true},
+		{"leds", `{}`, nil, true},
+		{"leds", `[1]`, nil, true},
+		{"screen", `{"state":"OFF"}`, []call{{"DELETE", "/screen", ""}}, false},
+		{"screen", `{"state":"ON","brightness":40}`, []call{{"PATCH", "/screen", `{"backlight":40}`}}, false},
+		{"screen", `{"path":"/media/a.mov","loop":true}`, []call{{"POST", "/screen/show", `{"loop":true,"path":"/media/a.mov"}`}}, false},
+		{"screen", `{"off":true}`, []call{{"DELETE", "/screen", ""}}, false},
+		{"screen", `{"backlight":"high"}`, nil, true},
+		{"holo", `{"motion":"move","x":0.5,"y":-1}`, []call{{"POST", "/holo/motion", `{"motion":"move","x":0.5,"y":-1}`}}, false},
+		{"holo", `{"motion":"move","x":2}`, nil, true},
+		{"holo", `{"motion":"Rm -rf"}`, nil, true},
+		{"holo", `{"x":0}`, nil, true},
+		{"scene", `{"name":"glow"}`, []call{{"POST", "/scenes/apply", `{"name":"glow"}`}}, false},
+		{"scene", `{"slot":3}`, []call{{"POST", "/scenes/apply", `{"slot":3}`}}, false},
+		{"scene", `{"end":true}`, []call{{"POST", "/scenes/end", ""}}, false},
+		{"scene", `{"slot":0}`, nil, true},
+		{"scene", `{"name":"a","slot":1}`, nil, true},
+		{"scene", `{"scene":3}`, nil, true},
+		{"settings", `{"leds":{"brightness":20}}`, []call{{"PATCH", "/settings", `{"leds":{"brightness":20}}`}}, false},
+		{"settings", `{"leds":{"colour":"red"}}`, nil, true},
+		{"restart", ``, []call{{"POST", "/restart", ""}}, false},
+		{"restart", `{"delay_ms":100}`, nil, true},
+		{"teleport", `{}`, nil, true},
+	} {
+		calls, err := b.translate("id", tc.res, []byte(tc.payload))
+		if tc.bad {
+			if err == nil || !errors.Is(err, ErrBadCommand) {
+				t.Errorf("%s %s: err %v, want ErrBadCommand", tc.res, tc.payload, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.res, tc.payload, err)
+			continue
+		}
+		var got []call
+		for _, c := range calls {
+			got = append(got, call{c.method, c.path, string(c.body)})
+		}
+		if diff := cmp.Diff(got, tc.want); diff != "" {
+			t.Errorf("%s %s (-got +want)\n%s", tc.res, tc.payload, diff)
+		}
+	}
+}
+
+func TestParseTopic(t *testing.T) {
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{"holo", "ha"}}
+	for _, tc := range []struct {
+		topic string
+		want  command
+		bad   bool
+	}{
+		{"holo/b1/set/leds", command{sort: cmdSet, board: "b1", resource: "leds"}, false},
+		{"holo/group/3/set/scene", command{sort: cmdGroup, group: 3, resource: "scene"}, false},
+		{"holo/group/32/set/scene", command{sort: cmdGroup, resource: "scene"}, false},
+		{"holo/group/03/set/scene", command{sort: cmdGroup, resource: "scene"}, false},
+		{"holo/bridge/request/call", command{sort: cmdRequest, verb: "call"}, false},
+		{"ha/status", command{sort: cmdHA}, false},
+		{"holo/bridge/set/leds", command{}, true},
+		{"other/b1/set/leds", command{}, true},
+		{"holo/b1/leds", command{}, true},
+	} {
+		got, err := b.parseTopic(tc.topic)
+		if (err != nil) != tc.bad {
+			t.Errorf("%s: err %v", tc.topic, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		tc.want.topic = tc.topic
+		if diff := cmp.Diff(got, tc.want, cmp.AllowUnexported(command{})); diff != "" {
+			t.Errorf("%s (-got +want)\n%s", tc.topic, diff)
+		}
+	}
+}
+
+func TestLimiter(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	l := newLimiter(clk, 2, 100, 3)
+	n := 0
+	for range 10 {
+		if l.allow("board/a", "t1") {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("burst: %d allowed, want 3", n)
+	}
+	if !l.allow("board/b", "t2") {
+		t.Error("another board is not limited by the first")
+	}
+	clk.Advance(time.Second)
+	n = 0
+	for range 10 {
+		if l.allow("board/a", "t1") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("after 1 s at 2/s: %d allowed, want 2", n)
+	}
+	// The topic's own limit.
+	l2 := newLimiter(clk, 100, 1, 1)
+	if !l2.allow("board/a", "t") || l2.allow("board/b", "t") {
+		t.Error("per-topic limit not applied")
+	}
+}
+
+func TestHALights(t *testing.T) {
+	got := string(haLEDs(json.RawMessage(`{"mode":"wipe","colour":"#ff8000","brightness":20}`)))
+	want := `{"brightness":20,"color":{"b":0,"g":128,"r":255},"color_mode":"rgb","colour":"#ff8000","effect":"wipe","mode":"wipe","state":"ON"}`
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("leds (-got +want)\n%s", diff)
+	}
+	got = string(haScreen(json.RawMessage(`{"powered":false,"backlight":60,"showing":"nothing"}`)))
+	want = `{"backlight":60,"brightness":60,"color_mode":"brightness","powered":false,"showing":"nothing","state":"OFF"}`
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("screen (-got +want)\n%s", diff)
+	}
+	if got := sceneNames(json.RawMessage(`{"scenes":[{"name":"b"},{"name":"a"}],"active":null}`)); !cmp.Equal(got, []string{"a", "b"}) {
+		t.Errorf("scene names %v", got)
+	}
+}
+
+// FuzzCommand feeds topics and payloads to the command path: it never
+// panics, and a payload it accepts becomes JSON bodies only.
+func FuzzCommand(f *testing.F) {
+	for _, s := range []struct{ topic, payload string }{
+		{"holo/b1/set/leds", `{"mode":"rainbow"}`}, {"holo/b1/set/leds", `{"state":"ON","color":{"r":1,"g":2,"b":3}}`},
+		{"holo/b1/set/screen", `{"state":"ON","brightness":3}`}, {"holo/b1/set/holo", `{"motion":"wag","interval_s":[1,2]}`},
+		{"holo/b1/set/scene", `{"end":true}`}, {"holo/group/2/set/scene", `{"slot":1}`},
+		{"holo/b1/set/settings", `{"screen":{"backlight":5}}`}, {"holo/bridge/request/call", `{"board":"x"}`},
+	} {
+		f.Add(s.topic, []byte(s.payload))
+	}
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{"holo", "ha"}}
+	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
+		c, err := b.parseTopic(topic)
+		if err != nil || c.sort != cmdSet {
+			return
+		}
+		calls, err := b.translate("id", c.resource, payload)
+		if err != nil {
+			return
+		}
+		for _, ac := range calls {
+			if ac.body != nil && !json.Valid(ac.body) {
+				t.Fatalf("%s %s: body %q", topic, payload, ac.body)
+			}
+		}
+	})
+}
