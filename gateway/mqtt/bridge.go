@@ -142,7 +142,6 @@ type boardInfo struct {
 	name      string
 	scenes    []string          // saved scene names (the HA select)
 	published map[string]string // leaf -> last info-like payload published
-	discovery string            // last discovery payload
 }
 
 // New checks o and makes a bridge; Run connects it.

@@ -59,7 +59,7 @@ func brokerCases() []brokerCase {
 
 // uniqueBase gives each test its own topic root so parallel runs on one
 // Mosquitto do not meet.
-func uniqueBase(t *testing.T) string {
+func uniqueBase(t testing.TB) string {
 	return fmt.Sprintf("holotest-%d-%s", os.Getpid(), strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
 }
 
@@ -199,7 +199,7 @@ type rigOptions struct {
 	opts    func(*mqtt.Options)
 }
 
-func startRig(t *testing.T, url string, ro rigOptions) *rig {
+func startRig(t testing.TB, url string, ro rigOptions) *rig {
 	t.Helper()
 	if ro.n == 0 {
 		ro.n = 4
@@ -271,7 +271,7 @@ func (r *rig) stop() {
 
 // waitOnline waits until every board is online in the fleet with its
 // groups known, and returns the boards' topic names by index.
-func (r *rig) waitOnline(t *testing.T) []string {
+func (r *rig) waitOnline(t testing.TB) []string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

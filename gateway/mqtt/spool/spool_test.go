@@ -12,7 +12,9 @@ import (
 	"github.com/holofleet/holofleet/store"
 )
 
-func msg(i int) Message { return Message{Topic: fmt.Sprintf("t/%d", i), Payload: []byte{byte(i), byte(i >> 8)}, QoS: 1} }
+func msg(i int) Message {
+	return Message{Topic: fmt.Sprintf("t/%d", i), Payload: []byte{byte(i), byte(i >> 8)}, QoS: 1}
+}
 
 func openDB(t testing.TB) *store.DB {
 	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"))
