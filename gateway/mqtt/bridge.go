@@ -138,10 +138,9 @@ type Bridge struct {
 
 // boardInfo is what the bridge knows of a board for topics and discovery.
 type boardInfo struct {
-	view      fleet.BoardView
-	name      string
-	scenes    []string          // saved scene names (the HA select)
-	published map[string]string // leaf -> last info-like payload published
+	view   fleet.BoardView
+	name   string
+	scenes []string // saved scene names (the HA select)
 }
 
 // New checks o and makes a bridge; Run connects it.

@@ -88,7 +88,7 @@ func (b *Bridge) boardLocked(id string, view *fleet.BoardView) *boardInfo {
 	} else {
 		v = fleet.BoardView{ID: id}
 	}
-	bi := &boardInfo{view: v, name: b.names.assign(id, v.Hostname), published: map[string]string{}}
+	bi := &boardInfo{view: v, name: b.names.assign(id, v.Hostname)}
 	b.boards[id] = bi
 	return bi
 }
