@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/holofleet/holofleet/gateway/auth"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -46,7 +45,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		}
 		req.After = n
 	}
-	md := metadata.Pairs(auth.RemoteAddrKey, r.RemoteAddr)
+	md := restMetadata(r)
 	if a := r.Header.Get("Authorization"); a != "" {
 		md.Set("authorization", a)
 	}

@@ -28,7 +28,6 @@ import (
 
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/gateway/artifact"
-	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
@@ -350,7 +349,7 @@ func (s *service) WatchRollout(r *fleetv1.WatchRolloutRequest, stream fleetv1.Fl
 // sha256 in the query; the reply is an UploadArtifactResponse (200) or a
 // REST error.
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
-	md := metadata.Pairs(auth.RemoteAddrKey, r.RemoteAddr)
+	md := restMetadata(r)
 	if a := r.Header.Get("Authorization"); a != "" {
 		md.Set("authorization", a)
 	}

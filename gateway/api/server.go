@@ -140,9 +140,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = m
 	guard := &auth.Guard{Tokens: cfg.Tokens, Need: Need, Insecure: cfg.InsecureLab, LoopbackFree: cfg.Demo}
+	rl := requestLog{log: s.log}
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(m.unary, unaryAuth(guard)),
-		grpc.ChainStreamInterceptor(m.stream, streamAuth(guard)),
+		grpc.ChainUnaryInterceptor(rl.unary, m.unary, unaryAuth(guard)),
+		grpc.ChainStreamInterceptor(rl.stream, m.stream, streamAuth(guard)),
 	)
 	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
 		arts: cfg.Artifacts, rollouts: cfg.Rollouts})
@@ -161,7 +162,14 @@ func New(cfg Config) (*Server, error) {
 		// gRPC side; no client header may pose as our metadata.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithMetadata(func(_ context.Context, r *http.Request) metadata.MD {
-			return metadata.Pairs(auth.RemoteAddrKey, r.RemoteAddr)
+			return restMetadata(r)
+		}),
+		// ServeHTTP has set X-Request-Id on the reply already.
+		runtime.WithOutgoingHeaderMatcher(func(key string) (string, bool) {
+			if key == RequestIDKey {
+				return "", false
+			}
+			return runtime.MetadataHeaderPrefix + key, true
 		}),
 		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
 			writeError(w, status.Convert(err))
@@ -192,13 +200,21 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP routes gRPC to the gRPC server and the rest to the HTTP mux.
+// ServeHTTP routes gRPC to the gRPC server and the rest to the HTTP mux,
+// with a request id (requestlog.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 		s.grpc.ServeHTTP(w, r)
 		return
 	}
+	restRequestID(w, r)
 	s.mux.ServeHTTP(w, r)
+}
+
+// restMetadata is what a REST request passes to the gRPC side: the peer's
+// address and the request id (never a client's own metadata).
+func restMetadata(r *http.Request) metadata.MD {
+	return metadata.Pairs(auth.RemoteAddrKey, r.RemoteAddr, RequestIDKey, r.Header.Get(RequestIDHeader))
 }
 
 // Serve answers on ln until ctx ends, then stops: open streams (event

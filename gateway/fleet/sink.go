@@ -45,6 +45,7 @@ func (f *Fleet) Seen(ref Ref, info json.RawMessage) {
 		f.boards[id] = b
 		b.urgent = true
 	}
+	wasReason := b.reason
 	now := f.clk.Now()
 	st, had := b.refs[ref]
 	if !had {
@@ -76,6 +77,16 @@ func (f *Fleet) Seen(ref Ref, info json.RawMessage) {
 		b.online, b.reason = true, ""
 		data, _ := json.Marshal(map[string]any{"transports": b.transports(), "via": ref.String()})
 		f.emitLocked(b, Event{Type: EventOnline, Data: data})
+		reason := "answers again"
+		switch {
+		case !ok:
+			reason = "new board"
+		case wasReason == "":
+			reason = "first seen since the gateway started"
+		}
+		f.log.Info("fleet: board online", refAttrs(id, ref, reason, "was", wasReason)...)
+	} else if !wasOnline {
+		f.log.Info("fleet: board reachable on another transport", refAttrs(id, ref, "answers there")...)
 	}
 	if b.urgent {
 		f.wakePersist()
@@ -107,6 +118,7 @@ func (f *Fleet) loseLocked(ref Ref, reason string) {
 	st.online, st.reason = false, reason
 	for _, o := range b.refs {
 		if o.online {
+			f.log.Info("fleet: board lost on one transport", refAttrs(id, ref, reason)...)
 			return
 		}
 	}
@@ -114,6 +126,7 @@ func (f *Fleet) loseLocked(ref Ref, reason string) {
 	b.urgent = true
 	f.wakePersist()
 	f.emitLocked(b, Event{Type: EventOffline, Reason: reason})
+	f.log.Warn("fleet: board offline", refAttrs(id, ref, reason)...)
 }
 
 // detachLocked forgets that ref reaches its board (another board answers
@@ -193,9 +206,17 @@ func (f *Fleet) Restarted(ref Ref) {
 	b.window = seqWindow{}
 	clear(b.states)
 	f.emitLocked(b, Event{Type: EventRestarted})
+	f.log.Info("fleet: board restarted", refAttrs(b.rec.ID, ref, "new boot reported")...)
 	for r := range b.refs {
 		f.queueLocked(job{ref: r, what: jobLink})
 	}
+}
+
+// refAttrs are the log attributes of a change of board id seen at ref:
+// board, driver and transport (both the driver's name), addr, reason, and
+// any more key-value pairs.
+func refAttrs(id string, ref Ref, reason string, more ...any) []any {
+	return append([]any{"board", id, "driver", ref.Driver, "transport", ref.Driver, "addr", ref.Addr, "reason", reason}, more...)
 }
 
 func (f *Fleet) boardAtLocked(ref Ref) *boardState {

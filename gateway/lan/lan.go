@@ -91,7 +91,9 @@ var StatePaths = []struct{ Kind, Path string }{
 // Options configure a LAN driver.
 type Options struct {
 	// Client sends calls; nil means a client with DefaultCallTimeout.
-	// Streams use the same transport without the client's timeout.
+	// Streams use the client's transport without the client's timeout;
+	// a client on the default transport (nil Transport) gets a transport
+	// of its own for streams, with small buffers (see streamTransport).
 	Client *http.Client
 	Clock  clock.Clock
 	Log    *slog.Logger
@@ -126,6 +128,7 @@ type lanBoard struct {
 	ref      fleet.Ref
 	password string
 	hostname string // from /info, for the Host header
+	id       string // from /info, for logs
 	ipHost   bool   // the URL's host is an IP literal
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -153,7 +156,29 @@ func New(o Options) *LAN {
 	}
 	sc := *o.Client
 	sc.Timeout = 0
-	return &LAN{o: o, stream: &sc, log: o.Log, boards: map[string]*lanBoard{}}
+	if sc.Transport == nil {
+		sc.Transport = streamTransport()
+	}
+	return &LAN{o: o, stream: &sc, log: o.Log.With("transport", "lan"), boards: map[string]*lanBoard{}}
+}
+
+// Buffers of a stream connection. A stream sends one request of a few
+// headers and reads short lines, and a gateway holds one per board, so
+// net/http's 4 KB per direction would be most of what a watched board
+// costs the gateway in buffers.
+const (
+	streamWriteBuffer = 512
+	streamReadBuffer  = 1 << 10
+	// scanBuffer is the initial line buffer of a stream; it grows up to
+	// MaxReply for long messages.
+	scanBuffer = 512
+)
+
+// streamTransport is the default transport with stream-sized buffers.
+func streamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.WriteBufferSize, t.ReadBufferSize = streamWriteBuffer, streamReadBuffer
+	return t
 }
 
 // Name is "lan".

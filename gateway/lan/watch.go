@@ -46,7 +46,7 @@ func (w *watcher) run(ctx context.Context) {
 		}
 		if w.online {
 			w.online = false
-			w.l.log.Warn("lan: board lost", "url", w.b.url, "reason", reason)
+			w.l.log.Warn("lan: board lost", "url", w.b.url, "board", w.id(), "reason", reason)
 			w.sink.Lost(w.b.ref, reason)
 		} else {
 			w.l.log.Debug("lan: board not reachable", "url", w.b.url, "reason", reason)
@@ -70,6 +70,7 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 		return fmt.Sprintf("GET /info: %v", err)
 	}
 	var id struct {
+		ID       string `json:"id"`
 		Hostname string `json:"hostname"`
 		UptimeS  *int64 `json:"uptime_s"`
 	}
@@ -81,7 +82,7 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 	}
 	w.uptime, w.haveUptime = *id.UptimeS, true
 	w.l.mu.Lock()
-	w.b.hostname = id.Hostname
+	w.b.hostname, w.b.id = id.Hostname, id.ID
 	w.l.mu.Unlock()
 
 	sctx, cancel := context.WithCancel(ctx)
@@ -105,6 +106,9 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 		return fmt.Sprintf("%v: status %d %s", ErrStream, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
 	}
 	*backoff = w.l.o.MinBackoff
+	if !w.online {
+		w.l.log.Info("lan: board found", "url", w.b.url, "board", id.ID)
+	}
 	w.online = true
 	w.replayCheck = true
 	w.sink.Seen(w.b.ref, info)
@@ -123,9 +127,16 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 }
 
 func (w *watcher) restarted(why string) {
-	w.l.log.Info("lan: board restarted", "url", w.b.url, "why", why)
+	w.l.log.Info("lan: board restarted", "url", w.b.url, "board", w.id(), "why", why)
 	w.sink.Restarted(w.b.ref)
 	w.lastSeq = 0
+}
+
+// id is the board's id as last read (for logs).
+func (w *watcher) id() string {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.b.id
 }
 
 // follow reads Server-Sent Events until the stream ends or stays silent
@@ -135,7 +146,7 @@ func (w *watcher) follow(ctx context.Context, cancel context.CancelFunc, resp *h
 	t := w.l.o.Clock.AfterFunc(w.l.o.StreamIdle, func() { idle.Store(true); cancel() })
 	defer t.Stop()
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 4096), MaxReply)
+	sc.Buffer(make([]byte, 0, scanBuffer), MaxReply)
 	var event, id string
 	var data []byte
 	for sc.Scan() {

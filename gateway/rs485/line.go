@@ -156,7 +156,7 @@ func New(o Options) *Line {
 	}
 	l := &Line{o: o, name: "rs485:" + o.Name, clk: o.Clock, cmds: make(chan *job, 64), closed: make(chan struct{}),
 		boards: map[int]*board{}, wbuf: make([]byte, 0, jsonline.MaxLine+frame.MaxWireLen)}
-	l.log = o.Log.With("line", l.name)
+	l.log = o.Log.With("line", l.name, "transport", l.name)
 	if o.ReplyWait <= 0 {
 		l.o.ReplyWait = DefaultReplyWait
 	}

@@ -57,6 +57,7 @@ var resources = []struct {
 type board struct {
 	addr int
 	ref  fleet.Ref
+	id   string // the board's id once GET /info gave it (for logs)
 
 	present bool // answering (until it misses MissLimit polls)
 	seen    bool // Seen reported since the last Lost
@@ -212,7 +213,7 @@ func (l *Line) probe(ctx context.Context, a int) {
 		l.mu.Unlock()
 		l.log.Info("rs485: board found", "addr", a)
 	} else {
-		l.log.Info("rs485: board answers again", "addr", a)
+		l.log.Info("rs485: board answers again", "addr", a, "board", b.id)
 	}
 	b.misses = 0
 	l.setPresent(b, true)
@@ -241,7 +242,7 @@ func (l *Line) gotUptime(b *board, up uint32) {
 }
 
 func (l *Line) restarted(b *board) {
-	l.log.Info("rs485: board restarted", "addr", b.addr)
+	l.log.Info("rs485: board restarted", "addr", b.addr, "board", b.id)
 	l.sched.sink.Restarted(b.ref)
 	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed, b.doubts = 0, false, false, false, false, 0
 	b.needs |= needStatus | needInfo | needLink | needEvents | needReplay
@@ -258,7 +259,7 @@ func (l *Line) missed(b *board, why string) {
 	b.needs, b.dirty, b.recheck = 0, 0, 0
 	if b.seen {
 		b.seen = false
-		l.log.Warn("rs485: board lost", "addr", b.addr, "reason", why)
+		l.log.Warn("rs485: board lost", "addr", b.addr, "board", b.id, "reason", why)
 		l.sched.sink.Lost(b.ref, why)
 	}
 }
@@ -360,6 +361,13 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		var info json.RawMessage
 		if rep.Status == http.StatusOK {
 			info = rep.Body
+			var idf struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(info, &idf) == nil && idf.ID != "" && idf.ID != b.id {
+				b.id = idf.ID
+				l.log.Info("rs485: board identified", "addr", b.addr, "board", b.id)
+			}
 		}
 		l.sched.sink.Seen(b.ref, info)
 	case b.needs&needLink != 0:
