@@ -53,10 +53,11 @@ type component struct {
 }
 
 // components lists the component constructors, in start order, one a
-// line. Each lives in its own file of this package.
+// line. Each lives in its own file of this package. The rollouts come
+// before MQTT: the bridge follows the engine newRollouts puts in env.
 var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
 	newMetrics,
-	newMQTT,
 	newRollouts,
+	newMQTT,
 }

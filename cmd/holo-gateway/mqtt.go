@@ -21,6 +21,7 @@ type mqttFlags struct {
 	user, password string
 	ca, cert, key  string
 	clientID       string
+	channel        string // release channel the HA update entities offer
 	off            bool
 }
 
@@ -46,6 +47,7 @@ func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	fs.StringVar(&f.cert, "mqtt-cert", "", "client certificate (PEM) for the broker")
 	fs.StringVar(&f.key, "mqtt-key", "", "client key (PEM) for the broker")
 	fs.StringVar(&f.clientID, "mqtt-client-id", "", "MQTT client id (default holo-gateway-<base>-<random>)")
+	fs.StringVar(&f.channel, "mqtt-update-channel", mqtt.DefaultUpdateChannel, "release channel the Home Assistant update entities offer and install")
 	fs.BoolVar(&f.off, "no-mqtt", false, "run without the MQTT bridge")
 }
 
@@ -81,9 +83,21 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 	} else {
 		lines = append(lines, "mqtt:     broker "+redact(brokerURL)+"  (topics under "+f.base+"/, HA discovery under "+f.haPrefix+"/)")
 	}
-	b, err := mqtt.New(mqtt.Options{Fleet: e.fleet, Broker: brokerURL, Username: f.user, Password: f.password,
+	o := mqtt.Options{Fleet: e.fleet, Broker: brokerURL, Username: f.user, Password: f.password,
 		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, ClientID: f.clientID, Base: f.base, HAPrefix: f.haPrefix,
-		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer})
+		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer,
+		UpdateChannel: f.channel}
+	// The rollouts component ran first: the bridge follows its engine
+	// and installs from its store.
+	if e.rollouts != nil {
+		o.Rollouts = e.rollouts
+		lines = append(lines, "mqtt:     rollouts on "+f.base+"/bridge/rollout/<id>; HA update entities offer channel "+
+			o.UpdateChannel+" (MQTT commands are trusted as far as the broker's ACLs allow)")
+	}
+	if e.artifacts != nil {
+		o.Firmware = e.artifacts
+	}
+	b, err := mqtt.New(o)
 	if err != nil {
 		if br != nil {
 			_ = br.Close()

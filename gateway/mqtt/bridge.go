@@ -69,10 +69,21 @@ type Options struct {
 	// commands per board and per command topic.
 	BoardRate, TopicRate float64
 	Burst                int
+	// Rollouts, when set, is followed on bridge/rollout/<id>, bridge/event
+	// and the HA update entities, runs the "rollout" request and, with
+	// Firmware, installs the UpdateChannel's image (see rollout.go).
+	Rollouts RolloutEngine
+	// Firmware gives the release channels: the update entities' latest
+	// version and what their install command installs.
+	Firmware FirmwareChannels
+	// UpdateChannel is the release channel the update entities offer
+	// (default DefaultUpdateChannel).
+	UpdateChannel string
 	// Install starts a firmware update on a board (the HA update entity's
-	// install button); nil answers ErrUnsupported until rollouts exist.
+	// install button); nil uses Rollouts, or answers ErrUnsupported.
 	Install func(ctx context.Context, boardID string) error
-	// Rollout runs the "rollout" request; nil answers ErrUnsupported.
+	// Rollout runs the "rollout" request; nil uses Rollouts, or answers
+	// ErrUnsupported.
 	Rollout func(ctx context.Context, body json.RawMessage) (any, error)
 	// Version is the gateway's version for bridge/info and HA.
 	Version string
@@ -126,6 +137,8 @@ type Bridge struct {
 	// goroutine, read under vmu by commands).
 	vmu    sync.Mutex
 	boards map[string]*boardInfo
+	// latest is the update channel's version as the last snapshot read it.
+	latest string
 
 	cmds    chan command
 	limits  *limiter
@@ -141,6 +154,9 @@ type boardInfo struct {
 	view   fleet.BoardView
 	name   string
 	scenes []string // saved scene names (the HA select)
+	// runs is the version a rollout found the board running, believed
+	// while the fleet's view still says runsSaw (what it said then).
+	runs, runsSaw string
 }
 
 // New checks o and makes a bridge; Run connects it.
@@ -194,11 +210,22 @@ func New(o Options) (*Bridge, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	if o.UpdateChannel == "" {
+		o.UpdateChannel = DefaultUpdateChannel
+	}
 	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, clk: o.Clock, log: o.Log,
 		lost: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
 		retained: map[string][]byte{}, dirty: map[string]bool{}, rwake: make(chan struct{}, 1),
 		boards: map[string]*boardInfo{}, cmds: make(chan command, DefaultCommandQ)}
 	b.limits = newLimiter(o.Clock, o.BoardRate, o.TopicRate, o.Burst)
+	if o.Rollouts != nil {
+		if b.o.Install == nil {
+			b.o.Install = b.install
+		}
+		if b.o.Rollout == nil {
+			b.o.Rollout = b.rolloutRequest
+		}
+	}
 	q, err := spool.Open(spool.Options{DB: o.DB, Mem: o.SpoolMem, Disk: o.SpoolDisk})
 	if err != nil {
 		return nil, err
@@ -337,6 +364,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 	b.snapshot()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, w) })
+	if b.o.Rollouts != nil {
+		wg.Go(func() { b.followRollouts(ctx) })
+	}
 	for range DefaultWorkers {
 		wg.Go(func() { b.commandLoop(ctx) })
 	}

@@ -11,14 +11,16 @@
 //	bridge/info               retained: gateway version, base, HA prefix, broker, queue counters
 //	bridge/boards             retained: [{id, name, online, groups, firmware, ...}]
 //	bridge/groups             retained: [{id, members:[names]}]
-//	bridge/event              gateway happenings: board_restarted, board_renamed, command errors
+//	bridge/event              gateway happenings: board_restarted, board_renamed, rollout, command errors
+//	bridge/rollout/<id>       retained: a rollout's state, wave, progress and board phases
 //	bridge/request/<verb>     requests; replies on bridge/response/<verb> as
 //	                          {status:"ok"|"error", data, error, transaction}
 //	<b>/availability          retained {"state":"online"|"offline"}
 //	<b>/<resource>            retained JSON state: screen, leds, holo, scene, scenes, settings, ota,
 //	                          network, system, link (what the board reports), info (the gateway's view)
-//	<b>/update                retained firmware state for HA: installed_version, latest_version,
-//	                          in_progress, update_percentage
+//	<b>/update                retained firmware state for HA: installed_version, latest_version
+//	                          (a rollout's version while the board is in it, else the update
+//	                          channel's, default stable), in_progress, update_percentage
 //	<b>/event/<kind>          happenings, QoS 1, not retained: the board's fields plus event_type,
 //	                          board (id), seq, n (the fleet stream number) and time
 //	<b>/set/<resource>        commands: leds, screen (PATCH bodies), holo (a motion), scene
@@ -46,6 +48,11 @@
 // (MaxCommand), JSON schema of the resource, rate limits per board and
 // per command topic. A refused command changes nothing and gets an error
 // response (requests) or an error on bridge/event (set topics).
+//
+// The bridge does not authenticate commands: a client the broker lets
+// publish on <b>/set/update or bridge/request/rollout installs firmware,
+// which the REST API keeps for admins. The broker's ACLs are the access
+// control of MQTT commands; give those topics to trusted clients only.
 package mqtt
 
 import "errors"

@@ -22,7 +22,9 @@ const refreshEvery = 5 * time.Second
 // Update is a board's firmware update as the HA update entity shows it;
 // rollouts set it with SetUpdate.
 type Update struct {
-	// Latest is the version the board should run; "" means the one it runs.
+	// Latest is the version the board should run; "" means the update
+	// channel's (Options.UpdateChannel), or without one the version the
+	// board runs.
 	Latest     string
 	InProgress bool
 	// Percent is the progress of the running update (nil when unknown).
@@ -61,7 +63,9 @@ func (b *Bridge) follow(ctx context.Context, w *fleet.Watcher) {
 // the bridge lists.
 func (b *Bridge) snapshot() {
 	views := b.o.Fleet.Boards(fleet.Filter{})
+	latest := b.channelVersion()
 	b.vmu.Lock()
+	b.latest = latest
 	for _, v := range views {
 		bi := b.boardLocked(v.ID, &v)
 		bi.view = v
@@ -211,9 +215,16 @@ func (b *Bridge) updatePayload(bi *boardInfo) []byte {
 	}
 	latest := u.Latest
 	if latest == "" {
-		latest = bi.view.Firmware
+		latest = b.latest
 	}
-	return mustJSON(map[string]any{"installed_version": bi.view.Firmware, "latest_version": latest,
+	installed := bi.view.Firmware
+	if bi.runs != "" && bi.runsSaw == installed {
+		installed = bi.runs
+	}
+	if latest == "" {
+		latest = installed
+	}
+	return mustJSON(map[string]any{"installed_version": installed, "latest_version": latest,
 		"in_progress": u.InProgress, "update_percentage": u.Percent, "title": "holo-board"})
 }
 

@@ -185,6 +185,7 @@ type rig struct {
 	fm     *fleetmode.Fleet
 	line   *simline.Line
 	fleet  *fleet.Fleet
+	db     *store.DB
 	bridge *mqtt.Bridge
 	base   string
 	url    string
@@ -196,7 +197,9 @@ type rig struct {
 type rigOptions struct {
 	n       int
 	lanOnly bool
-	opts    func(*mqtt.Options)
+	ota     bool // boards with the update service
+	// opts tunes the bridge's options; r.fleet and r.db are set then.
+	opts func(r *rig, o *mqtt.Options)
 }
 
 func startRig(t testing.TB, url string, ro rigOptions) *rig {
@@ -206,6 +209,9 @@ func startRig(t testing.TB, url string, ro rigOptions) *rig {
 	}
 	r := &rig{base: uniqueBase(t), url: url, done: make(chan struct{})}
 	fo := fleetmode.Options{N: ro.n, BaseDir: t.TempDir(), Groups: func(i int) []int { return []int{i%2 + 1} }}
+	if ro.ota {
+		fo.OTA = &fleetmode.OTAOptions{}
+	}
 	var drivers []fleet.Driver
 	if !ro.lanOnly {
 		line, err := simline.New(simline.Config{Baud: 115200})
@@ -246,10 +252,11 @@ func startRig(t testing.TB, url string, ro rigOptions) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	r.db = db
 	o := mqtt.Options{Fleet: r.fleet, Broker: url, Base: r.base, HAPrefix: r.base + "-ha", DB: db,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second}
 	if ro.opts != nil {
-		ro.opts(&o)
+		ro.opts(r, &o)
 	}
 	if r.bridge, err = mqtt.New(o); err != nil {
 		t.Fatal(err)
