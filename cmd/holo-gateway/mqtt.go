@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 )
@@ -60,6 +61,12 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 	}
 	if f.password == "" {
 		f.password = os.Getenv("HOLO_MQTT_PASSWORD")
+	}
+	if f.channel == "" {
+		f.channel = mqtt.DefaultUpdateChannel
+	}
+	if err := artifact.CheckChannel(f.channel); err != nil {
+		return component{}, fmt.Errorf("%w: mqtt: --mqtt-update-channel: %w", errUsage, err)
 	}
 	brokerURL := e.opts.mqtt
 	var br *broker.Broker

@@ -56,10 +56,29 @@ func TestDemoMQTT(t *testing.T) {
 		}
 		mu.Unlock()
 		if online && avail == 2 && disc == 2 {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("bridge online %v, boards online %d, discovery %d", online, avail, disc)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The bridge has the rollout engine: the rollout request answers.
+	if tok := c.Publish("demo-holo/bridge/request/rollout", 1, false, `{"action":"list","transaction":"w"}`); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	for {
+		mu.Lock()
+		resp := got["demo-holo/bridge/response/rollout"]
+		mu.Unlock()
+		if strings.Contains(resp, `"transaction":"w"`) {
+			if !strings.Contains(resp, `"status":"ok"`) || !strings.Contains(resp, `"data":[]`) {
+				t.Fatalf("rollout list response %s", resp)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no rollout response (%q)", resp)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -72,6 +91,7 @@ func TestMQTTFlags(t *testing.T) {
 		{"--ha-prefix", "$SYS"},
 		{"--mqtt", "gopher://x:1"},
 		{"--mqtt", "ssl://127.0.0.1:1", "--mqtt-cert", "only-cert.pem"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-update-channel", "Not A Channel"},
 	} {
 		var out, errb syncBuffer
 		code := run(t.Context(), append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0"}, args...), &out, &errb)
