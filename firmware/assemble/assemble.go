@@ -13,7 +13,6 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/firmware/board"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/hal/sim"
 	"github.com/holofleet/holofleet/firmware/holo"
 	"github.com/holofleet/holofleet/firmware/leds"
@@ -53,7 +52,7 @@ func Link(port *link.Port, bus *i2creg.Bus) board.Feature {
 	return func(b *board.Boot) error {
 		srv, err := link.New(link.Options{
 			Port: port, I2C: bus, Lookup: b.HTTP.Lookup, Hub: b.Hub, Store: b.Board.DB().Bucket("link"),
-			LEDGPIO: b.Board.Hardware().LEDGPIO, Status: b.StatusBlock, Version: buildinfo.Running().Version,
+			LEDGPIO: b.Board.Hardware().LEDGPIO, Status: b.StatusBlock, Version: b.App().Version,
 			Uptime: b.Uptime, Attn: b.Board.Hardware().Attn, Clock: b.Clock, Log: b.Log.With("part", "link"),
 		})
 		if err != nil {

@@ -39,6 +39,10 @@ type Boot struct {
 	Network NetworkInfo
 	// Long is the board-wide lock of long operations (409 busy).
 	Long *longop.Lock
+	// Firmware, when set, is the description of the image this boot runs
+	// (fleet mode boots images from its slots inside one process, whose
+	// own description would be wrong); nil means the running executable.
+	Firmware *buildinfo.App
 
 	// Status parts fill the native status block (STATUS, I2C STATUS):
 	// each feature contributes the bytes it owns.
@@ -163,7 +167,7 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot.AddFeature("", ws.Routes()...)
 	boot.AddFeature("events", boot.Hub.Route())
 	boot.AddFeature("", boot.deviceRoutes()...)
-	boot.AddFeature("", openapi.Route(boot.HTTP, func() string { return buildinfo.Running().Version }))
+	boot.AddFeature("", openapi.Route(boot.HTTP, func() string { return boot.App().Version }))
 	stop := boot.Hub.Every(events.KindSystem, events.SystemPeriod, func() (any, bool) { return boot.System(), true })
 	boot.OnClose(stop)
 
@@ -211,6 +215,14 @@ func (boot *Boot) Close() {
 
 // ServeHTTP serves the API of this boot.
 func (boot *Boot) ServeHTTP(w http.ResponseWriter, r *http.Request) { boot.HTTP.ServeHTTP(w, r) }
+
+// App is the description of the firmware this boot runs.
+func (boot *Boot) App() buildinfo.App {
+	if boot.Firmware != nil {
+		return *boot.Firmware
+	}
+	return buildinfo.Running()
+}
 
 // Uptime is the time since this boot started.
 func (boot *Boot) Uptime() time.Duration { return boot.Clock.Since(boot.Started) }
@@ -281,7 +293,7 @@ func (boot *Boot) InfoFor(r *http.Request) Info {
 		via = "ap"
 	}
 	return Info{
-		API: 1, Firmware: buildinfo.Running(), Chip: buildinfo.Chip,
+		API: 1, Firmware: boot.App(), Chip: buildinfo.Chip,
 		Hostname: boot.Web.Hostname(), ID: boot.Board.identity.ID,
 		UptimeS: int64(boot.Uptime() / time.Second), HeapFree: HeapFree(),
 		Features: boot.Features(), Auth: boot.Web.HasPassword(), Via: via,

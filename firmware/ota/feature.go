@@ -86,6 +86,7 @@ func fleetBoot(b *board.Boot, c *Config) error {
 	c.Running = choice.Slot
 	app := *appOf(choice.Image.Desc)
 	c.Pull.Current = app.Version
+	b.Firmware = &app
 	if f.OnBoot != nil {
 		f.OnBoot(app)
 	}

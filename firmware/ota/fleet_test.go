@@ -102,6 +102,19 @@ func TestFleetUpdateAndFaultRollback(t *testing.T) {
 	if !st.Rollback {
 		t.Fatalf("no rollback offered: %+v", st)
 	}
+	// /info tells the firmware this board boots, not the process's.
+	resp, err := http.Get(fb.url + "/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Firmware struct{ Version string } `json:"firmware"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if err != nil || info.Firmware.Version != "2.0.0" {
+		t.Fatalf("/info firmware %q (%v), want 2.0.0", info.Firmware.Version, err)
+	}
 	up("3.0.0") // the fault hook fails its trial
 	deadline := time.Now().Add(15 * time.Second)
 	for len(fb.versions()) < 4 && time.Now().Before(deadline) {
