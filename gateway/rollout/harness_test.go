@@ -46,23 +46,32 @@ type boards struct {
 
 func startBoards(t testing.TB, n int, failVersions ...string) *boards {
 	t.Helper()
+	return startBoardsOTA(t, n, nil, failVersions...)
+}
+
+// startBoardsOTA is startBoards with the boards' update options tuned.
+func startBoardsOTA(t testing.TB, n int, tune func(*fleetmode.OTAOptions), failVersions ...string) *boards {
+	t.Helper()
 	bs := &boards{fail: map[string]bool{}, boots: map[int][]string{}}
 	for _, v := range failVersions {
 		bs.fail[v] = true
 	}
-	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: t.TempDir(), Parallel: 16,
-		OTA: &fleetmode.OTAOptions{
-			FailTrial: func(i int, a ota.App) bool {
-				bs.mu.Lock()
-				defer bs.mu.Unlock()
-				return bs.fail[a.Version]
-			},
-			OnBoot: func(i int, a ota.App) {
-				bs.mu.Lock()
-				bs.boots[i] = append(bs.boots[i], a.Version)
-				bs.mu.Unlock()
-			},
-		}})
+	oo := &fleetmode.OTAOptions{
+		FailTrial: func(i int, a ota.App) bool {
+			bs.mu.Lock()
+			defer bs.mu.Unlock()
+			return bs.fail[a.Version]
+		},
+		OnBoot: func(i int, a ota.App) {
+			bs.mu.Lock()
+			bs.boots[i] = append(bs.boots[i], a.Version)
+			bs.mu.Unlock()
+		},
+	}
+	if tune != nil {
+		tune(oo)
+	}
+	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: t.TempDir(), Parallel: 16, OTA: oo})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,3 +119,37 @@ func FuzzPlan(f *testing.F) {
 		}
 	})
 }
+
+func TestWindowOpen(t *testing.T) {
+	at := func(h, m int) time.Time { return time.Date(2026, 3, 10, h, m, 0, 0, time.UTC) }
+	cases := []struct {
+		start, end string
+		t          time.Time
+		want       bool
+	}{
+		{"01:00", "05:00", at(0, 59), false},
+		{"01:00", "05:00", at(1, 0), true},
+		{"01:00", "05:00", at(4, 59), true},
+		{"01:00", "05:00", at(5, 0), false},
+		// Spanning midnight.
+		{"22:00", "02:00", at(21, 59), false},
+		{"22:00", "02:00", at(22, 0), true},
+		{"22:00", "02:00", at(23, 59), true},
+		{"22:00", "02:00", at(0, 0), true},
+		{"22:00", "02:00", at(1, 59), true},
+		{"22:00", "02:00", at(2, 0), false},
+		{"22:00", "02:00", at(12, 0), false},
+		// Another zone: the window is in UTC.
+		{"22:00", "02:00", at(23, 0).In(time.FixedZone("UTC+5", 5*3600)), true},
+		{"22:00", "02:00", time.Date(2026, 3, 10, 23, 0, 0, 0, time.FixedZone("UTC+5", 5*3600)), false},
+	}
+	for _, c := range cases {
+		w := &Window{Start: c.start, End: c.end}
+		if got := w.Open(c.t); got != c.want {
+			t.Errorf("%s-%s at %v: open %v, want %v", c.start, c.end, c.t, got, c.want)
+		}
+	}
+	if !(*Window)(nil).Open(at(12, 0)) {
+		t.Error("no window is not always open")
+	}
+}
