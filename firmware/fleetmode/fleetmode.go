@@ -18,10 +18,13 @@ package fleetmode
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,13 +95,23 @@ type OTAOptions struct {
 	FailTrial func(i int, app ota.App) bool
 	// OnBoot is told each boot's image description of board i.
 	OnBoot func(i int, app ota.App)
+	// PullRoots are the certificate authorities the boards trust when
+	// they fetch over https (POST /ota/pull, GET /ota/check); nil trusts
+	// the host's roots. A gateway serving images under its own CA gives
+	// it here, as an installer would flash it into real boards.
+	PullRoots *x509.CertPool
+	// ChannelBase is where the boards find release channels' manifests
+	// (<ChannelBase>/<channel>.json, for example a gateway's
+	// https://host/firmware/channels/); empty: the boards know none.
+	ChannelBase string
 }
 
-// otaFeature is board sb's update service, or nil without Options.OTA.
-func (f *Fleet) otaFeature(sb *simBoard) []board.Feature {
+// otaFeature is board sb's update service and the transport of its
+// pulls, or nils without Options.OTA.
+func (f *Fleet) otaFeature(sb *simBoard) ([]board.Feature, *http.Transport) {
 	o := f.o.OTA
 	if o == nil {
-		return nil
+		return nil, nil
 	}
 	i := sb.info.Index
 	fl := &ota.Fleet{}
@@ -108,7 +121,13 @@ func (f *Fleet) otaFeature(sb *simBoard) []board.Feature {
 	if o.OnBoot != nil {
 		fl.OnBoot = func(a ota.App) { o.OnBoot(i, a) }
 	}
-	return []board.Feature{ota.Feature(ota.Config{Fleet: fl})}
+	// Fleet boards are wired to the host: the station link is the
+	// loopback, always up. Each board has its own client, as a real board
+	// has its own connections; stop drops its idle ones.
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: o.PullRoots, MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: 1, IdleConnTimeout: 10 * time.Second}
+	pull := ota.PullConfig{BaseURL: o.ChannelBase, Client: &http.Client{Transport: tr}, Online: func() bool { return true }}
+	return []board.Feature{ota.Feature(ota.Config{Fleet: fl, Pull: pull})}, tr
 }
 
 // Info describes one running board.
@@ -143,6 +162,7 @@ type simBoard struct {
 	port   *link.Port
 	cancel context.CancelFunc
 	done   chan error
+	pull   *http.Transport // the update service's client, nil without OTA
 }
 
 // Start starts the boards and returns once every one serves HTTP. ctx
@@ -252,9 +272,10 @@ func (f *Fleet) start(sb *simBoard) error {
 		sb.node, sb.port = nil, nil
 	}
 	ready := make(chan struct{})
+	extra, pull := f.otaFeature(sb)
 	b, err := board.Open(board.Config{DataDir: sb.info.Dir, Clock: f.o.Clock,
 		Log:      f.o.Log.With("board", sb.info.Index+1),
-		Features: assemble.Features(assemble.Options{Port: port, Extra: f.otaFeature(sb)}),
+		Features: assemble.Features(assemble.Options{Port: port, Extra: extra}),
 		OnReady:  func(net.Addr) { close(ready) }})
 	if err != nil {
 		cleanup()
@@ -292,7 +313,7 @@ func (f *Fleet) start(sb *simBoard) error {
 		return fmt.Errorf("%w: board %d", ErrStart, sb.info.Index)
 	}
 	f.mu.Lock()
-	sb.b, sb.port, sb.cancel, sb.done = b, port, cancel, done
+	sb.b, sb.port, sb.cancel, sb.done, sb.pull = b, port, cancel, done, pull
 	sb.info.ID = b.Identity().ID
 	sb.info.URL = "http://" + sb.addr
 	sb.info.Running = true
@@ -303,8 +324,8 @@ func (f *Fleet) start(sb *simBoard) error {
 // stop ends one board and waits for it.
 func (f *Fleet) stop(sb *simBoard) error {
 	f.mu.Lock()
-	cancel, done, port := sb.cancel, sb.done, sb.port
-	sb.cancel, sb.done, sb.port, sb.node, sb.b = nil, nil, nil, nil, nil
+	cancel, done, port, pull := sb.cancel, sb.done, sb.port, sb.pull
+	sb.cancel, sb.done, sb.port, sb.node, sb.b, sb.pull = nil, nil, nil, nil, nil, nil
 	sb.info.Running = false
 	f.mu.Unlock()
 	if cancel == nil {
@@ -314,6 +335,9 @@ func (f *Fleet) stop(sb *simBoard) error {
 	err := <-done
 	if port != nil {
 		port.Close()
+	}
+	if pull != nil {
+		pull.CloseIdleConnections()
 	}
 	return err
 }
