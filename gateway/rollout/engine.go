@@ -45,7 +45,8 @@ type Options struct {
 	// (default 100 ms); board changes wake it sooner.
 	Tick time.Duration
 	// Poll is how often a board is asked GET /ota while it restarts
-	// (default 100 ms).
+	// (default 100 ms). The first question waits until the restart
+	// delay has passed: before that the board cannot have restarted.
 	Poll time.Duration
 	// RestartDelay is the delay_ms of the POST /restart sent after an
 	// activation (default 200 ms, the board's minimum).
@@ -667,6 +668,13 @@ func (e *Engine) finish(ctx context.Context, r *run, state, reason string) error
 
 // save writes b as the board's record, then makes it current.
 func (e *Engine) save(ctx context.Context, r *run, b *Board, note string) error {
+	return e.saveVia(ctx, r, b, nil, note)
+}
+
+// saveVia is save for a board that went through the steps via (already
+// done, recorded in the same write) on its way to b.Phase.
+func (e *Engine) saveVia(ctx context.Context, r *run, b *Board, via []Step, note string) error {
+	b.Timeline = append(b.Timeline, via...)
 	b.Timeline = append(b.Timeline, Step{Time: e.o.Clock.Now().UTC(), Phase: b.Phase, Note: note})
 	if len(b.Timeline) > MaxTimeline {
 		b.Timeline = slices.Delete(b.Timeline, 1, len(b.Timeline)-MaxTimeline+1)
@@ -676,6 +684,9 @@ func (e *Engine) save(ctx context.Context, r *run, b *Board, note string) error 
 	}
 	e.mu.Lock()
 	r.boards[b.Board] = b.clone()
+	for _, s := range via {
+		e.emitLocked(Event{Rollout: b.Rollout, Board: b.Board, Phase: s.Phase, Wave: b.Wave, Note: s.Note})
+	}
 	e.emitLocked(Event{Rollout: b.Rollout, Board: b.Board, Phase: b.Phase, Wave: b.Wave, Note: note})
 	e.mu.Unlock()
 	if Terminal(b.Phase) {

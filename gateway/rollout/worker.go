@@ -173,7 +173,7 @@ func (w *worker) drive(ctx context.Context) error {
 			}
 		}
 		if wait {
-			if err := w.sleep(ctx, w.e.o.Poll); err != nil {
+			if err := w.sleep(ctx, w.pollIn()); err != nil {
 				return nil
 			}
 		}
@@ -182,6 +182,18 @@ func (w *worker) drive(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// pollIn is how long to wait before asking a restarting board again:
+// Poll, or until the restart asked for can have happened.
+func (w *worker) pollIn() time.Duration {
+	b := w.board()
+	if (b.Phase == PhaseRestarting || b.Phase == PhaseReverting) && !b.Kicked.IsZero() {
+		if left := b.Kicked.Add(w.e.o.RestartDelay).Sub(w.now()); left > w.e.o.Poll {
+			return left
+		}
+	}
+	return w.e.o.Poll
 }
 
 // retry schedules another try after a transient failure, or ends the
@@ -248,32 +260,14 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		if v.running.App != nil {
 			b.FromVersion = v.running.App.Version
 		}
-		return false, w.to(ctx, b, PhaseStaging, "from "+b.FromVersion+" on "+b.FromSlot)
+		if err := w.to(ctx, b, PhaseStaging, "from "+b.FromVersion+" on "+b.FromSlot); err != nil {
+			return false, err
+		}
+		// The board was read a moment ago: go on from that view.
+		return w.staging(ctx, b, v, rstate)
 
 	case PhaseStaging, PhaseStaged:
-		if stopping {
-			w.discard(ctx)
-			return false, w.to(ctx, b, PhaseCancelled, "rollout "+rstate+": staged image discarded")
-		}
-		if w.staged(v) {
-			if b.Phase == PhaseStaging {
-				b.ToSlot = deref(v.st.Session.Slot)
-				return false, w.to(ctx, b, PhaseStaged, "image staged in "+b.ToSlot)
-			}
-			if !w.rollout().Plan.Window.Open(w.now()) {
-				return false, nil
-			}
-			b.Deadline = w.now().Add(w.rollout().Plan.Timeouts.Restart.D() + w.rollout().Plan.Timeouts.Confirm.D()).UTC()
-			return false, w.to(ctx, b, PhaseActivating, "")
-		}
-		if b.Phase == PhaseStaged {
-			return false, w.to(ctx, b, PhaseStaging, "the staged image is gone: staging again")
-		}
-		if busy(v.st.Session.State) {
-			return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
-		}
-		return false, w.transfer(ctx)
-
+		return w.staging(ctx, b, v, rstate)
 	case PhaseActivating:
 		// Past the decision: an abort lets it finish.
 		switch {
@@ -334,6 +328,42 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		return true, nil
 	}
 	return false, fmt.Errorf("rollout: board %s in unknown phase %q", b.Board, b.Phase)
+}
+
+// staging is the step of a board in phase staging or staged: send the
+// image, note it staged, activate it inside the window.
+func (w *worker) staging(ctx context.Context, b *Board, v view, rstate string) (wait bool, err error) {
+	if rstate == StateAborted || rstate == StateReverting {
+		w.discard(ctx)
+		return false, w.to(ctx, b, PhaseCancelled, "rollout "+rstate+": staged image discarded")
+	}
+	if w.staged(v) {
+		open := w.rollout().Plan.Window.Open(w.now())
+		var via []Step
+		if b.Phase == PhaseStaging {
+			b.ToSlot = deref(v.st.Session.Slot)
+			step := Step{Time: w.now().UTC(), Phase: PhaseStaged, Note: "image staged in " + b.ToSlot}
+			if !open {
+				return false, w.to(ctx, b, PhaseStaged, step.Note)
+			}
+			// Inside the window the staged step and the decision to
+			// activate go in one write.
+			via = []Step{step}
+		}
+		if !open {
+			return false, nil
+		}
+		b.Deadline = w.now().Add(w.rollout().Plan.Timeouts.Restart.D() + w.rollout().Plan.Timeouts.Confirm.D()).UTC()
+		b.Phase, b.NextTry = PhaseActivating, time.Time{}
+		return false, w.e.saveVia(ctx, w.r, b, via, "")
+	}
+	if b.Phase == PhaseStaged {
+		return false, w.to(ctx, b, PhaseStaging, "the staged image is gone: staging again")
+	}
+	if busy(v.st.Session.State) {
+		return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
+	}
+	return false, w.transfer(ctx)
 }
 
 func busy(session string) bool {
