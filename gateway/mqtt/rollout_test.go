@@ -122,7 +122,12 @@ func TestRolloutsOverMQTT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	url := brokerCases()[0].start(t)
+	for _, bc := range brokerCases() {
+		t.Run(bc.name, func(t *testing.T) { rolloutsOverMQTT(t, bc.start(t)) })
+	}
+}
+
+func rolloutsOverMQTT(t *testing.T, url string) {
 	fr := startFWRig(t, url, 3)
 	b := fr.base
 	rc := newRecorder(t, url, b+"/#")
