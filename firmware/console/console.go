@@ -379,39 +379,14 @@ func (s *call) doCtx(ctx context.Context, method, path string, body any) ([]byte
 	} else if body != nil {
 		r.Header.Set("Content-Type", "application/json")
 	}
-	rec := &recorder{header: http.Header{}}
-	route.Handler.ServeHTTP(rec, r)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	if rec.status >= 400 {
+	status, reply := api.Invoke(route.Handler, r)
+	if status >= 400 {
 		var e api.Error
-		if json.Unmarshal(rec.buf.Bytes(), &e) != nil || e.Code == "" {
-			e = api.Error{Code: "internal", Message: strings.TrimSpace(rec.buf.String())}
+		if json.Unmarshal(reply, &e) != nil || e.Code == "" {
+			e = api.Error{Code: "internal", Message: strings.TrimSpace(string(reply))}
 		}
-		e.Status = rec.status
+		e.Status = status
 		return nil, &e
 	}
-	return bytes.TrimSpace(rec.buf.Bytes()), nil
+	return bytes.TrimSpace(reply), nil
 }
-
-// recorder collects a handler's reply.
-type recorder struct {
-	header http.Header
-	status int
-	buf    bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(s int) {
-	if r.status == 0 {
-		r.status = s
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.buf.Write(b)
-}
-func (r *recorder) Flush() {}

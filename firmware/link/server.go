@@ -363,32 +363,7 @@ func (srv *Server) call(ctx context.Context, method, path string, body []byte, n
 		r.Header.Set("Content-Type", "application/json")
 	}
 	r.ContentLength = int64(len(body))
-	rec := &recorder{header: http.Header{}}
-	route.Handler.ServeHTTP(rec, r)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	return rec.status, bytes.TrimRight(rec.buf.Bytes(), "\r\n")
-}
-
-// recorder collects a handler's reply.
-type recorder struct {
-	header http.Header
-	status int
-	buf    bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(s int) {
-	if r.status == 0 {
-		r.status = s
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.buf.Write(b)
+	return api.Invoke(route.Handler, r)
 }
 
 // pushLoop pushes the host's events on UART when push is on; otherwise it
