@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,81 +14,16 @@ import (
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/stream"
-	"github.com/holofleet/holofleet/firmware/assemble"
-	"github.com/holofleet/holofleet/firmware/board"
-	"github.com/holofleet/holofleet/firmware/link"
-	"github.com/holofleet/holofleet/store"
+	"github.com/holofleet/holofleet/firmware/boardtest"
 )
 
 // testBoard is a board running in this process with its port on one end
 // of a byte stream.
-type testBoard struct {
-	b    *board.Board
-	port *link.Port
-	dir  string
-	stop func()
-}
-
-// presetLink saves link settings into a data dir before the board starts.
-func presetLink(t testing.TB, dir string, s link.Settings) {
-	t.Helper()
-	db, err := store.Open(filepath.Join(dir, "settings.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Bucket("link").Put("link", s); err != nil {
-		t.Fatal(err)
-	}
-}
+type testBoard = boardtest.InProc
 
 func startBoard(t testing.TB, dir string, rw io.ReadWriteCloser, bus *i2creg.Bus) *testBoard {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if tb, ok := t.(*testing.B); ok {
-		tb.StopTimer()
-		defer tb.StartTimer()
-	}
-	var port *link.Port
-	if rw != nil {
-		port = link.NewPort(rw, "test")
-	}
-	ready := make(chan struct{})
-	b, err := board.Open(board.Config{DataDir: dir,
-		Features: assemble.Features(assemble.Options{Port: port, I2C: bus}),
-		OnReady:  func(net.Addr) { close(ready) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx, ln) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("board stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("board did not start")
-	}
-	tb := &testBoard{b: b, port: port, dir: dir}
-	var once sync.Once
-	tb.stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			if port != nil {
-				port.Close()
-			}
-		})
-	}
-	t.Cleanup(tb.stop)
-	return tb
+	return boardtest.StartInProcess(t, boardtest.InProcOptions{Dir: dir, Port: rw, I2C: bus})
 }
 
 // host is the controller's end of a link: it sends lines and frames and
@@ -214,33 +146,6 @@ func (h *host) native(addr frame.Address, req frame.Request) (frame.Frame, frame
 		}
 		return f, hd, body, true
 	}
-}
-
-// pipe returns two connected byte streams (TCP on loopback, so writes do
-// not wait for the reader as net.Pipe's do).
-func pipe(t testing.TB) (a, b net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(ch)
-			return
-		}
-		ch <- c
-	}()
-	a, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = <-ch
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
 }
 
 type rec struct {

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/link/linktest"
 )
 
 func TestConformanceJSONLinesUART(t *testing.T) {
-	boardEnd, hostEnd := pipe(t)
+	boardEnd, hostEnd := boardtest.Pipe(t)
 	startBoard(t, "", boardEnd, nil)
 	h := newHost(t, hostEnd)
 	for _, tc := range linktest.Lines {
@@ -40,7 +41,7 @@ func TestConformanceJSONLinesUART(t *testing.T) {
 }
 
 func TestConformanceNativeUART(t *testing.T) {
-	boardEnd, hostEnd := pipe(t)
+	boardEnd, hostEnd := boardtest.Pipe(t)
 	startBoard(t, "", boardEnd, nil)
 	h := newHost(t, hostEnd)
 	for _, tc := range linktest.Natives {
@@ -75,7 +76,7 @@ func TestConformanceNativeUART(t *testing.T) {
 }
 
 func TestTagsAddressesAndPending(t *testing.T) {
-	boardEnd, hostEnd := pipe(t)
+	boardEnd, hostEnd := boardtest.Pipe(t)
 	tb := startBoard(t, "", boardEnd, nil)
 	h := newHost(t, hostEnd)
 	rep, _, _ := h.line("@1 #abc-9 GET /leds")
@@ -91,7 +92,7 @@ func TestTagsAddressesAndPending(t *testing.T) {
 	if rep, _, _ := h.line(`PATCH /link/events {"kinds":["clip_ended"]}`); rep.Status != 200 {
 		t.Fatal(rep)
 	}
-	hub := tb.b.Current().Hub
+	hub := tb.Board.Current().Hub
 	hub.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 	hub.Emit("touch", map[string]any{"action": "down", "x": 1, "y": 2}) // not asked for
 	hub.Emit("clip_ended", map[string]any{"path": "/b.mov", "finished": false})
@@ -131,13 +132,13 @@ func waitPending(t *testing.T, h *host, n int) {
 }
 
 func TestPushJSONAndNative(t *testing.T) {
-	boardEnd, hostEnd := pipe(t)
+	boardEnd, hostEnd := boardtest.Pipe(t)
 	tb := startBoard(t, "", boardEnd, nil)
 	h := newHost(t, hostEnd)
 	if rep, _, _ := h.line(`PATCH /link/events {"kinds":["clip_ended","leds"],"push":true}`); rep.Status != 200 {
 		t.Fatal(rep)
 	}
-	tb.b.Current().Hub.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
+	tb.Board.Current().Hub.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 	_, evs, _ := h.line(`PATCH /leds {"mode":"solid"}`)
 	deadline := time.Now().Add(2 * time.Second)
 	for len(evs) < 2 && time.Now().Before(deadline) {
@@ -153,7 +154,7 @@ func TestPushJSONAndNative(t *testing.T) {
 	if _, hd, _, ok := h.native(1, &frame.EventsSetRequest{Kinds: frame.MaskTouch, Push: true}); !ok || hd.Status != frame.StatusOK {
 		t.Fatal("events set")
 	}
-	tb.b.Current().Hub.Emit("touch", map[string]any{"action": "up", "x": 120, "y": 7})
+	tb.Board.Current().Hub.Emit("touch", map[string]any{"action": "up", "x": 120, "y": 7})
 	for {
 		it, ok := h.next(2 * time.Second)
 		if !ok {
@@ -173,7 +174,7 @@ func TestPushJSONAndNative(t *testing.T) {
 }
 
 func TestReadyOnStart(t *testing.T) {
-	boardEnd, hostEnd := pipe(t)
+	boardEnd, hostEnd := boardtest.Pipe(t)
 	h := newHost(t, hostEnd)
 	startBoard(t, "", boardEnd, nil)
 	it, ok := h.next(3 * time.Second)
@@ -187,7 +188,7 @@ func TestReadyOnStart(t *testing.T) {
 }
 
 func TestLinkSettings(t *testing.T) {
-	boardEnd, hostEnd := pipe(t)
+	boardEnd, hostEnd := boardtest.Pipe(t)
 	startBoard(t, "", boardEnd, nil)
 	h := newHost(t, hostEnd)
 	for _, tc := range []struct {

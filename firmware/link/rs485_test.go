@@ -12,6 +12,7 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/events"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/link/linktest"
@@ -34,7 +35,7 @@ func rs485Line(t testing.TB, n int, faults simline.Faults) (*simline.Line, *siml
 		if i%2 == 1 {
 			s.Groups = []int{1, 2}
 		}
-		presetLink(t, dir, s)
+		boardtest.PresetLink(t, dir, s)
 		node, err := line.Attach(simline.NodeOptions{Name: "board"})
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +118,7 @@ func assembleLEDs(b *testBoard) string {
 
 // linkGet reads a resource through the board's HTTP handler table.
 func linkGet(b *testBoard, path string) []byte {
-	r, _ := b.b.Current().HTTP.Lookup("GET", path)
+	r, _ := b.Board.Current().HTTP.Lookup("GET", path)
 	rec := newRec()
 	req := newReq(path)
 	r.Handler.ServeHTTP(rec, req)
@@ -131,7 +132,7 @@ func TestRS485EventsKeptAndFetched(t *testing.T) {
 		t.Fatal("events set")
 	}
 	for i := range 7 {
-		boards[1].b.Current().Hub.Emit(events.KindClipEnded, map[string]any{"path": "/c.mov", "finished": i%2 == 0})
+		boards[1].Board.Current().Hub.Emit(events.KindClipEnded, map[string]any{"path": "/c.mov", "finished": i%2 == 0})
 	}
 	// push means nothing on RS485: the board keeps them, pending says so.
 	time.Sleep(100 * time.Millisecond)
@@ -175,7 +176,7 @@ func TestRS485FaultsNeverRunCorruptCommands(t *testing.T) {
 	var mu sync.Mutex
 	var shown []string
 	for _, b := range boards {
-		sub := b.b.Current().Hub.Subscribe(events.FilterOf("leds"), nil)
+		sub := b.Board.Current().Hub.Subscribe(events.FilterOf("leds"), nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		go func() {
@@ -247,7 +248,7 @@ func TestI2C(t *testing.T) {
 	dir := t.TempDir()
 	s := link.DefaultSettings()
 	s.Mode, s.Address, s.GeneralCall = link.ModeI2C, 0x42, true
-	presetLink(t, dir, s)
+	boardtest.PresetLink(t, dir, s)
 	tb := startBoard(t, dir, nil, bus)
 	ctx := context.Background()
 	read := func(reg i2creg.Register, n int) []byte {
@@ -307,7 +308,7 @@ func TestI2C(t *testing.T) {
 	}
 	// Events: kept and read one by one from EVENT.
 	run(4, &frame.EventsSetRequest{Kinds: frame.MaskTouch})
-	tb.b.Current().Hub.Emit("touch", map[string]any{"action": "down", "x": 3, "y": 4})
+	tb.Board.Current().Hub.Emit("touch", map[string]any{"action": "down", "x": 3, "y": 4})
 	time.Sleep(100 * time.Millisecond)
 	if err := st.UnmarshalBinary(read(i2creg.RegStatus, 14)); err != nil || st.Pending != 1 {
 		t.Fatalf("pending %+v", st)

@@ -10,64 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/assemble"
-	"github.com/holofleet/holofleet/firmware/board"
+	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
 // testBoard is an in-process board serving HTTP on a fixed address.
-type testBoard struct {
-	b    *board.Board
-	dir  string
-	addr string
-	stop func()
-}
+type testBoard = boardtest.InProc
 
 // startBoard runs a board from dir (a new one when empty) on addr
 // ("127.0.0.1:0" for any port).
 func startBoard(t testing.TB, dir, addr string) *testBoard {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	var ln net.Listener
-	var err error
-	for range 50 { // the previous run may still hold the port briefly
-		if ln, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	b, err := board.Open(board.Config{DataDir: dir, Features: assemble.Features(assemble.Options{}),
-		OnReady: func(net.Addr) { close(ready) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx, ln) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("board stopped: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("board did not start")
-	}
-	tb := &testBoard{b: b, dir: dir, addr: ln.Addr().String()}
-	var once sync.Once
-	tb.stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(tb.stop)
-	return tb
-}
-
-func (tb *testBoard) url() string { return "http://" + tb.addr }
-
-func (tb *testBoard) emit(kind string, fields map[string]any) {
-	tb.b.Current().Hub.Emit(kind, fields)
+	return boardtest.StartInProcess(t, boardtest.InProcOptions{Dir: dir, Addr: addr})
 }
 
 // proxy forwards TCP connections to a board and can cut them all.

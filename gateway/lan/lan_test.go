@@ -20,7 +20,7 @@ var _ fleet.Driver = (*LAN)(nil)
 // the reconnect (Last-Event-ID), and states are read again.
 func TestStreamLostReplayed(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
-	p := newProxy(t, tb.addr)
+	p := newProxy(t, tb.Addr)
 	l, sink := startLAN(t, Options{})
 	if err := l.Add(p.url(), ""); err != nil {
 		t.Fatal(err)
@@ -29,13 +29,13 @@ func TestStreamLostReplayed(t *testing.T) {
 	sink.wait(t, 10*time.Second, "seen with states", func(s *recSink) bool {
 		return s.seen[ref] == 1 && len(s.changed[ref]) >= 6
 	})
-	if n := tb.b.Current().Hub.Streams(); n != 1 {
+	if n := tb.Board.Current().Hub.Streams(); n != 1 {
 		t.Fatalf("%d streams open, want 1", n)
 	}
 	for i := range 5 {
-		tb.emit("touch", map[string]any{"action": "down", "x": i, "y": 3})
+		tb.Emit("touch", map[string]any{"action": "down", "x": i, "y": 3})
 	}
-	tb.emit("clip_ended", map[string]any{"path": "/a.mov", "finished": false})
+	tb.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": false})
 	sink.wait(t, 5*time.Second, "6 happenings", func(s *recSink) bool { return len(s.hs[ref]) == 6 })
 
 	// A state change arrives as Changed.
@@ -48,9 +48,9 @@ func TestStreamLostReplayed(t *testing.T) {
 	p.cut()
 	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
 	for range 3 {
-		tb.emit("scene_ended", map[string]any{"name": "n", "then": "off", "by": "time"})
+		tb.Emit("scene_ended", map[string]any{"name": "n", "then": "off", "by": "time"})
 	}
-	tb.emit("touch", map[string]any{"action": "up", "x": 1, "y": 1})
+	tb.Emit("touch", map[string]any{"action": "up", "x": 1, "y": 1})
 	sink.mu.Lock()
 	delete(sink.changed, ref)
 	sink.mu.Unlock()
@@ -76,19 +76,19 @@ func TestStreamLostReplayed(t *testing.T) {
 func TestRestartSameAddress(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
 	l, sink := startLAN(t, Options{})
-	ref := tb.url()
+	ref := tb.URL
 	if err := l.Add(ref+"/", ""); err != nil {
 		t.Fatal(err)
 	}
 	sink.wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.seen[ref] == 1 && len(s.changed[ref]) >= 6 })
 	for range 3 {
-		tb.emit("touch", map[string]any{"action": "down", "x": 0, "y": 0})
+		tb.Emit("touch", map[string]any{"action": "down", "x": 0, "y": 0})
 	}
 	sink.wait(t, 5*time.Second, "3 happenings", func(s *recSink) bool { return len(s.hs[ref]) == 3 })
-	tb.stop()
+	tb.Stop()
 	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
-	tb2 := startBoard(t, tb.dir, tb.addr)
-	tb2.emit("clip_ended", map[string]any{"path": "/b.mov", "finished": true})
+	tb2 := startBoard(t, tb.Dir, tb.Addr)
+	tb2.Emit("clip_ended", map[string]any{"path": "/b.mov", "finished": true})
 	sink.wait(t, 10*time.Second, "restarted, seen, new happening", func(s *recSink) bool {
 		return s.restarted[ref] == 1 && s.seen[ref] == 2 && len(s.hs[ref]) == 4
 	})
@@ -106,7 +106,7 @@ func TestCallsHostAndPassword(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
 	l, sink := startLAN(t, Options{})
 	ctx := context.Background()
-	ip := tb.url()
+	ip := tb.URL
 	local := strings.Replace(ip, "127.0.0.1", "localhost", 1)
 	if err := l.Add(ip, ""); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestCallsHostAndPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink.wait(t, 10*time.Second, "seen both ways", func(s *recSink) bool { return s.seen[ip] == 1 && s.seen[local] == 1 })
-	if n := tb.b.Current().Hub.Streams(); n != 2 {
+	if n := tb.Board.Current().Hub.Streams(); n != 2 {
 		t.Fatalf("%d streams, want one per base URL", n)
 	}
 	rep, err := l.Call(ctx, local, "PATCH", "/screen", []byte(`{"backlight":33}`))

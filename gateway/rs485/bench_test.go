@@ -14,7 +14,7 @@ import (
 
 // linkFrames reads a board's link counter of frames heard.
 func linkFrames(tb *testBoard) uint64 {
-	r, _ := tb.b.Current().HTTP.Lookup("GET", "/link")
+	r, _ := tb.Board.Current().HTTP.Lookup("GET", "/link")
 	rec := newRecorder()
 	r.Handler.ServeHTTP(rec, newGet("/link"))
 	var st struct {
@@ -123,7 +123,7 @@ func BenchmarkEventLatency(b *testing.B) {
 		// A board at random: in turn would ride the round-robin.
 		tb := boards[rng.IntN(len(boards))]
 		start := time.Now()
-		tb.emit("touch", map[string]any{"action": "down", "x": n % 240, "y": 0})
+		tb.Emit("touch", map[string]any{"action": "down", "x": n % 240, "y": 0})
 		select {
 		case <-got:
 		case <-time.After(10 * time.Second):

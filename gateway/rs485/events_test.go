@@ -36,9 +36,9 @@ func TestEventsInOrder(t *testing.T) {
 	_, sink := startMaster(t, line, Options{Addresses: addrs(2)})
 	sink.wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.changed["2"]) >= 5 })
 	for i := range 25 {
-		b1.emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
+		b1.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
 		if i%3 == 0 {
-			b2.emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
+			b2.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 		}
 		if i%5 == 0 {
 			time.Sleep(30 * time.Millisecond)
@@ -62,13 +62,13 @@ func TestUnplugged(t *testing.T) {
 	b := startBoard(t, line, 4, nil)
 	_, sink := startMaster(t, line, Options{Addresses: addrs(5), PollInterval: 20 * time.Millisecond})
 	sink.wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.changed["4"]) >= 5 })
-	b.emit("clip_started", map[string]any{"path": "/a.mov", "loop": false, "plays": 1, "frames": 10, "fps": 10})
+	b.Emit("clip_started", map[string]any{"path": "/a.mov", "loop": false, "plays": 1, "frames": 10, "fps": 10})
 	sink.wait(t, 5*time.Second, "first happening", func(s *recSink) bool { return len(s.hs["4"]) == 1 })
 
 	b.node.SetSilent(true)
 	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost["4"]) == 1 })
 	for range 3 {
-		b.emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
+		b.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 	}
 	b.node.SetSilent(false)
 	sink.wait(t, 10*time.Second, "seen again with the missed happenings", func(s *recSink) bool {
@@ -92,7 +92,7 @@ func TestRestart(t *testing.T) {
 	l, sink := startMaster(t, line, Options{Addresses: addrs(6), PollInterval: 20 * time.Millisecond, PingEvery: 2})
 	sink.wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.changed["6"]) >= 5 })
 	for range 4 {
-		b.emit("touch", map[string]any{"action": "up", "x": 1, "y": 2})
+		b.Emit("touch", map[string]any{"action": "up", "x": 1, "y": 2})
 	}
 	sink.wait(t, 5*time.Second, "4 happenings", func(s *recSink) bool { return len(s.hs["6"]) == 4 })
 	// Wait for an uptime of at least 1 s so that the restart shows.
@@ -104,7 +104,7 @@ func TestRestart(t *testing.T) {
 	sink.wait(t, 15*time.Second, "restarted and seen again", func(s *recSink) bool { return s.restarted["6"] == 1 && s.seen["6"] >= 2 })
 	sink.wait(t, 5*time.Second, "events enabled again", func(s *recSink) bool { return len(s.changed["6"]) >= 5 })
 	time.Sleep(300 * time.Millisecond)
-	b.emit("scene_ended", map[string]any{"name": "x", "then": "off", "by": "end"})
+	b.Emit("scene_ended", map[string]any{"name": "x", "then": "off", "by": "end"})
 	sink.wait(t, 5*time.Second, "happening after restart", func(s *recSink) bool { return len(s.hs["6"]) == 5 })
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
@@ -135,7 +135,7 @@ func TestNoisyLine(t *testing.T) {
 			line.InjectNoise([]byte("\x00\x13garbage\n@1 #zz 200 {}\n\x00\x05\x07\x00"))
 		}
 		if i%2 == 0 {
-			b1.emit("touch", map[string]any{"action": "down", "x": i, "y": 0})
+			b1.Emit("touch", map[string]any{"action": "down", "x": i, "y": 0})
 		}
 		hdr, _, err := l.Native(ctx, 1+i%2, &frame.LEDsRequest{Mode: frame.LEDSolid, R: uint8(i), Flags: frame.LEDNewColour})
 		if err == nil && hdr.Status == frame.StatusOK {

@@ -4,94 +4,49 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/simline"
-	"github.com/holofleet/holofleet/firmware/assemble"
-	fwboard "github.com/holofleet/holofleet/firmware/board"
+	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/gateway/fleet"
-	"github.com/holofleet/holofleet/store"
 )
 
 // testBoard is an in-process board on a simulated line.
 type testBoard struct {
+	*boardtest.InProc
 	addr int
-	b    *fwboard.Board
 	node *simline.Node
-	port *link.Port
-	dir  string
-	stop func()
+}
+
+// linkSettings are RS485 link settings for address addr in groups.
+func linkSettings(addr int, groups []int) link.Settings {
+	s := link.DefaultSettings()
+	s.Mode, s.Address, s.Groups = link.ModeRS485, addr, groups
+	return s
 }
 
 // presetLink saves link settings into a data dir before the board starts.
 func presetLink(t testing.TB, dir string, addr int, groups []int) {
 	t.Helper()
-	s := link.DefaultSettings()
-	s.Mode, s.Address, s.Groups = link.ModeRS485, addr, groups
-	db, err := store.Open(filepath.Join(dir, "settings.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Bucket("link").Put("link", s); err != nil {
-		t.Fatal(err)
-	}
+	boardtest.PresetLink(t, dir, linkSettings(addr, groups))
 }
 
 // startBoard runs a board with address addr in groups on line.
 func startBoard(t testing.TB, line *simline.Line, addr int, groups []int) *testBoard {
 	t.Helper()
-	dir := t.TempDir()
-	presetLink(t, dir, addr, groups)
-	node, err := line.Attach(simline.NodeOptions{Name: "board" + strconv.Itoa(addr)})
+	name := "board" + strconv.Itoa(addr)
+	node, err := line.Attach(simline.NodeOptions{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := link.NewPort(node, "board"+strconv.Itoa(addr))
-	ready := make(chan struct{})
-	b, err := fwboard.Open(fwboard.Config{DataDir: dir,
-		Features: assemble.Features(assemble.Options{Port: port}),
-		OnReady:  func(net.Addr) { close(ready) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx, ln) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("board stopped: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("board did not start")
-	}
-	tb := &testBoard{addr: addr, b: b, node: node, port: port, dir: dir}
-	var once sync.Once
-	tb.stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			port.Close()
-		})
-	}
-	t.Cleanup(tb.stop)
-	return tb
-}
-
-// emit records a happening on the board's hub.
-func (tb *testBoard) emit(kind string, fields map[string]any) {
-	tb.b.Current().Hub.Emit(kind, fields)
+	s := linkSettings(addr, groups)
+	p := boardtest.StartInProcess(t, boardtest.InProcOptions{Port: node, PortName: name, Link: &s})
+	return &testBoard{InProc: p, addr: addr, node: node}
 }
 
 // newLine makes a simulated line at 115200 baud.

@@ -245,7 +245,7 @@ func TestGroup(t *testing.T) {
 }
 
 func ledsMode(b *testBoard) string {
-	r, _ := b.b.Current().HTTP.Lookup("GET", "/leds")
+	r, _ := b.Board.Current().HTTP.Lookup("GET", "/leds")
 	rec := newRecorder()
 	r.Handler.ServeHTTP(rec, newGet("/leds"))
 	var s struct{ Mode string }
