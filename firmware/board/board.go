@@ -187,8 +187,7 @@ func (b *Board) Current() *Boot { return b.current.Load() }
 func (b *Board) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(RestartWait)
 	for {
-		if boot := b.current.Load(); boot != nil {
-			boot.ServeHTTP(w, r)
+		if boot := b.current.Load(); boot != nil && boot.serve(w, r) {
 			return
 		}
 		if time.Now().After(deadline) || r.Context().Err() != nil {

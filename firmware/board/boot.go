@@ -55,6 +55,8 @@ type Boot struct {
 	mu       sync.Mutex
 	features map[string]bool
 	closers  []func()
+	closing  bool
+	inflight sync.WaitGroup
 	values   map[any]any
 }
 
@@ -203,18 +205,62 @@ func (boot *Boot) OnClose(f func()) {
 }
 
 // Close ends the boot: every feature stops.
+//
+// It first refuses new HTTP requests, ends the event streams, and waits
+// (at most DrainWait) for the requests still being served, so no handler
+// runs on a feature that is being closed; then it closes the features,
+// last registered first.
 func (boot *Boot) Close() {
 	boot.mu.Lock()
 	cl := boot.closers
 	boot.closers = nil
+	already := boot.closing
+	boot.closing = true
 	boot.mu.Unlock()
+	if !already {
+		if boot.Hub != nil {
+			boot.Hub.Close() // ends SSE streams, which are requests too
+		}
+		drained := make(chan struct{})
+		go func() { boot.inflight.Wait(); close(drained) }()
+		t := time.NewTimer(DrainWait)
+		select {
+		case <-drained:
+		case <-t.C:
+			boot.Log.Warn("board: requests still running at restart", "waited", DrainWait)
+		}
+		t.Stop()
+	}
 	for i := len(cl) - 1; i >= 0; i-- {
 		cl[i]()
 	}
 }
 
-// ServeHTTP serves the API of this boot.
-func (boot *Boot) ServeHTTP(w http.ResponseWriter, r *http.Request) { boot.HTTP.ServeHTTP(w, r) }
+// DrainWait bounds how long a closing boot waits for requests in flight
+// (a firmware upload cut by a restart is cancelled by its own closer).
+const DrainWait = 5 * time.Second
+
+// ServeHTTP serves the API of this boot; once the boot is closing, a
+// request is answered 503 restarting.
+func (boot *Boot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !boot.serve(w, r) {
+		api.WriteError(w, api.Errorf(ErrRestarting, "the board is restarting"))
+	}
+}
+
+// serve serves r unless the boot is closing; it reports whether it did.
+func (boot *Boot) serve(w http.ResponseWriter, r *http.Request) bool {
+	boot.mu.Lock()
+	if boot.closing {
+		boot.mu.Unlock()
+		return false
+	}
+	boot.inflight.Add(1)
+	boot.mu.Unlock()
+	defer boot.inflight.Done()
+	boot.HTTP.ServeHTTP(w, r)
+	return true
+}
 
 // App is the description of the firmware this boot runs.
 func (boot *Boot) App() buildinfo.App {
