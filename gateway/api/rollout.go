@@ -333,9 +333,10 @@ func (s *service) WatchRollout(r *fleetv1.WatchRolloutRequest, stream fleetv1.Fl
 		if err := stream.Send(rolloutEventOf(ev)); err != nil {
 			return err
 		}
-		// The rollout's own events carry its state changes; finishing
-		// is one of them.
-		if ev.Board == "" && finished() {
+		// The rollout's own events carry its state changes; the stream
+		// ends with the event that shows a final state (not merely when
+		// the engine is finished, which can be ahead of the events sent).
+		if ev.Board == "" && finalState(ev.State) && finished() {
 			return nil
 		}
 	}
@@ -343,6 +344,11 @@ func (s *service) WatchRollout(r *fleetv1.WatchRolloutRequest, stream fleetv1.Fl
 		return Err(err)
 	}
 	return Err(fmt.Errorf("%w: more than %d rollout events queued; resume with after set to the last n received", ErrFellBehind, rollout.WatchQueue))
+}
+
+// finalState reports whether a rollout state can end a watch.
+func finalState(s string) bool {
+	return s == rollout.StateDone || s == rollout.StateReverted || s == rollout.StateAborted
 }
 
 // serveUpload is POST /v1/artifacts: the raw image as the body, name and

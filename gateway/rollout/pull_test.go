@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
+	"github.com/holofleet/holofleet/gateway/fleet"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -78,7 +80,17 @@ func (s *imageServer) serve(h http.Handler, bad func(n int64, body []byte) []byt
 // otaStatus reads board id's GET /ota through the fleet.
 func (g *gateway) otaStatus(t *testing.T, id string) ota.Status {
 	t.Helper()
-	rep, err := g.fleet.Call(context.Background(), id, http.MethodGet, "/ota", nil)
+	// A board that just restarted on its new image is briefly unreachable
+	// while the LAN driver reconnects its stream.
+	var rep fleet.Reply
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		rep, err = g.fleet.Call(context.Background(), id, http.MethodGet, "/ota", nil)
+		if !errors.Is(err, fleet.ErrUnreachable) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err == nil {
 		err = rep.Err()
 	}
