@@ -294,10 +294,10 @@ func TestOTAPowerCuts(t *testing.T) {
 			go upload()
 		case "activate":
 			upload()
-			delay = time.Duration(rng.Int64N(int64(ota.ActivateRestartDelay)))
+			delay = time.Duration(rng.Int64N(int64(ota.UpdateRestartDelay)))
 		case "trial":
 			upload()
-			delay = ota.ActivateRestartDelay + time.Duration(rng.IntN(500))*time.Millisecond
+			delay = ota.UpdateRestartDelay + time.Duration(rng.IntN(500))*time.Millisecond
 		}
 		time.Sleep(delay)
 		b.Kill()

@@ -56,6 +56,11 @@ func (s *Service) Discard() (Session, error) {
 // holds. The image is checked again before it is selected. With reboot
 // the board restarts ActivateRestartDelay after the reply.
 func (s *Service) Activate(slotLabel *string, reboot bool) (ActivateResult, error) {
+	return s.activate(slotLabel, reboot, ActivateRestartDelay)
+}
+
+// activate is Activate restarting delay after the reply.
+func (s *Service) activate(slotLabel *string, reboot bool, delay time.Duration) (ActivateResult, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	run, rec, err := s.running()
@@ -152,10 +157,10 @@ func (s *Service) Activate(slotLabel *string, reboot bool) (ActivateResult, erro
 	}
 	res.Slot = flash.Slots[target]
 	if reboot {
-		ms := ActivateRestartDelay.Milliseconds()
+		ms := delay.Milliseconds()
 		res.RestartInMS = &ms
-		s.cfg.Log.Info("ota: restarting into the activated slot", "slot", res.Slot)
-		s.cfg.Restart(ActivateRestartDelay)
+		s.cfg.Log.Info("ota: restarting into the activated slot", "slot", res.Slot, "in", delay)
+		s.cfg.Restart(delay)
 	}
 	res.Session = s.Session()
 	return res, nil

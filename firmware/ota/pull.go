@@ -392,7 +392,7 @@ func (s *Service) Pull(ctx context.Context, req PullRequest) (Session, error) {
 		s.finished(w)
 		release()
 		if err == nil && opt.Activate {
-			_, _ = s.Activate(nil, opt.Reboot)
+			_, _ = s.activate(nil, opt.Reboot, UpdateRestartDelay)
 		}
 	}()
 	return sess, nil

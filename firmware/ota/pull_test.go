@@ -148,7 +148,7 @@ func TestPullActivate(t *testing.T) {
 	online.Store(true)
 	e := pullEnv(t, rs, &online, nil)
 	e.post("/ota/pull", fmt.Sprintf(`{"url":%q,"activate":true,"reboot":true}`, rs.srv.URL+"/ch/latest.json"))
-	if d := <-e.restarts; d != ActivateRestartDelay {
+	if d := <-e.restarts; d != UpdateRestartDelay {
 		t.Fatalf("restart %v", d)
 	}
 	if s := e.svc.Session(); s.State != StateActive || !s.BootsNext {

@@ -40,7 +40,7 @@ func (s *Service) Upload(source string, r io.Reader, length int64, opt Options, 
 		return Session{}, err
 	}
 	if opt.Activate {
-		res, err := s.Activate(nil, opt.Reboot)
+		res, err := s.activate(nil, opt.Reboot, UpdateRestartDelay)
 		return res.Session, err
 	}
 	return s.Session(), nil

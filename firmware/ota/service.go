@@ -21,9 +21,14 @@ import (
 
 // Timing of the service.
 const (
-	// ActivateRestartDelay is how long after replying an activation (or
-	// an upload with activate and reboot) the board restarts.
+	// ActivateRestartDelay is how long after replying POST /ota/activate
+	// (with reboot) the board restarts.
 	ActivateRestartDelay = time.Second
+	// UpdateRestartDelay is the "moment" after which an upload or a pull
+	// carrying activate and reboot restarts the board once the image is
+	// staged and activated: the shortest delay POST /restart allows, time
+	// enough for the reply to leave.
+	UpdateRestartDelay = 200 * time.Millisecond
 	// ProgressEvery bounds how often progress is published as an event
 	// while bytes arrive.
 	ProgressEvery = 250 * time.Millisecond

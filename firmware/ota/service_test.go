@@ -121,9 +121,18 @@ func (r reply) session(t *testing.T) Session {
 
 func (e *env) do(method, path string, body io.Reader, length int64) reply {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+"/api/v1"+path, body)
+	r, err := e.try(method, path, body, length)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	return r
+}
+
+// try is do for goroutines other than the test's: it returns the error.
+func (e *env) try(method, path string, body io.Reader, length int64) (reply, error) {
+	req, err := http.NewRequest(method, e.srv.URL+"/api/v1"+path, body)
+	if err != nil {
+		return reply{}, err
 	}
 	if body != nil {
 		req.ContentLength = length
@@ -133,11 +142,11 @@ func (e *env) do(method, path string, body io.Reader, length int64) reply {
 	}
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, b}
+	return reply{resp.StatusCode, b}, nil
 }
 
 func (e *env) upload(img []byte, query string) reply {
@@ -273,8 +282,15 @@ func TestCancelAndBusy(t *testing.T) {
 	e := newEnv(t)
 	img := testImage(t, "2.0.0", "holo-board", 400000)
 	pr, pw := io.Pipe()
-	done := make(chan reply, 1)
-	go func() { done <- e.do("PUT", "/ota/image", pr, int64(len(img))) }()
+	type result struct {
+		r   reply
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := e.try("PUT", "/ota/image", pr, int64(len(img)))
+		done <- result{r, err}
+	}()
 	if _, err := pw.Write(img[:100000]); err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +306,18 @@ func TestCancelAndBusy(t *testing.T) {
 		t.Fatalf("activate while receiving: %d %s", r.status, r.body)
 	}
 	d := e.do("DELETE", "/ota/image", nil, 0)
-	pw.Close()
 	s := d.session(t)
 	if d.status != 200 || s.State != StateFailed || s.Error == nil || *s.Error != "cancelled" {
 		t.Fatalf("cancel: %d %s", d.status, d.body)
 	}
-	r := <-done
+	// The reply comes while the body is still open: ending the body
+	// first would have the client report the short body instead.
+	res := <-done
+	pw.Close()
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	r := res.r
 	if r.status != 409 || r.code() != "cancelled" {
 		t.Fatalf("cancelled upload reply: %d %s", r.status, r.body)
 	}
@@ -397,7 +419,8 @@ func TestUploadActivateReboot(t *testing.T) {
 	if r.status != 200 || r.session(t).State != StateActive {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	if d := <-e.restarts; d != time.Second {
+	// "A moment after replying": UpdateRestartDelay, not activate's second.
+	if d := <-e.restarts; d != 200*time.Millisecond {
 		t.Fatalf("restart %v", d)
 	}
 	// reboot alone does nothing beyond staging.
