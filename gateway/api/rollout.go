@@ -413,7 +413,7 @@ func PlanFrom(m *fleetv1.RolloutPlan) (rollout.Plan, error) {
 	t := m.GetTarget()
 	p := rollout.Plan{
 		Name: m.GetName(), Artifact: m.GetArtifact(), Canaries: m.GetCanaries(), Growth: m.GetGrowth(),
-		MaxInFlight: int(m.GetMaxInFlight()), Retries: int(m.GetRetries()), Bandwidth: m.GetBandwidth(), Method: m.GetMethod(),
+		MaxInFlight: int(m.GetMaxInFlight()), MaxRestarting: int(m.GetMaxRestarting()), Retries: int(m.GetRetries()), Bandwidth: m.GetBandwidth(), Method: m.GetMethod(),
 		Target: rollout.Target{Boards: t.GetBoards(), Labels: t.GetLabels(), All: t.GetAll(), Firmware: t.GetFirmware(), OnlineOnly: t.GetOnlineOnly()},
 	}
 	for _, g := range t.GetGroups() {
@@ -458,7 +458,7 @@ func PlanFrom(m *fleetv1.RolloutPlan) (rollout.Plan, error) {
 func PlanOf(p rollout.Plan) *fleetv1.RolloutPlan {
 	m := &fleetv1.RolloutPlan{
 		Name: p.Name, Artifact: p.Artifact, Canaries: p.Canaries, Growth: p.Growth, MaxInFlight: int32(p.MaxInFlight),
-		Soak: durText(p.Soak), Retries: int32(p.Retries), Backoff: durText(p.Backoff), Bandwidth: p.Bandwidth, Method: p.Method,
+		MaxRestarting: int32(p.MaxRestarting), Soak: durText(p.Soak), Retries: int32(p.Retries), Backoff: durText(p.Backoff), Bandwidth: p.Bandwidth, Method: p.Method,
 		Target: &fleetv1.RolloutTarget{Boards: p.Target.Boards, Labels: p.Target.Labels, All: p.Target.All,
 			Firmware: p.Target.Firmware, OnlineOnly: p.Target.OnlineOnly},
 		Timeouts: &fleetv1.RolloutTimeouts{Transfer: durText(p.Timeouts.Transfer), Restart: durText(p.Timeouts.Restart),

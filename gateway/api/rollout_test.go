@@ -591,7 +591,7 @@ func TestPlanJSON(t *testing.T) {
 	p := rollout.Plan{
 		Name: "all", Artifact: strings.Repeat("ab", 32),
 		Target:   rollout.Target{Boards: []string{"b1"}, Groups: []int{2, 3}, Labels: map[string]string{"room": "hall"}, Firmware: "1.0.0", OnlineOnly: true},
-		Canaries: []string{"b1"}, Waves: []rollout.Wave{{Count: 2}, {Percent: 25}}, Growth: 2, MaxInFlight: 5,
+		Canaries: []string{"b1"}, Waves: []rollout.Wave{{Count: 2}, {Percent: 25}}, Growth: 2, MaxInFlight: 5, MaxRestarting: 3,
 		Timeouts:   rollout.Timeouts{Transfer: rollout.Duration(90 * time.Second), Restart: rollout.Duration(2*time.Minute + 30*time.Second), Confirm: rollout.Duration(time.Minute)},
 		Soak:       rollout.Duration(10 * time.Minute),
 		Thresholds: rollout.Thresholds{Success: 0.9, WaveFailure: 0.5, TotalFailure: 0.2, MinSample: 3, Action: rollout.ActionRevert},

@@ -19,10 +19,14 @@
 //     Sink.Changed, kind "link" carrying the link settings and groups;
 //  4. reports every message of the stream: happenings with Sink.Happened
 //     (seq from the id line), states with Sink.Changed;
-//  5. when the stream ends or goes silent for Options.StreamIdle (the board
-//     sends a comment every 15 s), reports Sink.Lost with the reason and
-//     starts again after a backoff that doubles from Options.MinBackoff up
-//     to Options.MaxBackoff and resets once a stream opens.
+//  5. when a stream that served for at least Options.MinBackoff ends (a
+//     restart, a dropped connection), starts again at once; when that
+//     fails, or any other stream ends or goes silent for Options.StreamIdle
+//     (the board sends a comment every 15 s), reports Sink.Lost with the
+//     reason and starts again after a backoff that doubles from
+//     Options.MinBackoff up to Options.MaxBackoff and resets once a stream
+//     opens. A board restarting in place is so never reported lost (the
+//     restart shows in its uptime); one that is down is reported at once.
 //
 // A replay whose first happening is numbered at or below the last one
 // reported (and not by a wrap of the 16-bit numbers) also means the board

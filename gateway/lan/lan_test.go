@@ -99,6 +99,34 @@ func TestRestartSameAddress(t *testing.T) {
 	}
 }
 
+// TestRestartInPlace: a board that restarts in place (its address keeps
+// answering, as a simulated board's does) is reconnected at once: the
+// restart is reported, the board is never reported lost, and calls keep
+// working through it.
+func TestRestartInPlace(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	// The restart shows as the uptime (whole seconds) going backwards: let
+	// the board be up a second before it is first read.
+	time.Sleep(1100 * time.Millisecond)
+	l, sink := startLAN(t, Options{MinBackoff: 50 * time.Millisecond})
+	ref := tb.URL
+	if err := l.Add(ref, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.seen[ref] == 1 && len(s.changed[ref]) >= 6 })
+	time.Sleep(100 * time.Millisecond) // the stream has served a while
+	tb.Board.Restart(0)
+	sink.wait(t, 10*time.Second, "restarted and seen again", func(s *recSink) bool { return s.restarted[ref] == 1 && s.seen[ref] == 2 })
+	if rep, err := l.Call(context.Background(), ref, "GET", "/info", nil); err != nil || rep.Status != 200 {
+		t.Fatalf("GET /info after the restart: %+v %v", rep, err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.lost[ref]) != 0 {
+		t.Fatalf("reported lost across an in-place restart: %v", sink.lost[ref])
+	}
+}
+
 // TestCallsHostAndPassword: calls carry the password, the Host rule
 // passes for an IP URL and a localhost URL, and the board's errors come
 // back intact.

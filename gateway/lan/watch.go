@@ -30,11 +30,14 @@ type watcher struct {
 	lastSeq    uint16
 	// replayCheck: the next happening is the first of a new stream.
 	replayCheck bool
+	// opened is when the current session's stream opened (zero: not yet).
+	opened time.Time
 }
 
 func (w *watcher) run(ctx context.Context) {
 	backoff := w.l.o.MinBackoff
 	for {
+		w.opened = time.Time{}
 		reason := w.session(ctx, &backoff)
 		if ctx.Err() != nil {
 			// Removed while the driver still runs: say so. At shutdown,
@@ -43,6 +46,19 @@ func (w *watcher) run(ctx context.Context) {
 				w.sink.Lost(w.b.ref, "removed from the LAN driver")
 			}
 			return
+		}
+		if w.online && !w.opened.IsZero() && w.l.o.Clock.Since(w.opened) >= w.l.o.MinBackoff {
+			// A stream that served for a while and ended is most often a
+			// restart or a dropped connection: open it again at once, and
+			// call the board lost only if that fails. A board restarting in
+			// place answers at once; one that is down fails fast.
+			w.l.log.Debug("lan: stream ended, reconnecting", "url", w.b.url, "board", w.id(), "reason", reason)
+			w.opened = time.Time{}
+			again := w.session(ctx, &backoff)
+			if ctx.Err() != nil {
+				continue
+			}
+			reason = again
 		}
 		if w.online {
 			w.online = false
@@ -106,6 +122,7 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 		return fmt.Sprintf("%v: status %d %s", ErrStream, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
 	}
 	*backoff = w.l.o.MinBackoff
+	w.opened = w.l.o.Clock.Now()
 	if !w.online {
 		w.l.log.Info("lan: board found", "url", w.b.url, "board", id.ID)
 	}

@@ -12,6 +12,13 @@
 //	skipped (already runs the target)                                    failed, unreachable, cancelled
 //	succeeded ──▶ reverting ──▶ reverted  (revert: the previous slot activated again)
 //
+// Without a restart cap (Plan.MaxRestarting) the upload carries the
+// activation (PUT /ota/image with activate and reboot): staged,
+// activating and restarting are recorded together when the board
+// replies. Plan.MaxInFlight counts boards from pending to the restart
+// request; restarting boards wait outside it, bounded by the wave and by
+// MaxRestarting when set.
+//
 // Success is counted only when GET /ota shows the board running the
 // target version from the slot the image was staged into, with that slot
 // confirmed: the image booted and the firmware confirmed it, as an
@@ -20,8 +27,9 @@
 // # Crash safety
 //
 // Every decision is written to the store before it is acted on: a board
-// enters staging before its upload starts and activating before the
-// activation request leaves. Every step starts by reading the board's GET
+// enters staging before its upload starts (marked inline when the upload
+// carries the activation) and activating before the activation request
+// leaves. Every step starts by reading the board's GET
 // /ota and deciding from what the board reports, so doing a step again
 // after a crash is harmless: an image already staged is not sent again,
 // an activation already done is not repeated, a board already running

@@ -81,6 +81,9 @@ type run struct {
 	r       Rollout
 	boards  map[string]*Board
 	working map[string]bool
+	// reserved holds the boards about to be activated under a
+	// MaxRestarting cap.
+	reserved map[string]bool
 	// ctl serialises changes of the rollout record.
 	ctl sync.Mutex
 	lim *limiter
@@ -159,7 +162,7 @@ func (e *Engine) load() error {
 }
 
 func (e *Engine) newRun(r Rollout) *run {
-	return &run{r: r, boards: map[string]*Board{}, working: map[string]bool{}, lim: newLimiter(e.o.Clock, r.Plan.Bandwidth)}
+	return &run{r: r, boards: map[string]*Board{}, working: map[string]bool{}, reserved: map[string]bool{}, lim: newLimiter(e.o.Clock, r.Plan.Bandwidth)}
 }
 
 func (e *Engine) poke() {
@@ -557,7 +560,13 @@ func (e *Engine) schedule(ctx context.Context, r *run, wg *sync.WaitGroup) error
 			e.mu.Unlock()
 			return e.waveDone(ctx, r, now, wOK, len(wave))
 		}
-		inFlight := len(r.working)
+		// Boards asked to restart wait outside the in-flight count.
+		inFlight := 0
+		for id := range r.working {
+			if r.boards[id].Phase != PhaseRestarting {
+				inFlight++
+			}
+		}
 		open := p.Window.Open(now)
 		for _, id := range wave {
 			if inFlight >= p.MaxInFlight {
@@ -689,10 +698,36 @@ func (e *Engine) saveVia(ctx context.Context, r *run, b *Board, via []Step, note
 	}
 	e.emitLocked(Event{Rollout: b.Rollout, Board: b.Board, Phase: b.Phase, Wave: b.Wave, Note: note})
 	e.mu.Unlock()
-	if Terminal(b.Phase) {
-		e.poke()
+	if Terminal(b.Phase) || b.Phase == PhaseRestarting {
+		e.poke() // a board left the in-flight count
 	}
 	return nil
+}
+
+// reserveRestart takes one of the plan's restart slots for board id
+// (boards activating or restarting, and those holding a reservation);
+// false when none is free. release gives it back once the board's record
+// shows it activating (or the attempt ended).
+func (e *Engine) reserveRestart(r *run, id string, limit int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for other, b := range r.boards {
+		if other != id && (b.Phase == PhaseActivating || b.Phase == PhaseRestarting || r.reserved[other]) {
+			n++
+		}
+	}
+	if n >= limit {
+		return false
+	}
+	r.reserved[id] = true
+	return true
+}
+
+func (e *Engine) releaseRestart(r *run, id string) {
+	e.mu.Lock()
+	delete(r.reserved, id)
+	e.mu.Unlock()
 }
 
 // BytesSent is how many image bytes the engine has sent to boards.

@@ -97,10 +97,14 @@ type Board struct {
 	NextTry  time.Time `json:"next_try,omitzero"`
 	// FromSlot and FromVersion are what the board ran before; ToSlot is
 	// the slot the image was staged into.
-	FromSlot    string    `json:"from_slot,omitempty"`
-	FromVersion string    `json:"from_version,omitempty"`
-	ToSlot      string    `json:"to_slot,omitempty"`
-	Deadline    time.Time `json:"deadline,omitzero"`
+	FromSlot    string `json:"from_slot,omitempty"`
+	FromVersion string `json:"from_version,omitempty"`
+	ToSlot      string `json:"to_slot,omitempty"`
+	// Inline is set, before the upload leaves, when the upload carries
+	// the activation (activate and reboot): after a crash the board may
+	// already be restarting into ToSlot, or back from it.
+	Inline   bool      `json:"inline,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
 	// Kicked is when a restart was last asked for.
 	Kicked   time.Time `json:"kicked,omitzero"`
 	Error    string    `json:"error,omitempty"`

@@ -124,9 +124,19 @@ type Plan struct {
 	Waves []Wave `json:"waves,omitempty"`
 	// Growth, above 1, repeats the last wave's size times Growth until
 	// every board is in a wave (1, 2, 4, ...); 0 puts the rest in one wave.
-	Growth      float64  `json:"growth,omitempty"`
-	MaxInFlight int      `json:"max_in_flight,omitempty"` // default 10
-	Timeouts    Timeouts `json:"timeouts,omitzero"`
+	Growth float64 `json:"growth,omitempty"`
+	// MaxInFlight bounds the boards being sent the image, checked and
+	// activated at once (default 10): the gateway's bandwidth and the
+	// boards' update sessions. A board asked to restart leaves the count
+	// while it restarts and confirms; MaxRestarting bounds those.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// MaxRestarting bounds the boards between activation and their end
+	// (confirmed new image, rollback, timeout) at once; 0 leaves them
+	// bounded by the wave only. With a cap, an image is staged first and
+	// activated on its own request once a restart slot is free; without
+	// one, the upload carries the activation.
+	MaxRestarting int      `json:"max_restarting,omitempty"`
+	Timeouts      Timeouts `json:"timeouts,omitzero"`
 	// Soak is how long a finished wave is watched before the next starts.
 	Soak       Duration   `json:"soak,omitempty"`
 	Thresholds Thresholds `json:"thresholds,omitzero"`
@@ -190,6 +200,9 @@ func (p *Plan) normalise() error {
 	}
 	if p.MaxInFlight < 0 || p.MaxInFlight > MaxMaxInFlight {
 		bad("max_in_flight %d outside 1-%d", p.MaxInFlight, MaxMaxInFlight)
+	}
+	if p.MaxRestarting < 0 || p.MaxRestarting > MaxMaxInFlight {
+		bad("max_restarting %d outside 0-%d", p.MaxRestarting, MaxMaxInFlight)
 	}
 	for _, d := range []struct {
 		name string

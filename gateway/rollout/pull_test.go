@@ -135,8 +135,12 @@ func TestPullMethod(t *testing.T) {
 	})
 
 	ctx := context.Background()
+	// One download at a time; the next starts while the board before it
+	// restarts, so the two bad downloads may finish before the first good
+	// board: a sample of 3 keeps the overall threshold from pausing on
+	// them alone.
 	plan := rollout.Plan{Artifact: a.SHA256, Target: rollout.Target{All: true}, Method: rollout.MethodPull, MaxInFlight: 1,
-		Thresholds: rollout.Thresholds{Success: 0.5}}
+		Thresholds: rollout.Thresholds{Success: 0.5, MinSample: 3}}
 	st, err := g.eng.Create(ctx, plan)
 	if err != nil {
 		t.Fatal(err)

@@ -289,3 +289,80 @@ func TestRevert(t *testing.T) {
 		t.Errorf("timeline (-got +want):\n%s", d)
 	}
 }
+
+// TestInFlightAndRestarts: max_in_flight bounds the boards being sent
+// the image and activated; a board asked to restart leaves that count,
+// and max_restarting, when set, bounds the boards between activation and
+// their end. Counted from the rollout's events, which follow the records.
+func TestInFlightAndRestarts(t *testing.T) {
+	inFlight := map[string]bool{rollout.PhasePending: false, rollout.PhaseStaging: true, rollout.PhaseStaged: true, rollout.PhaseActivating: true}
+	restarting := map[string]bool{rollout.PhaseActivating: true, rollout.PhaseRestarting: true}
+	for _, tc := range []struct {
+		name                 string
+		maxInFlight, maxRest int
+		inline               bool // the upload carries the activation
+	}{
+		{"no restart cap", 2, 0, true},
+		{"one restart at a time", 3, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 6
+			bs := startBoards(t, n)
+			g := startGateway(t, t.TempDir(), bs.urls, nil)
+			g.waitOnline(t, n)
+			a := g.add(t, testImage(t, "2.0.0", 40000))
+			ctx := context.Background()
+			w := g.eng.Watch(ctx, "", 0)
+			st, err := g.eng.Create(ctx, rollout.Plan{Artifact: a.SHA256, Target: rollout.Target{All: true},
+				MaxInFlight: tc.maxInFlight, MaxRestarting: tc.maxRest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st = g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
+			if st.Progress.Phases[rollout.PhaseSucceeded] != n {
+				t.Fatalf("progress %+v", st.Progress)
+			}
+			phase := map[string]string{}
+			maxFlight, maxRest := 0, 0
+			count := func(in map[string]bool) int {
+				k := 0
+				for _, p := range phase {
+					if in[p] {
+						k++
+					}
+				}
+				return k
+			}
+			for ev := range w {
+				if ev.Board == "" && ev.State == rollout.StateDone {
+					break
+				}
+				if ev.Board == "" {
+					continue
+				}
+				phase[ev.Board] = ev.Phase
+				maxFlight = max(maxFlight, count(inFlight))
+				maxRest = max(maxRest, count(restarting))
+			}
+			if maxFlight > tc.maxInFlight {
+				t.Errorf("%d boards in flight at once, max_in_flight %d", maxFlight, tc.maxInFlight)
+			}
+			if tc.maxRest > 0 && maxRest > tc.maxRest {
+				t.Errorf("%d boards activating or restarting at once, max_restarting %d", maxRest, tc.maxRest)
+			}
+			boards, err := g.eng.Boards(st.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range boards {
+				inline := slices.ContainsFunc(b.Timeline, func(s rollout.Step) bool { return s.Note == "activated with the upload" })
+				if inline != tc.inline || b.Inline != tc.inline {
+					t.Errorf("board %s: activated with the upload %v, want %v; timeline %+v", b.Board, inline, tc.inline, b.Timeline)
+				}
+				if got := bs.bootsOf(i); !slices.Equal(got, []string{buildinfo.Version, "2.0.0"}) {
+					t.Errorf("board %d booted %v", i, got)
+				}
+			}
+		})
+	}
+}

@@ -119,6 +119,16 @@ func (w *worker) status(ctx context.Context) (view, error) {
 	return v, nil
 }
 
+// other is the label of the slot that is not running.
+func (v view) other() string {
+	for _, s := range v.st.Slots {
+		if !s.Running {
+			return s.Label
+		}
+	}
+	return ""
+}
+
 func (v view) slot(label string) *ota.Slot {
 	for i := range v.st.Slots {
 		if v.st.Slots[i].Label == label {
@@ -260,6 +270,8 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		if v.running.App != nil {
 			b.FromVersion = v.running.App.Version
 		}
+		b.ToSlot = v.other()
+		b.Inline = w.inline(rstate)
 		if err := w.to(ctx, b, PhaseStaging, "from "+b.FromVersion+" on "+b.FromSlot); err != nil {
 			return false, err
 		}
@@ -330,9 +342,26 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 	return false, fmt.Errorf("rollout: board %s in unknown phase %q", b.Board, b.Phase)
 }
 
+// inline reports whether an upload starting now carries the activation:
+// a push inside the window of a running rollout with no restart cap.
+func (w *worker) inline(rstate string) bool {
+	p := w.rollout().Plan
+	return p.Method == MethodPush && p.MaxRestarting == 0 && rstate == StateRunning && p.Window.Open(w.now())
+}
+
 // staging is the step of a board in phase staging or staged: send the
 // image, note it staged, activate it inside the window.
 func (w *worker) staging(ctx context.Context, b *Board, v view, rstate string) (wait bool, err error) {
+	if b.ToSlot == "" {
+		b.ToSlot = v.other()
+	}
+	if b.Inline && b.Phase == PhaseStaging {
+		// The upload carries the activation: past the point of no
+		// return once the board took it, even for an abort.
+		if done, err := w.afterInline(ctx, b, v); done {
+			return false, err
+		}
+	}
 	if rstate == StateAborted || rstate == StateReverting {
 		w.discard(ctx)
 		return false, w.to(ctx, b, PhaseCancelled, "rollout "+rstate+": staged image discarded")
@@ -353,6 +382,15 @@ func (w *worker) staging(ctx context.Context, b *Board, v view, rstate string) (
 		if !open {
 			return false, nil
 		}
+		if limit := w.rollout().Plan.MaxRestarting; limit > 0 {
+			if !w.e.reserveRestart(w.r, b.Board, limit) {
+				if b.Phase == PhaseStaging {
+					return false, w.to(ctx, b, PhaseStaged, via[0].Note)
+				}
+				return true, nil // every restart slot is taken: ask again later
+			}
+			defer w.e.releaseRestart(w.r, b.Board)
+		}
 		b.Deadline = w.now().Add(w.rollout().Plan.Timeouts.Restart.D() + w.rollout().Plan.Timeouts.Confirm.D()).UTC()
 		b.Phase, b.NextTry = PhaseActivating, time.Time{}
 		return false, w.e.saveVia(ctx, w.r, b, via, "")
@@ -363,7 +401,42 @@ func (w *worker) staging(ctx context.Context, b *Board, v view, rstate string) (
 	if busy(v.st.Session.State) {
 		return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
 	}
-	return false, w.transfer(ctx)
+	if inline := w.inline(rstate); inline != b.Inline {
+		// The window closed (or opened) since the board entered staging:
+		// the record says what the upload about to leave carries.
+		b.Inline = inline
+		if err := w.e.save(ctx, w.r, b, "upload again"); err != nil {
+			return false, err
+		}
+	}
+	return false, w.transfer(ctx, b)
+}
+
+// afterInline finishes the staging of a board whose upload carried the
+// activation and may have gone through unseen (a crash or a lost reply):
+// the board boots ToSlot holding the target, already runs it, or came
+// back from it. done is false when none of that shows: upload again.
+func (w *worker) afterInline(ctx context.Context, b *Board, v view) (done bool, err error) {
+	to := v.slot(b.ToSlot)
+	if to == nil || !w.isTarget(to.App) {
+		return false, nil
+	}
+	switch {
+	case v.running.Label == b.ToSlot || (v.boots != nil && v.boots.Label == b.ToSlot):
+		return true, w.restarting(ctx, b, nil, "activated with the upload: "+b.ToSlot+" boots")
+	case state(to) == "rolled_back" || state(to) == "invalid":
+		return true, w.end(ctx, b, PhaseRolledBack, fmt.Sprintf("back on %s (%s): the new image was %s", v.running.Label, appVersion(v.running.App), state(to)))
+	}
+	return false, nil
+}
+
+// restarting records b restarting into ToSlot, its restart asked for now
+// (by the upload that carried the activation), after the steps via.
+func (w *worker) restarting(ctx context.Context, b *Board, via []Step, note string) error {
+	p := w.rollout().Plan
+	b.Phase, b.NextTry, b.Kicked = PhaseRestarting, time.Time{}, w.now().UTC()
+	b.Deadline = w.now().Add(p.Timeouts.Restart.D() + p.Timeouts.Confirm.D()).UTC()
+	return w.e.saveVia(ctx, w.r, b, via, note)
 }
 
 func busy(session string) bool {
@@ -399,14 +472,36 @@ func (w *worker) kick(ctx context.Context, b *Board, phase, note string) error {
 	return nil
 }
 
-// transfer gets the image onto the board (staged, not activated).
-func (w *worker) transfer(ctx context.Context) error {
+// transfer gets the image onto the board: staged, or with b.Inline
+// activated with a restart coming.
+func (w *worker) transfer(ctx context.Context, b *Board) error {
 	img := w.rollout().Image
-	ctx, cancel := context.WithTimeout(ctx, w.rollout().Plan.Timeouts.Transfer.D())
+	tctx, cancel := context.WithTimeout(ctx, w.rollout().Plan.Timeouts.Transfer.D())
 	defer cancel()
 	if w.rollout().Plan.Method == MethodPull {
-		return w.pull(ctx)
+		return w.pull(tctx)
 	}
+	if !b.Inline {
+		return w.upload(tctx, img, "")
+	}
+	var s ota.Session
+	if err := w.upload(tctx, img, "&activate=1&reboot=1", &s); err != nil {
+		return err
+	}
+	if s.State != ota.StateActive || !s.BootsNext {
+		// Not what an upload carrying the activation answers: the next
+		// step reads GET /ota and goes on from what the board shows.
+		return nil
+	}
+	now := w.now().UTC()
+	via := []Step{{Time: now, Phase: PhaseStaged, Note: "image staged in " + b.ToSlot},
+		{Time: now, Phase: PhaseActivating, Note: "activated with the upload"}}
+	return w.restarting(ctx, b, via, "restarting into "+b.ToSlot)
+}
+
+// upload sends the image with PUT /ota/image, query appended to its
+// sha256 parameter; a 2xx reply is decoded into out when given.
+func (w *worker) upload(ctx context.Context, img Image, query string, out ...any) error {
 	f, _, err := w.e.o.Artifacts.Open(img.SHA256)
 	if err != nil {
 		return err
@@ -414,11 +509,15 @@ func (w *worker) transfer(ctx context.Context) error {
 	defer f.Close()
 	body := &meteredReader{ctx: ctx, r: io.NewSectionReader(f, 0, img.Size), lim: w.r.lim,
 		count: func(n int) { w.e.bytesSent.Add(uint64(n)); w.r.sent.Add(uint64(n)) }}
-	rep, err := w.e.o.Fleet.CallRaw(ctx, w.id, http.MethodPut, "/ota/image?sha256="+img.SHA256, "application/octet-stream", body, img.Size)
+	rep, err := w.e.o.Fleet.CallRaw(ctx, w.id, http.MethodPut, "/ota/image?sha256="+img.SHA256+query, "application/octet-stream", body, img.Size)
 	if err != nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: transfer timed out after %v", errTransient, w.rollout().Plan.Timeouts.Transfer.D())
 	}
-	return w.reply(rep, err, nil)
+	var dst any
+	if len(out) > 0 {
+		dst = out[0]
+	}
+	return w.reply(rep, err, dst)
 }
 
 // pull asks the board to fetch the image from the gateway and waits

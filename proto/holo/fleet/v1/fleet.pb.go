@@ -2112,7 +2112,8 @@ type RolloutPlan struct {
 	// Above 1, the last wave's size is multiplied by growth until every
 	// board is in a wave; 0 puts the rest in one wave.
 	Growth float64 `protobuf:"fixed64,6,opt,name=growth,proto3" json:"growth,omitempty"`
-	// Boards updated at once (default 10).
+	// Boards being sent the image, checked and activated at once (default
+	// 10). A board that has been asked to restart leaves this count.
 	MaxInFlight int32            `protobuf:"varint,7,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
 	Timeouts    *RolloutTimeouts `protobuf:"bytes,8,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
 	// How long a finished wave is watched before the next starts.
@@ -2126,7 +2127,11 @@ type RolloutPlan struct {
 	// Daily maintenance window (UTC): stage now, activate inside it.
 	Window *RolloutWindow `protobuf:"bytes,14,opt,name=window,proto3" json:"window,omitempty"`
 	// push (default) or pull.
-	Method        string `protobuf:"bytes,15,opt,name=method,proto3" json:"method,omitempty"`
+	Method string `protobuf:"bytes,15,opt,name=method,proto3" json:"method,omitempty"`
+	// Boards between activation and their confirmed new image (or failure)
+	// at once; 0: no cap besides the wave. A cap stages first and activates
+	// on a separate request when a restart slot is free.
+	MaxRestarting int32 `protobuf:"varint,16,opt,name=max_restarting,json=maxRestarting,proto3" json:"max_restarting,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2264,6 +2269,13 @@ func (x *RolloutPlan) GetMethod() string {
 		return x.Method
 	}
 	return ""
+}
+
+func (x *RolloutPlan) GetMaxRestarting() int32 {
+	if x != nil {
+		return x.MaxRestarting
+	}
+	return 0
 }
 
 // RolloutTarget selects boards: the union of boards, group members and
@@ -4053,7 +4065,7 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\bchannels\x18\x01 \x03(\v2\x16.holo.fleet.v1.ChannelR\bchannels\"*\n" +
 	"\x14DeleteChannelRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x17\n" +
-	"\x15DeleteChannelResponse\"\xaf\x04\n" +
+	"\x15DeleteChannelResponse\"\xd6\x04\n" +
 	"\vRolloutPlan\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x124\n" +
@@ -4072,7 +4084,8 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\abackoff\x18\f \x01(\tR\abackoff\x12\x1c\n" +
 	"\tbandwidth\x18\r \x01(\x03R\tbandwidth\x124\n" +
 	"\x06window\x18\x0e \x01(\v2\x1c.holo.fleet.v1.RolloutWindowR\x06window\x12\x16\n" +
-	"\x06method\x18\x0f \x01(\tR\x06method\"\x8b\x02\n" +
+	"\x06method\x18\x0f \x01(\tR\x06method\x12%\n" +
+	"\x0emax_restarting\x18\x10 \x01(\x05R\rmaxRestarting\"\x8b\x02\n" +
 	"\rRolloutTarget\x12\x16\n" +
 	"\x06boards\x18\x01 \x03(\tR\x06boards\x12\x16\n" +
 	"\x06groups\x18\x02 \x03(\x05R\x06groups\x12@\n" +
