@@ -3,6 +3,7 @@ package rs485
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,8 @@ func (sb *scriptBoard) answer(req jsonline.Request) (int, string, bool) {
 			sb.refused = true
 			return 404, `{"error":"not_found","message":"garbled"}`, true
 		}
-		after, _ := strconv.Atoi(strings.TrimPrefix(query, "after="))
+		q, _ := url.ParseQuery(query)
+		after, _ := strconv.Atoi(q.Get("after"))
 		if path == "/link/events" {
 			sb.queue = max(0, sb.queue-(len(sb.kept)-after))
 		}
@@ -162,6 +164,12 @@ func TestLostFetchReply(t *testing.T) {
 			defer sb.mu.Unlock()
 			if !sb.refused || sb.fetches < tc.lose {
 				t.Fatalf("script not played out: refused %v, %d fetches; requests %v", sb.refused, sb.fetches, sb.log)
+			}
+			// Kept happenings are read for the master's kinds only.
+			for _, r := range sb.log {
+				if strings.HasPrefix(r, "GET /events") && r != "GET /events?kinds="+strings.Join(HappeningKinds, ",") {
+					t.Errorf("kept happenings read with %q", r)
+				}
 			}
 		})
 	}

@@ -406,7 +406,7 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			b.needs |= needFetch
 		}
 	case b.needs&needReplay != 0:
-		rep, ok := l.get(ctx, b, needReplay, "/events")
+		rep, ok := l.get(ctx, b, needReplay, l.keptEvents())
 		if ok && rep.Status == http.StatusOK {
 			if _, good := l.happened(b, rep.Body); !good {
 				b.needs |= needReplay
@@ -426,7 +426,7 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		case b.fetchFailed && b.lastSeq != 0:
 			path, retries = path+"?after="+strconv.Itoa(int(b.lastSeq)), 1
 		case b.fetchFailed:
-			path, retries = "/events", 1
+			path, retries = l.keptEvents(), 1
 		}
 		b.needs &^= needFetch
 		rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, retries)
@@ -465,6 +465,12 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			return
 		}
 	}
+}
+
+// keptEvents is the path reading a board's kept happenings of the kinds
+// the master enabled (GET /events without kinds would return every kind).
+func (l *Line) keptEvents() string {
+	return "/events?kinds=" + strings.Join(l.o.Kinds, ",")
 }
 
 // get runs GET path on b for follow-up n, clearing n; ok is false when
