@@ -79,6 +79,10 @@ type Options struct {
 	// UpdateChannel is the release channel the update entities offer
 	// (default DefaultUpdateChannel).
 	UpdateChannel string
+	// KeepRollouts is how many finished rollouts keep their retained
+	// bridge/rollout/<id>, the newest (default DefaultKeepRollouts); an
+	// older one's is cleared. Unfinished rollouts always keep theirs.
+	KeepRollouts int
 	// Install starts a firmware update on a board (the HA update entity's
 	// install button); nil uses Rollouts, or answers ErrUnsupported.
 	Install func(ctx context.Context, boardID string) error
@@ -212,6 +216,9 @@ func New(o Options) (*Bridge, error) {
 	}
 	if o.UpdateChannel == "" {
 		o.UpdateChannel = DefaultUpdateChannel
+	}
+	if o.KeepRollouts <= 0 {
+		o.KeepRollouts = DefaultKeepRollouts
 	}
 	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, clk: o.Clock, log: o.Log,
 		lost: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
@@ -462,6 +469,17 @@ func (b *Bridge) setRetained(topic string, payload []byte) {
 	}
 	b.rmu.Unlock()
 	signal(b.rwake)
+}
+
+// clearRetained clears a retained topic this bridge set (one it never
+// set, or already cleared, is left alone).
+func (b *Bridge) clearRetained(topic string) {
+	b.rmu.Lock()
+	p, had := b.retained[topic]
+	b.rmu.Unlock()
+	if had && p != nil {
+		b.setRetained(topic, nil)
+	}
 }
 
 // takeRetained returns up to n dirty topics with their payloads.

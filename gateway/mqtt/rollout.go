@@ -15,7 +15,8 @@ import (
 //
 //	bridge/rollout/<id>   retained: the rollout's state, wave, progress counts
 //	                      and every board's phase (by topic name), after each
-//	                      of its events
+//	                      of its events; cleared once Options.KeepRollouts
+//	                      newer rollouts finished
 //	bridge/event          {"type":"rollout", rollout, n, board, board_id,
 //	                      state, phase, wave, note} for every rollout event
 //	<b>/update            the HA update entity (see updatePayload)
@@ -32,6 +33,10 @@ import (
 // DefaultUpdateChannel is the release channel whose image the HA update
 // entities offer and install.
 const DefaultUpdateChannel = "stable"
+
+// DefaultKeepRollouts is how many finished rollouts keep their retained
+// topic by default: the broker does not collect every rollout ever run.
+const DefaultKeepRollouts = 20
 
 // RolloutEngine is what the bridge needs of the rollout engine
 // (*rollout.Engine).
@@ -204,7 +209,13 @@ func (b *Bridge) channelVersion() string {
 func (b *Bridge) followRollouts(ctx context.Context) {
 	eng := b.o.Rollouts
 	w := eng.Watch(ctx, "", 0)
-	for _, st := range eng.List() {
+	list := eng.List()
+	old := b.oldRollouts(list)
+	for _, st := range list {
+		if old[st.ID] {
+			b.setRetained(b.t.bridge("rollout/"+st.ID), nil)
+			continue
+		}
 		b.publishRollout(st.ID)
 		if !st.Finished {
 			if bs, err := eng.Boards(st.ID); err == nil {
@@ -251,6 +262,11 @@ func (b *Bridge) rolloutEvent(ev rollout.Event) {
 	case ev.Board != "":
 		b.boardPhase(ev.Rollout, ev.Board, st.Image.App.Version, ev.Phase)
 	case st.Finished:
+		// A rollout finished: the oldest finished one may fall out of
+		// the kept ones.
+		for id := range b.oldRollouts(b.o.Rollouts.List()) {
+			b.clearRetained(b.t.bridge("rollout/" + id))
+		}
 		// The rollout let its boards go: those it left pending (aborted)
 		// fall back to the channel.
 		if bs, err := b.o.Rollouts.Boards(ev.Rollout); err == nil {
@@ -269,6 +285,22 @@ func (b *Bridge) nameOf(id string) string {
 		return n
 	}
 	return id
+}
+
+// oldRollouts are the finished rollouts of list (newest first) past the
+// newest KeepRollouts finished ones: their retained topics are cleared.
+func (b *Bridge) oldRollouts(list []rollout.Status) map[string]bool {
+	old := map[string]bool{}
+	kept := 0
+	for _, st := range list {
+		if !st.Finished || ValidName(st.ID) != nil {
+			continue
+		}
+		if kept++; kept > b.o.KeepRollouts {
+			old[st.ID] = true
+		}
+	}
+	return old
 }
 
 // publishRollout publishes bridge/rollout/<id> and returns the status.

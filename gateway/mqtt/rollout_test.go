@@ -57,6 +57,7 @@ func startFWRig(t *testing.T, url string, n int) *fwRig {
 		wg.Go(func() { _ = fr.eng.Run(ctx) })
 		t.Cleanup(func() { cancel(); wg.Wait() })
 		o.Rollouts, o.Firmware = fr.eng, fr.arts
+		o.KeepRollouts = 1
 	}})
 	return fr
 }
@@ -262,6 +263,9 @@ func rolloutsOverMQTT(t *testing.T, url string) {
 		t.Fatalf("rollouts after install %+v", list)
 	}
 	rc.waitLast(long, b+"/bridge/rollout/"+list[0].ID, func(v map[string]any) bool { return v["state"] == rollout.StateDone })
+	// One finished rollout keeps its retained topic (KeepRollouts 1): the
+	// first one's is cleared.
+	rc.wait(long, "first rollout's topic cleared", func(m rec) bool { return m.Topic == topic && len(m.Payload) == 0 })
 
 	// An install on an unknown board is an error on bridge/event.
 	publish(t, url, b+"/nosuch/set/update", "install")

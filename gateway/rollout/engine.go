@@ -54,6 +54,11 @@ type Options struct {
 	// Kick is how long a board may keep running the old image with the
 	// new one set to boot before POST /restart is sent again (default 5 s).
 	Kick time.Duration
+	// Settle is how long after Run starts a board the fleet cannot reach
+	// (not found again yet, or unknown) is waited for without spending
+	// its retries (default 10 s): a gateway restarted mid-rollout finds
+	// its boards again first.
+	Settle time.Duration
 	// PullBase is the https URL under which boards find the artifact
 	// handler's images (<PullBase>images/<sha>.bin) for the pull method;
 	// empty refuses pull plans.
@@ -74,6 +79,8 @@ type Engine struct {
 
 	// bytesSent counts image bytes sent to boards.
 	bytesSent atomic.Uint64
+	// settled is when the Settle period after Run's start ends.
+	settled atomic.Pointer[time.Time]
 }
 
 // run is one rollout in memory. Guarded by Engine.mu except ctl.
@@ -114,6 +121,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.Kick <= 0 {
 		o.Kick = 5 * time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = 10 * time.Second
 	}
 	e := &Engine{o: o, j: newJournal(o.DB), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
@@ -471,6 +481,8 @@ func firstNonEmpty(a, b string) string {
 // Run drives the rollouts until ctx ends, then waits for its board
 // workers. A rollout interrupted by a crash carries on from its records.
 func (e *Engine) Run(ctx context.Context) error {
+	until := e.o.Clock.Now().Add(e.o.Settle)
+	e.settled.Store(&until)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	t := e.o.Clock.NewTicker(e.o.Tick)
@@ -728,6 +740,14 @@ func (e *Engine) releaseRestart(r *run, id string) {
 	e.mu.Lock()
 	delete(r.reserved, id)
 	e.mu.Unlock()
+}
+
+// settling reports whether err, a failure to reach a board, falls in the
+// Settle period after Run started.
+func (e *Engine) settling(err error) bool {
+	until := e.settled.Load()
+	return until != nil && e.o.Clock.Now().Before(*until) &&
+		(errors.Is(err, fleet.ErrUnreachable) || errors.Is(err, fleet.ErrUnknownBoard))
 }
 
 // BytesSent is how many image bytes the engine has sent to boards.

@@ -121,6 +121,15 @@ func TestKillAndResume(t *testing.T) {
 		deadline := time.Now().Add(3 * time.Minute)
 		for {
 			if time.Now().After(deadline) {
+				if last != nil {
+					_, boards := readRollout(t, filepath.Join(dir, "gateway.db"), sha)
+					for _, b := range boards {
+						t.Logf("board %s: %s attempts %d inline %v to %s: %s; timeline %+v", b.Board, b.Phase, b.Attempts, b.Inline, b.ToSlot, b.Error, b.Timeline)
+					}
+					for _, u := range bs.urls {
+						t.Logf("%s: %+v", u, getOTA(t, u))
+					}
+				}
 				t.Fatalf("round %d: rollout not finished after %d kills", round, kills)
 			}
 			cmd := exec.Command(exe, "-test.run=^TestGatewayChild$", "-test.count=1")

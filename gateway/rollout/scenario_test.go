@@ -207,7 +207,8 @@ func TestFailingTrial(t *testing.T) {
 
 func TestOfflineBoards(t *testing.T) {
 	bs := startBoards(t, 4)
-	g := startGateway(t, t.TempDir(), bs.urls, nil)
+	// Past the settle period at once: an unreachable board spends retries.
+	g := startGateway(t, t.TempDir(), bs.urls, func(o *rollout.Options) { o.Settle = time.Millisecond })
 	g.waitOnline(t, 4)
 	if err := bs.fm.PowerOff(1); err != nil {
 		t.Fatal(err)

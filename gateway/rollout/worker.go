@@ -76,7 +76,7 @@ func (w *worker) call(ctx context.Context, method, path string, body, out any) e
 
 func (w *worker) reply(rep fleet.Reply, err error, out any) error {
 	if err != nil {
-		return fmt.Errorf("%w: %v", errTransient, err)
+		return fmt.Errorf("%w: %w", errTransient, err)
 	}
 	if err := rep.Err(); err != nil {
 		if rep.Status == http.StatusConflict || rep.Status >= 500 {
@@ -170,9 +170,17 @@ func (w *worker) drive(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting {
+			switch {
+			case errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting && w.e.settling(err):
+				// The gateway has just started and its fleet has not
+				// found the board again yet: no retry is spent on that.
+				wait = true
+				err = nil
+			case errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting:
 				return w.retry(ctx, w.board(), err)
 			}
+		}
+		if err != nil {
 			if b.Phase == PhaseRestarting || b.Phase == PhaseReverting {
 				if !w.now().Before(b.Deadline) {
 					return w.end(ctx, b, PhaseTimedOut, err.Error())
