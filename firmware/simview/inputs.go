@@ -7,7 +7,8 @@ package simview
 //	                 for five minutes); 204
 //	POST /sim/touch  {"action": "down"|"up", "x": 0-239, "y": 0-239}:
 //	                 a finger on or off the glass, delivered on the touch
-//	                 controller's channel as the hardware would; 204
+//	                 controller's channel as the hardware would; 204 once
+//	                 the firmware took it (at most TouchTakeWait)
 //	POST /sim/power  pull the power: 202, then PowerCutDelay later the
 //	                 board stops dead (what that means is the Power
 //	                 function's business; holo-board exits at once)
@@ -29,6 +30,13 @@ const PowerCutDelay = 100 * time.Millisecond
 
 // Toucher injects touches (sim.Display has it).
 type Toucher interface{ Touch(down bool, x, y int) }
+
+// queued is a touch controller that tells how many touches wait unread.
+type queued interface{ Pending() int }
+
+// TouchTakeWait bounds how long POST /sim/touch waits for the firmware to
+// take the touch from the controller's queue before replying.
+const TouchTakeWait = 500 * time.Millisecond
 
 // Inputs serves the simulator's input endpoints. A nil field leaves its
 // endpoint answering 404 not_found with a message saying so.
@@ -105,6 +113,15 @@ func (in *Inputs) Routes() []api.Route {
 					return
 				}
 				in.Touch.Touch(down, *req.X, *req.Y)
+				if q, ok := in.Touch.(queued); ok {
+					// Reply once the firmware took the touch from the
+					// controller (or TouchTakeWait passed): a script that
+					// touches, then changes what touches do, gets the order
+					// it wrote.
+					for deadline := time.Now().Add(TouchTakeWait); q.Pending() > 0 && time.Now().Before(deadline); {
+						time.Sleep(time.Millisecond)
+					}
+				}
 				w.WriteHeader(http.StatusNoContent)
 			})},
 		{Method: http.MethodPost, Path: "/sim/power", Status: http.StatusAccepted,

@@ -191,6 +191,9 @@ func (d *Display) Touch(down bool, x, y int) {
 	}
 }
 
+// Pending counts touch events waiting unread.
+func (d *Display) Pending() int { return len(d.touches) }
+
 // Dropped counts touch events lost because nobody read them.
 func (d *Display) Dropped() int {
 	d.mu.Lock()
