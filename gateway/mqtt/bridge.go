@@ -124,9 +124,12 @@ type Bridge struct {
 
 	client    paho.Client
 	connected atomic.Bool
-	lost      chan struct{} // a connection ended: for connectLoop (buffered 1)
-	lostPub   chan struct{} // the same for publishLoop
-	up        chan struct{} // a connection began (buffered 1)
+	// losses counts the connections lost (the lost handler adds one,
+	// before the connect loop can connect again).
+	losses  atomic.Uint64
+	lost    chan struct{} // a connection ended: for connectLoop (buffered 1)
+	lostPub chan struct{} // the same for publishLoop
+	up      chan struct{} // a connection began (buffered 1)
 
 	// retained is the last payload of every retained topic; dirty lists
 	// the topics not yet published since they changed (or since the
@@ -307,6 +310,7 @@ func (b *Bridge) clientOptions() (*paho.ClientOptions, error) {
 	o.SetWill(b.t.bridge("state"), `{"state":"offline"}`, 1, true)
 	o.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		b.log.Warn("mqtt: connection lost", "err", err)
+		b.losses.Add(1)
 		b.connected.Store(false)
 		signal(b.lost)
 		signal(b.lostPub)
@@ -545,31 +549,49 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 	var retry []spool.Message // spool messages to send again, in order
 	var flying []inflight
 	connected := false
+	var losses uint64 // b.losses when this loop's connection came up
 	fail := func(drop bool) {
+		// The spooled messages in flight were sent before those still
+		// waiting in retry: they go first, in their order.
+		var again []spool.Message
 		for _, f := range flying {
 			if f.m.Retain {
 				b.remarkRetained(f.m)
 			} else {
-				retry = append(retry, f.m)
+				again = append(again, f.m)
 			}
 		}
-		// flying was in send order but retained and spooled interleave;
-		// spooled ones keep their own order in retry.
+		retry = append(again, retry...)
 		flying = flying[:0]
 		connected = false
-		b.connected.Store(false)
 		if drop && b.client.IsConnectionOpen() {
+			b.connected.Store(false)
 			b.client.Disconnect(0) // the broker did not ack: start over
 			signal(b.lost)
 		}
 	}
 	for {
+		if connected && b.losses.Load() != losses {
+			// The connection published on ended (and maybe another came
+			// up) before this loop heard of it: what it sent since goes
+			// out again first, on the new connection, in order.
+			fail(false)
+		}
 		if !connected {
 			select {
 			case <-ctx.Done():
 				b.requeue(retry, flying)
 				return
 			case <-b.up:
+			}
+			losses = b.losses.Load()
+			// A loss signalled before this connection came up (while the
+			// loop already knew it was down) is stale: taken later, it
+			// would drop a good connection the connect loop no longer
+			// watches. A loss of this connection is seen below.
+			select {
+			case <-b.lostPub:
+			default:
 			}
 			if !b.client.IsConnectionOpen() {
 				continue
@@ -584,7 +606,7 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 			b.st.retries.Add(uint64(len(retry)))
 		}
 		// Fill the window: retained first, then retries, then the spool.
-		for len(flying) < b.o.Window {
+		for len(flying) < b.o.Window && b.losses.Load() == losses {
 			room := b.o.Window - len(flying)
 			batch := b.takeRetained(room)
 			if len(batch) == 0 && len(retry) > 0 {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,6 +89,8 @@ type recorder struct {
 	client paho.Client
 	mu     sync.Mutex
 	msgs   []rec
+	// subs counts the connections whose subscription is in place.
+	subs atomic.Int32
 }
 
 func newRecorder(t *testing.T, url, filter string) *recorder {
@@ -102,6 +105,7 @@ func newRecorder(t *testing.T, url, filter string) *recorder {
 			r.msgs = append(r.msgs, rec{m.Topic(), append([]byte(nil), m.Payload()...), m.Retained(), time.Now()})
 			r.mu.Unlock()
 		}).Wait()
+		r.subs.Add(1)
 	})
 	r.client = paho.NewClient(o)
 	if tok := r.client.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {

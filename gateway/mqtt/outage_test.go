@@ -3,6 +3,8 @@ package mqtt_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"sync"
 	"syscall"
@@ -43,7 +45,12 @@ func TestBrokerOutage(t *testing.T) {
 			port := freePort(t)
 			url := fmt.Sprintf("tcp://127.0.0.1:%d", port)
 			kill := bc.up(t, port)
-			r := startRig(t, url, rigOptions{n: 3, lanOnly: true})
+			// The bridge reaches the broker through a gate the test opens
+			// once the recorder (connected directly) has subscribed on the
+			// new broker: a message the bridge sends before that would
+			// reach no subscriber, which is the test's doing, not a loss.
+			g := newGate(t, port)
+			r := startRig(t, g.url(), rigOptions{n: 3, lanOnly: true})
 			rc := newRecorder(t, url, r.base+"/+/event/#")
 			names := r.waitOnline(t)
 			const perPhase = 20
@@ -79,11 +86,23 @@ func TestBrokerOutage(t *testing.T) {
 			}
 			emit(perPhase) // broker up
 			waitCount(t, count, len(r.infos)*perPhase)
+			g.close()
 			kill()
 			emit(perPhase) // broker down: the spool keeps them
 			time.Sleep(300 * time.Millisecond)
 			bc.up(t, port)
+			for deadline := time.Now().Add(20 * time.Second); rc.subs.Load() < 2; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the recorder did not subscribe again")
+				}
+			}
+			g.open()
 			emit(perPhase) // back up
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("bridge %+v; recorder connected %v", r.bridge.Stats(), rc.client.IsConnectionOpen())
+				}
+			})
 			waitCount(t, count, len(r.infos)*3*perPhase)
 			got := count()
 			for n, seqs := range want {
@@ -98,6 +117,69 @@ func TestBrokerOutage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gate is a TCP proxy to a broker's port that refuses connections while
+// closed; closing it also cuts the connections it carries.
+type gate struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	shut   bool
+	conns  []net.Conn
+}
+
+func newGate(t *testing.T, port int) *gate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{ln: ln, target: fmt.Sprintf("127.0.0.1:%d", port)}
+	t.Cleanup(func() { ln.Close(); g.close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			shut := g.shut
+			g.mu.Unlock()
+			up, err := net.Dial("tcp", g.target)
+			if shut || err != nil {
+				c.Close()
+				if up != nil {
+					up.Close()
+				}
+				continue
+			}
+			g.mu.Lock()
+			g.conns = append(g.conns, c, up)
+			g.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return g
+}
+
+func (g *gate) url() string { return "tcp://" + g.ln.Addr().String() }
+
+func (g *gate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shut = true
+	for _, c := range g.conns {
+		c.Close()
+	}
+	g.conns = nil
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	g.shut = false
+	g.mu.Unlock()
 }
 
 func waitCount(t *testing.T, count func() map[string][]uint16, n int) {
