@@ -2,7 +2,8 @@
 // against: one simulated RS485 line with a hub socket (so separate
 // holo-board processes and holoctl can join it as
 // simline:///DIR/line.sock), and a fleet-mode set of boards on that line,
-// in groups, each also reachable over HTTP on the loopback.
+// in groups, each also reachable over HTTP on the loopback, each with the
+// firmware update service (fleet mode: A/B slots under its data dir).
 //
 // Board i (0-based) has bus address i+1 and is in group i%Groups+1, so
 // eight boards in two groups are 1,3,5,7 in group 1 and 2,4,6,8 in group 2.
@@ -139,7 +140,10 @@ func Start(ctx context.Context, o Options) (*Installation, error) {
 		return fail(fmt.Errorf("demo: %w", err))
 	}
 	in.Fleet, err = fleetmode.Start(ctx, fleetmode.Options{N: o.Boards, BaseDir: filepath.Join(o.Dir, "boards"),
-		Line: line, Groups: func(i int) []int { return []int{i%o.Groups + 1} }, Clock: o.Clock, Log: o.Log})
+		Line: line, Groups: func(i int) []int { return []int{i%o.Groups + 1} }, Clock: o.Clock, Log: o.Log,
+		// Every board updates its firmware (A/B slots in its data
+		// directory), so rollouts and the HA update entities work.
+		OTA: &fleetmode.OTAOptions{}})
 	if err != nil {
 		return fail(err)
 	}

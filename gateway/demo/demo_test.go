@@ -41,6 +41,22 @@ func TestInstallation(t *testing.T) {
 		if info.ID != b.ID {
 			t.Errorf("board %d answers as %q, want %q", i, info.ID, b.ID)
 		}
+		// Every board has the update service, booted from its slots.
+		resp, err = http.Get(b.URL + "/api/v1/ota")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Slots []struct {
+				Running bool
+				State   *string
+			}
+		}
+		json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(st.Slots) != 2 || !st.Slots[0].Running {
+			t.Errorf("board %d GET /ota: %d %+v", i, resp.StatusCode, st)
+		}
 	}
 	if diff := cmp.Diff(groups, [][]int{{1}, {2}, {1}, {2}}); diff != "" {
 		t.Errorf("groups (-got +want)\n%s", diff)
