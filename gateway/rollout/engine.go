@@ -389,7 +389,7 @@ func (e *Engine) setState(ctx context.Context, r *run, change func(*Rollout) err
 		}
 	}
 	if prev.State != next.State || prev.Wave != next.Wave || prev.Finished != next.Finished || !prev.SoakUntil.Equal(next.SoakUntil) {
-		e.emitLocked(Event{Rollout: next.ID, State: next.State, Wave: next.Wave, Note: next.Reason})
+		e.emitLocked(Event{Rollout: next.ID, State: next.State, Wave: min(next.Wave, max(len(next.Waves)-1, 0)), Note: next.Reason})
 	}
 	st := e.statusLocked(r)
 	e.mu.Unlock()

@@ -151,8 +151,10 @@ type Event struct {
 	Board string `json:"board,omitempty"`
 	State string `json:"state,omitempty"` // the rollout's state
 	Phase string `json:"phase,omitempty"` // the board's phase
-	Wave  int    `json:"wave"`
-	Note  string `json:"note,omitempty"`
+	// Wave is the wave's index (0-based); the last wave's once every
+	// wave finished.
+	Wave int    `json:"wave"`
+	Note string `json:"note,omitempty"`
 }
 
 // Keys of the store bucket.
