@@ -3,8 +3,6 @@ package lan
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/nettest"
 )
 
 // testBoard is an in-process board serving HTTP on a fixed address.
@@ -24,72 +23,9 @@ func startBoard(t testing.TB, dir, addr string) *testBoard {
 	return boardtest.StartInProcess(t, boardtest.InProcOptions{Dir: dir, Addr: addr})
 }
 
-// proxy forwards TCP connections to a board and can cut them all.
-type proxy struct {
-	t      testing.TB
-	target string
-	mu     sync.Mutex
-	ln     net.Listener
-	addr   string
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newProxy(t testing.TB, target string) *proxy {
-	p := &proxy{t: t, target: target}
-	p.listen("127.0.0.1:0")
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) url() string { return "http://" + p.addr }
-
-func (p *proxy) listen(addr string) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-}
-
-// cut closes the listener and every connection.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	if p.ln != nil {
-		p.ln.Close()
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-// restore listens again on the same address.
-func (p *proxy) restore() { p.listen(p.addr) }
+// newProxy puts a TCP proxy in front of a board (cut and restore it to
+// take the board's network away and back).
+func newProxy(t testing.TB, target string) *nettest.Proxy { return nettest.NewProxy(t, target) }
 
 // recSink records what a driver reports.
 type recSink struct {

@@ -22,10 +22,10 @@ func TestStreamLostReplayed(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
 	p := newProxy(t, tb.Addr)
 	l, sink := startLAN(t, Options{})
-	if err := l.Add(p.url(), ""); err != nil {
+	if err := l.Add("http://"+p.Addr(), ""); err != nil {
 		t.Fatal(err)
 	}
-	ref := p.url()
+	ref := "http://" + p.Addr()
 	sink.wait(t, 10*time.Second, "seen with states", func(s *recSink) bool {
 		return s.seen[ref] == 1 && len(s.changed[ref]) >= 6
 	})
@@ -45,7 +45,7 @@ func TestStreamLostReplayed(t *testing.T) {
 	}
 	sink.wait(t, 5*time.Second, "leds state", func(s *recSink) bool { return field(s.changed[ref]["leds"], "mode") == "wipe" })
 
-	p.cut()
+	p.Cut()
 	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
 	for range 3 {
 		tb.Emit("scene_ended", map[string]any{"name": "n", "then": "off", "by": "time"})
@@ -54,7 +54,7 @@ func TestStreamLostReplayed(t *testing.T) {
 	sink.mu.Lock()
 	delete(sink.changed, ref)
 	sink.mu.Unlock()
-	p.restore()
+	p.Restore()
 	sink.wait(t, 10*time.Second, "seen again, replayed, states re-read", func(s *recSink) bool {
 		return s.seen[ref] == 2 && len(s.hs[ref]) == 10 && len(s.changed[ref]) >= 6
 	})

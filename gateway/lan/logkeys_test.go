@@ -14,12 +14,12 @@ func TestLogKeys(t *testing.T) {
 	p := newProxy(t, tb.Addr)
 	logs, log := logtest.New()
 	l, sink := startLAN(t, Options{Log: log})
-	if err := l.Add(p.url(), ""); err != nil {
+	if err := l.Add("http://"+p.Addr(), ""); err != nil {
 		t.Fatal(err)
 	}
-	ref := p.url()
+	ref := "http://" + p.Addr()
 	sink.wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.seen[ref] == 1 })
-	p.cut()
+	p.Cut()
 	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
 	id := tb.Board.Identity().ID
 	logs.WantKeys(t, "lan: board found", map[string]string{"board": id, "transport": "lan", "url": ref})

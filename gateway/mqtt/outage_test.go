@@ -3,8 +3,6 @@ package mqtt_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"sync"
 	"syscall"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
+	"github.com/holofleet/holofleet/gateway/nettest"
 )
 
 // TestBrokerOutage kills the broker while boards keep reporting
@@ -49,8 +48,8 @@ func TestBrokerOutage(t *testing.T) {
 			// once the recorder (connected directly) has subscribed on the
 			// new broker: a message the bridge sends before that would
 			// reach no subscriber, which is the test's doing, not a loss.
-			g := newGate(t, port)
-			r := startRig(t, g.url(), rigOptions{n: 3, lanOnly: true})
+			g := nettest.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", port))
+			r := startRig(t, "tcp://"+g.Addr(), rigOptions{n: 3, lanOnly: true})
 			rc := newRecorder(t, url, r.base+"/+/event/#")
 			names := r.waitOnline(t)
 			const perPhase = 20
@@ -86,7 +85,7 @@ func TestBrokerOutage(t *testing.T) {
 			}
 			emit(perPhase) // broker up
 			waitCount(t, count, len(r.infos)*perPhase)
-			g.close()
+			g.Cut()
 			kill()
 			emit(perPhase) // broker down: the spool keeps them
 			time.Sleep(300 * time.Millisecond)
@@ -96,7 +95,7 @@ func TestBrokerOutage(t *testing.T) {
 					t.Fatal("the recorder did not subscribe again")
 				}
 			}
-			g.open()
+			g.Restore()
 			emit(perPhase) // back up
 			t.Cleanup(func() {
 				if t.Failed() {
@@ -117,69 +116,6 @@ func TestBrokerOutage(t *testing.T) {
 			}
 		})
 	}
-}
-
-// gate is a TCP proxy to a broker's port that refuses connections while
-// closed; closing it also cuts the connections it carries.
-type gate struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	shut   bool
-	conns  []net.Conn
-}
-
-func newGate(t *testing.T, port int) *gate {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gate{ln: ln, target: fmt.Sprintf("127.0.0.1:%d", port)}
-	t.Cleanup(func() { ln.Close(); g.close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			g.mu.Lock()
-			shut := g.shut
-			g.mu.Unlock()
-			up, err := net.Dial("tcp", g.target)
-			if shut || err != nil {
-				c.Close()
-				if up != nil {
-					up.Close()
-				}
-				continue
-			}
-			g.mu.Lock()
-			g.conns = append(g.conns, c, up)
-			g.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-	return g
-}
-
-func (g *gate) url() string { return "tcp://" + g.ln.Addr().String() }
-
-func (g *gate) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.shut = true
-	for _, c := range g.conns {
-		c.Close()
-	}
-	g.conns = nil
-}
-
-func (g *gate) open() {
-	g.mu.Lock()
-	g.shut = false
-	g.mu.Unlock()
 }
 
 func waitCount(t *testing.T, count func() map[string][]uint16, n int) {
