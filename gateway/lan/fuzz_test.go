@@ -22,7 +22,7 @@ func FuzzStream(f *testing.F) {
 		defer cancel()
 		w.follow(ctx, cancel, &http.Response{Body: io.NopCloser(strings.NewReader(in))})
 		var last uint16
-		for _, h := range sink.hs[""] {
+		for _, h := range sink.Hs[""] {
 			if !seqAfter(h.Seq, last) {
 				t.Fatalf("seq %d after %d", h.Seq, last)
 			}

@@ -2,14 +2,11 @@ package lan
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/holofleet/holofleet/firmware/boardtest"
-	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/fleet/fleettest"
 	"github.com/holofleet/holofleet/gateway/nettest"
 )
 
@@ -28,82 +25,12 @@ func startBoard(t testing.TB, dir, addr string) *testBoard {
 func newProxy(t testing.TB, target string) *nettest.Proxy { return nettest.NewProxy(t, target) }
 
 // recSink records what a driver reports.
-type recSink struct {
-	mu        sync.Mutex
-	seen      map[string]int
-	infos     map[string]json.RawMessage
-	lost      map[string][]string
-	restarted map[string]int
-	hs        map[string][]fleet.Happening
-	changed   map[string]map[string]json.RawMessage
-	log       []string
-}
+type recSink = fleettest.Sink
 
-func newRecSink() *recSink {
-	return &recSink{seen: map[string]int{}, infos: map[string]json.RawMessage{}, lost: map[string][]string{},
-		restarted: map[string]int{}, hs: map[string][]fleet.Happening{}, changed: map[string]map[string]json.RawMessage{}}
-}
+func newRecSink() *recSink { return fleettest.NewSink() }
 
-func (s *recSink) Seen(ref fleet.Ref, info json.RawMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seen[ref.Addr]++
-	s.infos[ref.Addr] = info
-	s.log = append(s.log, "seen")
-}
-
-func (s *recSink) Lost(ref fleet.Ref, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lost[ref.Addr] = append(s.lost[ref.Addr], reason)
-	s.log = append(s.log, "lost: "+reason)
-}
-
-func (s *recSink) Happened(ref fleet.Ref, hs []fleet.Happening) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hs[ref.Addr] = append(s.hs[ref.Addr], hs...)
-	for _, h := range hs {
-		s.log = append(s.log, h.Kind+" "+strconv.Itoa(int(h.Seq)))
-	}
-}
-
-func (s *recSink) Changed(ref fleet.Ref, kind string, state json.RawMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.changed[ref.Addr]
-	if m == nil {
-		m = map[string]json.RawMessage{}
-		s.changed[ref.Addr] = m
-	}
-	m[kind] = state
-}
-
-func (s *recSink) Restarted(ref fleet.Ref) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.restarted[ref.Addr]++
-	s.log = append(s.log, "restarted")
-}
-
-func (s *recSink) wait(t testing.TB, timeout time.Duration, what string, cond func(s *recSink) bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s.mu.Lock()
-		ok := cond(s)
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("timed out waiting for %s; log %v", what, s.log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// field reads a top-level field of a JSON object as text.
+var field = fleettest.Field
 
 // startLAN runs a driver until the test ends.
 func startLAN(t testing.TB, o Options) (*LAN, *recSink) {
@@ -126,30 +53,4 @@ func startLAN(t testing.TB, o Options) (*LAN, *recSink) {
 		}
 	})
 	return l, sink
-}
-
-func field(b json.RawMessage, name string) string {
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	switch v := m[name].(type) {
-	case string:
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(v)
-	}
-	return ""
-}
-
-func checkOrder(t *testing.T, hs []fleet.Happening, first uint16, n int) {
-	t.Helper()
-	if len(hs) != n {
-		t.Fatalf("%d happenings, want %d: %v", len(hs), n, hs)
-	}
-	for i, h := range hs {
-		if h.Seq != first+uint16(i) || field(h.Data, "seq") != strconv.Itoa(int(h.Seq)) || field(h.Data, "event") != h.Kind {
-			t.Fatalf("happening %d: %s %d %s", i, h.Kind, h.Seq, h.Data)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/fleet/fleettest"
 )
 
 var _ fleet.Driver = (*LAN)(nil)
@@ -26,8 +27,8 @@ func TestStreamLostReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := "http://" + p.Addr()
-	sink.wait(t, 10*time.Second, "seen with states", func(s *recSink) bool {
-		return s.seen[ref] == 1 && len(s.changed[ref]) >= 6
+	sink.Wait(t, 10*time.Second, "seen with states", func(s *recSink) bool {
+		return s.SeenN[ref] == 1 && len(s.States[ref]) >= 6
 	})
 	if n := tb.Board.Current().Hub.Streams(); n != 1 {
 		t.Fatalf("%d streams open, want 1", n)
@@ -36,38 +37,38 @@ func TestStreamLostReplayed(t *testing.T) {
 		tb.Emit("touch", map[string]any{"action": "down", "x": i, "y": 3})
 	}
 	tb.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": false})
-	sink.wait(t, 5*time.Second, "6 happenings", func(s *recSink) bool { return len(s.hs[ref]) == 6 })
+	sink.Wait(t, 5*time.Second, "6 happenings", func(s *recSink) bool { return len(s.Hs[ref]) == 6 })
 
 	// A state change arrives as Changed.
 	rep, err := l.Call(context.Background(), ref, "PATCH", "/leds", []byte(`{"mode":"wipe","colour":"#010203"}`))
 	if err != nil || rep.Status != 200 || field(rep.Body, "mode") != "wipe" {
 		t.Fatalf("PATCH /leds: %+v %v", rep, err)
 	}
-	sink.wait(t, 5*time.Second, "leds state", func(s *recSink) bool { return field(s.changed[ref]["leds"], "mode") == "wipe" })
+	sink.Wait(t, 5*time.Second, "leds state", func(s *recSink) bool { return field(s.States[ref]["leds"], "mode") == "wipe" })
 
 	p.Cut()
-	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
+	sink.Wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.LostWhy[ref]) == 1 })
 	for range 3 {
 		tb.Emit("scene_ended", map[string]any{"name": "n", "then": "off", "by": "time"})
 	}
 	tb.Emit("touch", map[string]any{"action": "up", "x": 1, "y": 1})
-	sink.mu.Lock()
-	delete(sink.changed, ref)
-	sink.mu.Unlock()
+	sink.Mu.Lock()
+	delete(sink.States, ref)
+	sink.Mu.Unlock()
 	p.Restore()
-	sink.wait(t, 10*time.Second, "seen again, replayed, states re-read", func(s *recSink) bool {
-		return s.seen[ref] == 2 && len(s.hs[ref]) == 10 && len(s.changed[ref]) >= 6
+	sink.Wait(t, 10*time.Second, "seen again, replayed, states re-read", func(s *recSink) bool {
+		return s.SeenN[ref] == 2 && len(s.Hs[ref]) == 10 && len(s.States[ref]) >= 6
 	})
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	checkOrder(t, sink.hs[ref], 1, 10)
-	if sink.restarted[ref] != 0 {
-		t.Fatalf("restart reported: %v", sink.log)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	fleettest.CheckOrder(t, sink.Hs[ref], 1, 10)
+	if sink.RestartedN[ref] != 0 {
+		t.Fatalf("restart reported: %v", sink.Log)
 	}
-	if field(sink.changed[ref]["leds"], "mode") != "wipe" {
-		t.Fatalf("leds re-read: %s", sink.changed[ref]["leds"])
+	if field(sink.States[ref]["leds"], "mode") != "wipe" {
+		t.Fatalf("leds re-read: %s", sink.States[ref]["leds"])
 	}
-	t.Logf("lost: %s", sink.lost[ref][0])
+	t.Logf("lost: %s", sink.LostWhy[ref][0])
 }
 
 // TestRestartSameAddress: a board stopped and started again on the same
@@ -80,22 +81,22 @@ func TestRestartSameAddress(t *testing.T) {
 	if err := l.Add(ref+"/", ""); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.seen[ref] == 1 && len(s.changed[ref]) >= 6 })
+	sink.Wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.SeenN[ref] == 1 && len(s.States[ref]) >= 6 })
 	for range 3 {
 		tb.Emit("touch", map[string]any{"action": "down", "x": 0, "y": 0})
 	}
-	sink.wait(t, 5*time.Second, "3 happenings", func(s *recSink) bool { return len(s.hs[ref]) == 3 })
+	sink.Wait(t, 5*time.Second, "3 happenings", func(s *recSink) bool { return len(s.Hs[ref]) == 3 })
 	tb.Stop()
-	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
+	sink.Wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.LostWhy[ref]) == 1 })
 	tb2 := startBoard(t, tb.Dir, tb.Addr)
 	tb2.Emit("clip_ended", map[string]any{"path": "/b.mov", "finished": true})
-	sink.wait(t, 10*time.Second, "restarted, seen, new happening", func(s *recSink) bool {
-		return s.restarted[ref] == 1 && s.seen[ref] == 2 && len(s.hs[ref]) == 4
+	sink.Wait(t, 10*time.Second, "restarted, seen, new happening", func(s *recSink) bool {
+		return s.RestartedN[ref] == 1 && s.SeenN[ref] == 2 && len(s.Hs[ref]) == 4
 	})
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if h := sink.hs[ref][3]; h.Seq != 1 || h.Kind != "clip_ended" {
-		t.Fatalf("after restart: %+v (%v)", h, sink.log)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if h := sink.Hs[ref][3]; h.Seq != 1 || h.Kind != "clip_ended" {
+		t.Fatalf("after restart: %+v (%v)", h, sink.Log)
 	}
 }
 
@@ -113,17 +114,17 @@ func TestRestartInPlace(t *testing.T) {
 	if err := l.Add(ref, ""); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.seen[ref] == 1 && len(s.changed[ref]) >= 6 })
+	sink.Wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.SeenN[ref] == 1 && len(s.States[ref]) >= 6 })
 	time.Sleep(100 * time.Millisecond) // the stream has served a while
 	tb.Board.Restart(0)
-	sink.wait(t, 10*time.Second, "restarted and seen again", func(s *recSink) bool { return s.restarted[ref] == 1 && s.seen[ref] == 2 })
+	sink.Wait(t, 10*time.Second, "restarted and seen again", func(s *recSink) bool { return s.RestartedN[ref] == 1 && s.SeenN[ref] == 2 })
 	if rep, err := l.Call(context.Background(), ref, "GET", "/info", nil); err != nil || rep.Status != 200 {
 		t.Fatalf("GET /info after the restart: %+v %v", rep, err)
 	}
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if len(sink.lost[ref]) != 0 {
-		t.Fatalf("reported lost across an in-place restart: %v", sink.lost[ref])
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if len(sink.LostWhy[ref]) != 0 {
+		t.Fatalf("reported lost across an in-place restart: %v", sink.LostWhy[ref])
 	}
 }
 
@@ -142,7 +143,7 @@ func TestCallsHostAndPassword(t *testing.T) {
 	if err := l.Add(local, ""); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 10*time.Second, "seen both ways", func(s *recSink) bool { return s.seen[ip] == 1 && s.seen[local] == 1 })
+	sink.Wait(t, 10*time.Second, "seen both ways", func(s *recSink) bool { return s.SeenN[ip] == 1 && s.SeenN[local] == 1 })
 	if n := tb.Board.Current().Hub.Streams(); n != 2 {
 		t.Fatalf("%d streams, want one per base URL", n)
 	}
@@ -194,7 +195,7 @@ func TestCallsHostAndPassword(t *testing.T) {
 		t.Fatalf("bad path: %v", err)
 	}
 	l.Remove(local)
-	sink.wait(t, 5*time.Second, "removed board lost", func(s *recSink) bool { return len(s.lost[local]) == 1 })
+	sink.Wait(t, 5*time.Second, "removed board lost", func(s *recSink) bool { return len(s.LostWhy[local]) == 1 })
 	if _, err := l.Call(ctx, local, "GET", "/info", nil); !errors.Is(err, fleet.ErrUnknownBoard) {
 		t.Fatalf("removed board: %v", err)
 	}
@@ -211,10 +212,10 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("call: %v", err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if len(sink.seen) != 0 || len(sink.lost) != 0 {
-		t.Fatalf("log %v", sink.log)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if len(sink.SeenN) != 0 || len(sink.LostWhy) != 0 {
+		t.Fatalf("log %v", sink.Log)
 	}
 }
 
@@ -233,7 +234,7 @@ func TestHoloBoardProcess(t *testing.T) {
 	if err := l.Add(b.URL, ""); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 20*time.Second, "seen", func(s *recSink) bool { return s.seen[b.URL] == 1 && len(s.changed[b.URL]) >= 5 })
+	sink.Wait(t, 20*time.Second, "seen", func(s *recSink) bool { return s.SeenN[b.URL] == 1 && len(s.States[b.URL]) >= 5 })
 	ctx := context.Background()
 	rep, err := l.CallRaw(ctx, b.URL, "PUT", "/fs/file?path=/clip.mov&overwrite=true", "application/octet-stream", strings.NewReader(string(clip)), int64(len(clip)))
 	if err != nil || rep.Status/100 != 2 {
@@ -243,10 +244,10 @@ func TestHoloBoardProcess(t *testing.T) {
 	if err != nil || rep.Status != http.StatusOK {
 		t.Fatalf("show: %+v %v", rep, err)
 	}
-	sink.wait(t, 10*time.Second, "clip_started and screen state", func(s *recSink) bool {
-		for _, h := range s.hs[b.URL] {
+	sink.Wait(t, 10*time.Second, "clip_started and screen state", func(s *recSink) bool {
+		for _, h := range s.Hs[b.URL] {
 			if h.Kind == "clip_started" && field(h.Data, "path") == "/clip.mov" {
-				return field(s.changed[b.URL]["screen"], "showing") == "clip"
+				return field(s.States[b.URL]["screen"], "showing") == "clip"
 			}
 		}
 		return false

@@ -18,9 +18,9 @@ func TestLogKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := "http://" + p.Addr()
-	sink.wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.seen[ref] == 1 })
+	sink.Wait(t, 10*time.Second, "seen", func(s *recSink) bool { return s.SeenN[ref] == 1 })
 	p.Cut()
-	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost[ref]) == 1 })
+	sink.Wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.LostWhy[ref]) == 1 })
 	id := tb.Board.Identity().ID
 	logs.WantKeys(t, "lan: board found", map[string]string{"board": id, "transport": "lan", "url": ref})
 	logs.WantKeys(t, "lan: board lost", map[string]string{"board": id, "transport": "lan", "url": ref, "reason": "*"})

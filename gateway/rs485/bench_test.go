@@ -39,9 +39,9 @@ func BenchmarkGroupFire(b *testing.B) {
 		boards = append(boards, startBoard(b, line, a, []int{4}))
 	}
 	l, sink := startMaster(b, line, Options{Addresses: addrs(16), PollInterval: time.Hour})
-	sink.wait(b, 60*time.Second, "16 boards", func(s *recSink) bool {
+	sink.Wait(b, 60*time.Second, "16 boards", func(s *recSink) bool {
 		n := 0
-		for _, m := range s.changed {
+		for _, m := range s.States {
 			if len(m) >= 5 {
 				n++
 			}
@@ -101,9 +101,9 @@ func BenchmarkEventLatency(b *testing.B) {
 		boards = append(boards, startBoard(b, line, a, nil))
 	}
 	l, sink := startMaster(b, line, Options{Addresses: addrs(32), PollInterval: -1})
-	sink.wait(b, 120*time.Second, "32 boards", func(s *recSink) bool {
+	sink.Wait(b, 120*time.Second, "32 boards", func(s *recSink) bool {
 		n := 0
-		for _, m := range s.changed {
+		for _, m := range s.States {
 			if len(m) >= 5 {
 				n++
 			}
@@ -111,9 +111,9 @@ func BenchmarkEventLatency(b *testing.B) {
 		return n == 32
 	})
 	got := make(chan fleet.Happening, 64)
-	sink.mu.Lock()
-	sink.latency = func(h fleet.Happening) { got <- h }
-	sink.mu.Unlock()
+	sink.Mu.Lock()
+	sink.OnHappening = func(h fleet.Happening) { got <- h }
+	sink.Mu.Unlock()
 	b.ReportAllocs()
 	var spent, cycles time.Duration
 	n := 0

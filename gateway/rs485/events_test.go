@@ -13,28 +13,15 @@ import (
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/bus/stream"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/fleet/fleettest"
 )
-
-// checkOrder fails unless hs are n happenings numbered from first up,
-// without gaps, each carrying the JSON the board emitted.
-func checkOrder(t *testing.T, hs []fleet.Happening, first uint16, n int) {
-	t.Helper()
-	if len(hs) != n {
-		t.Fatalf("%d happenings, want %d: %v", len(hs), n, hs)
-	}
-	for i, h := range hs {
-		if h.Seq != first+uint16(i) || field(h.Data, "seq") != fmt.Sprint(h.Seq) || field(h.Data, "event") != h.Kind {
-			t.Fatalf("happening %d: %s %d %s", i, h.Kind, h.Seq, h.Data)
-		}
-	}
-}
 
 func TestEventsInOrder(t *testing.T) {
 	line := newLine(t, simline.Faults{})
 	b1 := startBoard(t, line, 1, nil)
 	b2 := startBoard(t, line, 2, nil)
 	_, sink := startMaster(t, line, Options{Addresses: addrs(2)})
-	sink.wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.changed["2"]) >= 5 })
+	sink.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["2"]) >= 5 })
 	for i := range 25 {
 		b1.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
 		if i%3 == 0 {
@@ -44,14 +31,14 @@ func TestEventsInOrder(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 		}
 	}
-	sink.wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.hs["1"]) >= 25 && len(s.hs["2"]) >= 9 })
+	sink.Wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.Hs["1"]) >= 25 && len(s.Hs["2"]) >= 9 })
 	time.Sleep(200 * time.Millisecond)
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	checkOrder(t, sink.hs["1"], 1, 25)
-	checkOrder(t, sink.hs["2"], 1, 9)
-	if field(sink.hs["1"][7].Data, "x") != "7" {
-		t.Fatalf("fields lost: %s", sink.hs["1"][7].Data)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	fleettest.CheckOrder(t, sink.Hs["1"], 1, 25)
+	fleettest.CheckOrder(t, sink.Hs["2"], 1, 9)
+	if field(sink.Hs["1"][7].Data, "x") != "7" {
+		t.Fatalf("fields lost: %s", sink.Hs["1"][7].Data)
 	}
 }
 
@@ -61,26 +48,26 @@ func TestUnplugged(t *testing.T) {
 	line := newLine(t, simline.Faults{})
 	b := startBoard(t, line, 4, nil)
 	_, sink := startMaster(t, line, Options{Addresses: addrs(5), PollInterval: 20 * time.Millisecond})
-	sink.wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.changed["4"]) >= 5 })
+	sink.Wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.States["4"]) >= 5 })
 	b.Emit("clip_started", map[string]any{"path": "/a.mov", "loop": false, "plays": 1, "frames": 10, "fps": 10})
-	sink.wait(t, 5*time.Second, "first happening", func(s *recSink) bool { return len(s.hs["4"]) == 1 })
+	sink.Wait(t, 5*time.Second, "first happening", func(s *recSink) bool { return len(s.Hs["4"]) == 1 })
 
 	b.node.SetSilent(true)
-	sink.wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.lost["4"]) == 1 })
+	sink.Wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.LostWhy["4"]) == 1 })
 	for range 3 {
 		b.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 	}
 	b.node.SetSilent(false)
-	sink.wait(t, 10*time.Second, "seen again with the missed happenings", func(s *recSink) bool {
-		return s.seen["4"] == 2 && len(s.hs["4"]) == 4
+	sink.Wait(t, 10*time.Second, "seen again with the missed happenings", func(s *recSink) bool {
+		return s.SeenN["4"] == 2 && len(s.Hs["4"]) == 4
 	})
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	checkOrder(t, sink.hs["4"], 1, 4)
-	if sink.restarted["4"] != 0 {
-		t.Fatalf("restart reported for a board that did not restart: %v", sink.log)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	fleettest.CheckOrder(t, sink.Hs["4"], 1, 4)
+	if sink.RestartedN["4"] != 0 {
+		t.Fatalf("restart reported for a board that did not restart: %v", sink.Log)
 	}
-	t.Logf("lost reason: %s", sink.lost["4"][0])
+	t.Logf("lost reason: %s", sink.LostWhy["4"][0])
 }
 
 // TestRestart: a board restarted (POST /restart over the link) is
@@ -90,29 +77,29 @@ func TestRestart(t *testing.T) {
 	line := newLine(t, simline.Faults{})
 	b := startBoard(t, line, 6, nil)
 	l, sink := startMaster(t, line, Options{Addresses: addrs(6), PollInterval: 20 * time.Millisecond, PingEvery: 2})
-	sink.wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.changed["6"]) >= 5 })
+	sink.Wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.States["6"]) >= 5 })
 	for range 4 {
 		b.Emit("touch", map[string]any{"action": "up", "x": 1, "y": 2})
 	}
-	sink.wait(t, 5*time.Second, "4 happenings", func(s *recSink) bool { return len(s.hs["6"]) == 4 })
+	sink.Wait(t, 5*time.Second, "4 happenings", func(s *recSink) bool { return len(s.Hs["6"]) == 4 })
 	// Wait for an uptime of at least 1 s so that the restart shows.
 	time.Sleep(1200 * time.Millisecond)
 	rep, err := l.Call(context.Background(), "6", "POST", "/restart", []byte(`{"delay_ms":200}`))
 	if err != nil || rep.Status != 202 {
 		t.Fatalf("restart: %+v %v", rep, err)
 	}
-	sink.wait(t, 15*time.Second, "restarted and seen again", func(s *recSink) bool { return s.restarted["6"] == 1 && s.seen["6"] >= 2 })
-	sink.wait(t, 5*time.Second, "events enabled again", func(s *recSink) bool { return len(s.changed["6"]) >= 5 })
+	sink.Wait(t, 15*time.Second, "restarted and seen again", func(s *recSink) bool { return s.RestartedN["6"] == 1 && s.SeenN["6"] >= 2 })
+	sink.Wait(t, 5*time.Second, "events enabled again", func(s *recSink) bool { return len(s.States["6"]) >= 5 })
 	time.Sleep(300 * time.Millisecond)
 	b.Emit("scene_ended", map[string]any{"name": "x", "then": "off", "by": "end"})
-	sink.wait(t, 5*time.Second, "happening after restart", func(s *recSink) bool { return len(s.hs["6"]) == 5 })
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if h := sink.hs["6"][4]; h.Seq != 1 || h.Kind != "scene_ended" {
+	sink.Wait(t, 5*time.Second, "happening after restart", func(s *recSink) bool { return len(s.Hs["6"]) == 5 })
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if h := sink.Hs["6"][4]; h.Seq != 1 || h.Kind != "scene_ended" {
 		t.Fatalf("after restart: %+v", h)
 	}
-	if sink.restarted["6"] != 1 || len(sink.lost["6"]) > 1 {
-		t.Fatalf("log %v", sink.log)
+	if sink.RestartedN["6"] != 1 || len(sink.LostWhy["6"]) > 1 {
+		t.Fatalf("log %v", sink.Log)
 	}
 }
 
@@ -124,7 +111,7 @@ func TestNoisyLine(t *testing.T) {
 	b1 := startBoard(t, line, 1, nil)
 	startBoard(t, line, 2, nil)
 	l, sink := startMaster(t, line, Options{Addresses: addrs(3), PollInterval: 10 * time.Millisecond, ReplyWait: 100 * time.Millisecond})
-	sink.wait(t, 20*time.Second, "two boards", func(s *recSink) bool { return len(s.changed["1"]) >= 5 && len(s.changed["2"]) >= 5 })
+	sink.Wait(t, 20*time.Second, "two boards", func(s *recSink) bool { return len(s.States["1"]) >= 5 && len(s.States["2"]) >= 5 })
 	if err := line.SetFaults(simline.Faults{FlipRate: 0.01, DropRate: 0.01, NoiseRate: 0.002}); err != nil {
 		t.Fatal(err)
 	}
@@ -157,11 +144,11 @@ func TestNoisyLine(t *testing.T) {
 	}
 	// Once the line is clean again every touch arrives (20, fewer than the
 	// 32 a board keeps), in order, once.
-	sink.wait(t, 20*time.Second, "every touch", func(s *recSink) bool { return len(s.hs["1"]) >= 20 })
+	sink.Wait(t, 20*time.Second, "every touch", func(s *recSink) bool { return len(s.Hs["1"]) >= 20 })
 	time.Sleep(200 * time.Millisecond)
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	checkOrder(t, sink.hs["1"], 1, 20)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	fleettest.CheckOrder(t, sink.Hs["1"], 1, 20)
 }
 
 // rogue is a node that answers every request to addr with replies that

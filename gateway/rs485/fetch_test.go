@@ -14,6 +14,7 @@ import (
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/bus/stream"
+	"github.com/holofleet/holofleet/gateway/fleet/fleettest"
 )
 
 // scriptBoard is a board reduced to its link event queue: it keeps every
@@ -149,17 +150,17 @@ func TestLostFetchReply(t *testing.T) {
 			sb := &scriptBoard{addr: 7, loseFetch: tc.lose}
 			sb.start(t, line)
 			_, sink := startMaster(t, line, Options{Addresses: []int{7}, PollInterval: 10 * time.Millisecond, PollWait: 100 * time.Millisecond})
-			sink.wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.changed["7"]) >= 5 })
+			sink.Wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.States["7"]) >= 5 })
 			if tc.before > 0 {
 				sb.emit(tc.before)
-				sink.wait(t, 5*time.Second, "first happenings", func(s *recSink) bool { return len(s.hs["7"]) >= tc.before })
+				sink.Wait(t, 5*time.Second, "first happenings", func(s *recSink) bool { return len(s.Hs["7"]) >= tc.before })
 			}
 			sb.emit(3)
-			sink.wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.hs["7"]) >= tc.before+3 })
+			sink.Wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.Hs["7"]) >= tc.before+3 })
 			time.Sleep(100 * time.Millisecond)
-			sink.mu.Lock()
-			defer sink.mu.Unlock()
-			checkOrder(t, sink.hs["7"], 1, tc.before+3)
+			sink.Mu.Lock()
+			defer sink.Mu.Unlock()
+			fleettest.CheckOrder(t, sink.Hs["7"], 1, tc.before+3)
 			sb.mu.Lock()
 			defer sb.mu.Unlock()
 			if !sb.refused || sb.fetches < tc.lose {

@@ -3,17 +3,15 @@ package rs485
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/link"
-	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/fleet/fleettest"
 )
 
 // testBoard is an in-process board on a simulated line.
@@ -95,110 +93,12 @@ func startMaster(t testing.TB, line *simline.Line, o Options) (*Line, *recSink) 
 }
 
 // recSink records what a driver reports.
-type recSink struct {
-	mu        sync.Mutex
-	seen      map[string]int
-	infos     map[string]json.RawMessage
-	lost      map[string][]string
-	restarted map[string]int
-	hs        map[string][]fleet.Happening
-	changed   map[string]map[string]json.RawMessage
-	log       []string
-	bad       []string
-	latency   func(fleet.Happening) // benchmark hook
-}
+type recSink = fleettest.Sink
 
-func newRecSink() *recSink {
-	return &recSink{seen: map[string]int{}, infos: map[string]json.RawMessage{}, lost: map[string][]string{},
-		restarted: map[string]int{}, hs: map[string][]fleet.Happening{}, changed: map[string]map[string]json.RawMessage{}}
-}
+func newRecSink() *recSink { return fleettest.NewSink() }
 
-func (s *recSink) Seen(ref fleet.Ref, info json.RawMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seen[ref.Addr]++
-	if info != nil {
-		s.infos[ref.Addr] = info
-	}
-	s.log = append(s.log, "seen "+ref.Addr)
-}
-
-func (s *recSink) Lost(ref fleet.Ref, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lost[ref.Addr] = append(s.lost[ref.Addr], reason)
-	s.log = append(s.log, "lost "+ref.Addr)
-}
-
-func (s *recSink) Happened(ref fleet.Ref, hs []fleet.Happening) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, h := range hs {
-		if !json.Valid(h.Data) {
-			s.bad = append(s.bad, "invalid json "+string(h.Data))
-		}
-		if s.latency != nil {
-			s.latency(h)
-		}
-	}
-	s.hs[ref.Addr] = append(s.hs[ref.Addr], hs...)
-}
-
-func (s *recSink) Changed(ref fleet.Ref, kind string, state json.RawMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !json.Valid(state) {
-		s.bad = append(s.bad, "invalid state "+kind)
-	}
-	m := s.changed[ref.Addr]
-	if m == nil {
-		m = map[string]json.RawMessage{}
-		s.changed[ref.Addr] = m
-	}
-	m[kind] = state
-}
-
-func (s *recSink) Restarted(ref fleet.Ref) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.restarted[ref.Addr]++
-	s.log = append(s.log, "restarted "+ref.Addr)
-}
-
-// wait polls cond under the sink's lock until it holds or timeout.
-func (s *recSink) wait(t testing.TB, timeout time.Duration, what string, cond func(s *recSink) bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s.mu.Lock()
-		ok := cond(s)
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("timed out waiting for %s; sink log %v", what, s.log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// field reads a top-level string field of a JSON object.
-func field(b json.RawMessage, name string) string {
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	switch v := m[name].(type) {
-	case string:
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(v)
-	}
-	return ""
-}
+// field reads a top-level field of a JSON object as text.
+var field = fleettest.Field
 
 type recorder struct {
 	h    http.Header

@@ -40,8 +40,8 @@ func TestHoloBoardProcess(t *testing.T) {
 	proc := boardtest.Start(t, dir, "--uart", "simline://"+sock)
 	startBoard(t, line, 13, []int{3})
 	l, sink := startMaster(t, line, Options{Addresses: []int{11, 12, 13}})
-	sink.wait(t, 30*time.Second, "both boards with states", func(s *recSink) bool {
-		return s.changed["12"]["leds"] != nil && s.changed["13"]["leds"] != nil && s.changed["12"]["link"] != nil
+	sink.Wait(t, 30*time.Second, "both boards with states", func(s *recSink) bool {
+		return s.States["12"]["leds"] != nil && s.States["13"]["leds"] != nil && s.States["12"]["link"] != nil
 	})
 	rep, err := l.Call(context.Background(), "12", "GET", "/info", nil)
 	if err != nil || rep.Status != 200 || field(rep.Body, "api") != "1" {
@@ -50,15 +50,15 @@ func TestHoloBoardProcess(t *testing.T) {
 	if err := l.Group(context.Background(), 3, &frame.LEDsRequest{Mode: frame.LEDFlicker, R: 255, Flags: frame.LEDNewColour}); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 10*time.Second, "both flicker", func(s *recSink) bool {
-		return field(s.changed["12"]["leds"], "mode") == "flicker" && field(s.changed["13"]["leds"], "mode") == "flicker"
+	sink.Wait(t, 10*time.Second, "both flicker", func(s *recSink) bool {
+		return field(s.States["12"]["leds"], "mode") == "flicker" && field(s.States["13"]["leds"], "mode") == "flicker"
 	})
 	// A change made over HTTP shows at the next poll (status block).
 	if r := proc.Do("PATCH", "/leds", map[string]any{"mode": "rainbow"}); r.Status != 200 {
 		t.Fatalf("PATCH over HTTP: %d", r.Status)
 	}
-	sink.wait(t, 10*time.Second, "rainbow seen by polling", func(s *recSink) bool {
-		return field(s.changed["12"]["leds"], "mode") == "rainbow"
+	sink.Wait(t, 10*time.Second, "rainbow seen by polling", func(s *recSink) bool {
+		return field(s.States["12"]["leds"], "mode") == "rainbow"
 	})
 	// Happenings of the process arrive: a touch cannot be made over HTTP,
 	// a clip can; a colour shown replaces nothing, so use a scene-less
@@ -68,5 +68,5 @@ func TestHoloBoardProcess(t *testing.T) {
 	if r := proc.Do("POST", "/restart", map[string]any{"delay_ms": 200}); r.Status != 202 {
 		t.Fatalf("restart: %d", r.Status)
 	}
-	sink.wait(t, 30*time.Second, "restart noticed", func(s *recSink) bool { return s.restarted["12"] == 1 && s.seen["12"] >= 2 })
+	sink.Wait(t, 30*time.Second, "restart noticed", func(s *recSink) bool { return s.RestartedN["12"] == 1 && s.SeenN["12"] >= 2 })
 }

@@ -33,13 +33,13 @@ func TestDiscoveryCallNative(t *testing.T) {
 		startBoard(t, line, a, []int{1 + a%2})
 	}
 	l, sink := startMaster(t, line, Options{Addresses: addrs(8), ReplyWait: 500 * time.Millisecond})
-	sink.wait(t, 20*time.Second, "three boards seen", func(s *recSink) bool { return len(s.seen) == 3 })
+	sink.Wait(t, 20*time.Second, "three boards seen", func(s *recSink) bool { return len(s.SeenN) == 3 })
 	got := []string{}
-	sink.mu.Lock()
-	for a := range sink.seen {
+	sink.Mu.Lock()
+	for a := range sink.SeenN {
 		got = append(got, a)
 	}
-	sink.mu.Unlock()
+	sink.Mu.Unlock()
 	slices.Sort(got)
 	if d := cmp.Diff(got, []string{"2", "5", "7"}); d != "" {
 		t.Fatalf("boards seen (-got +want)\n%s", d)
@@ -47,14 +47,14 @@ func TestDiscoveryCallNative(t *testing.T) {
 	if d := cmp.Diff(l.Boards(), []int{2, 5, 7}); d != "" {
 		t.Fatalf("Boards (-got +want)\n%s", d)
 	}
-	sink.wait(t, 10*time.Second, "link and states of board 5", func(s *recSink) bool {
-		return s.changed["5"]["link"] != nil && s.changed["5"]["leds"] != nil && s.changed["5"]["screen"] != nil
+	sink.Wait(t, 10*time.Second, "link and states of board 5", func(s *recSink) bool {
+		return s.States["5"]["link"] != nil && s.States["5"]["leds"] != nil && s.States["5"]["screen"] != nil
 	})
-	sink.mu.Lock()
-	if field(sink.infos["5"], "api") != "1" || field(sink.infos["5"], "hostname") == "" {
-		t.Errorf("info of 5: %s", sink.infos["5"])
+	sink.Mu.Lock()
+	if field(sink.Infos["5"], "api") != "1" || field(sink.Infos["5"], "hostname") == "" {
+		t.Errorf("info of 5: %s", sink.Infos["5"])
 	}
-	sink.mu.Unlock()
+	sink.Mu.Unlock()
 
 	ctx := context.Background()
 	rep, err := l.Call(ctx, "5", "PATCH", "/leds", []byte(`{"mode":"solid","colour":"#102030"}`))
@@ -111,13 +111,13 @@ func TestDiscoveryCallNative(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// The changing call reported the new state.
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if c := field(sink.changed["5"]["leds"], "colour"); c != "#102030" {
-		t.Fatalf("leds state after PATCH: %s", sink.changed["5"]["leds"])
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if c := field(sink.States["5"]["leds"], "colour"); c != "#102030" {
+		t.Fatalf("leds state after PATCH: %s", sink.States["5"]["leds"])
 	}
-	if len(sink.bad) > 0 {
-		t.Fatal(sink.bad)
+	if len(sink.Bad) > 0 {
+		t.Fatal(sink.Bad)
 	}
 }
 
@@ -129,7 +129,7 @@ func TestConformance(t *testing.T) {
 	line := newLine(t, simline.Faults{})
 	startBoard(t, line, 3, nil)
 	l, sink := startMaster(t, line, Options{Addresses: []int{3}})
-	sink.wait(t, 20*time.Second, "board seen", func(s *recSink) bool { return s.seen["3"] > 0 })
+	sink.Wait(t, 20*time.Second, "board seen", func(s *recSink) bool { return s.SeenN["3"] > 0 })
 	ctx := context.Background()
 	for _, c := range linktest.Lines {
 		method, rest, _ := strings.Cut(c.Line, " ")
@@ -186,9 +186,9 @@ func TestGroup(t *testing.T) {
 		boards = append(boards, startBoard(t, line, a, groups))
 	}
 	l, sink := startMaster(t, line, Options{Addresses: addrs(4)})
-	sink.wait(t, 20*time.Second, "four boards with link and leds", func(s *recSink) bool {
+	sink.Wait(t, 20*time.Second, "four boards with link and leds", func(s *recSink) bool {
 		for a := 1; a <= 4; a++ {
-			if s.changed[fmt.Sprint(a)]["leds"] == nil || s.changed[fmt.Sprint(a)]["link"] == nil {
+			if s.States[fmt.Sprint(a)]["leds"] == nil || s.States[fmt.Sprint(a)]["link"] == nil {
 				return false
 			}
 		}
@@ -199,8 +199,8 @@ func TestGroup(t *testing.T) {
 	if err := l.Group(ctx, 1, &frame.LEDsRequest{Mode: frame.LEDSolid, R: 0, G: 255, B: 0, Brightness: 20, Flags: frame.LEDNewColour}); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 10*time.Second, "odd boards green", func(s *recSink) bool {
-		return field(s.changed["1"]["leds"], "colour") == "#00ff00" && field(s.changed["3"]["leds"], "colour") == "#00ff00"
+	sink.Wait(t, 10*time.Second, "odd boards green", func(s *recSink) bool {
+		return field(s.States["1"]["leds"], "colour") == "#00ff00" && field(s.States["3"]["leds"], "colour") == "#00ff00"
 	})
 	for _, b := range boards {
 		want := "off"
@@ -214,9 +214,9 @@ func TestGroup(t *testing.T) {
 	if err := l.GroupCall(ctx, 2, "PATCH", "/leds", []byte(`{"mode":"rainbow"}`)); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 10*time.Second, "every board rainbow", func(s *recSink) bool {
+	sink.Wait(t, 10*time.Second, "every board rainbow", func(s *recSink) bool {
 		for a := 1; a <= 4; a++ {
-			if field(s.changed[fmt.Sprint(a)]["leds"], "mode") != "rainbow" {
+			if field(s.States[fmt.Sprint(a)]["leds"], "mode") != "rainbow" {
 				return false
 			}
 		}
@@ -225,9 +225,9 @@ func TestGroup(t *testing.T) {
 	if err := l.Group(ctx, 0, &frame.BacklightRequest{Percent: 7}); err != nil {
 		t.Fatal(err)
 	}
-	sink.wait(t, 10*time.Second, "every backlight 7", func(s *recSink) bool {
+	sink.Wait(t, 10*time.Second, "every backlight 7", func(s *recSink) bool {
 		for a := 1; a <= 4; a++ {
-			if field(s.changed[fmt.Sprint(a)]["screen"], "backlight") != "7" {
+			if field(s.States[fmt.Sprint(a)]["screen"], "backlight") != "7" {
 				return false
 			}
 		}
