@@ -128,7 +128,7 @@ type Bridge struct {
 	// before the connect loop can connect again).
 	losses  atomic.Uint64
 	lost    chan struct{} // a connection ended: for connectLoop (buffered 1)
-	lostPub chan struct{} // the same for publishLoop
+	lostPub chan struct{} // wakes publishLoop to compare losses
 	up      chan struct{} // a connection began (buffered 1)
 
 	// retained is the last payload of every retained topic; dirty lists
@@ -585,14 +585,6 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 			case <-b.up:
 			}
 			losses = b.losses.Load()
-			// A loss signalled before this connection came up (while the
-			// loop already knew it was down) is stale: taken later, it
-			// would drop a good connection the connect loop no longer
-			// watches. A loss of this connection is seen below.
-			select {
-			case <-b.lostPub:
-			default:
-			}
 			if !b.client.IsConnectionOpen() {
 				continue
 			}
@@ -651,7 +643,12 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 		case <-more:
 		case <-rmore:
 		case <-b.lostPub:
-			fail(false)
+			// Only a loss counted since this connection came up ends it: a
+			// signal left from an earlier one would drop a good connection
+			// the connect loop no longer watches.
+			if b.losses.Load() != losses {
+				fail(false)
+			}
 		case <-b.up:
 			// A new connection while this one was thought up: start over
 			// on it.

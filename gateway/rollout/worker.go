@@ -170,14 +170,13 @@ func (w *worker) drive(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			switch {
-			case errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting && w.e.settling(err):
+			if errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting {
+				if !w.e.settling(err) {
+					return w.retry(ctx, w.board(), err)
+				}
 				// The gateway has just started and its fleet has not
 				// found the board again yet: no retry is spent on that.
-				wait = true
-				err = nil
-			case errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting:
-				return w.retry(ctx, w.board(), err)
+				wait, err = true, nil
 			}
 		}
 		if err != nil {
@@ -325,7 +324,7 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		return true, nil
 
 	case PhaseSucceeded: // revert
-		b.Deadline = w.now().Add(w.rollout().Plan.Timeouts.Restart.D() + w.rollout().Plan.Timeouts.Confirm.D()).UTC()
+		b.Deadline = w.deadline()
 		return false, w.to(ctx, b, PhaseReverting, "back to "+b.FromSlot)
 
 	case PhaseReverting:
@@ -399,7 +398,7 @@ func (w *worker) staging(ctx context.Context, b *Board, v view, rstate string) (
 			}
 			defer w.e.releaseRestart(w.r, b.Board)
 		}
-		b.Deadline = w.now().Add(w.rollout().Plan.Timeouts.Restart.D() + w.rollout().Plan.Timeouts.Confirm.D()).UTC()
+		b.Deadline = w.deadline()
 		b.Phase, b.NextTry = PhaseActivating, time.Time{}
 		return false, w.e.saveVia(ctx, w.r, b, via, "")
 	}
@@ -441,10 +440,17 @@ func (w *worker) afterInline(ctx context.Context, b *Board, v view) (done bool, 
 // restarting records b restarting into ToSlot, its restart asked for now
 // (by the upload that carried the activation), after the steps via.
 func (w *worker) restarting(ctx context.Context, b *Board, via []Step, note string) error {
-	p := w.rollout().Plan
 	b.Phase, b.NextTry, b.Kicked = PhaseRestarting, time.Time{}, w.now().UTC()
-	b.Deadline = w.now().Add(p.Timeouts.Restart.D() + p.Timeouts.Confirm.D()).UTC()
+	b.Deadline = w.deadline()
 	return w.e.saveVia(ctx, w.r, b, via, note)
+}
+
+// deadline is when a board activated now must run its new image (or be
+// back on its old one) confirmed: the plan's restart and confirm
+// timeouts from now.
+func (w *worker) deadline() time.Time {
+	t := w.rollout().Plan.Timeouts
+	return w.now().Add(t.Restart.D() + t.Confirm.D()).UTC()
 }
 
 func busy(session string) bool {
@@ -490,7 +496,7 @@ func (w *worker) transfer(ctx context.Context, b *Board) error {
 		return w.pull(tctx)
 	}
 	if !b.Inline {
-		return w.upload(tctx, img, "")
+		return w.upload(tctx, img, "", nil)
 	}
 	var s ota.Session
 	if err := w.upload(tctx, img, "&activate=1&reboot=1", &s); err != nil {
@@ -508,8 +514,8 @@ func (w *worker) transfer(ctx context.Context, b *Board) error {
 }
 
 // upload sends the image with PUT /ota/image, query appended to its
-// sha256 parameter; a 2xx reply is decoded into out when given.
-func (w *worker) upload(ctx context.Context, img Image, query string, out ...any) error {
+// sha256 parameter; a 2xx reply is decoded into out unless it is nil.
+func (w *worker) upload(ctx context.Context, img Image, query string, out any) error {
 	f, _, err := w.e.o.Artifacts.Open(img.SHA256)
 	if err != nil {
 		return err
@@ -521,11 +527,7 @@ func (w *worker) upload(ctx context.Context, img Image, query string, out ...any
 	if err != nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: transfer timed out after %v", errTransient, w.rollout().Plan.Timeouts.Transfer.D())
 	}
-	var dst any
-	if len(out) > 0 {
-		dst = out[0]
-	}
-	return w.reply(rep, err, dst)
+	return w.reply(rep, err, out)
 }
 
 // pull asks the board to fetch the image from the gateway and waits
