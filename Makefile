@@ -22,7 +22,7 @@ run: ## The main job: the gateway with an embedded broker and a simulated instal
 	else echo "holo-gateway does not exist yet (issue 7); run one board instead: go run ./cmd/holo-board --data /tmp/holo-board --http 127.0.0.1:8080"; fi
 
 .PHONY: test
-test: ## The full suite: go vet, then every test with the race detector
+test: deps ## The full suite: the dependency rules, go vet, then every test with the race detector
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
@@ -44,8 +44,26 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 5s) each
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
+# Which parts may import which: bus/ is the wire and the shared vocabulary
+# (bus/boardapi), so it imports neither firmware/ nor gateway/ (tests
+# included); the firmware never imports the gateway; the gateway imports
+# the firmware only to run simulated boards (demo), to check firmware
+# images the way boards do, and for the board's mDNS names.
+GATEWAY_FIRMWARE_OK := firmware/fleetmode firmware/ota/image firmware/ota/flash firmware/network/mdns firmware/leds
+.PHONY: deps
+deps: ## Check the dependency rules between bus/, firmware/ and gateway/
+	@mod=$$($(GO) list -m); \
+	bad=$$($(GO) list -deps -test -f '{{.ImportPath}}' ./bus/... | grep -E "^$$mod/(firmware|gateway|cmd)(/|$$)" || true); \
+	if [ -n "$$bad" ]; then echo "deps: bus/ must not import firmware/, gateway/ or cmd/; it reaches:"; echo "$$bad"; exit 1; fi; \
+	bad=$$($(GO) list -deps -test -f '{{.ImportPath}}' ./firmware/... | grep -E "^$$mod/(gateway|cmd)(/|$$)" || true); \
+	if [ -n "$$bad" ]; then echo "deps: firmware/ must not import gateway/ or cmd/; it reaches:"; echo "$$bad"; exit 1; fi; \
+	bad=$$($(GO) list -f '{{$$p := .ImportPath}}{{range .Imports}}{{$$p}} -> {{.}}{{"\n"}}{{end}}' ./gateway/... | \
+	  awk -v mod="$$mod" -v ok="$(GATEWAY_FIRMWARE_OK)" 'BEGIN{n=split(ok,a," "); for(i=1;i<=n;i++) allow[mod "/" a[i]]=1} index($$3, mod "/firmware/")==1 && !($$3 in allow)'); \
+	if [ -n "$$bad" ]; then echo "deps: the gateway may import only $(GATEWAY_FIRMWARE_OK) of the firmware (shapes live in bus/boardapi):"; echo "$$bad"; exit 1; fi; \
+	echo "deps: ok"
+
 .PHONY: lint
-lint: ## go vet, gofmt and staticcheck
+lint: deps ## go vet, gofmt, staticcheck and the dependency rules
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)

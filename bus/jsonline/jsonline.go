@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/bus/boardapi"
 )
 
 // Limits of the line grammar.
@@ -41,11 +41,11 @@ const (
 var (
 	// ErrBadRequest (400 bad_request): no method, no path, bad address or
 	// tag, not UTF-8, or a body that is not a JSON object.
-	ErrBadRequest = api.ErrBadRequest
+	ErrBadRequest = boardapi.ErrBadRequest
 	// ErrNotFound (404 not_found): a method or path the link does not serve.
-	ErrNotFound = api.ErrNotFound
+	ErrNotFound = boardapi.ErrNotFound
 	// ErrTooLarge (413 too_large): a line over MaxLine bytes.
-	ErrTooLarge = api.ErrTooLarge
+	ErrTooLarge = boardapi.ErrTooLarge
 
 	// ErrEmpty is an empty line; the board ignores it without a reply.
 	ErrEmpty = errorString("jsonline: empty line")
@@ -264,22 +264,22 @@ func head(line []byte) (addr Address, tag []byte, rest []byte, err error) {
 		tok, r, sep := token(rest[1:])
 		a, ok := parseAddress(tok)
 		if !ok {
-			return Address{}, nil, nil, api.Errorf(ErrBadRequest, "bad address %q", clip(tok))
+			return Address{}, nil, nil, boardapi.Errorf(ErrBadRequest, "bad address %q", clip(tok))
 		}
 		addr = a
 		if !sep {
-			return addr, nil, nil, api.Errorf(ErrBadRequest, "nothing after the address")
+			return addr, nil, nil, boardapi.Errorf(ErrBadRequest, "nothing after the address")
 		}
 		rest = r
 	}
 	if len(rest) > 0 && rest[0] == '#' {
 		tok, r, sep := token(rest[1:])
 		if !validTag(tok) {
-			return addr, nil, nil, api.Errorf(ErrBadRequest, "bad tag %q", clip(tok))
+			return addr, nil, nil, boardapi.Errorf(ErrBadRequest, "bad tag %q", clip(tok))
 		}
 		tag = tok
 		if !sep {
-			return addr, tag, nil, api.Errorf(ErrBadRequest, "nothing after the tag")
+			return addr, tag, nil, boardapi.Errorf(ErrBadRequest, "nothing after the tag")
 		}
 		rest = r
 	}
@@ -376,7 +376,7 @@ func ParseRequest(line []byte) (Request, error) {
 	line, wire := trimEOL(line)
 	if wire > MaxLine {
 		r = ParseHead(line)
-		return r, api.Errorf(ErrTooLarge, "line of %d bytes, at most %d", wire, MaxLine)
+		return r, boardapi.Errorf(ErrTooLarge, "line of %d bytes, at most %d", wire, MaxLine)
 	}
 	if len(line) == 0 {
 		return r, ErrEmpty
@@ -390,26 +390,26 @@ func ParseRequest(line []byte) (Request, error) {
 		return r, err
 	}
 	if bytes.IndexByte(rest, '\n') >= 0 {
-		return r, api.Errorf(ErrBadRequest, "line feed inside the line")
+		return r, boardapi.Errorf(ErrBadRequest, "line feed inside the line")
 	}
 	if !utf8.Valid(rest) {
-		return r, api.Errorf(ErrBadRequest, "line is not UTF-8")
+		return r, boardapi.Errorf(ErrBadRequest, "line is not UTF-8")
 	}
 	tok, rest, sep := token(rest)
 	m, ok := method(tok)
 	if !ok {
 		if allCapitals(tok) {
-			return r, api.Errorf(ErrNotFound, "method %s is not served over the link", clip(tok))
+			return r, boardapi.Errorf(ErrNotFound, "method %s is not served over the link", clip(tok))
 		}
-		return r, api.Errorf(ErrBadRequest, "no method")
+		return r, boardapi.Errorf(ErrBadRequest, "no method")
 	}
 	r.Method = m
 	if !sep || len(rest) == 0 {
-		return r, api.Errorf(ErrBadRequest, "no path")
+		return r, boardapi.Errorf(ErrBadRequest, "no path")
 	}
 	p, rest, _ := token(rest)
 	if !validPath(p) {
-		return r, api.Errorf(ErrBadRequest, "path must start with /")
+		return r, boardapi.Errorf(ErrBadRequest, "path must start with /")
 	}
 	p = stripPrefix(p)
 	if s, ok := knownPath(p); ok {
@@ -420,7 +420,7 @@ func ParseRequest(line []byte) (Request, error) {
 	body := trimRightSpace(rest)
 	if len(body) > 0 {
 		if body[0] != '{' || !json.Valid(body) {
-			return r, api.Errorf(ErrBadRequest, "body is not a JSON object")
+			return r, boardapi.Errorf(ErrBadRequest, "body is not a JSON object")
 		}
 		r.Body = body
 	}
@@ -431,21 +431,21 @@ func ParseRequest(line []byte) (Request, error) {
 // back to r.
 func (r Request) Validate() error {
 	if !r.Addr.Valid() {
-		return api.Errorf(ErrBadRequest, "bad address")
+		return boardapi.Errorf(ErrBadRequest, "bad address")
 	}
 	if r.Tag != "" && !validTag([]byte(r.Tag)) {
-		return api.Errorf(ErrBadRequest, "bad tag")
+		return boardapi.Errorf(ErrBadRequest, "bad tag")
 	}
 	if _, ok := method([]byte(r.Method)); !ok {
-		return api.Errorf(ErrBadRequest, "bad method %q", r.Method)
+		return boardapi.Errorf(ErrBadRequest, "bad method %q", r.Method)
 	}
 	if !validPath([]byte(r.Path)) || !utf8.ValidString(r.Path) {
-		return api.Errorf(ErrBadRequest, "bad path %q", r.Path)
+		return boardapi.Errorf(ErrBadRequest, "bad path %q", r.Path)
 	}
 	if len(r.Body) > 0 {
 		b := trimRightSpace(r.Body)
 		if len(b) == 0 || b[0] != '{' || !json.Valid(b) || bytes.ContainsAny(b, "\n\r") {
-			return api.Errorf(ErrBadRequest, "body is not a one-line JSON object")
+			return boardapi.Errorf(ErrBadRequest, "body is not a one-line JSON object")
 		}
 	}
 	return nil
@@ -495,7 +495,7 @@ func ParseReply(line []byte) (Reply, error) {
 	}
 	addr, tag, rest, err := head(line)
 	if err != nil {
-		return r, errorf(ErrBadReply, "%s", api.Wrap(err).Message)
+		return r, errorf(ErrBadReply, "%s", boardapi.Wrap(err).Message)
 	}
 	if addr.IsSet() && addr.Kind != BoardAddr {
 		return r, errorf(ErrBadReply, "address %s is not a board", addr)
@@ -597,7 +597,7 @@ func ReplyFor(req Request, self Address) Reply {
 // the error's status and its {"error","message"} body. Errors that are not
 // board API errors become 500 internal.
 func ErrorReply(req Request, self Address, err error) Reply {
-	e := api.Wrap(err)
+	e := boardapi.Wrap(err)
 	r := ReplyFor(req, self)
 	r.Status = e.Status
 	r.Body = ErrorBody(e)
@@ -606,7 +606,7 @@ func ErrorReply(req Request, self Address, err error) Reply {
 
 // ErrorBody returns the {"error","message"} object for err.
 func ErrorBody(err error) json.RawMessage {
-	e := api.Wrap(err)
+	e := boardapi.Wrap(err)
 	b, mErr := json.Marshal(e)
 	if mErr != nil { // cannot happen: two strings
 		return json.RawMessage(`{"error":"internal","message":""}`)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/bus/boardapi"
 )
 
 var requestVectors = []struct {
@@ -74,7 +74,7 @@ func TestParseRequestErrors(t *testing.T) {
 	long := "GET /info {\"a\":\"" + strings.Repeat("x", MaxLine) + "\"}\n"
 	tests := []struct {
 		name, line string
-		want       *api.Error
+		want       *boardapi.Error
 		head       Request // address and tag kept for the error reply
 	}{
 		{"empty", "\n", nil, Request{}},

@@ -120,6 +120,49 @@ func Open(ctx context.Context, addr string) (io.ReadWriteCloser, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownScheme, u.Scheme)
 }
 
+// Check reports whether addr is an address Open would try, without
+// opening anything: a bad spelling or parameter fails with ErrBadAddress
+// or ErrUnknownScheme, so a command line can be refused before a binary
+// starts. Whether the device, socket or port is there is Open's to find.
+func Check(addr string) error {
+	switch {
+	case addr == SchemePty || addr == "pty:" || addr == "pty://":
+		return nil
+	case strings.HasPrefix(addr, "/"):
+		return nil
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
+	}
+	switch u.Scheme {
+	case SchemeTCP, SchemeTCPDial:
+		if u.Host == "" || u.Path != "" || u.RawQuery != "" {
+			return fmt.Errorf("%w: %q: want %s://HOST:PORT", ErrBadAddress, addr, u.Scheme)
+		}
+		return nil
+	case SchemeSerial:
+		if u.Host != "" || u.Path == "" {
+			return fmt.Errorf("%w: %q: want serial:///dev/NAME", ErrBadAddress, addr)
+		}
+		if _, err := serialConfig(u.Query()); err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
+		}
+		return nil
+	case SchemeSimline:
+		if u.Host != "" || u.Path == "" {
+			return fmt.Errorf("%w: %q: want simline:///path/to/hub.sock", ErrBadAddress, addr)
+		}
+		if _, err := nodeOptions(u.Query()); err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
+		}
+		return nil
+	case "":
+		return fmt.Errorf("%w: %q has no scheme", ErrUnknownScheme, addr)
+	}
+	return fmt.Errorf("%w: %q", ErrUnknownScheme, u.Scheme)
+}
+
 type namedConn struct {
 	io.ReadWriteCloser
 	name string

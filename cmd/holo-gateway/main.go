@@ -152,6 +152,25 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return o, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
+	// Every flag is checked here, before anything starts: a gateway must
+	// never serve for a while and then fail (or quietly drop a feature)
+	// over a flag it could have refused at once.
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return o, fmt.Errorf("%w: --listen %q: %v", errUsage, o.listen, err)
+	}
+	if err := o.mq.check(o.mqtt); err != nil {
+		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	for _, l := range o.lines {
+		if err := transport.Check(l); err != nil {
+			return o, fmt.Errorf("%w: --line %s: %w", errUsage, l, err)
+		}
+	}
+	for _, b := range o.boards {
+		if _, _, err := splitPassword(b); err != nil {
+			return o, fmt.Errorf("%w: --board %s: %w", errUsage, b, err)
+		}
+	}
 	return o, nil
 }
 

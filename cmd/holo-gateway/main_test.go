@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -35,6 +36,14 @@ var apiLine = regexp.MustCompile(`API:\s+(http://\S+)`)
 
 // start runs holo-gateway with args until the test ends and returns its
 // API base URL and its output.
+// TestMain gives the gateways the tests start an embedded broker on a free
+// port unless a test says otherwise: no test binds a fixed port, so the
+// suite passes while `make run` holds the default ones.
+func TestMain(m *testing.M) {
+	defaultBrokerPort = 0
+	os.Exit(m.Run())
+}
+
 func start(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

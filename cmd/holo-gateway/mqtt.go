@@ -5,14 +5,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 )
+
+// defaultBrokerPort is the embedded broker's port when --mqtt-port is not
+// given: broker.DefaultPort (tests point it at a port they hold, so no test
+// binds a fixed port).
+var defaultBrokerPort = broker.DefaultPort
 
 // mqttFlags are the MQTT bridge's options.
 type mqttFlags struct {
@@ -38,10 +46,10 @@ func (p portFlag) String() string {
 func (p portFlag) Set(v string) error { p.f.port, p.f.portSet = v, true; return nil }
 
 func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
-	f.port = fmt.Sprint(broker.DefaultPort)
+	f.port = fmt.Sprint(defaultBrokerPort)
 	fs.StringVar(&f.base, "mqtt-base", mqtt.DefaultBase, "MQTT topic root")
 	fs.StringVar(&f.haPrefix, "ha-prefix", mqtt.DefaultHAPrefix, "Home Assistant discovery prefix")
-	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", broker.DefaultPort))
+	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", defaultBrokerPort))
 	fs.StringVar(&f.user, "mqtt-user", "", "MQTT username (the embedded broker then requires it)")
 	fs.StringVar(&f.password, "mqtt-password", "", "MQTT password (or $HOLO_MQTT_PASSWORD)")
 	fs.StringVar(&f.ca, "mqtt-ca", "", "CA certificate (PEM) that signed the broker's certificate")
@@ -50,6 +58,30 @@ func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	fs.StringVar(&f.clientID, "mqtt-client-id", "", "MQTT client id (default holo-gateway-<base>-<random>)")
 	fs.StringVar(&f.channel, "mqtt-update-channel", mqtt.DefaultUpdateChannel, "release channel the Home Assistant update entities offer and install")
 	fs.BoolVar(&f.off, "no-mqtt", false, "run without the MQTT bridge")
+}
+
+// check refuses bad MQTT flags before anything starts.
+func (f mqttFlags) check(brokerURL string) error {
+	if f.off {
+		return nil
+	}
+	if err := mqtt.Check(mqtt.Options{Broker: brokerURL, Base: f.base, HAPrefix: f.haPrefix,
+		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key}); err != nil {
+		return fmt.Errorf("mqtt: %w", err)
+	}
+	if f.channel != "" {
+		if err := artifact.CheckChannel(f.channel); err != nil {
+			return fmt.Errorf("mqtt: --mqtt-update-channel: %w", err)
+		}
+	}
+	if brokerURL == "" {
+		host, port, err := net.SplitHostPort(broker.ListenAddr(f.port))
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || n < 0 || n > 65535 || (host != "" && net.ParseIP(strings.Trim(host, "[]")) == nil && host != "localhost") {
+			return fmt.Errorf("mqtt: --mqtt-port %q: want a port or host:port", f.port)
+		}
+	}
+	return nil
 }
 
 // newMQTT starts the embedded broker unless --mqtt names one, and builds
@@ -79,11 +111,11 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 			if f.portSet {
 				return component{}, fmt.Errorf("--mqtt-port %s: %w", f.port, err)
 			}
-			// The default port is taken (another gateway, a broker):
-			// run without MQTT rather than not at all.
-			e.log.Warn("mqtt: embedded broker not started", "err", err)
-			return component{name: "mqtt", banner: []string{"mqtt:     off: embedded broker port taken (" + err.Error() +
-				"); use --mqtt-port or --mqtt URL"}}, nil
+			// The default port is taken (another gateway, a broker). A
+			// gateway that quietly ran without MQTT would surprise its
+			// operator: say what to do instead.
+			return component{}, fmt.Errorf("mqtt: the embedded broker cannot listen on its default address %s (%w): "+
+				"give --mqtt-port PORT (0 picks a free one), --mqtt URL for another broker, or --no-mqtt", broker.ListenAddr(f.port), err)
 		}
 		brokerURL = br.URL()
 		lines = append(lines, "mqtt:     embedded broker "+brokerURL+"  (topics under "+f.base+"/, HA discovery under "+f.haPrefix+"/)")

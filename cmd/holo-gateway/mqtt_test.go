@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -84,19 +87,76 @@ func TestDemoMQTT(t *testing.T) {
 	}
 }
 
-// TestMQTTFlags checks the MQTT flags' bad values fail as usage errors.
+// TestMQTTFlags checks the MQTT flags' bad values fail as usage errors
+// before anything starts, even while the embedded broker's default port
+// is taken (a gateway used to skip MQTT there, never looked at the bad
+// flag, and served until the test timed out).
 func TestMQTTFlags(t *testing.T) {
+	holdDefaultBrokerPort(t)
 	for _, args := range [][]string{
 		{"--mqtt-base", "a/+/b"},
 		{"--ha-prefix", "$SYS"},
 		{"--mqtt", "gopher://x:1"},
 		{"--mqtt", "ssl://127.0.0.1:1", "--mqtt-cert", "only-cert.pem"},
 		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-update-channel", "Not A Channel"},
+		{"--mqtt-update-channel", "Not A Channel"},
+		{"--mqtt-port", "seventy"},
+		{"--mqtt-port", "127.0.0.1:99999"},
+		{"--line", "gopher://nowhere"},
+		{"--line", "serial:///dev/ttyX?baud=fast"},
+		{"--listen", "no-port"},
 	} {
 		var out, errb syncBuffer
-		code := run(t.Context(), append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0"}, args...), &out, &errb)
-		if code != 2 || !strings.Contains(errb.String(), "mqtt") {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		start := time.Now()
+		code := run(ctx, append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0"}, args...), &out, &errb)
+		cancel()
+		if code != 2 || errb.String() == "" {
 			t.Errorf("%v: exit %d %s", args, code, errb.String())
 		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%v: took %v to refuse", args, d)
+		}
+		if strings.Contains(out.String(), "API:") {
+			t.Errorf("%v: started before refusing:\n%s", args, out.String())
+		}
 	}
+}
+
+// TestDefaultBrokerPortTaken: with the embedded broker's default port
+// taken and no MQTT flag, the gateway exits at once with an error that
+// names the ways out, instead of running without MQTT.
+func TestDefaultBrokerPortTaken(t *testing.T) {
+	holdDefaultBrokerPort(t)
+	var out, errb syncBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	code := run(ctx, []string{"--data", t.TempDir(), "--listen", "127.0.0.1:0"}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout %s\nstderr %s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"--mqtt-port", "--no-mqtt", strconv.Itoa(defaultBrokerPort)} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("error does not name %s: %s", want, errb.String())
+		}
+	}
+	// --no-mqtt is a way out.
+	_, banner := start(t, "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--no-mqtt")
+	if !strings.Contains(banner.String(), "mqtt:     off (--no-mqtt)") {
+		t.Errorf("banner: %s", banner.String())
+	}
+}
+
+// holdDefaultBrokerPort takes a free loopback port and makes it the
+// embedded broker's default for the test, as `make run` holds 1884.
+func holdDefaultBrokerPort(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	old := defaultBrokerPort
+	defaultBrokerPort = ln.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { defaultBrokerPort = old })
 }

@@ -1,8 +1,8 @@
-// Package api holds the board API's shared vocabulary: the error type with
-// its stable codes, and the JSON shapes of the resources the board serves.
+// Package api is the firmware's side of the board API: decoding request
+// bodies with the specification's rules, writing replies and errors,
+// routes, and running a handler in process for the host link.
 //
-// The firmware serves these types over HTTP and the host link; the gateway
-// decodes board replies into the same types, so both sides agree on every
-// field, including the ones the specification leaves open (see
-// docs/spec-decisions.md).
+// The vocabulary both ends share (the error type with its stable codes,
+// the resources' JSON shapes) lives in the leaf package bus/boardapi; the
+// names here are aliases of it, so firmware code reads api.ErrBusy.
 package api

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"io"
 	"os"
 	"runtime/debug"
@@ -30,15 +31,9 @@ const Project = "holo-board"
 // outside Espressif's range (see the ota image package).
 const Chip = "holo-sim"
 
-// App is the application description shown in GET /info and /ota.
-type App struct {
-	Project   string `json:"project"`
-	Version   string `json:"version"`
-	Date      string `json:"date"`
-	Time      string `json:"time"`
-	IDF       string `json:"idf"`
-	ELFSHA256 string `json:"elf_sha256"`
-}
+// App is the application description shown in GET /info and /ota (see
+// bus/boardapi).
+type App = boardapi.App
 
 var (
 	once sync.Once

@@ -202,7 +202,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		s := link.DefaultSettings()
 		s.Groups = groups
 		s.Address = i + 1
-		if err := s.Validate(board.DefaultLEDGPIO); err != nil && o.Line != nil {
+		if err := link.ValidateSettings(s, board.DefaultLEDGPIO); err != nil && o.Line != nil {
 			return nil, fmt.Errorf("%w: board %d: %v", ErrOptions, i, err)
 		}
 		sb := &simBoard{info: Info{Index: i, Groups: groups, Dir: filepath.Join(o.BaseDir, fmt.Sprintf("board-%04d", i+1))}}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -71,27 +72,8 @@ type Server struct {
 	cancel context.CancelFunc
 }
 
-// Counters are the link's counters in GET /link.
-type Counters struct {
-	RxBytes     uint64 `json:"rx_bytes"`
-	TxBytes     uint64 `json:"tx_bytes"`
-	Frames      uint64 `json:"frames"`
-	Lines       uint64 `json:"lines"`
-	Replies     uint64 `json:"replies"`
-	Errors      uint64 `json:"errors"`
-	EventsSent  uint64 `json:"events_sent"`
-	BadCRC      uint64 `json:"bad_crc"`
-	BadFrames   uint64 `json:"bad_frames"`
-	Garbage     uint64 `json:"garbage"`
-	Overruns    uint64 `json:"overruns"`
-	TooLong     uint64 `json:"too_long"`
-	Ignored     uint64 `json:"ignored"`
-	NotForUs    uint64 `json:"not_for_us"`
-	UnknownType uint64 `json:"unknown_type"`
-	Timeouts    uint64 `json:"timeouts"`
-	TxDropped   uint64 `json:"tx_dropped"`
-	I2CCommands uint64 `json:"i2c_commands"`
-}
+// Counters are the link's counters in GET /link (see bus/boardapi).
+type Counters = boardapi.LinkCounters
 
 type counters struct {
 	frames, lines, replies, errors, eventsSent, ignored, notForUs, unknownType, timeouts, i2cCommands atomic.Uint64

@@ -3,6 +3,7 @@ package link
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"net/http"
 	"slices"
 	"sort"
@@ -30,35 +31,16 @@ const (
 // Settings are the saved link settings (GET/PATCH /link "saved"). A
 // change of mode, protocol, baud, address (on I2C), general call or pins
 // waits for a restart; groups, address (on UART/RS485), events and attn
-// apply at the next start too, as every saved setting does.
-type Settings struct {
-	Mode        string        `json:"mode"`
-	Protocol    string        `json:"protocol"`
-	Baud        int           `json:"baud"`
-	Address     int           `json:"address"`
-	Groups      []int         `json:"groups"`
-	Events      EventSettings `json:"events"`
-	Attn        bool          `json:"attn"`
-	GeneralCall bool          `json:"general_call"`
-	Pins        Pins          `json:"pins"`
-}
+// apply at the next start too, as every saved setting does. The shape is
+// shared with the gateway through bus/boardapi.
+type Settings = boardapi.LinkSettings
 
 // EventSettings say which happenings the host gets and whether they are
 // pushed.
-type EventSettings struct {
-	Kinds []string `json:"kinds"`
-	Push  bool     `json:"push"`
-}
+type EventSettings = boardapi.LinkEventSettings
 
 // Pins are the GPIO numbers the link uses.
-type Pins struct {
-	TX   int `json:"tx"`
-	RX   int `json:"rx"`
-	DE   int `json:"de"`   // RS485 driver enable
-	SDA  int `json:"sda"`  // I2C
-	SCL  int `json:"scl"`  // I2C
-	Attn int `json:"attn"` // ATTN output (open drain)
-}
+type Pins = boardapi.LinkPins
 
 // Limits of the settings.
 const (
@@ -105,8 +87,8 @@ type PinsPatch struct {
 	Attn *int `json:"attn,omitempty"`
 }
 
-// Validate checks s, returning a bad_request or pin_in_use error.
-func (s Settings) Validate(ledGPIO int) error {
+// ValidateSettings checks s, returning a bad_request or pin_in_use error.
+func ValidateSettings(s Settings, ledGPIO int) error {
 	switch s.Mode {
 	case ModeUART, ModeRS485, ModeI2C:
 	default:
@@ -180,7 +162,7 @@ func (s Settings) Validate(ledGPIO int) error {
 }
 
 // apply returns s changed by p.
-func (s Settings) apply(p Patch) Settings {
+func applyPatch(s Settings, p Patch) Settings {
 	out := s
 	out.Groups = append([]int{}, s.Groups...)
 	out.Events.Kinds = append([]string{}, s.Events.Kinds...)
@@ -253,7 +235,7 @@ func loadSettings(st Store, ledGPIO int) (*saved, error) {
 	if s.cur.Events.Kinds == nil {
 		s.cur.Events.Kinds = []string{}
 	}
-	if err := s.cur.Validate(ledGPIO); err != nil {
+	if err := ValidateSettings(s.cur, ledGPIO); err != nil {
 		// A saved value the firmware no longer accepts: start from defaults
 		// rather than refuse to start.
 		s.cur = DefaultSettings()
@@ -271,8 +253,8 @@ func (s *saved) get() (cur, running Settings) {
 func (s *saved) patch(p Patch) (Settings, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := s.cur.apply(p)
-	if err := next.Validate(s.ledGPIO); err != nil {
+	next := applyPatch(s.cur, p)
+	if err := ValidateSettings(next, s.ledGPIO); err != nil {
 		return Settings{}, err
 	}
 	if err := s.store.Put(storeKey, next); err != nil {
@@ -291,14 +273,7 @@ func restartRequired(cur, running Settings) bool {
 }
 
 // State is the reply of GET and PATCH /link.
-type State struct {
-	Protocol        int      `json:"protocol"`
-	Saved           Settings `json:"saved"`
-	Running         Settings `json:"running"`
-	RestartRequired bool     `json:"restart_required"`
-	Transport       string   `json:"transport"`
-	Counters        Counters `json:"counters"`
-}
+type State = boardapi.LinkState
 
 func (srv *Server) state() State {
 	cur, running := srv.settings.get()

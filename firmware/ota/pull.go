@@ -29,25 +29,6 @@ const (
 	fetchTimeout   = 30 * time.Second
 )
 
-// Manifest is a release manifest, the JSON document a release channel
-// publishes at <base>/<channel>.json (or any URL given to pull or check):
-//
-//	{"version": "1.4.0",
-//	 "image_url": "https://releases.example/holo-board-1.4.0.bin",
-//	 "size": 10485760,
-//	 "sha256": "<64 hex digits of the whole image>",
-//	 "release_url": "https://releases.example/1.4.0"}
-//
-// image_url may be relative to the manifest's URL. A channel that
-// publishes nothing answers 404, or a manifest with an empty version.
-type Manifest struct {
-	Version    string `json:"version"`
-	ImageURL   string `json:"image_url"`
-	Size       int64  `json:"size"`
-	SHA256     string `json:"sha256"`
-	ReleaseURL string `json:"release_url,omitempty"`
-}
-
 // PullConfig is how the board fetches images and manifests.
 type PullConfig struct {
 	// BaseURL holds the channels' manifests (<BaseURL>/<channel>.json);

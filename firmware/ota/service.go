@@ -12,7 +12,6 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/api"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/longop"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
@@ -68,9 +67,7 @@ type Config struct {
 }
 
 // HostExpect is what a simulated board accepts: host images of holo-board.
-func HostExpect() image.Expect {
-	return image.Expect{Chip: image.ChipHost, Project: buildinfo.Project}
-}
+func HostExpect() image.Expect { return image.HostExpect() }
 
 // Service is the update service of one boot.
 type Service struct {

@@ -1,99 +1,49 @@
 package ota
 
 import (
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 )
 
-// Session states.
+// Session states (see bus/boardapi).
 const (
-	StateIdle        = "idle"
-	StateReceiving   = "receiving"
-	StateDownloading = "downloading"
-	StateVerifying   = "verifying"
-	StateStaged      = "staged"
-	StateActive      = "active"
-	StateFailed      = "failed"
+	StateIdle        = boardapi.SessionIdle
+	StateReceiving   = boardapi.SessionReceiving
+	StateDownloading = boardapi.SessionDownloading
+	StateVerifying   = boardapi.SessionVerifying
+	StateStaged      = boardapi.SessionStaged
+	StateActive      = boardapi.SessionActive
+	StateFailed      = boardapi.SessionFailed
 )
 
-// Session sources. The specification names none and upload; pull and
-// console are this firmware's, and activate names a session made by
-// POST /ota/activate with a slot (going back to the previous firmware).
+// Session sources (see bus/boardapi).
 const (
-	SourceNone     = "none"
-	SourceUpload   = "upload"
-	SourcePull     = "pull"
-	SourceConsole  = "console"
-	SourceActivate = "activate"
+	SourceNone     = boardapi.SourceNone
+	SourceUpload   = boardapi.SourceUpload
+	SourcePull     = boardapi.SourcePull
+	SourceConsole  = boardapi.SourceConsole
+	SourceActivate = boardapi.SourceActivate
 )
 
-// Session is the update in progress or the last one finished (GET
-// /ota/image and the reply of the update endpoints).
-type Session struct {
-	State  string  `json:"state" doc:"idle, receiving, downloading, verifying, staged, active or failed"`
-	Source string  `json:"source" doc:"none, upload, pull, console or activate"`
-	Slot   *string `json:"slot" doc:"slot being written"`
-	URL    *string `json:"url" doc:"the pulled URL"`
-	Bytes  int64   `json:"bytes"`
-	Total  int64   `json:"total"`
-	SHA256 *string `json:"sha256" doc:"hex SHA-256 of the whole image once known"`
-	App    *App    `json:"app"`
-	// BootsNext is true while the session's image is the boot image.
-	BootsNext bool `json:"boots_next"`
-	// DryRun is always false: this firmware offers no dry runs.
-	DryRun    bool    `json:"dry_run"`
-	Error     *string `json:"error" doc:"why the session failed (cancelled, invalid_image: ..., sha256_mismatch, ...)"`
-	ElapsedMS int64   `json:"elapsed_ms"`
-}
-
-// App is an image's application description as the API shows it, shared
-// with GET /info's firmware object.
-type App = buildinfo.App
-
-// Status is the reply of GET /ota.
-type Status struct {
-	// Rollback is true when the slot that is not running holds a confirmed
-	// image to go back to.
-	Rollback bool     `json:"rollback"`
-	Slots    []Slot   `json:"slots"`
-	Session  Session  `json:"session"`
-	Pull     PullInfo `json:"pull"`
-}
-
-// Slot is one application slot in GET /ota.
-type Slot struct {
-	Label   string `json:"label"`
-	Address int64  `json:"address"`
-	Size    int64  `json:"size"`
-	Running bool   `json:"running"`
-	Boots   bool   `json:"boots" doc:"boots at the next restart"`
-	Next    bool   `json:"next" doc:"the next update is written here"`
-	// State is trial, confirmed, invalid or rolled_back; null when the
-	// slot holds no selected image.
-	State *string `json:"state" doc:"trial, confirmed, invalid, rolled_back, or null"`
-	App   *App    `json:"app"`
-}
-
-// PullInfo is the pull object of GET /ota.
-type PullInfo struct {
-	Available bool `json:"available"`
-	Channels  bool `json:"channels"`
-	Online    bool `json:"online"`
-}
-
-// ActivateRequest is the optional body of POST /ota/activate.
-type ActivateRequest struct {
-	Slot   *string `json:"slot,omitempty" doc:"a slot label; absent means the staged image"`
-	Reboot *bool   `json:"reboot,omitempty" doc:"restart a second after replying (default true)"`
-}
-
-// ActivateResult is the reply of POST /ota/activate.
-type ActivateResult struct {
-	// Slot is the slot that boots next.
-	Slot string `json:"slot"`
-	App  *App   `json:"app"`
-	// RestartInMS is when the board restarts, or null with reboot false.
-	RestartInMS *int64  `json:"restart_in_ms"`
-	Session     Session `json:"session"`
-}
+// The update API's JSON shapes live in bus/boardapi, the leaf package the
+// gateway reads them with; these are their names here.
+type (
+	// Session is the update in progress or the last one finished.
+	Session = boardapi.OTASession
+	// App is an image's application description.
+	App = buildinfo.App
+	// Status is the reply of GET /ota.
+	Status = boardapi.OTAStatus
+	// Slot is one application slot in GET /ota.
+	Slot = boardapi.OTASlot
+	// PullInfo is the pull object of GET /ota.
+	PullInfo = boardapi.PullInfo
+	// ActivateRequest is the optional body of POST /ota/activate.
+	ActivateRequest = boardapi.ActivateRequest
+	// ActivateResult is the reply of POST /ota/activate.
+	ActivateResult = boardapi.ActivateResult
+	// Manifest is a release channel's manifest.
+	Manifest = boardapi.Manifest
+)
 
 func strp(s string) *string { return &s }

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	fwapi "github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -478,7 +478,7 @@ func TestGuardIgnoresForgedRemoteAddr(t *testing.T) {
 }
 
 func TestErrorMapping(t *testing.T) {
-	boardErr := &fwapi.Error{Status: 404, Code: "unknown_scene", Message: `no scene "x"`}
+	boardErr := &boardapi.Error{Status: 404, Code: "unknown_scene", Message: `no scene "x"`}
 	for _, tc := range []struct {
 		err      error
 		code     codes.Code
@@ -495,7 +495,7 @@ func TestErrorMapping(t *testing.T) {
 		{context.DeadlineExceeded, codes.DeadlineExceeded, 504, `"error":"deadline_exceeded"`},
 		{errors.New("boom"), codes.Internal, 500, `"message":"boom"`},
 		{boardErr, codes.NotFound, 404, `{"error":"unknown_scene","message":"no scene \"x\""}`},
-		{&fwapi.Error{Status: 409, Code: "busy", Message: "flashing"}, codes.FailedPrecondition, 409, `{"error":"busy","message":"flashing"}`},
+		{&boardapi.Error{Status: 409, Code: "busy", Message: "flashing"}, codes.FailedPrecondition, 409, `{"error":"busy","message":"flashing"}`},
 	} {
 		t.Run(tc.err.Error(), func(t *testing.T) {
 			if got := Status(tc.err).Code(); got != tc.code {
@@ -525,7 +525,7 @@ func TestBoardErrorIntact(t *testing.T) {
 		t.Errorf("code %v", st.Code())
 	}
 	be := BoardError(st)
-	if diff := cmp.Diff(be, &fwapi.Error{Status: 404, Code: "unknown_scene", Message: `no scene "x"`}); diff != "" {
+	if diff := cmp.Diff(be, &boardapi.Error{Status: 404, Code: "unknown_scene", Message: `no scene "x"`}); diff != "" {
 		t.Errorf("board error over gRPC (-got +want):\n%s", diff)
 	}
 	code, body := g.rest(t, "operator", "POST", "/v1/boards/b1/call", `{"method":"POST","path":"/scenes/apply","body":{"name":"x"}}`)

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	fwapi "github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -62,7 +62,7 @@ func Status(err error) *status.Status {
 	if st, ok := status.FromError(err); ok {
 		return st
 	}
-	var be *fwapi.Error
+	var be *boardapi.Error
 	if errors.As(err, &be) {
 		return boardStatus(be)
 	}
@@ -121,7 +121,7 @@ func codeOf(err error) codes.Code {
 
 // boardStatus carries a board's error: the code chosen by its HTTP status,
 // the message "code: message", and an ErrorInfo with both as sent.
-func boardStatus(be *fwapi.Error) *status.Status {
+func boardStatus(be *boardapi.Error) *status.Status {
 	st := status.New(httpCode(be.Status), be.Error())
 	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{
 		Reason: be.Code,
@@ -138,7 +138,7 @@ func boardStatus(be *fwapi.Error) *status.Status {
 }
 
 // BoardError returns the board's error a status carries, or nil.
-func BoardError(st *status.Status) *fwapi.Error {
+func BoardError(st *status.Status) *boardapi.Error {
 	for _, d := range st.Details() {
 		info, ok := d.(*errdetails.ErrorInfo)
 		if !ok || info.GetDomain() != BoardErrorDomain {
@@ -148,7 +148,7 @@ func BoardError(st *status.Status) *fwapi.Error {
 		if code < 400 || code > 599 {
 			code = http.StatusBadGateway
 		}
-		return &fwapi.Error{Status: code, Code: info.GetReason(), Message: info.GetMetadata()["message"]}
+		return &boardapi.Error{Status: code, Code: info.GetReason(), Message: info.GetMetadata()["message"]}
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -492,7 +492,7 @@ func ts(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-func appOf(a buildinfo.App) *fleetv1.App {
+func appOf(a boardapi.App) *fleetv1.App {
 	return &fleetv1.App{Project: a.Project, Version: a.Version, Date: a.Date, Time: a.Time, Idf: a.IDF, ElfSha256: a.ELFSHA256}
 }
 

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	fwapi "github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -165,7 +165,7 @@ func (s *service) DoAction(ctx context.Context, r *fleetv1.DoActionRequest) (*fl
 	for _, res := range results {
 		pr := &fleetv1.Result{Board: res.Board, Via: res.Via, Status: int32(res.Reply.Status),
 			Body: string(res.Reply.Body), Error: res.Error}
-		var be *fwapi.Error
+		var be *boardapi.Error
 		if res.Error == "" && errors.As(res.Reply.Err(), &be) {
 			pr.Error, pr.Message = be.Code, be.Message
 		}

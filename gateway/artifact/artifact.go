@@ -38,8 +38,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
-	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/store"
@@ -75,7 +75,7 @@ type Artifact struct {
 	// Chip is the image header's chip id.
 	Chip uint16 `json:"chip"`
 	// App is the image's application description.
-	App ota.App `json:"app"`
+	App boardapi.App `json:"app"`
 	// Name is the file name given at upload, for people.
 	Name  string    `json:"name,omitempty"`
 	Added time.Time `json:"added"`
@@ -124,7 +124,7 @@ func Open(o Options) (*Store, error) {
 		return nil, errors.New("artifact: Dir and DB are required")
 	}
 	if o.Expect == (image.Expect{}) {
-		o.Expect = ota.HostExpect()
+		o.Expect = image.HostExpect()
 		o.Expect.MaxSize = flash.SlotSize
 	}
 	if o.Clock == nil {
@@ -230,7 +230,7 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 	}
 	d := im.Desc
 	a = Artifact{SHA256: sum, Size: n, Chip: im.Header.ChipID, Name: filepath.Base(name),
-		App:   ota.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()},
+		App:   boardapi.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()},
 		Added: s.o.Clock.Now().UTC()}
 	if a.Name == "." || a.Name == "/" {
 		a.Name = ""
@@ -442,15 +442,15 @@ func (s *Store) listChannels() ([]Channel, error) {
 
 // Manifest is channel name's release manifest, with image_url relative
 // to the manifest's own URL (<prefix>channels/<name>.json).
-func (s *Store) Manifest(name string) (ota.Manifest, error) {
+func (s *Store) Manifest(name string) (boardapi.Manifest, error) {
 	c, err := s.Channel(name)
 	if err != nil {
-		return ota.Manifest{}, err
+		return boardapi.Manifest{}, err
 	}
 	a, err := s.Get(c.SHA256)
 	if err != nil {
-		return ota.Manifest{}, err
+		return boardapi.Manifest{}, err
 	}
-	return ota.Manifest{Version: a.App.Version, ImageURL: "../images/" + a.SHA256 + ".bin", Size: a.Size,
+	return boardapi.Manifest{Version: a.App.Version, ImageURL: "../images/" + a.SHA256 + ".bin", Size: a.Size,
 		SHA256: a.SHA256, ReleaseURL: c.ReleaseURL}, nil
 }

@@ -16,8 +16,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
-	"github.com/holofleet/holofleet/firmware/api"
 )
 
 // Errors of drivers and the fleet core.
@@ -58,13 +58,13 @@ type Reply struct {
 	Body   json.RawMessage `json:"body,omitempty"`
 }
 
-// Err returns the board's error as an *api.Error when Status is 400 or
+// Err returns the board's error as an *boardapi.Error when Status is 400 or
 // more, else nil.
 func (r Reply) Err() error {
 	if r.Status < 400 {
 		return nil
 	}
-	e := &api.Error{Status: r.Status}
+	e := &boardapi.Error{Status: r.Status}
 	if err := json.Unmarshal(r.Body, e); err != nil || e.Code == "" {
 		e.Code, e.Message = "failed", string(r.Body)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
-	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -84,13 +84,13 @@ type boardSample struct {
 	rssi      *int
 	sampled   time.Time // when the system figures were taken
 	eventAt   time.Time // when the last system event came (zero: none)
-	link      *link.Counters
+	link      *boardapi.LinkCounters
 	noLink    bool // GET /link answered 404: the board has no link
 }
 
 type linkMetric struct {
 	desc *prometheus.Desc
-	get  func(link.Counters) uint64
+	get  func(boardapi.LinkCounters) uint64
 }
 
 // NewBoards returns the Boards collector of src; Run feeds it.
@@ -112,21 +112,21 @@ func NewBoards(src BoardsSource, o BoardsOptions) *Boards {
 		heapFree: prometheus.NewDesc(name("board_heap_free_bytes"), "Free memory of the board, from its last system report.", []string{"board"}, nil),
 		rssi:     prometheus.NewDesc(name("board_wifi_rssi_dbm"), "Signal strength of the board's Wi-Fi station link, in dBm, while connected.", []string{"board"}, nil),
 	}
-	l := func(n, help string, get func(link.Counters) uint64) linkMetric {
+	l := func(n, help string, get func(boardapi.LinkCounters) uint64) linkMetric {
 		return linkMetric{prometheus.NewDesc(name("board_link_"+n), help+" (the board's count since it started).", []string{"board"}, nil), get}
 	}
 	b.link = []linkMetric{
-		l("receive_bytes_total", "Bytes the board received on its host link", func(c link.Counters) uint64 { return c.RxBytes }),
-		l("transmit_bytes_total", "Bytes the board sent on its host link", func(c link.Counters) uint64 { return c.TxBytes }),
-		l("frames_total", "Native frames the board took", func(c link.Counters) uint64 { return c.Frames }),
-		l("json_lines_total", "JSON lines the board took", func(c link.Counters) uint64 { return c.Lines }),
-		l("errors_total", "Error replies the board sent on its link", func(c link.Counters) uint64 { return c.Errors }),
-		l("bad_crc_total", "Frames the board dropped for a bad CRC", func(c link.Counters) uint64 { return c.BadCRC }),
-		l("bad_frames_total", "Frames the board dropped as malformed", func(c link.Counters) uint64 { return c.BadFrames }),
-		l("garbage_total", "Byte runs the board skipped as garbage", func(c link.Counters) uint64 { return c.Garbage }),
-		l("overruns_total", "Times the board's receive buffer overflowed", func(c link.Counters) uint64 { return c.Overruns }),
-		l("timeouts_total", "Requests the board gave up receiving", func(c link.Counters) uint64 { return c.Timeouts }),
-		l("transmit_dropped_total", "Bytes the board could not send", func(c link.Counters) uint64 { return c.TxDropped }),
+		l("receive_bytes_total", "Bytes the board received on its host link", func(c boardapi.LinkCounters) uint64 { return c.RxBytes }),
+		l("transmit_bytes_total", "Bytes the board sent on its host link", func(c boardapi.LinkCounters) uint64 { return c.TxBytes }),
+		l("frames_total", "Native frames the board took", func(c boardapi.LinkCounters) uint64 { return c.Frames }),
+		l("json_lines_total", "JSON lines the board took", func(c boardapi.LinkCounters) uint64 { return c.Lines }),
+		l("errors_total", "Error replies the board sent on its link", func(c boardapi.LinkCounters) uint64 { return c.Errors }),
+		l("bad_crc_total", "Frames the board dropped for a bad CRC", func(c boardapi.LinkCounters) uint64 { return c.BadCRC }),
+		l("bad_frames_total", "Frames the board dropped as malformed", func(c boardapi.LinkCounters) uint64 { return c.BadFrames }),
+		l("garbage_total", "Byte runs the board skipped as garbage", func(c boardapi.LinkCounters) uint64 { return c.Garbage }),
+		l("overruns_total", "Times the board's receive buffer overflowed", func(c boardapi.LinkCounters) uint64 { return c.Overruns }),
+		l("timeouts_total", "Requests the board gave up receiving", func(c boardapi.LinkCounters) uint64 { return c.Timeouts }),
+		l("transmit_dropped_total", "Bytes the board could not send", func(c boardapi.LinkCounters) uint64 { return c.TxDropped }),
 	}
 	return b
 }
@@ -187,7 +187,7 @@ func (b *Boards) event(ev fleet.Event) {
 		}
 		b.setSystem(ev.Board, s, ev.Time, true)
 	case ev.Type == fleet.EventState && ev.Kind == "link":
-		var st link.State
+		var st boardapi.LinkState
 		if json.Unmarshal(ev.Data, &st) == nil {
 			b.setLink(ev.Board, st.Counters)
 		}
@@ -235,7 +235,7 @@ func (b *Boards) setSystem(id string, s system, at time.Time, fromEvent bool) {
 	}
 }
 
-func (b *Boards) setLink(id string, c link.Counters) {
+func (b *Boards) setLink(id string, c boardapi.LinkCounters) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sampleLocked(id).link = &c
@@ -282,7 +282,7 @@ func (b *Boards) read(ctx context.Context, id string) {
 			b.sampleLocked(id).noLink = true
 			b.mu.Unlock()
 		case rep.Status == http.StatusOK:
-			var st link.State
+			var st boardapi.LinkState
 			if err := json.Unmarshal(rep.Body, &st); err == nil {
 				b.setLink(id, st.Counters)
 			} else {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/ota"
+	"github.com/holofleet/holofleet/bus/boardapi"
 )
 
 // Rollout states.
@@ -56,9 +56,9 @@ func failed(phase string) bool {
 
 // Image is what a rollout installs.
 type Image struct {
-	SHA256 string  `json:"sha256"`
-	Size   int64   `json:"size"`
-	App    ota.App `json:"app"`
+	SHA256 string       `json:"sha256"`
+	Size   int64        `json:"size"`
+	App    boardapi.App `json:"app"`
 }
 
 // Rollout is one rollout as stored.

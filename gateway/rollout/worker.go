@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/ota"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -94,9 +94,9 @@ func (w *worker) reply(rep fleet.Reply, err error, out any) error {
 
 // view is what GET /ota says, read for the rollout.
 type view struct {
-	st      ota.Status
-	running *ota.Slot
-	boots   *ota.Slot
+	st      boardapi.OTAStatus
+	running *boardapi.OTASlot
+	boots   *boardapi.OTASlot
 }
 
 func (w *worker) status(ctx context.Context) (view, error) {
@@ -129,7 +129,7 @@ func (v view) other() string {
 	return ""
 }
 
-func (v view) slot(label string) *ota.Slot {
+func (v view) slot(label string) *boardapi.OTASlot {
 	for i := range v.st.Slots {
 		if v.st.Slots[i].Label == label {
 			return &v.st.Slots[i]
@@ -138,7 +138,7 @@ func (v view) slot(label string) *ota.Slot {
 	return nil
 }
 
-func state(s *ota.Slot) string {
+func state(s *boardapi.OTASlot) string {
 	if s == nil || s.State == nil {
 		return ""
 	}
@@ -146,7 +146,7 @@ func state(s *ota.Slot) string {
 }
 
 // isTarget reports whether app is the rollout's image.
-func (w *worker) isTarget(app *ota.App) bool {
+func (w *worker) isTarget(app *boardapi.App) bool {
 	t := w.rollout().Image.App
 	return app != nil && app.Version == t.Version && app.Project == t.Project && (t.ELFSHA256 == "" || app.ELFSHA256 == t.ELFSHA256)
 }
@@ -154,7 +154,7 @@ func (w *worker) isTarget(app *ota.App) bool {
 // staged reports whether the board holds the rollout's image staged.
 func (w *worker) staged(v view) bool {
 	s := v.st.Session
-	return s.State == ota.StateStaged && s.SHA256 != nil && *s.SHA256 == w.rollout().Image.SHA256
+	return s.State == boardapi.SessionStaged && s.SHA256 != nil && *s.SHA256 == w.rollout().Image.SHA256
 }
 
 // drive runs the board's steps.
@@ -454,7 +454,7 @@ func (w *worker) deadline() time.Time {
 }
 
 func busy(session string) bool {
-	return session == ota.StateReceiving || session == ota.StateDownloading || session == ota.StateVerifying
+	return session == boardapi.SessionReceiving || session == boardapi.SessionDownloading || session == boardapi.SessionVerifying
 }
 
 func deref(s *string) string {
@@ -464,7 +464,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func appVersion(a *ota.App) string {
+func appVersion(a *boardapi.App) string {
 	if a == nil {
 		return "?"
 	}
@@ -498,11 +498,11 @@ func (w *worker) transfer(ctx context.Context, b *Board) error {
 	if !b.Inline {
 		return w.upload(tctx, img, "", nil)
 	}
-	var s ota.Session
+	var s boardapi.OTASession
 	if err := w.upload(tctx, img, "&activate=1&reboot=1", &s); err != nil {
 		return err
 	}
-	if s.State != ota.StateActive || !s.BootsNext {
+	if s.State != boardapi.SessionActive || !s.BootsNext {
 		// Not what an upload carrying the activation answers: the next
 		// step reads GET /ota and goes on from what the board shows.
 		return nil
@@ -539,14 +539,14 @@ func (w *worker) pull(ctx context.Context) error {
 		return err
 	}
 	for {
-		var s ota.Session
+		var s boardapi.OTASession
 		if err := w.call(ctx, http.MethodGet, "/ota/image", nil, &s); err != nil {
 			return err
 		}
 		switch s.State {
-		case ota.StateStaged:
+		case boardapi.SessionStaged:
 			return nil
-		case ota.StateFailed:
+		case boardapi.SessionFailed:
 			return fmt.Errorf("pull failed on the board: %s", deref(s.Error))
 		}
 		if err := w.sleep(ctx, w.e.o.Poll); err != nil {

@@ -1,0 +1,34 @@
+package boardapi_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/holofleet/holofleet/bus/boardapi"
+)
+
+// A handler answers with a sentinel and its own message; a client that
+// decoded the reply matches it with errors.Is, whatever the message says.
+func ExampleErrorf() {
+	err := boardapi.Errorf(boardapi.ErrBusy, "an upload is running")
+	body, _ := json.Marshal(err)
+	fmt.Println(err.Status, string(body))
+
+	var decoded boardapi.Error
+	_ = json.Unmarshal(body, &decoded)
+	decoded.Status = 409
+	fmt.Println(errors.Is(&decoded, boardapi.ErrBusy), errors.Is(&decoded, boardapi.ErrStreamsBusy))
+	// Output:
+	// 409 {"error":"busy","message":"an upload is running"}
+	// true false
+}
+
+// Anything that is not an API error is an internal one.
+func ExampleWrap() {
+	fmt.Println(boardapi.Wrap(errors.New("disk on fire")).Code)
+	fmt.Println(boardapi.Wrap(boardapi.ErrNoSpace).Status)
+	// Output:
+	// internal
+	// 507
+}

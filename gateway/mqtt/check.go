@@ -1,0 +1,35 @@
+package mqtt
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Check validates what New would refuse in o (the topic roots, the broker
+// URL, the TLS files) without opening a store or a connection, so that a
+// command line with a bad MQTT flag is refused before the gateway starts
+// anything. An empty o.Broker skips the broker checks (the embedded
+// broker's URL is known only once it listens).
+func Check(o Options) error {
+	if o.Base == "" {
+		o.Base = DefaultBase
+	}
+	if o.HAPrefix == "" {
+		o.HAPrefix = DefaultHAPrefix
+	}
+	if err := validRoot(o.Base); err != nil {
+		return fmt.Errorf("%w: --mqtt-base: %w", ErrConfig, err)
+	}
+	if err := validRoot(o.HAPrefix); err != nil {
+		return fmt.Errorf("%w: --ha-prefix: %w", ErrConfig, err)
+	}
+	if o.Broker == "" {
+		if (o.CertFile == "") != (o.KeyFile == "") {
+			return fmt.Errorf("%w: the client certificate and key go together", ErrConfig)
+		}
+		return nil
+	}
+	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, log: slog.New(slog.DiscardHandler)}
+	_, err := b.clientOptions()
+	return err
+}
