@@ -1399,8 +1399,16 @@ type Artifact struct {
 	Chip uint32 `protobuf:"varint,3,opt,name=chip,proto3" json:"chip,omitempty"`
 	App  *App   `protobuf:"bytes,4,opt,name=app,proto3" json:"app,omitempty"`
 	// File name given at upload, for people.
-	Name          string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
-	Added         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=added,proto3" json:"added,omitempty"`
+	Name  string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Added *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=added,proto3" json:"added,omitempty"`
+	// The image's signature blocks (Secure Boot V2 style, ECDSA P-256), in
+	// the order they appear.
+	Signers []*Signer `protobuf:"bytes,7,rep,name=signers,proto3" json:"signers,omitempty"`
+	// "trusted": a block verifies with a key the gateway trusts
+	// (--trusted-key); "signed": blocks verify but the gateway trusts no key;
+	// "unsigned": no block verifies. A gateway with trusted keys refuses
+	// anything but "trusted".
+	Trust         string `protobuf:"bytes,8,opt,name=trust,proto3" json:"trust,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1477,6 +1485,93 @@ func (x *Artifact) GetAdded() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Artifact) GetSigners() []*Signer {
+	if x != nil {
+		return x.Signers
+	}
+	return nil
+}
+
+func (x *Artifact) GetTrust() string {
+	if x != nil {
+		return x.Trust
+	}
+	return ""
+}
+
+// Signer is one signature block of an image.
+type Signer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hex SHA-256 of the signing public key (the digest a board trusts).
+	KeyDigest string `protobuf:"bytes,1,opt,name=key_digest,json=keyDigest,proto3" json:"key_digest,omitempty"`
+	// The block's signature verifies over the image.
+	Valid bool `protobuf:"varint,2,opt,name=valid,proto3" json:"valid,omitempty"`
+	// The key is one of the gateway's trusted keys.
+	Trusted bool `protobuf:"varint,3,opt,name=trusted,proto3" json:"trusted,omitempty"`
+	// Why the block does not verify, when it does not.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Signer) Reset() {
+	*x = Signer{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Signer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Signer) ProtoMessage() {}
+
+func (x *Signer) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Signer.ProtoReflect.Descriptor instead.
+func (*Signer) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Signer) GetKeyDigest() string {
+	if x != nil {
+		return x.KeyDigest
+	}
+	return ""
+}
+
+func (x *Signer) GetValid() bool {
+	if x != nil {
+		return x.Valid
+	}
+	return false
+}
+
+func (x *Signer) GetTrusted() bool {
+	if x != nil {
+		return x.Trusted
+	}
+	return false
+}
+
+func (x *Signer) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // UploadArtifactRequest is one message of an upload: name and sha256 are
 // read from the first message, chunk from every message.
 type UploadArtifactRequest struct {
@@ -1491,7 +1586,7 @@ type UploadArtifactRequest struct {
 
 func (x *UploadArtifactRequest) Reset() {
 	*x = UploadArtifactRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1598,7 @@ func (x *UploadArtifactRequest) String() string {
 func (*UploadArtifactRequest) ProtoMessage() {}
 
 func (x *UploadArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1611,7 @@ func (x *UploadArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadArtifactRequest.ProtoReflect.Descriptor instead.
 func (*UploadArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{22}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UploadArtifactRequest) GetName() string {
@@ -1551,7 +1646,7 @@ type UploadArtifactResponse struct {
 
 func (x *UploadArtifactResponse) Reset() {
 	*x = UploadArtifactResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1658,7 @@ func (x *UploadArtifactResponse) String() string {
 func (*UploadArtifactResponse) ProtoMessage() {}
 
 func (x *UploadArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1671,7 @@ func (x *UploadArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadArtifactResponse.ProtoReflect.Descriptor instead.
 func (*UploadArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{23}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UploadArtifactResponse) GetArtifact() *Artifact {
@@ -1601,7 +1696,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1708,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1721,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{24}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{25}
 }
 
 type ListArtifactsResponse struct {
@@ -1638,7 +1733,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1745,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1758,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{25}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListArtifactsResponse) GetArtifacts() []*Artifact {
@@ -1682,7 +1777,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1694,7 +1789,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +1802,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{26}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetArtifactRequest) GetSha256() string {
@@ -1726,7 +1821,7 @@ type DeleteArtifactRequest struct {
 
 func (x *DeleteArtifactRequest) Reset() {
 	*x = DeleteArtifactRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1833,7 @@ func (x *DeleteArtifactRequest) String() string {
 func (*DeleteArtifactRequest) ProtoMessage() {}
 
 func (x *DeleteArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1846,7 @@ func (x *DeleteArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteArtifactRequest.ProtoReflect.Descriptor instead.
 func (*DeleteArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{27}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteArtifactRequest) GetSha256() string {
@@ -1769,7 +1864,7 @@ type DeleteArtifactResponse struct {
 
 func (x *DeleteArtifactResponse) Reset() {
 	*x = DeleteArtifactResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1876,7 @@ func (x *DeleteArtifactResponse) String() string {
 func (*DeleteArtifactResponse) ProtoMessage() {}
 
 func (x *DeleteArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1889,7 @@ func (x *DeleteArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteArtifactResponse.ProtoReflect.Descriptor instead.
 func (*DeleteArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{28}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{29}
 }
 
 // Channel is a release channel, published to boards as a manifest under
@@ -1812,7 +1907,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1919,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1932,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{29}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Channel) GetName() string {
@@ -1887,7 +1982,7 @@ type SetChannelRequest struct {
 
 func (x *SetChannelRequest) Reset() {
 	*x = SetChannelRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +1994,7 @@ func (x *SetChannelRequest) String() string {
 func (*SetChannelRequest) ProtoMessage() {}
 
 func (x *SetChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2007,7 @@ func (x *SetChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetChannelRequest.ProtoReflect.Descriptor instead.
 func (*SetChannelRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{30}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SetChannelRequest) GetName() string {
@@ -1944,7 +2039,7 @@ type ListChannelsRequest struct {
 
 func (x *ListChannelsRequest) Reset() {
 	*x = ListChannelsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2051,7 @@ func (x *ListChannelsRequest) String() string {
 func (*ListChannelsRequest) ProtoMessage() {}
 
 func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2064,7 @@ func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{31}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{32}
 }
 
 type ListChannelsResponse struct {
@@ -1981,7 +2076,7 @@ type ListChannelsResponse struct {
 
 func (x *ListChannelsResponse) Reset() {
 	*x = ListChannelsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2088,7 @@ func (x *ListChannelsResponse) String() string {
 func (*ListChannelsResponse) ProtoMessage() {}
 
 func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2101,7 @@ func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
 func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{32}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListChannelsResponse) GetChannels() []*Channel {
@@ -2025,7 +2120,7 @@ type DeleteChannelRequest struct {
 
 func (x *DeleteChannelRequest) Reset() {
 	*x = DeleteChannelRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2132,7 @@ func (x *DeleteChannelRequest) String() string {
 func (*DeleteChannelRequest) ProtoMessage() {}
 
 func (x *DeleteChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2145,7 @@ func (x *DeleteChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteChannelRequest.ProtoReflect.Descriptor instead.
 func (*DeleteChannelRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{33}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteChannelRequest) GetName() string {
@@ -2068,7 +2163,7 @@ type DeleteChannelResponse struct {
 
 func (x *DeleteChannelResponse) Reset() {
 	*x = DeleteChannelResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2175,7 @@ func (x *DeleteChannelResponse) String() string {
 func (*DeleteChannelResponse) ProtoMessage() {}
 
 func (x *DeleteChannelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2188,7 @@ func (x *DeleteChannelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteChannelResponse.ProtoReflect.Descriptor instead.
 func (*DeleteChannelResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{34}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{35}
 }
 
 // RolloutPlan is what an operator asks for. Its JSON is the engine's plan
@@ -2138,7 +2233,7 @@ type RolloutPlan struct {
 
 func (x *RolloutPlan) Reset() {
 	*x = RolloutPlan{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2245,7 @@ func (x *RolloutPlan) String() string {
 func (*RolloutPlan) ProtoMessage() {}
 
 func (x *RolloutPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2258,7 @@ func (x *RolloutPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutPlan.ProtoReflect.Descriptor instead.
 func (*RolloutPlan) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{35}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RolloutPlan) GetName() string {
@@ -2295,7 +2390,7 @@ type RolloutTarget struct {
 
 func (x *RolloutTarget) Reset() {
 	*x = RolloutTarget{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2402,7 @@ func (x *RolloutTarget) String() string {
 func (*RolloutTarget) ProtoMessage() {}
 
 func (x *RolloutTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2415,7 @@ func (x *RolloutTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutTarget.ProtoReflect.Descriptor instead.
 func (*RolloutTarget) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{36}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RolloutTarget) GetBoards() []string {
@@ -2377,7 +2472,7 @@ type RolloutWave struct {
 
 func (x *RolloutWave) Reset() {
 	*x = RolloutWave{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2484,7 @@ func (x *RolloutWave) String() string {
 func (*RolloutWave) ProtoMessage() {}
 
 func (x *RolloutWave) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2497,7 @@ func (x *RolloutWave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWave.ProtoReflect.Descriptor instead.
 func (*RolloutWave) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{37}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RolloutWave) GetCount() int32 {
@@ -2431,7 +2526,7 @@ type RolloutTimeouts struct {
 
 func (x *RolloutTimeouts) Reset() {
 	*x = RolloutTimeouts{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2538,7 @@ func (x *RolloutTimeouts) String() string {
 func (*RolloutTimeouts) ProtoMessage() {}
 
 func (x *RolloutTimeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2551,7 @@ func (x *RolloutTimeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutTimeouts.ProtoReflect.Descriptor instead.
 func (*RolloutTimeouts) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{38}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RolloutTimeouts) GetTransfer() string {
@@ -2496,7 +2591,7 @@ type RolloutThresholds struct {
 
 func (x *RolloutThresholds) Reset() {
 	*x = RolloutThresholds{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +2603,7 @@ func (x *RolloutThresholds) String() string {
 func (*RolloutThresholds) ProtoMessage() {}
 
 func (x *RolloutThresholds) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +2616,7 @@ func (x *RolloutThresholds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutThresholds.ProtoReflect.Descriptor instead.
 func (*RolloutThresholds) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{39}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RolloutThresholds) GetSuccess() float64 {
@@ -2570,7 +2665,7 @@ type RolloutWindow struct {
 
 func (x *RolloutWindow) Reset() {
 	*x = RolloutWindow{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2677,7 @@ func (x *RolloutWindow) String() string {
 func (*RolloutWindow) ProtoMessage() {}
 
 func (x *RolloutWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2690,7 @@ func (x *RolloutWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWindow.ProtoReflect.Descriptor instead.
 func (*RolloutWindow) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{40}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RolloutWindow) GetStart() string {
@@ -2622,7 +2717,7 @@ type WaveBoards struct {
 
 func (x *WaveBoards) Reset() {
 	*x = WaveBoards{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2729,7 @@ func (x *WaveBoards) String() string {
 func (*WaveBoards) ProtoMessage() {}
 
 func (x *WaveBoards) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2742,7 @@ func (x *WaveBoards) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveBoards.ProtoReflect.Descriptor instead.
 func (*WaveBoards) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{41}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WaveBoards) GetBoards() []string {
@@ -2668,7 +2763,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2775,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2788,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{42}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Refusal) GetBoard() string {
@@ -2723,7 +2818,7 @@ type RolloutSelection struct {
 
 func (x *RolloutSelection) Reset() {
 	*x = RolloutSelection{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2830,7 @@ func (x *RolloutSelection) String() string {
 func (*RolloutSelection) ProtoMessage() {}
 
 func (x *RolloutSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2843,7 @@ func (x *RolloutSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutSelection.ProtoReflect.Descriptor instead.
 func (*RolloutSelection) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{43}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RolloutSelection) GetWaves() []*WaveBoards {
@@ -2781,7 +2876,7 @@ type DryRunRolloutRequest struct {
 
 func (x *DryRunRolloutRequest) Reset() {
 	*x = DryRunRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +2888,7 @@ func (x *DryRunRolloutRequest) String() string {
 func (*DryRunRolloutRequest) ProtoMessage() {}
 
 func (x *DryRunRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +2901,7 @@ func (x *DryRunRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DryRunRolloutRequest.ProtoReflect.Descriptor instead.
 func (*DryRunRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{44}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DryRunRolloutRequest) GetPlan() *RolloutPlan {
@@ -2825,7 +2920,7 @@ type CreateRolloutRequest struct {
 
 func (x *CreateRolloutRequest) Reset() {
 	*x = CreateRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2837,7 +2932,7 @@ func (x *CreateRolloutRequest) String() string {
 func (*CreateRolloutRequest) ProtoMessage() {}
 
 func (x *CreateRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2850,7 +2945,7 @@ func (x *CreateRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRolloutRequest.ProtoReflect.Descriptor instead.
 func (*CreateRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{45}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateRolloutRequest) GetPlan() *RolloutPlan {
@@ -2872,7 +2967,7 @@ type RolloutImage struct {
 
 func (x *RolloutImage) Reset() {
 	*x = RolloutImage{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +2979,7 @@ func (x *RolloutImage) String() string {
 func (*RolloutImage) ProtoMessage() {}
 
 func (x *RolloutImage) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +2992,7 @@ func (x *RolloutImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutImage.ProtoReflect.Descriptor instead.
 func (*RolloutImage) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{46}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RolloutImage) GetSha256() string {
@@ -2938,7 +3033,7 @@ type RolloutProgress struct {
 
 func (x *RolloutProgress) Reset() {
 	*x = RolloutProgress{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3045,7 @@ func (x *RolloutProgress) String() string {
 func (*RolloutProgress) ProtoMessage() {}
 
 func (x *RolloutProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3058,7 @@ func (x *RolloutProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutProgress.ProtoReflect.Descriptor instead.
 func (*RolloutProgress) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{47}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RolloutProgress) GetBoards() int32 {
@@ -3030,7 +3125,7 @@ type Rollout struct {
 
 func (x *Rollout) Reset() {
 	*x = Rollout{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3042,7 +3137,7 @@ func (x *Rollout) String() string {
 func (*Rollout) ProtoMessage() {}
 
 func (x *Rollout) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3055,7 +3150,7 @@ func (x *Rollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollout.ProtoReflect.Descriptor instead.
 func (*Rollout) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{48}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Rollout) GetId() string {
@@ -3157,7 +3252,7 @@ type ListRolloutsRequest struct {
 
 func (x *ListRolloutsRequest) Reset() {
 	*x = ListRolloutsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3169,7 +3264,7 @@ func (x *ListRolloutsRequest) String() string {
 func (*ListRolloutsRequest) ProtoMessage() {}
 
 func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3182,7 +3277,7 @@ func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{49}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{50}
 }
 
 type ListRolloutsResponse struct {
@@ -3194,7 +3289,7 @@ type ListRolloutsResponse struct {
 
 func (x *ListRolloutsResponse) Reset() {
 	*x = ListRolloutsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3301,7 @@ func (x *ListRolloutsResponse) String() string {
 func (*ListRolloutsResponse) ProtoMessage() {}
 
 func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3314,7 @@ func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{50}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListRolloutsResponse) GetRollouts() []*Rollout {
@@ -3238,7 +3333,7 @@ type GetRolloutRequest struct {
 
 func (x *GetRolloutRequest) Reset() {
 	*x = GetRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3250,7 +3345,7 @@ func (x *GetRolloutRequest) String() string {
 func (*GetRolloutRequest) ProtoMessage() {}
 
 func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3263,7 +3358,7 @@ func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolloutRequest.ProtoReflect.Descriptor instead.
 func (*GetRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{51}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetRolloutRequest) GetId() string {
@@ -3282,7 +3377,7 @@ type ListRolloutBoardsRequest struct {
 
 func (x *ListRolloutBoardsRequest) Reset() {
 	*x = ListRolloutBoardsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3294,7 +3389,7 @@ func (x *ListRolloutBoardsRequest) String() string {
 func (*ListRolloutBoardsRequest) ProtoMessage() {}
 
 func (x *ListRolloutBoardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3307,7 +3402,7 @@ func (x *ListRolloutBoardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutBoardsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutBoardsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{52}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListRolloutBoardsRequest) GetId() string {
@@ -3329,7 +3424,7 @@ type RolloutStep struct {
 
 func (x *RolloutStep) Reset() {
 	*x = RolloutStep{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3436,7 @@ func (x *RolloutStep) String() string {
 func (*RolloutStep) ProtoMessage() {}
 
 func (x *RolloutStep) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3449,7 @@ func (x *RolloutStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStep.ProtoReflect.Descriptor instead.
 func (*RolloutStep) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{53}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RolloutStep) GetTime() *timestamppb.Timestamp {
@@ -3400,7 +3495,7 @@ type RolloutBoard struct {
 
 func (x *RolloutBoard) Reset() {
 	*x = RolloutBoard{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3412,7 +3507,7 @@ func (x *RolloutBoard) String() string {
 func (*RolloutBoard) ProtoMessage() {}
 
 func (x *RolloutBoard) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3425,7 +3520,7 @@ func (x *RolloutBoard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutBoard.ProtoReflect.Descriptor instead.
 func (*RolloutBoard) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{54}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RolloutBoard) GetBoard() string {
@@ -3514,7 +3609,7 @@ type ListRolloutBoardsResponse struct {
 
 func (x *ListRolloutBoardsResponse) Reset() {
 	*x = ListRolloutBoardsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3526,7 +3621,7 @@ func (x *ListRolloutBoardsResponse) String() string {
 func (*ListRolloutBoardsResponse) ProtoMessage() {}
 
 func (x *ListRolloutBoardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3539,7 +3634,7 @@ func (x *ListRolloutBoardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutBoardsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutBoardsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{55}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListRolloutBoardsResponse) GetBoards() []*RolloutBoard {
@@ -3559,7 +3654,7 @@ type PauseRolloutRequest struct {
 
 func (x *PauseRolloutRequest) Reset() {
 	*x = PauseRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3666,7 @@ func (x *PauseRolloutRequest) String() string {
 func (*PauseRolloutRequest) ProtoMessage() {}
 
 func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3679,7 @@ func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
 func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{56}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *PauseRolloutRequest) GetId() string {
@@ -3610,7 +3705,7 @@ type ResumeRolloutRequest struct {
 
 func (x *ResumeRolloutRequest) Reset() {
 	*x = ResumeRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3717,7 @@ func (x *ResumeRolloutRequest) String() string {
 func (*ResumeRolloutRequest) ProtoMessage() {}
 
 func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3730,7 @@ func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{57}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ResumeRolloutRequest) GetId() string {
@@ -3655,7 +3750,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3667,7 +3762,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3680,7 +3775,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{58}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AbortRolloutRequest) GetId() string {
@@ -3707,7 +3802,7 @@ type RevertRolloutRequest struct {
 
 func (x *RevertRolloutRequest) Reset() {
 	*x = RevertRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3719,7 +3814,7 @@ func (x *RevertRolloutRequest) String() string {
 func (*RevertRolloutRequest) ProtoMessage() {}
 
 func (x *RevertRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,7 +3827,7 @@ func (x *RevertRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevertRolloutRequest.ProtoReflect.Descriptor instead.
 func (*RevertRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{59}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RevertRolloutRequest) GetId() string {
@@ -3762,7 +3857,7 @@ type WatchRolloutRequest struct {
 
 func (x *WatchRolloutRequest) Reset() {
 	*x = WatchRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3774,7 +3869,7 @@ func (x *WatchRolloutRequest) String() string {
 func (*WatchRolloutRequest) ProtoMessage() {}
 
 func (x *WatchRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3787,7 +3882,7 @@ func (x *WatchRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRolloutRequest.ProtoReflect.Descriptor instead.
 func (*WatchRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{60}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *WatchRolloutRequest) GetId() string {
@@ -3831,7 +3926,7 @@ type RolloutEvent struct {
 
 func (x *RolloutEvent) Reset() {
 	*x = RolloutEvent{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +3938,7 @@ func (x *RolloutEvent) String() string {
 func (*RolloutEvent) ProtoMessage() {}
 
 func (x *RolloutEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +3951,7 @@ func (x *RolloutEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutEvent.ProtoReflect.Descriptor instead.
 func (*RolloutEvent) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{61}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RolloutEvent) GetN() uint64 {
@@ -4025,14 +4120,22 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x04time\x18\x04 \x01(\tR\x04time\x12\x10\n" +
 	"\x03idf\x18\x05 \x01(\tR\x03idf\x12\x1d\n" +
 	"\n" +
-	"elf_sha256\x18\x06 \x01(\tR\telfSha256\"\xb6\x01\n" +
+	"elf_sha256\x18\x06 \x01(\tR\telfSha256\"\xfd\x01\n" +
 	"\bArtifact\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x12\n" +
 	"\x04chip\x18\x03 \x01(\rR\x04chip\x12$\n" +
 	"\x03app\x18\x04 \x01(\v2\x12.holo.fleet.v1.AppR\x03app\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\x120\n" +
-	"\x05added\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05added\"Y\n" +
+	"\x05added\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05added\x12/\n" +
+	"\asigners\x18\a \x03(\v2\x15.holo.fleet.v1.SignerR\asigners\x12\x14\n" +
+	"\x05trust\x18\b \x01(\tR\x05trust\"m\n" +
+	"\x06Signer\x12\x1d\n" +
+	"\n" +
+	"key_digest\x18\x01 \x01(\tR\tkeyDigest\x12\x14\n" +
+	"\x05valid\x18\x02 \x01(\bR\x05valid\x12\x18\n" +
+	"\atrusted\x18\x03 \x01(\bR\atrusted\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"Y\n" +
 	"\x15UploadArtifactRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12\x14\n" +
@@ -4251,7 +4354,7 @@ func file_holo_fleet_v1_fleet_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_fleet_proto_rawDescData
 }
 
-var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*Board)(nil),                     // 0: holo.fleet.v1.Board
 	(*ListBoardsRequest)(nil),         // 1: holo.fleet.v1.ListBoardsRequest
@@ -4275,158 +4378,160 @@ var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*RevokeTokenResponse)(nil),       // 19: holo.fleet.v1.RevokeTokenResponse
 	(*App)(nil),                       // 20: holo.fleet.v1.App
 	(*Artifact)(nil),                  // 21: holo.fleet.v1.Artifact
-	(*UploadArtifactRequest)(nil),     // 22: holo.fleet.v1.UploadArtifactRequest
-	(*UploadArtifactResponse)(nil),    // 23: holo.fleet.v1.UploadArtifactResponse
-	(*ListArtifactsRequest)(nil),      // 24: holo.fleet.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),     // 25: holo.fleet.v1.ListArtifactsResponse
-	(*GetArtifactRequest)(nil),        // 26: holo.fleet.v1.GetArtifactRequest
-	(*DeleteArtifactRequest)(nil),     // 27: holo.fleet.v1.DeleteArtifactRequest
-	(*DeleteArtifactResponse)(nil),    // 28: holo.fleet.v1.DeleteArtifactResponse
-	(*Channel)(nil),                   // 29: holo.fleet.v1.Channel
-	(*SetChannelRequest)(nil),         // 30: holo.fleet.v1.SetChannelRequest
-	(*ListChannelsRequest)(nil),       // 31: holo.fleet.v1.ListChannelsRequest
-	(*ListChannelsResponse)(nil),      // 32: holo.fleet.v1.ListChannelsResponse
-	(*DeleteChannelRequest)(nil),      // 33: holo.fleet.v1.DeleteChannelRequest
-	(*DeleteChannelResponse)(nil),     // 34: holo.fleet.v1.DeleteChannelResponse
-	(*RolloutPlan)(nil),               // 35: holo.fleet.v1.RolloutPlan
-	(*RolloutTarget)(nil),             // 36: holo.fleet.v1.RolloutTarget
-	(*RolloutWave)(nil),               // 37: holo.fleet.v1.RolloutWave
-	(*RolloutTimeouts)(nil),           // 38: holo.fleet.v1.RolloutTimeouts
-	(*RolloutThresholds)(nil),         // 39: holo.fleet.v1.RolloutThresholds
-	(*RolloutWindow)(nil),             // 40: holo.fleet.v1.RolloutWindow
-	(*WaveBoards)(nil),                // 41: holo.fleet.v1.WaveBoards
-	(*Refusal)(nil),                   // 42: holo.fleet.v1.Refusal
-	(*RolloutSelection)(nil),          // 43: holo.fleet.v1.RolloutSelection
-	(*DryRunRolloutRequest)(nil),      // 44: holo.fleet.v1.DryRunRolloutRequest
-	(*CreateRolloutRequest)(nil),      // 45: holo.fleet.v1.CreateRolloutRequest
-	(*RolloutImage)(nil),              // 46: holo.fleet.v1.RolloutImage
-	(*RolloutProgress)(nil),           // 47: holo.fleet.v1.RolloutProgress
-	(*Rollout)(nil),                   // 48: holo.fleet.v1.Rollout
-	(*ListRolloutsRequest)(nil),       // 49: holo.fleet.v1.ListRolloutsRequest
-	(*ListRolloutsResponse)(nil),      // 50: holo.fleet.v1.ListRolloutsResponse
-	(*GetRolloutRequest)(nil),         // 51: holo.fleet.v1.GetRolloutRequest
-	(*ListRolloutBoardsRequest)(nil),  // 52: holo.fleet.v1.ListRolloutBoardsRequest
-	(*RolloutStep)(nil),               // 53: holo.fleet.v1.RolloutStep
-	(*RolloutBoard)(nil),              // 54: holo.fleet.v1.RolloutBoard
-	(*ListRolloutBoardsResponse)(nil), // 55: holo.fleet.v1.ListRolloutBoardsResponse
-	(*PauseRolloutRequest)(nil),       // 56: holo.fleet.v1.PauseRolloutRequest
-	(*ResumeRolloutRequest)(nil),      // 57: holo.fleet.v1.ResumeRolloutRequest
-	(*AbortRolloutRequest)(nil),       // 58: holo.fleet.v1.AbortRolloutRequest
-	(*RevertRolloutRequest)(nil),      // 59: holo.fleet.v1.RevertRolloutRequest
-	(*WatchRolloutRequest)(nil),       // 60: holo.fleet.v1.WatchRolloutRequest
-	(*RolloutEvent)(nil),              // 61: holo.fleet.v1.RolloutEvent
-	nil,                               // 62: holo.fleet.v1.Board.LabelsEntry
-	nil,                               // 63: holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	nil,                               // 64: holo.fleet.v1.Selector.LabelsEntry
-	nil,                               // 65: holo.fleet.v1.RolloutTarget.LabelsEntry
-	nil,                               // 66: holo.fleet.v1.RolloutProgress.PhasesEntry
-	(*timestamppb.Timestamp)(nil),     // 67: google.protobuf.Timestamp
-	(*structpb.Value)(nil),            // 68: google.protobuf.Value
+	(*Signer)(nil),                    // 22: holo.fleet.v1.Signer
+	(*UploadArtifactRequest)(nil),     // 23: holo.fleet.v1.UploadArtifactRequest
+	(*UploadArtifactResponse)(nil),    // 24: holo.fleet.v1.UploadArtifactResponse
+	(*ListArtifactsRequest)(nil),      // 25: holo.fleet.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),     // 26: holo.fleet.v1.ListArtifactsResponse
+	(*GetArtifactRequest)(nil),        // 27: holo.fleet.v1.GetArtifactRequest
+	(*DeleteArtifactRequest)(nil),     // 28: holo.fleet.v1.DeleteArtifactRequest
+	(*DeleteArtifactResponse)(nil),    // 29: holo.fleet.v1.DeleteArtifactResponse
+	(*Channel)(nil),                   // 30: holo.fleet.v1.Channel
+	(*SetChannelRequest)(nil),         // 31: holo.fleet.v1.SetChannelRequest
+	(*ListChannelsRequest)(nil),       // 32: holo.fleet.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),      // 33: holo.fleet.v1.ListChannelsResponse
+	(*DeleteChannelRequest)(nil),      // 34: holo.fleet.v1.DeleteChannelRequest
+	(*DeleteChannelResponse)(nil),     // 35: holo.fleet.v1.DeleteChannelResponse
+	(*RolloutPlan)(nil),               // 36: holo.fleet.v1.RolloutPlan
+	(*RolloutTarget)(nil),             // 37: holo.fleet.v1.RolloutTarget
+	(*RolloutWave)(nil),               // 38: holo.fleet.v1.RolloutWave
+	(*RolloutTimeouts)(nil),           // 39: holo.fleet.v1.RolloutTimeouts
+	(*RolloutThresholds)(nil),         // 40: holo.fleet.v1.RolloutThresholds
+	(*RolloutWindow)(nil),             // 41: holo.fleet.v1.RolloutWindow
+	(*WaveBoards)(nil),                // 42: holo.fleet.v1.WaveBoards
+	(*Refusal)(nil),                   // 43: holo.fleet.v1.Refusal
+	(*RolloutSelection)(nil),          // 44: holo.fleet.v1.RolloutSelection
+	(*DryRunRolloutRequest)(nil),      // 45: holo.fleet.v1.DryRunRolloutRequest
+	(*CreateRolloutRequest)(nil),      // 46: holo.fleet.v1.CreateRolloutRequest
+	(*RolloutImage)(nil),              // 47: holo.fleet.v1.RolloutImage
+	(*RolloutProgress)(nil),           // 48: holo.fleet.v1.RolloutProgress
+	(*Rollout)(nil),                   // 49: holo.fleet.v1.Rollout
+	(*ListRolloutsRequest)(nil),       // 50: holo.fleet.v1.ListRolloutsRequest
+	(*ListRolloutsResponse)(nil),      // 51: holo.fleet.v1.ListRolloutsResponse
+	(*GetRolloutRequest)(nil),         // 52: holo.fleet.v1.GetRolloutRequest
+	(*ListRolloutBoardsRequest)(nil),  // 53: holo.fleet.v1.ListRolloutBoardsRequest
+	(*RolloutStep)(nil),               // 54: holo.fleet.v1.RolloutStep
+	(*RolloutBoard)(nil),              // 55: holo.fleet.v1.RolloutBoard
+	(*ListRolloutBoardsResponse)(nil), // 56: holo.fleet.v1.ListRolloutBoardsResponse
+	(*PauseRolloutRequest)(nil),       // 57: holo.fleet.v1.PauseRolloutRequest
+	(*ResumeRolloutRequest)(nil),      // 58: holo.fleet.v1.ResumeRolloutRequest
+	(*AbortRolloutRequest)(nil),       // 59: holo.fleet.v1.AbortRolloutRequest
+	(*RevertRolloutRequest)(nil),      // 60: holo.fleet.v1.RevertRolloutRequest
+	(*WatchRolloutRequest)(nil),       // 61: holo.fleet.v1.WatchRolloutRequest
+	(*RolloutEvent)(nil),              // 62: holo.fleet.v1.RolloutEvent
+	nil,                               // 63: holo.fleet.v1.Board.LabelsEntry
+	nil,                               // 64: holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	nil,                               // 65: holo.fleet.v1.Selector.LabelsEntry
+	nil,                               // 66: holo.fleet.v1.RolloutTarget.LabelsEntry
+	nil,                               // 67: holo.fleet.v1.RolloutProgress.PhasesEntry
+	(*timestamppb.Timestamp)(nil),     // 68: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 69: google.protobuf.Value
 }
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
-	62, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
-	67, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
+	63, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
+	68, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
 	0,  // 2: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	63, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	68, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	64, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	64, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	69, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	65, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
 	7,  // 6: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	68, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	69, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
 	10, // 8: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	67, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	67, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	68, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	68, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
 	13, // 11: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
 	13, // 12: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
 	20, // 13: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	67, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
-	21, // 15: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
-	21, // 16: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	67, // 17: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
-	29, // 18: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
-	36, // 19: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
-	37, // 20: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
-	38, // 21: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
-	39, // 22: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
-	40, // 23: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	65, // 24: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
-	41, // 25: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
-	42, // 26: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
-	35, // 27: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	35, // 28: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	20, // 29: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	66, // 30: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
-	35, // 31: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
-	46, // 32: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
-	41, // 33: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
-	42, // 34: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	67, // 35: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	67, // 36: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	67, // 37: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
-	47, // 38: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
-	48, // 39: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	67, // 40: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	67, // 41: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	67, // 42: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
-	53, // 43: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
-	54, // 44: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	67, // 45: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	1,  // 46: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 47: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 48: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 49: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 50: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 51: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 52: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 53: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	18, // 54: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	22, // 55: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	24, // 56: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	26, // 57: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	27, // 58: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	30, // 59: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	31, // 60: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	33, // 61: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	44, // 62: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	45, // 63: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	49, // 64: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	51, // 65: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	52, // 66: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	56, // 67: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	57, // 68: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	58, // 69: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	59, // 70: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	60, // 71: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	2,  // 72: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 73: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 74: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 75: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 76: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 77: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 78: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	17, // 79: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	19, // 80: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	23, // 81: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	25, // 82: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	21, // 83: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	28, // 84: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	29, // 85: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	32, // 86: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	34, // 87: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	43, // 88: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	48, // 89: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	50, // 90: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	48, // 91: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	55, // 92: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	48, // 93: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	48, // 94: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	48, // 95: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	48, // 96: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	61, // 97: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	72, // [72:98] is the sub-list for method output_type
-	46, // [46:72] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	68, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	22, // 15: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
+	21, // 16: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
+	21, // 17: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
+	68, // 18: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	30, // 19: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
+	37, // 20: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
+	38, // 21: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
+	39, // 22: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
+	40, // 23: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
+	41, // 24: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
+	66, // 25: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	42, // 26: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
+	43, // 27: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
+	36, // 28: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	36, // 29: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	20, // 30: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
+	67, // 31: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	36, // 32: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
+	47, // 33: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
+	42, // 34: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
+	43, // 35: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
+	68, // 36: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	68, // 37: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	68, // 38: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	48, // 39: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
+	49, // 40: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
+	68, // 41: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	68, // 42: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	68, // 43: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	54, // 44: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
+	55, // 45: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
+	68, // 46: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	1,  // 47: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,  // 48: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,  // 49: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,  // 50: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,  // 51: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11, // 52: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14, // 53: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16, // 54: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	18, // 55: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	23, // 56: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	25, // 57: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	27, // 58: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	28, // 59: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	31, // 60: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	32, // 61: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	34, // 62: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	45, // 63: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	46, // 64: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	50, // 65: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	52, // 66: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	53, // 67: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	57, // 68: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	58, // 69: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	59, // 70: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	60, // 71: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	61, // 72: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	2,  // 73: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 74: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 75: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 76: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 77: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 78: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 79: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	17, // 80: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	19, // 81: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	24, // 82: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	26, // 83: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	21, // 84: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	29, // 85: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	30, // 86: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	33, // 87: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	35, // 88: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	44, // 89: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	49, // 90: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 91: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	49, // 92: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	56, // 93: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	49, // 94: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	49, // 95: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	49, // 96: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	49, // 97: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	62, // 98: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	73, // [73:99] is the sub-list for method output_type
+	47, // [47:73] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }
@@ -4442,7 +4547,7 @@ func file_holo_fleet_v1_fleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_fleet_proto_rawDesc), len(file_holo_fleet_v1_fleet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
