@@ -131,7 +131,7 @@ var haRows = []haRow{
 	{entity: "holo_y", start: "holo calibrated at 0,0", payload: "0.25", want: holoAt(0, 0.25)},
 	{entity: "holo_x", start: "holo not calibrated", payload: "0.5", want: holoAt(0, 0), refused: "not_ready"},
 	// Firmware: update; this gateway runs no rollouts (the install itself
-	// is TestRolloutOverMQTT's).
+	// is TestRolloutsOverMQTT's).
 	{entity: "firmware", start: "any", refused: "needs rollouts"},
 	// Restart: button (last: the board starts again).
 	{entity: "restart", start: "any"},
