@@ -45,11 +45,16 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 5s) each
 	  done; done
 
 # Which parts may import which: bus/ is the wire and the shared vocabulary
-# (bus/boardapi), so it imports neither firmware/ nor gateway/ (tests
-# included); the firmware never imports the gateway; the gateway imports
-# the firmware only to run simulated boards (demo), to check firmware
-# images the way boards do, and for the board's mDNS names.
-GATEWAY_FIRMWARE_OK := firmware/fleetmode firmware/ota/image firmware/ota/flash firmware/network/mdns firmware/leds
+# (bus/boardapi: errors, shapes, the strict body decoding), so it imports
+# neither firmware/ nor gateway/ (tests included); the firmware never
+# imports the gateway. The gateway imports the firmware only where it must
+# act as a board would: to run simulated boards (demo), to check firmware
+# images as boards do (ota/image, ota/flash), for the boards' mDNS names,
+# and to check action bodies with the boards' own request types and rules
+# (gateway/action: leds, screen, holo, scenes), so that what the gateway
+# accepts is what a board accepts. Shapes alone never justify an import.
+GATEWAY_FIRMWARE_OK := firmware/fleetmode firmware/ota/image firmware/ota/flash firmware/network/mdns \
+	firmware/leds firmware/screen firmware/holo firmware/scenes
 .PHONY: deps
 deps: ## Check the dependency rules between bus/, firmware/ and gateway/
 	@mod=$$($(GO) list -m); \

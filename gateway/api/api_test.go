@@ -249,11 +249,11 @@ func TestRESTEveryCall(t *testing.T) {
 	g.fake.set(func(f *fakeFleet) {
 		f.results = []fleet.Result{{Board: "b1", Via: "rs485", Reply: fleet.Reply{Status: 200, Body: []byte(`{}`)}}}
 	})
-	code, body = g.rest(t, "operator", "POST", "/v1/actions", `{"selector":{"labels":{"room":"hall"}},"kind":"leds","body":{"on":false}}`)
+	code, body = g.rest(t, "operator", "POST", "/v1/actions", `{"selector":{"labels":{"room":"hall"}},"kind":"leds","body":{"mode":"off"}}`)
 	if code != 200 || !strings.Contains(body, `"board":"b1"`) {
 		t.Errorf("actions: %d %s", code, body)
 	}
-	if string(g.fake.action.Body) != `{"on":false}` || g.fake.sel.Labels["room"] != "hall" {
+	if string(g.fake.action.Body) != `{"mode":"off"}` || g.fake.sel.Labels["room"] != "hall" {
 		t.Errorf("action %+v sel %+v", g.fake.action, g.fake.sel)
 	}
 	code, body = g.rest(t, "admin", "POST", "/v1/tokens", `{"name":"dash","role":"operator"}`)

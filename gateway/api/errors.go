@@ -107,7 +107,8 @@ func codeOf(err error) codes.Code {
 		return codes.PermissionDenied
 	case errors.Is(err, auth.ErrExists):
 		return codes.AlreadyExists
-	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName):
+	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName),
+		errors.Is(err, fleet.ErrBadAction), errors.Is(err, fleet.ErrBadSelector):
 		return codes.InvalidArgument
 	case errors.Is(err, ErrFellBehind):
 		return codes.ResourceExhausted

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -133,14 +134,15 @@ func (s *service) CallBoard(ctx context.Context, r *fleetv1.CallBoardRequest) (*
 	return &fleetv1.CallBoardResponse{Status: int32(reply.Status), Body: string(reply.Body)}, nil
 }
 
-var actionKinds = map[string]bool{
-	fleet.ActionSceneApply: true, fleet.ActionSceneEnd: true, fleet.ActionLEDs: true,
-	fleet.ActionScreenShow: true, fleet.ActionScreenOff: true, fleet.ActionHolo: true,
-}
-
 func (s *service) DoAction(ctx context.Context, r *fleetv1.DoActionRequest) (*fleetv1.DoActionResponse, error) {
-	if !actionKinds[r.GetKind()] {
-		return nil, Err(fmt.Errorf("%w: action kind %q (scene_apply, scene_end, leds, screen_show, screen_off or holo)", ErrBadRequest, r.GetKind()))
+	body, err := jsonOf(r.GetBody())
+	if err != nil {
+		return nil, Err(err)
+	}
+	// The body is checked here, before any board is reached: boards on a
+	// line do not answer group frames, so a refused body would go unseen.
+	if _, err := action.Decode(action.Kind(r.GetKind()), body); err != nil {
+		return nil, Err(fmt.Errorf("%w: %w", ErrBadRequest, err))
 	}
 	ps := r.GetSelector()
 	sel := fleet.Selector{Boards: ps.GetBoards(), Labels: ps.GetLabels(), All: ps.GetAll()}
@@ -153,10 +155,6 @@ func (s *service) DoAction(ctx context.Context, r *fleetv1.DoActionRequest) (*fl
 	if !sel.All && len(sel.Boards) == 0 && len(sel.Groups) == 0 && len(sel.Labels) == 0 {
 		return nil, Err(fmt.Errorf("%w: the selector names no boards (set boards, groups, labels or all)", ErrBadRequest))
 	}
-	body, err := jsonOf(r.GetBody())
-	if err != nil {
-		return nil, Err(err)
-	}
 	results, err := s.fleet.Do(ctx, sel, fleet.Action{Kind: r.GetKind(), Body: body})
 	if err != nil {
 		return nil, Err(err)
@@ -164,7 +162,7 @@ func (s *service) DoAction(ctx context.Context, r *fleetv1.DoActionRequest) (*fl
 	out := &fleetv1.DoActionResponse{Results: make([]*fleetv1.Result, 0, len(results))}
 	for _, res := range results {
 		pr := &fleetv1.Result{Board: res.Board, Via: res.Via, Status: int32(res.Reply.Status),
-			Body: string(res.Reply.Body), Error: res.Error}
+			Body: string(res.Reply.Body), Error: res.Error, Message: res.Message}
 		var be *boardapi.Error
 		if res.Error == "" && errors.As(res.Reply.Err(), &be) {
 			pr.Error, pr.Message = be.Code, be.Message

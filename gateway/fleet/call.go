@@ -3,19 +3,18 @@ package fleet
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
-	"github.com/holofleet/holofleet/firmware/leds"
+	"github.com/holofleet/holofleet/gateway/action"
 )
 
 // Transports a Result names in Via.
@@ -125,16 +124,6 @@ func (f *Fleet) call(ctx context.Context, id, method, path string, body []byte) 
 	return Reply{}, routes[0].via, fmt.Errorf("board %s: %w", id, errors.Join(errs...))
 }
 
-// actionRequests maps action kinds to the API request each stands for.
-var actionRequests = map[string]struct{ method, path string }{
-	ActionSceneApply: {http.MethodPost, "/scenes/apply"},
-	ActionSceneEnd:   {http.MethodPost, "/scenes/end"},
-	ActionLEDs:       {http.MethodPatch, "/leds"},
-	ActionScreenShow: {http.MethodPost, "/screen/show"},
-	ActionScreenOff:  {http.MethodDelete, "/screen"},
-	ActionHolo:       {http.MethodPost, "/holo/motion"},
-}
-
 // groupSend is one group frame (or JSON line) on one line and the boards
 // it reaches.
 type groupSend struct {
@@ -143,22 +132,24 @@ type groupSend struct {
 	members []string
 }
 
-// Do implements Service. Boards named by id, and boards picked by labels,
+// Do implements Service. The action's body is decoded and checked first
+// (package action): a body any board would refuse is an ErrBadAction and
+// nothing is sent. Boards named by id, and boards picked by labels,
 // are called one by one (concurrently, at most Concurrency at a time).
 // Group and All selectors go out as one frame per line and group (group
 // 0, every board, for All) where the action has a native form, else as
 // one JSON line to the group; members no line reaches now are called one
 // by one over the LAN. Each board appears once in the results, ordered by
-// id; boards reached by a group frame report Via "group" and no reply.
+// id; boards reached by a group frame report Via "group" and no reply. A
+// board that refuses the action reports its error code in Error and its
+// message in Message.
 func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error) {
-	req, ok := actionRequests[a.Kind]
-	if !ok {
-		return nil, fmt.Errorf("%w: unknown kind %q", ErrBadAction, a.Kind)
+	ab, err := action.Decode(action.Kind(a.Kind), a.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
-	body := []byte(a.Body)
-	if len(body) > 0 && !json.Valid(body) {
-		return nil, fmt.Errorf("%w: %s body is not JSON", ErrBadAction, a.Kind)
-	}
+	req := ab.Request()
+	body := req.Body
 	if len(sel.Boards) == 0 && len(sel.Groups) == 0 && len(sel.Labels) == 0 && !sel.All {
 		return nil, fmt.Errorf("%w: no boards, groups, labels or all", ErrBadSelector)
 	}
@@ -171,7 +162,7 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 	if err != nil {
 		return nil, err
 	}
-	native, hasNative := nativeForm(a.Kind, body)
+	native, hasNative := ab.Native()
 
 	results := map[string]Result{}
 	var mu sync.Mutex
@@ -189,7 +180,7 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 				if hasNative {
 					err = s.line.Group(ctx, s.group, native)
 				} else {
-					err = s.line.GroupCall(ctx, s.group, req.method, req.path, body)
+					err = s.line.GroupCall(ctx, s.group, req.Method, req.Path, body)
 				}
 				f.observe(ViaGroup, a.Kind, start, err)
 				mu.Lock()
@@ -217,13 +208,13 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 			}
 			defer func() { <-sem }()
 			start := f.clk.Now()
-			rep, via, err := f.call(ctx, id, req.method, req.path, body)
+			rep, via, err := f.call(ctx, id, req.Method, req.Path, body)
 			f.observe(via, a.Kind, start, err)
 			r := Result{Board: id, Via: via, Reply: rep}
 			if err != nil {
 				r.Error = err.Error()
-			} else if e := rep.Err(); e != nil {
-				r.Error = e.Error()
+			} else {
+				r.Error, r.Message = boardRefusal(rep)
 			}
 			mu.Lock()
 			results[id] = r
@@ -320,157 +311,12 @@ func (f *Fleet) plan(sel Selector) ([]groupSend, []string, error) {
 	return sends, single, nil
 }
 
-// nativeForm returns the native request standing for an action, when its
-// body can be said exactly in native bytes: a scene by slot, scene end,
-// screen off, a screen colour, an LED change that sets loop (the native
-// form always sets it) and a holo motion whose numbers fit the frame.
-func nativeForm(kind string, body []byte) (frame.Request, bool) {
-	if len(body) == 0 {
-		body = []byte("{}")
+// boardRefusal returns the board's error code and message when rep is an
+// error reply (status 400 or more), else "", "".
+func boardRefusal(rep Reply) (code, message string) {
+	var e *boardapi.Error
+	if !errors.As(rep.Err(), &e) {
+		return "", ""
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, false
-	}
-	only := func(keys ...string) bool {
-		for k := range fields {
-			if !slices.Contains(keys, k) {
-				return false
-			}
-		}
-		return true
-	}
-	num := func(k string) (float64, bool, bool) { // value, present, ok
-		raw, ok := fields[k]
-		if !ok {
-			return 0, false, true
-		}
-		var v float64
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return 0, true, false
-		}
-		return v, true, true
-	}
-	str := func(k string) (string, bool) {
-		var s string
-		err := json.Unmarshal(fields[k], &s)
-		return s, err == nil
-	}
-	whole := func(v float64, lo, hi int) bool { return v == math.Trunc(v) && v >= float64(lo) && v <= float64(hi) }
-	switch kind {
-	case ActionSceneEnd:
-		return frame.EndRequest{}, true
-	case ActionScreenOff:
-		return frame.ScreenOffRequest{}, true
-	case ActionSceneApply:
-		slot, present, ok := num("slot")
-		if !only("slot") || !present || !ok || !whole(slot, 1, 255) {
-			return nil, false
-		}
-		return frame.SceneRequest{Slot: uint8(slot)}, true
-	case ActionScreenShow:
-		if !only("colour") {
-			return nil, false
-		}
-		s, ok := str("colour")
-		if !ok {
-			return nil, false
-		}
-		c, err := leds.ParseColour(s)
-		if err != nil {
-			return nil, false
-		}
-		return frame.ColourRequest{R: c.R, G: c.G, B: c.B}, true
-	case ActionLEDs:
-		if !only("mode", "colour", "loop", "brightness") {
-			return nil, false
-		}
-		var loop bool
-		if err := json.Unmarshal(fields["loop"], &loop); err != nil {
-			return nil, false
-		}
-		r := frame.LEDsRequest{Mode: frame.LEDKeep}
-		if loop {
-			r.Flags |= frame.LEDLoop
-		}
-		if _, ok := fields["mode"]; ok {
-			s, ok := str("mode")
-			m, err := frame.ParseLEDMode(s)
-			if !ok || err != nil {
-				return nil, false
-			}
-			r.Mode = m
-		}
-		if _, ok := fields["colour"]; ok {
-			s, ok := str("colour")
-			c, err := leds.ParseColour(s)
-			if !ok || err != nil {
-				return nil, false
-			}
-			r.R, r.G, r.B = c.R, c.G, c.B
-			r.Flags |= frame.LEDNewColour
-		}
-		if v, present, ok := num("brightness"); present {
-			if !ok || !whole(v, 1, 100) {
-				return nil, false
-			}
-			r.Brightness = uint8(v)
-		}
-		return r, true
-	case ActionHolo:
-		if !only("motion", "x", "y", "duration_ms", "range", "count") {
-			return nil, false
-		}
-		s, ok := str("motion")
-		m, err := frame.ParseMotion(s)
-		if !ok || err != nil {
-			return nil, false
-		}
-		r := frame.HoloRequest{Motion: m}
-		x, hasX, okX := num("x")
-		y, hasY, okY := num("y")
-		if !okX || !okY {
-			return nil, false
-		}
-		switch m {
-		case frame.MotionMove, frame.MotionNudge:
-			lo, hi := frame.MinMove, frame.MaxMove
-			if m == frame.MotionNudge {
-				lo, hi = math.MinInt8, math.MaxInt8
-			}
-			hx, hy := math.Round(x*100), math.Round(y*100)
-			exact := math.Abs(hx-x*100) < 1e-6 && math.Abs(hy-y*100) < 1e-6
-			if !hasX || !hasY || !exact || !whole(hx, lo, hi) || !whole(hy, lo, hi) {
-				return nil, false
-			}
-			r.X, r.Y = int8(hx), int8(hy)
-		default:
-			if hasX || hasY {
-				return nil, false
-			}
-		}
-		for _, p := range []struct {
-			key    string
-			hi     int
-			assign func(int)
-		}{
-			{"duration_ms", math.MaxUint16, func(v int) { r.DurationMS = uint16(v) }},
-			{"range", math.MaxUint8, func(v int) { r.Range = uint8(v) }},
-			{"count", math.MaxUint8, func(v int) { r.Count = uint8(v) }},
-		} {
-			v, present, ok := num(p.key)
-			if !present {
-				continue
-			}
-			if !ok || !whole(v, 1, p.hi) {
-				return nil, false
-			}
-			p.assign(int(v))
-		}
-		if _, err := r.AppendBinary(nil); err != nil {
-			return nil, false
-		}
-		return r, true
-	}
-	return nil, false
+	return e.Code, e.Message
 }

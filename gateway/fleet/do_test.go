@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"testing"
@@ -10,69 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/holofleet/holofleet/bus/frame"
 )
-
-func TestNativeForm(t *testing.T) {
-	for _, tc := range []struct {
-		kind, body string
-		want       string // type and payload in hex; "" when no native form
-	}{
-		{ActionSceneApply, `{"slot":3}`, "10 03"},
-		{ActionSceneApply, `{"slot":255}`, "10 ff"},
-		{ActionSceneApply, `{"slot":0}`, ""},
-		{ActionSceneApply, `{"slot":256}`, ""},
-		{ActionSceneApply, `{"slot":1.5}`, ""},
-		{ActionSceneApply, `{"name":"intro"}`, ""},
-		{ActionSceneApply, `{"slot":2,"name":"x"}`, ""},
-		{ActionSceneEnd, ``, "11"},
-		{ActionSceneEnd, `{}`, "11"},
-		{ActionScreenOff, ``, "20"},
-		{ActionScreenShow, `{"colour":"#ff8000"}`, "21 ff8000"},
-		{ActionScreenShow, `{"colour":"10, 20, 30"}`, "21 0a141e"},
-		{ActionScreenShow, `{"colour":"nope-colour"}`, ""},
-		{ActionScreenShow, `{"path":"/clips/a.mov"}`, ""},
-		{ActionLEDs, `{"mode":"rainbow","loop":true}`, "30 03000000 00 01"},
-		{ActionLEDs, `{"mode":"solid","colour":"#010203","brightness":40,"loop":false}`, "30 01010203 28 02"},
-		{ActionLEDs, `{"brightness":100,"loop":true}`, "30 ff000000 64 01"},
-		{ActionLEDs, `{"mode":"solid"}`, ""}, // without loop the frame would change it
-		{ActionLEDs, `{"mode":"sparkle","loop":true}`, ""},
-		{ActionLEDs, `{"brightness":0,"loop":true}`, ""},
-		{ActionLEDs, `{"speed":3,"loop":true}`, ""},
-		{ActionHolo, `{"motion":"wag"}`, "40 04 00 00 0000 00 00"},
-		{ActionHolo, `{"motion":"move","x":0.25,"y":-1}`, "40 01 19 9c 0000 00 00"},
-		{ActionHolo, `{"motion":"move","x":0.29,"y":0}`, "40 01 1d 00 0000 00 00"},
-		{ActionHolo, `{"motion":"nudge","x":-1.28,"y":1.27}`, "40 02 80 7f 0000 00 00"},
-		{ActionHolo, `{"motion":"nod","duration_ms":1500,"range":40,"count":3}`, "40 05 00 00 dc05 28 03"},
-		{ActionHolo, `{"motion":"move","x":1.5,"y":0}`, ""},
-		{ActionHolo, `{"motion":"move","x":0.255,"y":0}`, ""},
-		{ActionHolo, `{"motion":"move"}`, ""},
-		{ActionHolo, `{"motion":"wag","x":1}`, ""},
-		{ActionHolo, `{"motion":"scan","interval_s":[1,2]}`, ""},
-		{ActionHolo, `{"motion":"nod","duration_ms":70000}`, ""},
-		{ActionHolo, `{"motion":"spin"}`, ""},
-		{"unknown", `{}`, ""},
-		{ActionLEDs, `[1,2]`, ""},
-	} {
-		req, ok := nativeForm(tc.kind, []byte(tc.body))
-		got := ""
-		if ok {
-			payload, err := req.AppendBinary(nil)
-			if err != nil {
-				t.Errorf("%s %s: %v", tc.kind, tc.body, err)
-				continue
-			}
-			got = hex.EncodeToString(append([]byte{byte(req.Type())}, payload...))
-		}
-		want := ""
-		for _, c := range tc.want {
-			if c != ' ' {
-				want += string(c)
-			}
-		}
-		if got != want {
-			t.Errorf("%s %s: got %q, want %q", tc.kind, tc.body, got, want)
-		}
-	}
-}
 
 // doSetup: line0 holds b1-b4 (group 1) and b5 (group 2); line1 holds b6,
 // b7 (group 1); b8 (group 1) and b9 (group 2) are on the LAN only; b10
@@ -191,6 +127,15 @@ func TestDoGroupFrames(t *testing.T) {
 		{"unknown board", Selector{Boards: []string{"zz"}}, Action{Kind: ActionSceneEnd}, ErrUnknownBoard},
 		{"unknown kind", Selector{All: true}, Action{Kind: "explode"}, ErrBadAction},
 		{"bad body", Selector{All: true}, Action{Kind: ActionLEDs, Body: []byte(`{"mode":`)}, ErrBadAction},
+		// Group frames carry no reply: a body a board would refuse must
+		// be refused before it is sent.
+		{"unknown mode to a group", Selector{Groups: []int{1}}, Action{Kind: ActionLEDs, Body: []byte(`{"mode":"sparkle"}`)}, ErrBadAction},
+		{"brightness 0 to a group", Selector{Groups: []int{1}}, Action{Kind: ActionLEDs, Body: []byte(`{"brightness":0,"loop":true}`)}, ErrBadAction},
+		{"unknown field to all", Selector{All: true}, Action{Kind: ActionLEDs, Body: []byte(`{"speed":3,"loop":true}`)}, ErrBadAction},
+		{"bad motion to a group", Selector{Groups: []int{2}}, Action{Kind: ActionHolo, Body: []byte(`{"motion":"spin"}`)}, ErrBadAction},
+		{"slot 0 to a group", Selector{Groups: []int{1}}, Action{Kind: ActionSceneApply, Body: []byte(`{"slot":0}`)}, ErrBadAction},
+		{"show two things", Selector{Groups: []int{1}}, Action{Kind: ActionScreenShow, Body: []byte(`{"colour":"red","path":"/a.png"}`)}, ErrBadAction},
+		{"body on scene end", Selector{Boards: []string{"b08"}}, Action{Kind: ActionSceneEnd, Body: []byte(`{"now":true}`)}, ErrBadAction},
 	} {
 		if _, err := s.f.Do(ctx, tc.sel, tc.a); !errors.Is(err, tc.err) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
@@ -198,5 +143,61 @@ func TestDoGroupFrames(t *testing.T) {
 	}
 	if len(s.line.takeSent())+len(line1.takeSent())+len(s.lan.takeCalls())+len(s.line.takeCalls()) != 0 {
 		t.Error("a refused action reached a board")
+	}
+}
+
+// TestDoNativeForms: the group frame is the body's native form when it has
+// one (package action derives it), else one JSON line of the body.
+func TestDoNativeForms(t *testing.T) {
+	s, line1 := doSetup(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		a    Action
+		want groupSent
+	}{
+		{Action{Kind: ActionLEDs, Body: []byte(`{"mode":"solid","colour":"#010203","brightness":40,"loop":false}`)},
+			groupSent{Group: 2, Native: frame.LEDsRequest{Mode: frame.LEDSolid, R: 1, G: 2, B: 3, Brightness: 40, Flags: frame.LEDNewColour}}},
+		{Action{Kind: ActionLEDs, Body: []byte(`{"mode":"solid"}`)},
+			groupSent{Group: 2, Method: "PATCH", Path: "/leds", Body: `{"mode":"solid"}`}},
+		{Action{Kind: ActionHolo, Body: []byte(`{"motion":"move","x":0.25,"y":-1}`)},
+			groupSent{Group: 2, Native: frame.HoloRequest{Motion: frame.MotionMove, X: 25, Y: -100}}},
+		{Action{Kind: ActionHolo, Body: []byte(`{"motion":"scan","interval_s":[1,2]}`)},
+			groupSent{Group: 2, Method: "POST", Path: "/holo/motion", Body: `{"motion":"scan","interval_s":[1,2]}`}},
+		{Action{Kind: ActionScreenShow, Body: []byte(`{"colour":"10,20,30"}`)},
+			groupSent{Group: 2, Native: frame.ColourRequest{R: 10, G: 20, B: 30}}},
+		{Action{Kind: ActionScreenOff}, groupSent{Group: 2, Native: frame.ScreenOffRequest{}}},
+	} {
+		res, err := s.f.Do(ctx, Selector{Groups: []int{2}}, tc.a)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.a.Kind, tc.a.Body, err)
+		}
+		if diff := cmp.Diff(s.line.takeSent(), []groupSent{tc.want}); diff != "" {
+			t.Errorf("%s %s (-got +want)\n%s", tc.a.Kind, tc.a.Body, diff)
+		}
+		if len(res) != 2 || res[0].Board != "b05" || res[0].Via != ViaGroup || res[0].Error != "" {
+			t.Errorf("%s %s: results %+v", tc.a.Kind, tc.a.Body, res)
+		}
+	}
+	line1.takeSent()
+	s.lan.takeCalls()
+}
+
+// TestDoBoardRefusal: a board that refuses an action reports its code in
+// Error and its message in Message, as it sent them.
+func TestDoBoardRefusal(t *testing.T) {
+	s, _ := doSetup(t)
+	s.lan.put("http://b09", &fakeBoard{id: "b09", groups: []int{2},
+		reply: &Reply{Status: 404, Body: []byte(`{"error":"unknown_scene","message":"no scene is called \"intro\""}`)}})
+	res, err := s.f.Do(context.Background(), Selector{Boards: []string{"b09", "b08"}}, Action{Kind: ActionSceneApply, Body: []byte(`{"name":"intro"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Result{
+		{Board: "b08", Via: ViaLAN, Reply: Reply{Status: 200, Body: []byte(`{"ok":true}`)}},
+		{Board: "b09", Via: ViaLAN, Reply: Reply{Status: 404, Body: []byte(`{"error":"unknown_scene","message":"no scene is called \"intro\""}`)},
+			Error: "unknown_scene", Message: `no scene is called "intro"`},
+	}
+	if diff := cmp.Diff(res, want); diff != "" {
+		t.Errorf("results (-got +want)\n%s", diff)
 	}
 }

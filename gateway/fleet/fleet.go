@@ -15,7 +15,8 @@ import (
 
 // Errors of the fleet core beyond those drivers share (driver.go).
 var (
-	// ErrBadAction: the action kind is unknown or its body is not JSON.
+	// ErrBadAction: the action kind is unknown or its body is not one the
+	// boards take (it wraps action.ErrUnknownKind or action.ErrInvalid).
 	ErrBadAction = errors.New("fleet: bad action")
 	// ErrBadSelector: the selector names nothing, or a group outside 1-31.
 	ErrBadSelector = errors.New("fleet: bad selector")

@@ -4,42 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
-	"github.com/holofleet/holofleet/bus/frame"
 )
-
-// FuzzNativeForm: any body gives either no native form or a request that
-// encodes and parses back to itself.
-func FuzzNativeForm(f *testing.F) {
-	for _, seed := range []struct{ kind, body string }{
-		{ActionSceneApply, `{"slot":3}`}, {ActionSceneApply, `{"name":"x"}`}, {ActionSceneEnd, ``},
-		{ActionScreenShow, `{"colour":"#ff8000"}`}, {ActionScreenShow, `{"colour":"1,2,3"}`},
-		{ActionLEDs, `{"mode":"solid","colour":"red","brightness":40,"loop":true}`},
-		{ActionHolo, `{"motion":"move","x":0.25,"y":-1}`}, {ActionHolo, `{"motion":"nod","duration_ms":1500,"range":40,"count":3}`},
-		{ActionHolo, `{"motion":"nudge","x":-1.28,"y":1e300}`}, {ActionLEDs, `{"loop":null}`},
-	} {
-		f.Add(seed.kind, []byte(seed.body))
-	}
-	f.Fuzz(func(t *testing.T, kind string, body []byte) {
-		req, ok := nativeForm(kind, body)
-		if !ok {
-			return
-		}
-		payload, err := req.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("%s %s: native form does not encode: %v", kind, body, err)
-		}
-		back, err := frame.ParseRequest(frame.Frame{Type: req.Type(), Payload: payload})
-		if err != nil {
-			t.Fatalf("%s %s: %x does not parse: %v", kind, body, payload, err)
-		}
-		again, _ := back.AppendBinary(nil)
-		if diff := cmp.Diff(again, payload); diff != "" {
-			t.Fatalf("round trip (-got +want)\n%s", diff)
-		}
-	})
-}
 
 // FuzzReports: whatever drivers report (info, states, happenings), the
 // core neither panics nor loses its numbering.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/holofleet/holofleet/gateway/action"
 )
 
 // BoardView is what the fleet knows of one board.
@@ -45,17 +47,18 @@ type Selector struct {
 	All    bool              `json:"all,omitempty"`
 }
 
-// Action kinds.
+// Action kinds; package action holds the body of each.
 const (
-	ActionSceneApply = "scene_apply" // body: {name} or {slot} or {scene}
-	ActionSceneEnd   = "scene_end"
-	ActionLEDs       = "leds"        // body: PATCH /leds
-	ActionScreenShow = "screen_show" // body: POST /screen/show
-	ActionScreenOff  = "screen_off"
-	ActionHolo       = "holo" // body: POST /holo/motion
+	ActionSceneApply = string(action.KindSceneApply) // body: {name} or {slot} or {scene}
+	ActionSceneEnd   = string(action.KindSceneEnd)
+	ActionLEDs       = string(action.KindLEDs)       // body: PATCH /leds
+	ActionScreenShow = string(action.KindScreenShow) // body: POST /screen/show
+	ActionScreenOff  = string(action.KindScreenOff)
+	ActionHolo       = string(action.KindHolo) // body: POST /holo/motion
 )
 
-// Action is one thing to do on the selected boards.
+// Action is one thing to do on the selected boards: its kind and its body
+// as JSON, which Do decodes with action.Decode.
 type Action struct {
 	Kind string          `json:"kind"`
 	Body json.RawMessage `json:"body,omitempty"`
@@ -68,7 +71,12 @@ type Result struct {
 	Board string `json:"board"`
 	Via   string `json:"via"` // "rs485", "lan", "group"
 	Reply Reply  `json:"reply"`
+	// Error is the board's error code when it refused the action (its
+	// reply is 400 or more), else the gateway's reason when the board was
+	// not reached; "" when the action was done or sent.
 	Error string `json:"error,omitempty"`
+	// Message is the board's message when it refused the action.
+	Message string `json:"message,omitempty"`
 }
 
 // Event types in the fleet stream.

@@ -164,6 +164,9 @@ type boardInfo struct {
 	// runs is the version a rollout found the board running, believed
 	// while the fleet's view still says runsSaw (what it said then).
 	runs, runsSaw string
+	// ledsOn is the last strip mode other than off seen in the board's
+	// state: HA's ON brings it back.
+	ledsOn string
 }
 
 // New checks o and makes a bridge; Run connects it.

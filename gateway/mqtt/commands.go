@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/holofleet/holofleet/firmware/leds"
+	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
@@ -207,6 +208,8 @@ type apiCall struct {
 	body         []byte
 }
 
+func callOf(r action.Request) apiCall { return apiCall{r.Method, r.Path, r.Body} }
+
 // runSet validates and runs <b>/set/<resource>.
 func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte) error {
 	if resource == levelUpdate {
@@ -218,75 +221,80 @@ func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte
 		}
 		return b.o.Install(ctx, id)
 	}
+	if hl, ok, err := haCommand(resource, payload); ok {
+		if err != nil {
+			return err
+		}
+		return b.runHALight(ctx, id, resource, hl)
+	}
 	calls, err := b.translate(id, resource, payload)
 	if err != nil {
 		return err
 	}
+	_, err = b.callAll(ctx, id, calls)
+	return err
+}
+
+// callAll runs calls on a board in order, stopping at the first error
+// (the board's refusal included); it returns the last reply.
+func (b *Bridge) callAll(ctx context.Context, id string, calls []apiCall) (fleet.Reply, error) {
+	var rep fleet.Reply
 	for _, ac := range calls {
-		rep, err := b.o.Fleet.Call(ctx, id, ac.method, ac.path, ac.body)
+		var err error
+		rep, err = b.o.Fleet.Call(ctx, id, ac.method, ac.path, ac.body)
 		if err != nil {
-			return err
+			return rep, err
 		}
 		if err := rep.Err(); err != nil {
-			return fmt.Errorf("board %s: %w", id, err)
+			return rep, fmt.Errorf("board %s: %w", id, err)
 		}
 	}
-	return nil
+	return rep, nil
 }
 
 // runGroup validates and runs group/<n>/set/<resource> through the
 // fleet's group actions.
 func (b *Bridge) runGroup(ctx context.Context, group int, resource string, payload []byte) (any, error) {
-	var a fleet.Action
+	var ab action.Body
 	switch resource {
-	case "scene":
-		body, end, err := sceneBody(payload)
-		if err != nil {
-			return nil, err
-		}
-		a = fleet.Action{Kind: fleet.ActionSceneApply, Body: body}
-		if end {
-			a = fleet.Action{Kind: fleet.ActionSceneEnd}
-		}
-	case "leds":
-		body, err := ledsBody(payload)
-		if err != nil {
-			return nil, err
-		}
-		a = fleet.Action{Kind: fleet.ActionLEDs, Body: body}
-	case "holo":
-		body, err := holoBody(payload)
-		if err != nil {
-			return nil, err
-		}
-		a = fleet.Action{Kind: fleet.ActionHolo, Body: body}
-	case "screen":
-		calls, err := screenCalls(payload)
-		if err != nil {
-			return nil, err
-		}
-		switch calls[0].path {
-		case "/screen/show":
-			a = fleet.Action{Kind: fleet.ActionScreenShow, Body: calls[0].body}
-		case "/screen":
-			if calls[0].method != http.MethodDelete {
-				return nil, fmt.Errorf("%w: a group's screen takes show fields or off", ErrBadCommand)
+	case "scene", "leds", "holo", "screen":
+		if hl, ok, err := haCommand(resource, payload); ok {
+			if err != nil {
+				return nil, err
 			}
-			a = fleet.Action{Kind: fleet.ActionScreenOff}
+			if ab, err = groupHALight(resource, hl); err != nil {
+				return nil, err
+			}
+			break
+		}
+		var err error
+		if ab, err = boardAction(resource, payload); err != nil {
+			return nil, err
+		}
+		if ab == nil {
+			return nil, fmt.Errorf("%w: a group's screen takes show fields or off", ErrBadCommand)
 		}
 	default:
 		return nil, fmt.Errorf("%w: group resource %q (scene, leds, holo, screen)", ErrBadCommand, resource)
 	}
-	res, err := b.o.Fleet.Do(ctx, fleet.Selector{Groups: []int{group}}, a)
+	res, err := b.o.Fleet.Do(ctx, fleet.Selector{Groups: []int{group}}, actionOf(ab))
 	if err != nil {
 		return nil, err
 	}
 	return b.namedResults(res), firstResultError(res)
 }
 
+// actionOf is the fleet action carrying a body.
+func actionOf(ab action.Body) fleet.Action {
+	return fleet.Action{Kind: string(ab.Kind()), Body: ab.Request().Body}
+}
+
 func firstResultError(res []fleet.Result) error {
 	for _, r := range res {
 		if r.Error != "" {
+			if r.Message != "" {
+				return fmt.Errorf("board %s: %s: %s", r.Board, r.Error, r.Message)
+			}
 			return fmt.Errorf("board %s: %s", r.Board, r.Error)
 		}
 	}
@@ -304,29 +312,29 @@ func (b *Bridge) namedResults(res []fleet.Result) []map[string]any {
 		if r.Error != "" {
 			m["error"] = r.Error
 		}
+		if r.Message != "" {
+			m["message"] = r.Message
+		}
 		out = append(out, m)
 	}
 	return out
 }
 
-// translate turns a set command into board API calls, refusing what does
-// not fit the resource's schema.
-func (b *Bridge) translate(id, resource string, payload []byte) ([]apiCall, error) {
+// translate turns a set command in the board's own form into board API
+// calls, refusing what the board would refuse.
+func (b *Bridge) translate(_, resource string, payload []byte) ([]apiCall, error) {
 	switch resource {
-	case "leds":
-		body, err := ledsBody(payload)
-		return []apiCall{{http.MethodPatch, "/leds", body}}, err
-	case "screen":
-		return screenCalls(payload)
-	case "holo":
-		body, err := holoBody(payload)
-		return []apiCall{{http.MethodPost, "/holo/motion", body}}, err
-	case "scene":
-		body, end, err := sceneBody(payload)
-		if end {
-			return []apiCall{{http.MethodPost, "/scenes/end", nil}}, err
+	case "leds", "holo", "scene", "screen":
+		if resource == "screen" {
+			if call, ok, err := backlightCall(payload); ok {
+				return []apiCall{call}, err
+			}
 		}
-		return []apiCall{{http.MethodPost, "/scenes/apply", body}}, err
+		ab, err := boardAction(resource, payload)
+		if err != nil {
+			return nil, err
+		}
+		return []apiCall{callOf(ab.Request())}, nil
 	case "settings":
 		body, err := settingsBody(payload)
 		return []apiCall{{http.MethodPatch, "/settings", body}}, err
@@ -335,6 +343,84 @@ func (b *Bridge) translate(id, resource string, payload []byte) ([]apiCall, erro
 		return []apiCall{{http.MethodPost, "/restart", body}}, err
 	}
 	return nil, fmt.Errorf("%w: resource %q (leds, screen, holo, scene, settings, restart, update)", ErrBadCommand, resource)
+}
+
+// boardAction decodes a command in the board's form into the action it
+// stands for, with package action's decoder (the one the API and the
+// fleet use):
+//
+//	leds    a PATCH /leds body (at least one field)
+//	holo    a POST /holo/motion body
+//	scene   {"end": true} to end the running scene, else a POST /scenes/apply body
+//	screen  {"off": true} to turn it off, else a POST /screen/show body
+//
+// A screen {"backlight": n} is no action: boardAction returns nil for it
+// (backlightCall handles it on one board).
+func boardAction(resource string, payload []byte) (action.Body, error) {
+	m, err := object(payload)
+	if err != nil {
+		return nil, err
+	}
+	var kind action.Kind
+	switch resource {
+	case "leds":
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%w: leds: nothing to change", ErrBadCommand)
+		}
+		kind = action.KindLEDs
+	case "holo":
+		kind = action.KindHolo
+	case "scene":
+		kind = action.KindSceneApply
+		if end, ok, err := getBool(m, "end"); err != nil {
+			return nil, err
+		} else if ok {
+			if !end || len(m) != 1 {
+				return nil, fmt.Errorf("%w: scene: end stands alone and is true", ErrBadCommand)
+			}
+			return action.SceneEnd{}, nil
+		}
+	case "screen":
+		kind = action.KindScreenShow
+		if _, ok := m["backlight"]; ok {
+			return nil, nil
+		}
+		if off, ok, err := getBool(m, "off"); err != nil {
+			return nil, err
+		} else if ok {
+			if !off || len(m) != 1 {
+				return nil, fmt.Errorf("%w: screen: off stands alone and is true", ErrBadCommand)
+			}
+			return action.ScreenOff{}, nil
+		}
+	default:
+		return nil, fmt.Errorf("%w: resource %q", ErrBadCommand, resource)
+	}
+	ab, err := action.Decode(kind, payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	return ab, nil
+}
+
+// backlightCall is PATCH /screen for a screen command {"backlight": n}
+// (0-100); ok is false for other screen commands.
+func backlightCall(payload []byte) (apiCall, bool, error) {
+	m, err := object(payload)
+	if err != nil {
+		return apiCall{}, false, nil // boardAction says why
+	}
+	if _, ok := m["backlight"]; !ok {
+		return apiCall{}, false, nil
+	}
+	if err := onlyKeys(m, "screen", "backlight"); err != nil {
+		return apiCall{}, true, err
+	}
+	v, _, err := getNumber(m, "backlight", 0, 100, true)
+	if err != nil {
+		return apiCall{}, true, err
+	}
+	return apiCall{http.MethodPatch, "/screen", mustJSON(map[string]int{"backlight": int(v)})}, true, nil
 }
 
 // object decodes payload as one JSON object, numbers kept exact.
@@ -400,215 +486,6 @@ func getBool(m map[string]json.RawMessage, k string) (bool, bool, error) {
 	return v, true, nil
 }
 
-// LED strip modes.
-var ledModes = []string{"off", "solid", "wipe", "rainbow", "flicker"}
-
-// ledsBody checks a PATCH /leds body, or translates Home Assistant's JSON
-// light command (it has "state") into one.
-func ledsBody(payload []byte) ([]byte, error) {
-	m, err := object(payload)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	if _, ha := m["state"]; ha {
-		if err := onlyKeys(m, "leds", "state", "brightness", "color", "effect", "transition", "color_mode"); err != nil {
-			return nil, err
-		}
-		st, _, err := getString(m, "state", 8)
-		if err != nil || st != "ON" && st != "OFF" {
-			return nil, fmt.Errorf("%w: state must be ON or OFF", ErrBadCommand)
-		}
-		if st == "OFF" {
-			return mustJSON(map[string]any{"mode": "off"}), nil
-		}
-		if v, ok, err := getNumber(m, "brightness", 0, 100, false); err != nil {
-			return nil, err
-		} else if ok {
-			out["brightness"] = int(v + 0.5)
-		}
-		if raw, ok := m["color"]; ok {
-			var c struct{ R, G, B *int }
-			if json.Unmarshal(raw, &c) != nil || c.R == nil || c.G == nil || c.B == nil ||
-				*c.R < 0 || *c.R > 255 || *c.G < 0 || *c.G > 255 || *c.B < 0 || *c.B > 255 {
-				return nil, fmt.Errorf("%w: color must be {r,g,b} of 0-255", ErrBadCommand)
-			}
-			out["colour"] = fmt.Sprintf("#%02x%02x%02x", *c.R, *c.G, *c.B)
-		}
-		mode := "solid"
-		if e, ok, err := getString(m, "effect", 16); err != nil {
-			return nil, err
-		} else if ok {
-			if !slices.Contains(ledModes, e) {
-				return nil, fmt.Errorf("%w: effect %q (%s)", ErrBadCommand, e, strings.Join(ledModes, ", "))
-			}
-			mode = e
-		}
-		if _, ok := m["effect"]; ok || len(out) == 0 {
-			out["mode"] = mode
-		}
-		return mustJSON(out), nil
-	}
-	if err := onlyKeys(m, "leds", "mode", "colour", "loop", "brightness"); err != nil {
-		return nil, err
-	}
-	if len(m) == 0 {
-		return nil, fmt.Errorf("%w: leds: nothing to change", ErrBadCommand)
-	}
-	if s, ok, err := getString(m, "mode", 16); err != nil {
-		return nil, err
-	} else if ok && !slices.Contains(ledModes, s) {
-		return nil, fmt.Errorf("%w: mode %q (%s)", ErrBadCommand, s, strings.Join(ledModes, ", "))
-	}
-	if _, _, err := getString(m, "colour", 32); err != nil {
-		return nil, err
-	}
-	if _, _, err := getBool(m, "loop"); err != nil {
-		return nil, err
-	}
-	if _, _, err := getNumber(m, "brightness", 0, 100, true); err != nil {
-		return nil, err
-	}
-	return mustJSON(m), nil
-}
-
-// screenCalls checks a screen command: HA's light form (state,
-// brightness) or the board's: {backlight}, show fields, or {off:true}.
-func screenCalls(payload []byte) ([]apiCall, error) {
-	m, err := object(payload)
-	if err != nil {
-		return nil, err
-	}
-	if _, ha := m["state"]; ha {
-		if err := onlyKeys(m, "screen", "state", "brightness", "color_mode", "transition"); err != nil {
-			return nil, err
-		}
-		st, _, err := getString(m, "state", 8)
-		if err != nil || st != "ON" && st != "OFF" {
-			return nil, fmt.Errorf("%w: state must be ON or OFF", ErrBadCommand)
-		}
-		if st == "OFF" {
-			return []apiCall{{http.MethodDelete, "/screen", nil}}, nil
-		}
-		bl := 100.0
-		if v, ok, err := getNumber(m, "brightness", 0, 100, false); err != nil {
-			return nil, err
-		} else if ok {
-			bl = v
-		}
-		return []apiCall{{http.MethodPatch, "/screen", mustJSON(map[string]int{"backlight": int(bl + 0.5)})}}, nil
-	}
-	if off, ok, err := getBool(m, "off"); err != nil {
-		return nil, err
-	} else if ok {
-		if !off || len(m) != 1 {
-			return nil, fmt.Errorf("%w: screen: off stands alone and is true", ErrBadCommand)
-		}
-		return []apiCall{{http.MethodDelete, "/screen", nil}}, nil
-	}
-	if _, ok := m["backlight"]; ok {
-		if err := onlyKeys(m, "screen", "backlight"); err != nil {
-			return nil, err
-		}
-		if _, _, err := getNumber(m, "backlight", 0, 100, true); err != nil {
-			return nil, err
-		}
-		return []apiCall{{http.MethodPatch, "/screen", mustJSON(m)}}, nil
-	}
-	if err := onlyKeys(m, "screen", "path", "loop", "loops", "colour", "calibration"); err != nil {
-		return nil, err
-	}
-	if len(m) == 0 {
-		return nil, fmt.Errorf("%w: screen: nothing to do", ErrBadCommand)
-	}
-	if _, _, err := getString(m, "path", 255); err != nil {
-		return nil, err
-	}
-	if _, _, err := getString(m, "colour", 32); err != nil {
-		return nil, err
-	}
-	for _, k := range []string{"loop", "calibration"} {
-		if _, _, err := getBool(m, k); err != nil {
-			return nil, err
-		}
-	}
-	if _, _, err := getNumber(m, "loops", 0, 65535, true); err != nil {
-		return nil, err
-	}
-	return []apiCall{{http.MethodPost, "/screen/show", mustJSON(m)}}, nil
-}
-
-var motionName = regexp.MustCompile(`^[a-z][a-z_]{0,31}$`)
-
-// holoBody checks a POST /holo/motion body.
-func holoBody(payload []byte) ([]byte, error) {
-	m, err := object(payload)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(m, "holo", "motion", "x", "y", "duration_ms", "range", "count", "interval_s"); err != nil {
-		return nil, err
-	}
-	mo, ok, err := getString(m, "motion", 32)
-	if err != nil || !ok || !motionName.MatchString(mo) {
-		return nil, fmt.Errorf("%w: holo: motion must name a motion", ErrBadCommand)
-	}
-	for _, k := range []string{"x", "y"} {
-		if _, _, err := getNumber(m, k, -1, 1, false); err != nil {
-			return nil, err
-		}
-	}
-	for _, k := range []string{"duration_ms", "range", "count"} {
-		if _, _, err := getNumber(m, k, 0, 1e7, true); err != nil {
-			return nil, err
-		}
-	}
-	if raw, ok := m["interval_s"]; ok {
-		var iv []float64
-		if json.Unmarshal(raw, &iv) != nil || len(iv) != 2 || iv[0] < 0 || iv[1] < iv[0] || iv[1] > 3600 {
-			return nil, fmt.Errorf("%w: interval_s must be [min, max] seconds", ErrBadCommand)
-		}
-	}
-	return mustJSON(m), nil
-}
-
-// sceneBody checks a scene command: {name}, {slot}, {scene} to apply, or
-// {end:true}.
-func sceneBody(payload []byte) ([]byte, bool, error) {
-	m, err := object(payload)
-	if err != nil {
-		return nil, false, err
-	}
-	if end, ok, err := getBool(m, "end"); err != nil {
-		return nil, false, err
-	} else if ok {
-		if !end || len(m) != 1 {
-			return nil, false, fmt.Errorf("%w: scene: end stands alone and is true", ErrBadCommand)
-		}
-		return nil, true, nil
-	}
-	if err := onlyKeys(m, "scene", "name", "slot", "scene"); err != nil {
-		return nil, false, err
-	}
-	if len(m) != 1 {
-		return nil, false, fmt.Errorf("%w: scene: give one of name, slot, scene, end", ErrBadCommand)
-	}
-	if n, ok, err := getString(m, "name", MaxName); err != nil {
-		return nil, false, err
-	} else if ok && n == "" {
-		return nil, false, fmt.Errorf("%w: scene: empty name", ErrBadCommand)
-	}
-	if _, _, err := getNumber(m, "slot", 1, 255, true); err != nil {
-		return nil, false, err
-	}
-	if raw, ok := m["scene"]; ok {
-		if _, err := object(raw); err != nil || bytes.TrimSpace(raw)[0] != '{' {
-			return nil, false, fmt.Errorf("%w: scene: scene must be an object", ErrBadCommand)
-		}
-	}
-	return mustJSON(m), false, nil
-}
-
 // settingsBody checks a PATCH /settings body.
 func settingsBody(payload []byte) ([]byte, error) {
 	m, err := object(payload)
@@ -642,11 +519,16 @@ func settingsBody(payload []byte) ([]byte, error) {
 			return nil, err
 		}
 		for _, k := range part.keys {
-			hi := 100.0
-			if k == "count" {
-				hi = 1024
+			// The board's ranges: backlight 0-100, LED brightness 1-100
+			// (as PATCH /leds), LED count 1-1024.
+			lo, hi := 0.0, 100.0
+			switch {
+			case part.k == "leds" && k == "brightness":
+				lo = action.MinBrightness
+			case k == "count":
+				lo, hi = 1, leds.MaxCount
 			}
-			if _, _, err := getNumber(sub, k, 0, hi, true); err != nil {
+			if _, _, err := getNumber(sub, k, lo, hi, true); err != nil {
 				return nil, err
 			}
 		}

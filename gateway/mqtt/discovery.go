@@ -21,10 +21,11 @@ func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 	cmps := map[string]any{
 		"leds": map[string]any{"p": "light", "schema": "json", "name": "LED strip", "unique_id": uid + "_leds",
 			"state_topic": st("leds"), "command_topic": cmd("leds"), "brightness": true, "brightness_scale": 100,
-			"supported_color_modes": []string{"rgb"}, "effect": true, "effect_list": ledModes, "icon": "mdi:led-strip-variant"},
+			"supported_color_modes": []string{"rgb"}, "effect": true, "effect_list": haEffects, "flash": false,
+			"transition": false, "icon": "mdi:led-strip-variant"},
 		"backlight": map[string]any{"p": "light", "schema": "json", "name": "Screen backlight", "unique_id": uid + "_backlight",
 			"state_topic": st("screen"), "command_topic": cmd("screen"), "brightness": true, "brightness_scale": 100,
-			"supported_color_modes": []string{"brightness"}, "icon": "mdi:monitor"},
+			"supported_color_modes": []string{"brightness"}, "flash": false, "transition": false, "icon": "mdi:monitor"},
 		"end_scene": map[string]any{"p": "button", "name": "End scene", "unique_id": uid + "_end_scene",
 			"command_topic": cmd("scene"), "payload_press": `{"end":true}`, "icon": "mdi:stop"},
 		"restart": map[string]any{"p": "button", "name": "Restart", "unique_id": uid + "_restart", "device_class": "restart",
@@ -44,7 +45,7 @@ func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 	if len(bi.scenes) > 0 {
 		cmps["scene"] = map[string]any{"p": "select", "name": "Scene", "unique_id": uid + "_scene",
 			"options": bi.scenes, "command_topic": cmd("scene"), "command_template": `{"name": {{ value | tojson }}}`,
-			"state_topic": st("scene"), "value_template": "{{ value_json.name if value_json and value_json.name else '' }}",
+			"state_topic": st("scene"), "value_template": "{{ value_json.name if value_json and value_json.name else 'None' }}",
 			"icon": "mdi:movie-open"}
 	}
 	for _, k := range HappeningKinds {

@@ -122,6 +122,9 @@ func (b *Bridge) handle(ev fleet.Event) {
 		switch ev.Kind {
 		case "leds":
 			payload = haLEDs(ev.Data)
+			if m := ledsMode(ev.Data); m != "" && m != "off" {
+				bi.ledsOn = m
+			}
 		case "screen":
 			payload = haScreen(ev.Data)
 		case "scenes":
@@ -271,6 +274,15 @@ func happeningPayload(ev fleet.Event) []byte {
 		}
 	}
 	return append(buf, '}')
+}
+
+// ledsMode is the mode in a strip state, "" when there is none.
+func ledsMode(state json.RawMessage) string {
+	var st struct {
+		Mode string `json:"mode"`
+	}
+	_ = json.Unmarshal(state, &st)
+	return st.Mode
 }
 
 // haLEDs adds Home Assistant's JSON light fields to the strip state:

@@ -171,15 +171,11 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 				m2[k] = v
 			}
 		}
-		body, end, err := sceneBody(mustJSON(m2))
+		ab, err := boardAction("scene", mustJSON(m2))
 		if err != nil {
 			return nil, err
 		}
-		a := fleet.Action{Kind: fleet.ActionSceneApply, Body: body}
-		if end {
-			a = fleet.Action{Kind: fleet.ActionSceneEnd}
-		}
-		res, err := b.o.Fleet.Do(ctx, sel, a)
+		res, err := b.o.Fleet.Do(ctx, sel, actionOf(ab))
 		if err != nil {
 			return nil, err
 		}

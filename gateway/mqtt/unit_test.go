@@ -65,24 +65,26 @@ func TestTranslate(t *testing.T) {
 		want         []call
 		bad          bool
 	}{
-		{"leds", `{"mode":"rainbow","brightness":20}`, []call{{"PATCH", "/leds", `{"brightness":20,"mode":"rainbow"}`}}, false},
-		{"leds", `{"state":"OFF"}`, []call{{"PATCH", "/leds", `{"mode":"off"}`}}, false},
-		{"leds", `{"state":"ON","brightness":50,"color":{"r":1,"g":2,"b":255}}`,
-			[]call{{"PATCH", "/leds", `{"brightness":50,"colour":"#0102ff"}`}}, false},
-		{"leds", `{"state":"ON"}`, []call{{"PATCH", "/leds", `{"mode":"solid"}`}}, false},
-		{"leds", `{"state":"ON","effect":"disco"}`, nil, true},
-		{"leds", `{"state":"ON","color":{"r":300,"g":0,"b":0}}`, nil, true},
+		{"leds", `{"mode":"rainbow","brightness":20}`, []call{{"PATCH", "/leds", `{"mode":"rainbow","brightness":20}`}}, false},
+		{"leds", `{"brightness":1}`, []call{{"PATCH", "/leds", `{"brightness":1}`}}, false},
+		{"leds", `{"state":"ON"}`, nil, true}, // HA's form is not the board's (haCommand takes it first)
 		{"leds", `{"mode":"disco"}`, nil, true},
 		{"leds", `{"brightness":101}`, nil, true},
+		{"leds", `{"brightness":0}`, nil, true}, // the board's range is 1-100, as over the API
 		{"leds", `{"brightness":1.5}`, nil, true},
 		{"leds", `{}`, nil, true},
 		{"leds", `[1]`, nil, true},
-		{"screen", `{"state":"OFF"}`, []call{{"DELETE", "/screen", ""}}, false},
-		{"screen", `{"state":"ON","brightness":40}`, []call{{"PATCH", "/screen", `{"backlight":40}`}}, false},
-		{"screen", `{"path":"/media/a.mov","loop":true}`, []call{{"POST", "/screen/show", `{"loop":true,"path":"/media/a.mov"}`}}, false},
+		{"screen", `{"backlight":40}`, []call{{"PATCH", "/screen", `{"backlight":40}`}}, false},
+		{"screen", `{"backlight":0}`, []call{{"PATCH", "/screen", `{"backlight":0}`}}, false},
+		{"screen", `{"backlight":40,"path":"/a.png"}`, nil, true},
+		{"screen", `{"path":"/media/a.mov","loop":true}`, []call{{"POST", "/screen/show", `{"path":"/media/a.mov","loop":true}`}}, false},
+		{"screen", `{"colour":"red"}`, []call{{"POST", "/screen/show", `{"colour":"red"}`}}, false},
 		{"screen", `{"off":true}`, []call{{"DELETE", "/screen", ""}}, false},
+		{"screen", `{"off":false}`, nil, true},
+		{"screen", `{"colour":"red","path":"/a.png"}`, nil, true},
 		{"screen", `{"backlight":"high"}`, nil, true},
 		{"holo", `{"motion":"move","x":0.5,"y":-1}`, []call{{"POST", "/holo/motion", `{"motion":"move","x":0.5,"y":-1}`}}, false},
+		{"holo", `{"y":-1,"motion":"move"}`, []call{{"POST", "/holo/motion", `{"motion":"move","y":-1}`}}, false},
 		{"holo", `{"motion":"move","x":2}`, nil, true},
 		{"holo", `{"motion":"Rm -rf"}`, nil, true},
 		{"holo", `{"x":0}`, nil, true},
@@ -92,8 +94,13 @@ func TestTranslate(t *testing.T) {
 		{"scene", `{"slot":0}`, nil, true},
 		{"scene", `{"name":"a","slot":1}`, nil, true},
 		{"scene", `{"scene":3}`, nil, true},
+		{"scene", `{"end":true,"name":"x"}`, nil, true},
+		{"scene", `{"scene":{"leds":{"mode":"rainbow"}},"name":"x"}`, []call{{"POST", "/scenes/apply", `{"name":"x","scene":{"leds":{"mode":"rainbow"}}}`}}, false},
 		{"settings", `{"leds":{"brightness":20}}`, []call{{"PATCH", "/settings", `{"leds":{"brightness":20}}`}}, false},
 		{"settings", `{"leds":{"colour":"red"}}`, nil, true},
+		{"settings", `{"leds":{"brightness":0}}`, nil, true},
+		{"settings", `{"leds":{"count":0}}`, nil, true},
+		{"settings", `{"screen":{"backlight":0}}`, []call{{"PATCH", "/settings", `{"screen":{"backlight":0}}`}}, false},
 		{"restart", ``, []call{{"POST", "/restart", ""}}, false},
 		{"restart", `{"delay_ms":100}`, nil, true},
 		{"teleport", `{}`, nil, true},
@@ -216,6 +223,28 @@ func FuzzCommand(f *testing.F) {
 		if err != nil || c.sort != cmdSet {
 			return
 		}
+		if hl, ok, err := haCommand(c.resource, payload); ok {
+			if err != nil {
+				return
+			}
+			// An accepted HA command never makes a body the board refuses,
+			// whatever state the board is in.
+			for _, now := range []ledsNow{{}, {mode: "off"}, {mode: "rainbow"}, {mode: "off", lastOn: "wipe"}} {
+				if c.resource == "leds" {
+					if err := haLEDsPatch(hl, now).Validate(); err != nil {
+						t.Fatalf("%s %s in %+v: %v", topic, payload, now, err)
+					}
+				}
+			}
+			for _, powered := range []bool{false, true} {
+				for _, ac := range haBacklightCalls(hl, powered) {
+					if ac.body != nil && !json.Valid(ac.body) {
+						t.Fatalf("%s %s: body %q", topic, payload, ac.body)
+					}
+				}
+			}
+			return
+		}
 		calls, err := b.translate("id", c.resource, payload)
 		if err != nil {
 			return
@@ -226,4 +255,77 @@ func FuzzCommand(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHALightPlans: what each Home Assistant light command does to the
+// strip and the backlight, by the board's state (the table of
+// docs/mqtt.md; TestHACommands runs it on boards through brokers).
+func TestHALightPlans(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		now     ledsNow
+		want    string // the PATCH /leds body
+	}{
+		{`{"state":"OFF"}`, ledsNow{mode: "rainbow"}, `{"mode":"off"}`},
+		{`{"state":"ON"}`, ledsNow{mode: "off"}, `{"mode":"solid"}`},
+		{`{"state":"ON"}`, ledsNow{mode: "off", lastOn: "wipe"}, `{"mode":"wipe"}`},
+		{`{"state":"ON"}`, ledsNow{mode: "rainbow"}, `{}`},
+		{`{"state":"ON","color":{"r":12,"g":200,"b":34},"brightness":20}`, ledsNow{mode: "off"},
+			`{"mode":"solid","colour":"#0cc822","brightness":20}`},
+		{`{"state":"ON","color":{"r":12,"g":200,"b":34},"brightness":20}`, ledsNow{mode: "flicker"},
+			`{"colour":"#0cc822","brightness":20}`},
+		{`{"state":"ON","brightness":0}`, ledsNow{mode: "solid"}, `{"brightness":1}`},
+		{`{"state":"ON","brightness":99.5}`, ledsNow{mode: "solid"}, `{"brightness":100}`},
+		{`{"state":"ON","effect":"rainbow"}`, ledsNow{mode: "off"}, `{"mode":"rainbow"}`},
+		{`{"state":"ON","effect":"solid","transition":2}`, ledsNow{mode: "wipe"}, `{"mode":"solid"}`},
+		{`{"state":"ON"}`, ledsNow{}, `{"mode":"solid"}`},
+	} {
+		hl, ok, err := haCommand("leds", []byte(tc.payload))
+		if !ok || err != nil {
+			t.Errorf("%s: %v %v", tc.payload, ok, err)
+			continue
+		}
+		p := haLEDsPatch(hl, tc.now)
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.payload, err)
+		}
+		if got := string(p.Request().Body); got != tc.want {
+			t.Errorf("%s in %+v: %s, want %s", tc.payload, tc.now, got, tc.want)
+		}
+	}
+	type call struct{ Method, Path, Body string }
+	for _, tc := range []struct {
+		payload string
+		powered bool
+		want    []call
+	}{
+		{`{"state":"OFF"}`, true, []call{{"DELETE", "/screen", ""}}},
+		{`{"state":"ON"}`, true, nil},
+		{`{"state":"ON","brightness":40}`, true, []call{{"PATCH", "/screen", `{"backlight":40}`}}},
+		{`{"state":"ON"}`, false, []call{{"POST", "/screen/show", `{"colour":"#000000"}`}}},
+		{`{"state":"ON","brightness":40}`, false, []call{{"PATCH", "/screen", `{"backlight":40}`}, {"POST", "/screen/show", `{"colour":"#000000"}`}}},
+	} {
+		hl, ok, err := haCommand("screen", []byte(tc.payload))
+		if !ok || err != nil {
+			t.Errorf("%s: %v %v", tc.payload, ok, err)
+			continue
+		}
+		var got []call
+		for _, c := range haBacklightCalls(hl, tc.powered) {
+			got = append(got, call{c.method, c.path, string(c.body)})
+		}
+		if diff := cmp.Diff(got, tc.want); diff != "" {
+			t.Errorf("%s powered %v (-got +want)\n%s", tc.payload, tc.powered, diff)
+		}
+	}
+	for _, bad := range []struct{ res, payload string }{
+		{"leds", `{"state":"on"}`}, {"leds", `{"state":"ON","effect":"off"}`}, {"leds", `{"state":"ON","effect":"disco"}`},
+		{"leds", `{"state":"ON","color":{"r":300,"g":0,"b":0}}`}, {"leds", `{"state":"ON","color":{"h":3,"s":4}}`},
+		{"leds", `{"state":"ON","flash":"short"}`}, {"leds", `{"state":"ON","brightness":101}`},
+		{"screen", `{"state":"ON","color":{"r":1,"g":2,"b":3}}`}, {"screen", `{"state":"ON","effect":"solid"}`},
+	} {
+		if _, ok, err := haCommand(bad.res, []byte(bad.payload)); !ok || !errors.Is(err, ErrBadCommand) {
+			t.Errorf("%s %s: %v %v, want ErrBadCommand", bad.res, bad.payload, ok, err)
+		}
+	}
 }
