@@ -297,3 +297,30 @@ func mustOpenAPI(t *testing.T) []byte {
 type errCheck struct{ err error }
 
 func (c *errCheck) Ready(context.Context) error { return c.err }
+
+// TestAPIMetricsExistAtZero: a fresh server exports every fleet method's
+// request counter for every code, and the latency of every unary method,
+// at zero, before any call.
+func TestAPIMetricsExistAtZero(t *testing.T) {
+	g := startGateway(t)
+	code, body := g.rest(t, "", "GET", "/metrics", "")
+	if code != 200 {
+		t.Fatalf("metrics: %d", code)
+	}
+	for _, md := range fleetv1.FleetService_ServiceDesc.Methods {
+		for _, c := range []string{"OK", "NotFound", "Unauthenticated", "Internal"} {
+			want := fmt.Sprintf(`holo_gateway_api_requests_total{code=%q,method=%q} 0`, c, md.MethodName)
+			if !strings.Contains(body, want) {
+				t.Errorf("no %s", want)
+			}
+		}
+		if want := fmt.Sprintf(`holo_gateway_api_request_seconds_count{method=%q} 0`, md.MethodName); !strings.Contains(body, want) {
+			t.Errorf("no %s", want)
+		}
+	}
+	for _, sd := range fleetv1.FleetService_ServiceDesc.Streams {
+		if want := fmt.Sprintf(`holo_gateway_api_requests_total{code="OK",method=%q} 0`, sd.StreamName); !strings.Contains(body, want) {
+			t.Errorf("no %s", want)
+		}
+	}
+}
