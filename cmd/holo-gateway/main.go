@@ -261,7 +261,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 type wiring struct {
 	drivers []fleet.Driver
 	states  *driverStates // the drivers' Run, for readiness
-	lines   []string // "name url" per RS485 line
+	lines   []string      // "name url" per RS485 line
 	boards  []string
 	demo    *demo.Installation
 	notes   []string
