@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -186,6 +187,15 @@ func TestReflection(t *testing.T) {
 // health check. Without grpcurl on PATH it is skipped, except in CI.
 func TestGrpcurl(t *testing.T) {
 	bin, err := exec.LookPath("grpcurl")
+	if err != nil {
+		// Where `go install` puts it, when that is not on PATH.
+		if out, gerr := exec.Command("go", "env", "GOPATH").Output(); gerr == nil {
+			p := filepath.Join(strings.TrimSpace(string(out)), "bin", "grpcurl")
+			if _, serr := os.Stat(p); serr == nil {
+				bin, err = p, nil
+			}
+		}
+	}
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3)")
