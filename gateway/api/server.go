@@ -33,6 +33,9 @@
 // board's status and exactly its {"error","message"}; over gRPC as the
 // code matching that status, message "code: message", and an ErrorInfo
 // detail (domain BoardErrorDomain) holding the board's code and message.
+// A request too large (for gRPC's 4 MiB message limit, for the transport
+// to the board, for a firmware slot) is 413 too_large over REST, naming
+// the limit; 429 is left to limits a retry may pass (restError).
 package api
 
 import (
