@@ -90,8 +90,11 @@ type compose struct {
 			Context    string `yaml:"context"`
 			Dockerfile string `yaml:"dockerfile"`
 		} `yaml:"build"`
-		Image   string   `yaml:"image"`
-		Command []string `yaml:"command"`
+		Image       string   `yaml:"image"`
+		Command     []string `yaml:"command"`
+		Healthcheck *struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
 		Volumes []string `yaml:"volumes"`
 		Ports   []string `yaml:"ports"`
 	} `yaml:"services"`
@@ -137,6 +140,18 @@ func TestCompose(t *testing.T) {
 		t.Fatalf("gateway command %v: want the demo installation", gw.Command)
 	}
 	checkFlags(t, "compose gateway command", "holo-gateway", strings.Join(gw.Command[1:], " "), flagsOf(t, "holo-gateway", "demo"))
+	// The gateway's health check asks its readiness with the image's own
+	// binary, on the port it listens on.
+	if gw.Healthcheck == nil || len(gw.Healthcheck.Test) < 3 || gw.Healthcheck.Test[0] != "CMD" ||
+		gw.Healthcheck.Test[1] != "/usr/local/bin/holo-gateway" || gw.Healthcheck.Test[2] != "health" ||
+		!slices.Contains(gw.Healthcheck.Test, "--ready") || !slices.Contains(gw.Healthcheck.Test, "http://127.0.0.1:8480") {
+		t.Errorf("gateway healthcheck %+v: want holo-gateway health --ready on 127.0.0.1:8480", gw.Healthcheck)
+	} else {
+		checkFlags(t, "compose gateway healthcheck", "holo-gateway", strings.Join(gw.Healthcheck.Test[3:], " "), flagsOf(t, "holo-gateway", "health"))
+	}
+	if mq := c.Services["mosquitto"]; mq.Healthcheck == nil || !slices.Contains(mq.Healthcheck.Test, "mosquitto_sub") {
+		t.Errorf("mosquitto healthcheck %+v", mq.Healthcheck)
+	}
 	// The commented command for real boards uses real flags too.
 	for _, l := range strings.Split(string(raw), "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "# command:") || strings.HasPrefix(l, `#           "--`) {
@@ -199,6 +214,13 @@ func TestDockerfile(t *testing.T) {
 		if _, err := os.Stat(filepath.Join("..", "cmd", m[1])); err != nil {
 			t.Errorf("builds %s: %v", m[0], err)
 		}
+	}
+	// The health check runs the gateway's own probe with flags it has.
+	if m := regexp.MustCompile(`(?m)^\s+CMD \["/usr/local/bin/holo-gateway", "health",(.*)\]$`).FindStringSubmatch(df); m != nil &&
+		strings.Contains(df, "HEALTHCHECK ") {
+		checkFlags(t, "Dockerfile HEALTHCHECK", "holo-gateway", m[1], flagsOf(t, "holo-gateway", "health"))
+	} else {
+		t.Error("no HEALTHCHECK running holo-gateway health")
 	}
 	// The default command's flags exist.
 	if m := regexp.MustCompile(`(?m)^CMD (.*)$`).FindStringSubmatch(df); m != nil {

@@ -45,11 +45,13 @@ func (e *env) handle(prefix string, h http.Handler) {
 // component is one part of the gateway beside the API and the fleet core
 // (the MQTT bridge, rollouts, metrics collectors): run is its owned
 // goroutine until ctx ends (nil when it has none), banner its lines in the
-// start-up banner.
+// start-up banner, ready its input of /readyz under its name (nil when
+// the gateway's readiness does not depend on it).
 type component struct {
 	name   string
 	run    func(ctx context.Context) error
 	banner []string
+	ready  api.ReadyCheck
 }
 
 // components lists the component constructors, in start order, one a

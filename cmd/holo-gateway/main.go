@@ -1,7 +1,7 @@
 // Command holo-gateway bridges many boards to one control plane: it masters
 // RS485 lines, follows LAN boards, keeps the registry in a bbolt store, and
-// serves the fleet API (gRPC and REST under /v1/), the OpenAPI description
-// and /metrics on one address.
+// serves the fleet API (gRPC and REST under /v1/), the OpenAPI description,
+// /metrics and the probes /healthz and /readyz on one address.
 //
 //	holo-gateway --data DIR [--listen ADDR] [--line URL]... [--board URL]...
 //	             [--mqtt URL | --mqtt-port PORT] [--mqtt-base T] [--ha-prefix T] [--mdns] [--tls-cert F --tls-key F] [--insecure-lab]
@@ -10,6 +10,7 @@
 //	holo-gateway token create --data DIR --name NAME [--role admin]
 //	holo-gateway token list --data DIR
 //	holo-gateway token revoke --data DIR NAME
+//	holo-gateway health [--url URL] [--ready]   probe a running gateway (exit 0 on 200)
 //
 // Tokens: the API wants "Authorization: Bearer <token>". When the store
 // holds no token at all, the first start creates an admin token named
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "token":
 		err = runToken(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "health":
+		err = runHealth(ctx, args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "demo":
 		err = runServe(ctx, args[1:], true, stdout, stderr)
 	default:
@@ -238,6 +241,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
 		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
 		Artifacts: e.artifacts, Rollouts: e.rollouts,
+		Ready: readyChecks(db, w.states, comps),
 	})
 	if err != nil {
 		return err
@@ -275,7 +279,8 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 // must be closed when the gateway stops.
 type wiring struct {
 	drivers []fleet.Driver
-	lines   []string // "name url" per RS485 line
+	states  *driverStates // the drivers' Run, for readiness
+	lines   []string      // "name url" per RS485 line
 	boards  []string
 	demo    *demo.Installation
 	notes   []string
@@ -291,7 +296,7 @@ func (w *wiring) close() {
 // wire builds the drivers: one RS485 master per --line (and the demo's
 // line), one LAN driver with every --board (and the demo's boards).
 func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wiring, error) {
-	w := &wiring{}
+	w := &wiring{states: &driverStates{}}
 	lanDrv := lan.New(lan.Options{Log: log.With("driver", "lan")})
 	w.lan = lanDrv
 	if isDemo {
@@ -301,8 +306,8 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 		w.demo = inst
-		w.drivers = append(w.drivers, rs485.New(rs485.Options{Name: demo.LineName, Port: inst.Master,
-			Log: log.With("driver", "rs485:"+demo.LineName)}))
+		w.drivers = append(w.drivers, w.states.line(rs485.New(rs485.Options{Name: demo.LineName, Port: inst.Master,
+			Log: log.With("driver", "rs485:"+demo.LineName)})))
 		w.lines = append(w.lines, demo.LineName+" "+inst.HubURL)
 		for _, u := range inst.URLs {
 			if err := lanDrv.Add(u, ""); err != nil {
@@ -326,8 +331,8 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 			w.close()
 			return nil, fmt.Errorf("--line %s: %w", addr, err)
 		}
-		w.drivers = append(w.drivers, rs485.New(rs485.Options{Name: name, Port: port, Baud: baud,
-			Log: log.With("driver", "rs485:"+name)}))
+		w.drivers = append(w.drivers, w.states.line(rs485.New(rs485.Options{Name: name, Port: port, Baud: baud,
+			Log: log.With("driver", "rs485:"+name)})))
 		w.lines = append(w.lines, name+" "+addr)
 	}
 	for _, b := range o.boards {
@@ -342,7 +347,7 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 		}
 		w.boards = append(w.boards, base)
 	}
-	w.drivers = append(w.drivers, lanDrv)
+	w.drivers = append(w.drivers, w.states.lan(lanDrv))
 	return w, nil
 }
 
@@ -378,6 +383,7 @@ func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *
 	fmt.Fprintf(out, "  OpenAPI:  %s/v1/openapi.json\n", base)
 	fmt.Fprintf(out, "  events:   %s/v1/events  (JSON lines; SSE with Accept: text/event-stream)\n", base)
 	fmt.Fprintf(out, "  metrics:  %s/metrics\n", base)
+	fmt.Fprintf(out, "  probes:   %s/healthz (alive), %s/readyz (ready)\n", base, base)
 	fmt.Fprintf(out, "  data:     %s\n", o.data)
 	for _, l := range w.lines {
 		fmt.Fprintf(out, "  line:     %s\n", l)

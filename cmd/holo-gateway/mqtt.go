@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
@@ -150,7 +151,17 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		}
 		return err
 	}
-	return component{name: "mqtt", run: run, banner: lines}, nil
+	where := "the embedded broker"
+	if e.opts.mqtt != "" {
+		where = "the broker " + redact(e.opts.mqtt)
+	}
+	ready := api.ReadyFunc(func(context.Context) error {
+		if !b.Stats().Connected {
+			return errors.New("not connected to " + where)
+		}
+		return nil
+	})
+	return component{name: "mqtt", run: run, banner: lines, ready: ready}, nil
 }
 
 // redact hides a password in a broker URL.

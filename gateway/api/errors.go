@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -33,6 +35,17 @@ var (
 // (the board's message, as sent) and "status" (its HTTP status).
 const BoardErrorDomain = "board.holofleet"
 
+// GatewayErrorDomain is the ErrorInfo domain of the gateway's own error
+// reasons that a gRPC code alone does not tell (ReasonTooLarge).
+const GatewayErrorDomain = "gateway.holofleet"
+
+// ReasonTooLarge is the ErrorInfo reason (domain GatewayErrorDomain) of a
+// request larger than the transport to the board carries
+// (fleet.ErrTooLarge) or an upload larger than a firmware slot
+// (artifact.ErrTooLarge); REST answers it 413 too_large. The message
+// names the size and the limit.
+const ReasonTooLarge = "too_large"
+
 // Status turns any error of the fleet, auth or API layers into a gRPC
 // status. It is the one place where domain errors meet gRPC codes:
 //
@@ -40,6 +53,7 @@ const BoardErrorDomain = "board.holofleet"
 //	fleet.ErrUnreachable, ErrNoReply, ErrClosed                    Unavailable
 //	fleet.ErrNotOverLink                                           FailedPrecondition
 //	fleet.ErrBadReply                                              Internal
+//	fleet.ErrTooLarge, artifact.ErrTooLarge                        InvalidArgument, with ErrorInfo ReasonTooLarge
 //	auth.ErrNoToken, ErrBadToken                                   Unauthenticated
 //	auth.ErrForbidden                                              PermissionDenied
 //	auth.ErrExists                                                 AlreadyExists
@@ -48,13 +62,14 @@ const BoardErrorDomain = "board.holofleet"
 //	rollout.ErrPlan, ErrArtifact (even when the artifact is unknown) InvalidArgument
 //	rollout.ErrNotFound, artifact.ErrNotFound                      NotFound
 //	rollout.ErrState, artifact.ErrInUse                            FailedPrecondition
-//	artifact.ErrInvalid, ErrTooLarge, ErrBadName                   InvalidArgument
+//	artifact.ErrInvalid, ErrBadName                                InvalidArgument
 //	rollout.ErrClosed                                              Unavailable
 //	ErrDisabled                                                    Unimplemented
 //	context deadline / cancel                                      DeadlineExceeded / Canceled
 //	a board's *firmware/api.Error                                  by its HTTP status, with ErrorInfo
 //
 // Anything else is Internal. A status error passes through unchanged.
+// REST statuses follow from these codes in restError.
 func Status(err error) *status.Status {
 	if err == nil {
 		return status.New(codes.OK, "")
@@ -66,7 +81,30 @@ func Status(err error) *status.Status {
 	if errors.As(err, &be) {
 		return boardStatus(be)
 	}
+	if errors.Is(err, fleet.ErrTooLarge) || errors.Is(err, artifact.ErrTooLarge) {
+		return withReason(status.New(codes.InvalidArgument, err.Error()), ReasonTooLarge)
+	}
 	return status.New(codeOf(err), err.Error())
+}
+
+// withReason adds an ErrorInfo of the gateway's domain to st.
+func withReason(st *status.Status, reason string) *status.Status {
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: GatewayErrorDomain})
+	if err != nil {
+		return st
+	}
+	return withInfo
+}
+
+// gatewayReason returns the ErrorInfo reason of the gateway's domain that
+// st carries, or "".
+func gatewayReason(st *status.Status) string {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == GatewayErrorDomain {
+			return info.GetReason()
+		}
+	}
+	return ""
 }
 
 // Err is Status(err).Err(): nil for nil.
@@ -158,7 +196,9 @@ func BoardError(st *status.Status) *boardapi.Error {
 func httpCode(s int) codes.Code {
 	switch s {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType,
-		http.StatusLengthRequired:
+		http.StatusLengthRequired, http.StatusRequestEntityTooLarge:
+		// A request the board cannot take is the caller's to change;
+		// ResourceExhausted would invite a retry that fails the same way.
 		return codes.InvalidArgument
 	case http.StatusUnauthorized:
 		return codes.Unauthenticated
@@ -170,7 +210,7 @@ func httpCode(s int) codes.Code {
 		return codes.Unimplemented
 	case http.StatusConflict:
 		return codes.FailedPrecondition
-	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, http.StatusInsufficientStorage:
+	case http.StatusTooManyRequests, http.StatusInsufficientStorage:
 		return codes.ResourceExhausted
 	case http.StatusServiceUnavailable, http.StatusBadGateway:
 		return codes.Unavailable
@@ -188,13 +228,48 @@ type ErrorBody struct {
 }
 
 // restError gives the HTTP status and body of a status: a board's error
-// comes back with the board's own status, code and message; the gateway's
-// errors use grpc-gateway's status for the code and its snake_case name.
+// comes back with the board's own status, code and message; a request too
+// large (for a transport to the board, or for gRPC's message limit on the
+// way in) is 413 too_large with the limit in the message, as a board says
+// it; the gateway's other errors use grpc-gateway's status for the code
+// and its snake_case name. This is the one place gateway errors meet HTTP
+// statuses: ResourceExhausted stays 429 only for what a later retry may
+// pass (a watcher that fell behind, rate limits).
 func restError(st *status.Status) (int, ErrorBody) {
 	if be := BoardError(st); be != nil {
 		return be.Status, ErrorBody{Error: be.Code, Message: be.Message}
 	}
+	if msg, ok := tooLarge(st); ok {
+		return http.StatusRequestEntityTooLarge, ErrorBody{Error: ReasonTooLarge, Message: msg}
+	}
 	return httpStatus(st.Code()), ErrorBody{Error: codeName(st.Code()), Message: st.Message()}
+}
+
+// grpcSizeLimit matches the ResourceExhausted messages grpc-go gives a
+// message over the receiver's limit ("grpc: received message larger than
+// max (8388620 vs. 4194304)", and the forms after decompression);
+// grpcSizes reads the size and the limit where the message has them.
+var (
+	grpcSizeLimit = regexp.MustCompile(`^grpc: (?:received )?message (?:after decompression )?larger than max`)
+	grpcSizes     = regexp.MustCompile(`\((\d+) vs\. (\d+)\)`)
+)
+
+// tooLarge reports whether st refuses a request for its size, with the
+// message a REST client gets: the size and the limit.
+func tooLarge(st *status.Status) (string, bool) {
+	if gatewayReason(st) == ReasonTooLarge {
+		return st.Message(), true
+	}
+	if st.Code() != codes.ResourceExhausted {
+		return "", false
+	}
+	if !grpcSizeLimit.MatchString(st.Message()) {
+		return "", false
+	}
+	if m := grpcSizes.FindStringSubmatch(st.Message()); m != nil {
+		return fmt.Sprintf("request too large: its message of %s bytes is over the API's limit of %s bytes", m[1], m[2]), true
+	}
+	return "request too large: " + st.Message(), true
 }
 
 func httpStatus(c codes.Code) int {

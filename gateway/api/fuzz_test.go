@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -71,6 +74,49 @@ func BenchmarkListBoards(b *testing.B) {
 			if resp.StatusCode != 200 {
 				b.Fatal(resp.Status)
 			}
+		}
+	})
+}
+
+// FuzzRoutesAllow: any request path is answered without a panic; a path
+// the table answers for matches a template segment by segment, and its
+// methods are never empty.
+func FuzzRoutesAllow(f *testing.F) {
+	doc, err := OpenAPI()
+	if err != nil {
+		f.Fatal(err)
+	}
+	r, err := newRoutes(doc, fixedPaths...)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"/v1/boards", "/v1/boards/x", "/v1/boards/", "", "/", "//", "v1/boards", "/v1/rollouts/dry-run", "/metrics", "/v1/boards/a/labels/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		allow := r.allow(p)
+		if allow == nil {
+			return
+		}
+		if len(allow) == 0 || !strings.HasPrefix(p, "/") {
+			t.Fatalf("%q: allow %v", p, allow)
+		}
+	})
+}
+
+// FuzzRestError: any status maps to a status code and a snake_case error
+// without a panic; too_large is always 413.
+func FuzzRestError(f *testing.F) {
+	for _, m := range []string{"grpc: received message larger than max (8388620 vs. 4194304)", "x", "grpc: message after decompression larger than max (1 vs. 0)"} {
+		f.Add(uint32(8), m)
+	}
+	f.Fuzz(func(t *testing.T, code uint32, msg string) {
+		c, body := restError(status.New(codes.Code(code%20), msg))
+		if c < 400 && code%20 != 0 || body.Error == "" && code%20 != 0 {
+			t.Fatalf("%d %q: %d %+v", code, msg, c, body)
+		}
+		if body.Error == ReasonTooLarge && c != http.StatusRequestEntityTooLarge {
+			t.Fatalf("too_large with %d", c)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -17,12 +18,16 @@ import (
 //
 //	holo_gateway_api_requests_total{method, code}
 //	holo_gateway_api_request_seconds{method}   (unary calls)
+//
+// Both exist from the start for every method of the fleet service (the
+// counter with every gRPC code, the histogram for unary methods), at zero,
+// so rates and alerts read 0 rather than nothing before the first call.
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, svc grpc.ServiceDesc) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "holo_gateway_api_requests_total",
@@ -43,7 +48,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, md := range svc.Methods {
+		m.latency.WithLabelValues(md.MethodName)
+		m.initCodes(md.MethodName)
+	}
+	for _, sd := range svc.Streams {
+		m.initCodes(sd.StreamName)
+	}
 	return m, nil
+}
+
+// initCodes makes method's request counter for every gRPC code.
+func (m *metrics) initCodes(method string) {
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		m.requests.WithLabelValues(method, c.String())
+	}
 }
 
 // register adds c to reg, or returns the collector already registered

@@ -70,6 +70,7 @@ func incomingRequestID(ctx context.Context) string {
 
 // requestLog logs every request once it ends, at Info: method, gRPC code,
 // duration and request id; refused and failed ones also carry the error.
+// Health checks and reflection (probes, every few seconds) log at Debug.
 type requestLog struct{ log *slog.Logger }
 
 func (l requestLog) done(ctx context.Context, method, id string, start time.Time, err error) {
@@ -78,7 +79,11 @@ func (l requestLog) done(ctx context.Context, method, id string, start time.Time
 	if err != nil {
 		attrs = append(attrs, slog.String("err", status.Convert(err).Message()))
 	}
-	l.log.LogAttrs(ctx, slog.LevelInfo, "api: request", attrs...)
+	level := slog.LevelInfo
+	if openMethod(method) {
+		level = slog.LevelDebug
+	}
+	l.log.LogAttrs(ctx, level, "api: request", attrs...)
 }
 
 func (l requestLog) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

@@ -7,13 +7,19 @@
 //	HTTP/2 with Content-Type application/grpc*  -> the gRPC server (h2c
 //	                                               without TLS, h2 with it)
 //	GET /metrics                                -> Prometheus
-//	GET /v1/openapi.json                        -> the generated OpenAPI 2.0
+//	GET /healthz, GET /readyz                   -> the probes (health.go)
+//	GET /v1/openapi.json                        -> the OpenAPI 2.0 document
+//	                                               (openapi.go)
 //	GET /v1/events, Accept: text/event-stream   -> Server-Sent Events
 //	POST /v1/artifacts (raw image body)         -> UploadArtifact (rollout.go)
 //	anything else under /v1/                    -> grpc-gateway (REST)
 //
 // REST goes through grpc-gateway to the same gRPC server over an in-process
 // pipe, so the gRPC interceptors (auth, metrics) see every request once.
+// A path the document lists asked with a method it does not list is
+// answered 405 with an Allow header naming the methods it has; an unknown
+// path is 404. The gRPC side also serves grpc.health.v1.Health and server
+// reflection (grpcurl list, grpc_health_probe), without a token.
 // REST JSON uses the proto field names (snake_case) and shows unset fields;
 // 64-bit numbers (an event's n) are JSON strings as protojson writes them.
 // GET /v1/events without the SSE Accept header streams newline-delimited
@@ -27,6 +33,9 @@
 // board's status and exactly its {"error","message"}; over gRPC as the
 // code matching that status, message "code: message", and an ErrorInfo
 // detail (domain BoardErrorDomain) holding the board's code and message.
+// A request too large (for gRPC's 4 MiB message limit, for the transport
+// to the board, for a firmware slot) is 413 too_large over REST, naming
+// the limit; 429 is left to limits a retry may pass (restError).
 package api
 
 import (
@@ -39,6 +48,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,10 +58,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -80,6 +94,14 @@ type Config struct {
 	// /v1/artifacts); nil answers them UNIMPLEMENTED.
 	Artifacts Artifacts
 	Rollouts  Rollouts
+	// Ready are the inputs of /readyz and of the gRPC health status, by
+	// name (the gateway's main fills them: store, drivers, mqtt). None
+	// means ready whenever the server answers.
+	Ready map[string]ReadyCheck
+	// HealthInterval is how often the gRPC health status is refreshed
+	// for Watch callers (default DefaultHealthInterval); Clock times it.
+	HealthInterval time.Duration
+	Clock          clock.Clock
 }
 
 // Server is the fleet API on one listener. Serve runs it once.
@@ -93,7 +115,15 @@ type Server struct {
 	gw      *runtime.ServeMux
 	mux     *http.ServeMux
 	metrics *metrics
+	health  *health.Server
+	clk     clock.Clock
+	openapi []byte  // the document at /v1/openapi.json
+	routes  *routes // paths and their methods, for 405 answers
 }
+
+// fixedPaths are served by the HTTP mux with GET beside the document's
+// paths.
+var fixedPaths = []string{"/metrics", "/v1/openapi.json", "/healthz", "/readyz"}
 
 // jsonPb is the REST JSON form: proto names, unset fields shown, and
 // compact (protojson varies its spacing on purpose; REST output does not).
@@ -130,11 +160,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pipe: newPipeListener()}
+	if cfg.HealthInterval <= 0 {
+		cfg.HealthInterval = DefaultHealthInterval
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, pipe: newPipeListener(), clk: defaultClock(cfg.Clock)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(cfg.Registerer)
+	var err error
+	if s.openapi, err = OpenAPI(); err != nil {
+		return nil, err
+	}
+	if s.routes, err = newRoutes(s.openapi, fixedPaths...); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer, fleetv1.FleetService_ServiceDesc)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +187,10 @@ func New(cfg Config) (*Server, error) {
 	)
 	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
 		arts: cfg.Artifacts, rollouts: cfg.Rollouts})
+	s.health = health.NewServer()
+	s.setHealth(false) // until the first readiness round
+	healthpb.RegisterHealthServer(s.grpc, healthService{Server: s.health, s: s})
+	reflection.Register(s.grpc)
 
 	s.conn, err = grpc.NewClient("passthrough:///holo-gateway-pipe",
 		grpc.WithContextDialer(s.pipe.dial),
@@ -174,6 +218,7 @@ func New(cfg Config) (*Server, error) {
 		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
 			writeError(w, status.Convert(err))
 		}),
+		runtime.WithRoutingErrorHandler(s.routingError),
 	)
 	if err := fleetv1.RegisterFleetServiceHandlerClient(context.Background(), s.gw, s.client); err != nil {
 		return nil, fmt.Errorf("api: REST routes: %w", err)
@@ -183,8 +228,10 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(fleetv1.OpenAPI)
+		_, _ = w.Write(s.openapi)
 	})
+	s.mux.HandleFunc("GET /healthz", s.serveHealthz)
+	s.mux.HandleFunc("GET /readyz", s.serveReadyz)
 	s.mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			s.serveSSE(w, r)
@@ -235,6 +282,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.grpc.Serve(s.pipe) })
+	wg.Go(func() { s.healthLoop(base) })
 	errc := make(chan error, 1)
 	wg.Go(func() {
 		var err error
@@ -252,6 +300,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err = <-errc:
 	}
 	cancelBase()
+	s.health.Shutdown() // watchers see NOT_SERVING before the end
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = hs.Shutdown(shutCtx)
 	cancel()
@@ -270,6 +319,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 func unaryAuth(g *auth.Guard) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if openMethod(info.FullMethod) {
+			return h(ctx, req)
+		}
 		ctx, err := g.Check(ctx, info.FullMethod)
 		if err != nil {
 			return nil, Err(err)
@@ -280,6 +332,9 @@ func unaryAuth(g *auth.Guard) grpc.UnaryServerInterceptor {
 
 func streamAuth(g *auth.Guard) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if openMethod(info.FullMethod) {
+			return h(srv, ss)
+		}
 		ctx, err := g.Check(ss.Context(), info.FullMethod)
 		if err != nil {
 			return Err(err)
@@ -295,9 +350,36 @@ type ctxStream struct {
 
 func (c *ctxStream) Context() context.Context { return c.ctx }
 
+// routingError answers a REST request grpc-gateway has no route for: a
+// path the document lists asked with another method is 405 with Allow;
+// the rest is grpc-gateway's answer (404, 400) through writeError.
+func (s *Server) routingError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
+		if allow := s.routes.allow(r.URL.Path); allow != nil && !slices.Contains(allow, r.Method) {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeBody(w, http.StatusMethodNotAllowed, ErrorBody{Error: "method_not_allowed",
+				Message: fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			return
+		}
+	}
+	if code == http.StatusMethodNotAllowed {
+		// grpc-gateway knows a route the document does not: still the
+		// right status, without a list.
+		writeBody(w, http.StatusMethodNotAllowed, ErrorBody{Error: "method_not_allowed",
+			Message: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)})
+		return
+	}
+	runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, code)
+}
+
 // writeError writes a REST error body for st.
 func writeError(w http.ResponseWriter, st *status.Status) {
 	code, body := restError(st)
+	writeBody(w, code, body)
+}
+
+// writeBody writes a REST error body with its status.
+func writeBody(w http.ResponseWriter, code int, body ErrorBody) {
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="holo-gateway"`)
 	}

@@ -84,8 +84,9 @@ func apiPath(path string) string {
 // transport that fits and returns the board's reply as it came. A board
 // error (status 400 or more) is a Reply, not an error; errors are
 // ErrUnknownBoard, ErrUnreachable, ErrNotOverLink and the driver's
-// (ErrNoReply, ErrBadReply, ...). A GET that fails on one transport is
-// tried on the next.
+// (ErrNoReply, ErrBadReply, ErrTooLarge, ...). A GET that fails on one
+// transport is tried on the next, and so is any request too large for
+// one (ErrTooLarge: nothing was sent).
 func (f *Fleet) Call(ctx context.Context, id, method, path string, body []byte) (Reply, error) {
 	start := f.clk.Now()
 	rep, via, err := f.call(ctx, id, method, path, body)
@@ -117,7 +118,9 @@ func (f *Fleet) call(ctx context.Context, id, method, path string, body []byte) 
 			return rep, r.via, nil
 		}
 		errs = append(errs, fmt.Errorf("%s %s: %w", r.d.Name(), r.addr, err))
-		if method != http.MethodGet || ctx.Err() != nil || i == len(routes)-1 {
+		// A request too large for one transport was not sent: another
+		// (the LAN after a line) may carry it, whatever the method.
+		if method != http.MethodGet && !errors.Is(err, ErrTooLarge) || ctx.Err() != nil || i == len(routes)-1 {
 			break
 		}
 	}

@@ -37,6 +37,13 @@ var (
 	ErrBadReply = errors.New("fleet: malformed reply")
 	// ErrClosed: the driver or fleet was closed.
 	ErrClosed = errors.New("fleet: closed")
+	// ErrTooLarge: the request is larger than the transport to the board
+	// can carry (a JSON line over 1024 bytes on RS485, a native frame
+	// payload over 48 bytes); nothing was sent. The wrapping message
+	// names the size and the limit. It is the caller's error: shorten
+	// the request, or reach the board another way (the LAN). A LAN
+	// board's own limit comes back as the board's 413 too_large reply.
+	ErrTooLarge = errors.New("fleet: request too large for the transport")
 )
 
 // Ref says where a board is, as a driver sees it.

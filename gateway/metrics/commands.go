@@ -24,9 +24,43 @@ type Commands struct {
 	failures *prometheus.CounterVec
 }
 
-// NewCommands returns an empty Commands collector; feed it with
-// (*fleet.Fleet).Observe(c.Observe).
+// ActionKinds are the fleet's action kinds, as Observation.Kind names
+// them.
+var ActionKinds = []string{fleet.ActionSceneApply, fleet.ActionSceneEnd, fleet.ActionLEDs,
+	fleet.ActionScreenShow, fleet.ActionScreenOff, fleet.ActionHolo}
+
+// InitialCommands are the (transport, kind) pairs whose series exist from
+// the start at zero, so dashboards and alerts read 0 rather than nothing
+// before the first command: every action kind on each transport (group
+// frames carry actions only), and the calls the gateway makes on its own
+// to every board (GET /info, GET /link). Other call kinds (a method and
+// one of the board API's resources) appear with their first command:
+// made in advance they would be some 200 series of zeros per transport.
+func InitialCommands() [][2]string {
+	var out [][2]string
+	for _, tr := range []string{fleet.ViaRS485, fleet.ViaLAN, fleet.ViaGroup} {
+		for _, k := range ActionKinds {
+			out = append(out, [2]string{tr, k})
+		}
+		if tr != fleet.ViaGroup {
+			out = append(out, [2]string{tr, "GET /info"}, [2]string{tr, "GET /link"})
+		}
+	}
+	return out
+}
+
+// NewCommands returns a Commands collector with the InitialCommands
+// series at zero; feed it with (*fleet.Fleet).Observe(c.Observe).
 func NewCommands() *Commands {
+	c := newCommands()
+	for _, tk := range InitialCommands() {
+		c.latency.WithLabelValues(tk[0], tk[1])
+		c.failures.WithLabelValues(tk[0], tk[1])
+	}
+	return c
+}
+
+func newCommands() *Commands {
 	return &Commands{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    name("command_duration_seconds"),

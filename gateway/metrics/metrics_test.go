@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -247,7 +248,7 @@ holo_gateway_line_transmit_json_lines_total{line="line0"} 3
 }
 
 func TestCommands(t *testing.T) {
-	c := NewCommands()
+	c := newCommands()
 	c.Observe(fleet.Observation{Transport: fleet.ViaRS485, Kind: "GET /link", Duration: 30 * time.Millisecond})
 	c.Observe(fleet.Observation{Transport: fleet.ViaRS485, Kind: "GET /link", Duration: 2 * time.Second, Err: fleet.ErrNoReply})
 	c.Observe(fleet.Observation{Transport: fleet.ViaGroup, Kind: fleet.ActionLEDs, Duration: 800 * time.Microsecond})
@@ -291,6 +292,41 @@ holo_gateway_command_duration_seconds_count{kind="leds",transport="group"} 1
 holo_gateway_command_failures_total{kind="GET /link",transport="rs485"} 1
 `
 	compare(t, c, want)
+}
+
+// TestCommandsExistAtZero: a new Commands exports, before any command,
+// the latency and failures of every action kind on every transport and of
+// the gateway's own calls, at zero; observing adds to those series.
+func TestCommandsExistAtZero(t *testing.T) {
+	c := NewCommands()
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, c); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, tk := range InitialCommands() {
+		fmt.Fprintf(&b, "holo_gateway_command_failures_total{kind=%q,transport=%q} 0\n", tk[1], tk[0])
+	}
+	want := "# HELP holo_gateway_command_failures_total Commands that failed before a board answered (no reply, unreachable, bad reply), by transport and kind.\n" +
+		"# TYPE holo_gateway_command_failures_total counter\n" + b.String()
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "holo_gateway_command_failures_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(c, "holo_gateway_command_duration_seconds"); n != len(InitialCommands()) {
+		t.Errorf("%d latency series, want %d", n, len(InitialCommands()))
+	}
+	for _, tr := range []string{fleet.ViaRS485, fleet.ViaLAN, fleet.ViaGroup} {
+		if got := testutil.ToFloat64(c.failures.WithLabelValues(tr, fleet.ActionSceneApply)); got != 0 {
+			t.Errorf("%s scene_apply failures %v", tr, got)
+		}
+	}
+	c.Observe(fleet.Observation{Transport: fleet.ViaLAN, Kind: fleet.ActionHolo, Duration: time.Millisecond, Err: fleet.ErrNoReply})
+	if got := testutil.ToFloat64(c.failures.WithLabelValues(fleet.ViaLAN, fleet.ActionHolo)); got != 1 {
+		t.Errorf("after a failure: %v", got)
+	}
+	if n := testutil.CollectAndCount(c, "holo_gateway_command_failures_total"); n != len(InitialCommands()) {
+		t.Errorf("a failure of a known pair made a new series: %d", n)
+	}
 }
 
 func TestBuildInfo(t *testing.T) {

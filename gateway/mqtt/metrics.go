@@ -8,6 +8,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// CommandResults are the values of holo_mqtt_commands_total's result
+// label.
+var CommandResults = []string{"ok", "error", "refused", "rate_limited"}
+
 // metrics are the bridge's Prometheus series (holo_mqtt_*).
 type metrics struct {
 	published  prometheus.Counter
@@ -30,6 +34,10 @@ func newMetrics(b *Bridge, reg prometheus.Registerer) (*metrics, error) {
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "holo_mqtt_publish_latency_seconds",
 			Help:    "Time from queueing a message to the broker's ack.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+	}
+	// Every result exists from the start, at zero.
+	for _, r := range CommandResults {
+		m.commands.WithLabelValues(r)
 	}
 	if reg == nil {
 		return m, nil

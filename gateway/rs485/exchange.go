@@ -62,7 +62,7 @@ func (l *Line) nativeOnce(ctx context.Context, addr frame.Address, req frame.Req
 	seq := l.seq
 	wire, err := frame.AppendRequest(l.wbuf[:0], addr, seq, req)
 	if err != nil {
-		return frame.Header{}, nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return frame.Header{}, nil, encodeErr(req.Type(), err)
 	}
 	if err := l.send(wire, false); err != nil {
 		return frame.Header{}, nil, err

@@ -20,15 +20,18 @@ import (
 )
 
 // Errors of this package. Calls also return the fleet errors
-// fleet.ErrNoReply, fleet.ErrNotOverLink, fleet.ErrBadReply and
-// fleet.ErrClosed, wrapped with the address and request.
+// fleet.ErrNoReply, fleet.ErrNotOverLink, fleet.ErrBadReply,
+// fleet.ErrClosed and fleet.ErrTooLarge (a request line over
+// jsonline.MaxLine, a native request over a frame), wrapped with the
+// address and request.
 var (
 	// ErrBadAddress: the address is not a board address 1-223.
 	ErrBadAddress = errors.New("rs485: bad board address")
 	// ErrBadGroup: the group is not 0 (every board) or 1-31.
 	ErrBadGroup = errors.New("rs485: bad group")
 	// ErrBadRequest: the request cannot be written (a body that is not a
-	// one-line JSON object, a field out of range).
+	// one-line JSON object, a field out of range). A request that is only
+	// too long is fleet.ErrTooLarge instead.
 	ErrBadRequest = errors.New("rs485: bad request")
 	// ErrRunning: Run was called while the line already runs.
 	ErrRunning = errors.New("rs485: line already running")
@@ -372,8 +375,10 @@ func lineRequest(a jsonline.Address, method, path string, body []byte) (jsonline
 	if err := req.Validate(); err != nil {
 		return jsonline.Request{}, fmt.Errorf("%w: %s %s: %v", ErrBadRequest, method, path, err)
 	}
+	// The tag the scheduler sets may be up to 16 bytes longer than "x".
 	if n := len(jsonline.AppendRequest(nil, req)) + 16; n > jsonline.MaxLine {
-		return jsonline.Request{}, fmt.Errorf("%w: %s %s: line of %d bytes is over %d", ErrBadRequest, method, path, n, jsonline.MaxLine)
+		return jsonline.Request{}, fmt.Errorf("%w: %s %s: a request line of %d bytes is over the %d-byte limit of a JSON line on RS485",
+			fleet.ErrTooLarge, method, path, n, jsonline.MaxLine)
 	}
 	return req, nil
 }
@@ -385,11 +390,21 @@ func (l *Line) Native(ctx context.Context, addr int, req frame.Request) (frame.H
 	if addr < int(frame.MinBoard) || addr > int(frame.MaxBoard) {
 		return frame.Header{}, nil, fmt.Errorf("%w: %d", ErrBadAddress, addr)
 	}
-	if _, err := req.AppendBinary(nil); err != nil {
-		return frame.Header{}, nil, fmt.Errorf("%w: %v: %v", ErrBadRequest, req.Type(), err)
+	if _, err := frame.AppendRequest(nil, frame.Address(addr), 0, req); err != nil {
+		return frame.Header{}, nil, encodeErr(req.Type(), err)
 	}
 	r := l.submit(ctx, &job{kind: jobNative, addr: frame.Address(addr), req: req})
 	return r.hdr, r.body, r.err
+}
+
+// encodeErr wraps an error encoding a native request: one too long for
+// a frame is fleet.ErrTooLarge (the caller's to shorten), anything else
+// ErrBadRequest.
+func encodeErr(t frame.Type, err error) error {
+	if errors.Is(err, frame.ErrTooLong) {
+		return fmt.Errorf("%w: %v does not fit a native frame (payload at most %d bytes): %v", fleet.ErrTooLarge, t, frame.MaxPayload, err)
+	}
+	return fmt.Errorf("%w: %v: %v", ErrBadRequest, t, err)
 }
 
 func groupAddr(group int) (frame.Address, error) {
@@ -417,7 +432,7 @@ func (l *Line) Group(ctx context.Context, group int, req frame.Request) error {
 	}
 	wire, err := frame.AppendRequest(make([]byte, 0, frame.MaxWireLen), a, 0, req)
 	if err != nil {
-		return fmt.Errorf("%w: %v: %v", ErrBadRequest, req.Type(), err)
+		return encodeErr(req.Type(), err)
 	}
 	if l.running.Load() && len(l.cmds) == 0 && l.wire.TryLock() {
 		select {
