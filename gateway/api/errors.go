@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	fwapi "github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/gateway/artifact"
@@ -45,6 +47,7 @@ const BoardErrorDomain = "board.holofleet"
 //	auth.ErrExists                                                 AlreadyExists
 //	ErrBadRequest, auth.ErrBadRole, ErrBadName                     InvalidArgument
 //	ErrFellBehind                                                  ResourceExhausted
+//	auth.ErrLimited (rate, streams)                                ResourceExhausted, with RetryInfo
 //	rollout.ErrPlan, ErrArtifact (even when the artifact is unknown) InvalidArgument
 //	rollout.ErrNotFound, artifact.ErrNotFound                      NotFound
 //	rollout.ErrState, artifact.ErrInUse                            FailedPrecondition
@@ -66,7 +69,25 @@ func Status(err error) *status.Status {
 	if errors.As(err, &be) {
 		return boardStatus(be)
 	}
+	var le *auth.LimitError
+	if errors.As(err, &le) {
+		st := status.New(codes.ResourceExhausted, err.Error())
+		if withInfo, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(le.RetryAfter)}); derr == nil {
+			return withInfo
+		}
+		return st
+	}
 	return status.New(codeOf(err), err.Error())
+}
+
+// retryAfter is the wait a status's RetryInfo asks for.
+func retryAfter(st *status.Status) (time.Duration, bool) {
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
 }
 
 // Err is Status(err).Err(): nil for nil.
@@ -109,7 +130,7 @@ func codeOf(err error) codes.Code {
 		return codes.AlreadyExists
 	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName):
 		return codes.InvalidArgument
-	case errors.Is(err, ErrFellBehind):
+	case errors.Is(err, ErrFellBehind), errors.Is(err, auth.ErrLimited):
 		return codes.ResourceExhausted
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded

@@ -12,8 +12,11 @@
 //	POST /v1/artifacts (raw image body)         -> UploadArtifact (rollout.go)
 //	anything else under /v1/                    -> grpc-gateway (REST)
 //
-// REST goes through grpc-gateway to the same gRPC server over an in-process
-// pipe, so the gRPC interceptors (auth, metrics) see every request once.
+// Every request first meets the front (front.go): body limits, and in
+// demo mode or a lab the checks against cross-site requests. REST goes
+// through grpc-gateway to the same gRPC server over an in-process pipe, so
+// the gRPC interceptors (metrics, then the gate of guard.go: identity,
+// authorisation, limits, audit, request log) see every request once.
 // REST JSON uses the proto field names (snake_case) and shows unset fields;
 // 64-bit numbers (an event's n) are JSON strings as protojson writes them.
 // GET /v1/events without the SSE Accept header streams newline-delimited
@@ -38,7 +41,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +85,21 @@ type Config struct {
 	// /v1/artifacts); nil answers them UNIMPLEMENTED.
 	Artifacts Artifacts
 	Rollouts  Rollouts
+	// Audit receives the audit records of every surface served here and
+	// answers GET /v1/audit; nil keeps no records (ListAudit answers
+	// UNIMPLEMENTED).
+	Audit AuditLog
+	// Limits bound bodies, timeouts, streams and rates (zero: defaults).
+	Limits Limits
+	// MetricsAuth makes /metrics need a viewer token.
+	MetricsAuth bool
+	// AllowHosts are Host names accepted besides localhost, 127.0.0.1
+	// and [::1] from callers let in without a token (demo, lab).
+	AllowHosts []string
+	// Guard, when set, is the door to use (the gateway shares one with
+	// its other surfaces); else New builds one from Tokens, InsecureLab,
+	// Demo and Audit.
+	Guard *auth.Guard
 }
 
 // Server is the fleet API on one listener. Serve runs it once.
@@ -93,6 +113,8 @@ type Server struct {
 	gw      *runtime.ServeMux
 	mux     *http.ServeMux
 	metrics *metrics
+	guard   *auth.Guard
+	limits  Limits
 }
 
 // jsonPb is the REST JSON form: proto names, unset fields shown, and
@@ -139,14 +161,23 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	guard := &auth.Guard{Tokens: cfg.Tokens, Need: Need, Insecure: cfg.InsecureLab, LoopbackFree: cfg.Demo}
-	rl := requestLog{log: s.log}
+	s.limits = cfg.Limits.withDefaults()
+	s.guard = cfg.Guard
+	if s.guard == nil {
+		s.guard = &auth.Guard{Tokens: cfg.Tokens, Insecure: cfg.InsecureLab, LoopbackFree: cfg.Demo}
+		if cfg.Audit != nil {
+			s.guard.Audit = cfg.Audit
+		}
+	}
+	g := &gate{guard: s.guard, log: s.log, rate: auth.NewRateLimiter(s.limits.Rate, s.limits.Burst, nil),
+		streams: auth.NewStreamLimiter(s.limits.StreamsPerToken, s.limits.Streams)}
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(rl.unary, m.unary, unaryAuth(guard)),
-		grpc.ChainStreamInterceptor(rl.stream, m.stream, streamAuth(guard)),
+		grpc.MaxRecvMsgSize(int(s.limits.MaxBody)),
+		grpc.ChainUnaryInterceptor(m.unary, g.unary),
+		grpc.ChainStreamInterceptor(m.stream, g.stream),
 	)
 	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
-		arts: cfg.Artifacts, rollouts: cfg.Rollouts})
+		arts: cfg.Artifacts, rollouts: cfg.Rollouts, audit: cfg.Audit})
 
 	s.conn, err = grpc.NewClient("passthrough:///holo-gateway-pipe",
 		grpc.WithContextDialer(s.pipe.dial),
@@ -180,41 +211,29 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	s.mux = http.NewServeMux()
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	var metricsH http.Handler = promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
+	if cfg.MetricsAuth {
+		metricsH = s.metricsAuth(metricsH)
+	}
+	s.mux.Handle("GET /metrics", metricsH)
 	s.mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(fleetv1.OpenAPI)
 	})
-	s.mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle("GET /v1/events", streamRoute(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			s.serveSSE(w, r)
 			return
 		}
 		s.gw.ServeHTTP(w, r)
-	})
+	})))
+	s.mux.Handle("GET /v1/rollouts/{id}/events", streamRoute(s.gw))
 	s.mux.HandleFunc("POST /v1/artifacts", s.serveUpload)
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)
 	}
 	s.mux.Handle("/", s.gw)
 	return s, nil
-}
-
-// ServeHTTP routes gRPC to the gRPC server and the rest to the HTTP mux,
-// with a request id (requestlog.go).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
-		s.grpc.ServeHTTP(w, r)
-		return
-	}
-	restRequestID(w, r)
-	s.mux.ServeHTTP(w, r)
-}
-
-// restMetadata is what a REST request passes to the gRPC side: the peer's
-// address and the request id (never a client's own metadata).
-func restMetadata(r *http.Request) metadata.MD {
-	return metadata.Pairs(auth.RemoteAddrKey, r.RemoteAddr, RequestIDKey, r.Header.Get(RequestIDHeader))
 }
 
 // Serve answers on ln until ctx ends, then stops: open streams (event
@@ -229,7 +248,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
 		Protocols:         &protos,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
+		ReadTimeout:       s.limits.ReadTimeout,
+		WriteTimeout:      s.limits.WriteTimeout,
+		IdleTimeout:       s.limits.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
@@ -268,38 +290,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-func unaryAuth(g *auth.Guard) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		ctx, err := g.Check(ctx, info.FullMethod)
-		if err != nil {
-			return nil, Err(err)
-		}
-		return h(ctx, req)
-	}
-}
-
-func streamAuth(g *auth.Guard) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		ctx, err := g.Check(ss.Context(), info.FullMethod)
-		if err != nil {
-			return Err(err)
-		}
-		return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
-	}
-}
-
-type ctxStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (c *ctxStream) Context() context.Context { return c.ctx }
-
 // writeError writes a REST error body for st.
 func writeError(w http.ResponseWriter, st *status.Status) {
 	code, body := restError(st)
-	if code == http.StatusUnauthorized {
+	switch {
+	case code == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="holo-gateway"`)
+	case errBodyTooLarge(st):
+		code = http.StatusRequestEntityTooLarge
+	case code == http.StatusTooManyRequests:
+		if d, ok := retryAfter(st); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
