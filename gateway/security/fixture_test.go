@@ -111,9 +111,9 @@ func (recRollouts) DryRun(rollout.Plan) (rollout.Selection, error) { return roll
 func (recRollouts) Create(context.Context, rollout.Plan) (rollout.Status, error) {
 	return rollout.Status{}, rollout.ErrPlan
 }
-func (recRollouts) Get(string) (rollout.Status, error)        { return rollout.Status{}, rollout.ErrNotFound }
-func (recRollouts) List() []rollout.Status                    { return nil }
-func (recRollouts) Boards(string) ([]rollout.Board, error)    { return nil, rollout.ErrNotFound }
+func (recRollouts) Get(string) (rollout.Status, error)     { return rollout.Status{}, rollout.ErrNotFound }
+func (recRollouts) List() []rollout.Status                 { return nil }
+func (recRollouts) Boards(string) ([]rollout.Board, error) { return nil, rollout.ErrNotFound }
 func (recRollouts) Pause(context.Context, string, string) (rollout.Status, error) {
 	return rollout.Status{}, rollout.ErrNotFound
 }
