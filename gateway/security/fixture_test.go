@@ -352,18 +352,20 @@ func spawnGateway(t testing.TB, env []string, args ...string) *gwProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan error, 1)
+	exited := make(chan struct{})
+	var waitErr error
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			_, _ = p.out.Write([]byte(sc.Text() + "\n"))
 		}
-		waited <- cmd.Wait()
+		waitErr = cmd.Wait()
+		close(exited)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-waited:
+		case <-exited:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
 			t.Error("holo-gateway did not stop on SIGTERM")
@@ -381,8 +383,8 @@ func spawnGateway(t testing.TB, env []string, args ...string) *gwProc {
 		}
 		select {
 		case <-time.After(20 * time.Millisecond):
-		case err := <-waited:
-			t.Fatalf("holo-gateway exited: %v\n%s", err, p.out.String())
+		case <-exited:
+			t.Fatalf("holo-gateway exited: %v\n%s", waitErr, p.out.String())
 		case <-deadline:
 			t.Fatalf("no banner:\n%s", p.out.String())
 		}
