@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -100,13 +101,19 @@ var (
 // lanBoard is one LAN board to follow: its base URL and password.
 type lanBoard struct{ url, password string }
 
+// credentialName is the systemd credential holding the boards file
+// (LoadCredential=boards:/etc/holofleet/boards), read when --boards-file
+// is not given.
+const credentialName = "boards"
+
 // boardPasswordEnv names the environment variable holding the password
 // of every --board URL that carries none.
 const boardPasswordEnv = "HOLO_BOARD_PASSWORD"
 
 // lanBoards gathers the LAN boards: --board URLs (a password in the URL
 // still works, but shows in ps; HOLO_BOARD_PASSWORD is the password of
-// those without one), then the boards file's lines.
+// those without one), then the boards file's lines (--boards-file, or the
+// systemd credential "boards").
 func lanBoards(o options) ([]lanBoard, []string, error) {
 	var out []lanBoard
 	var notes []string
@@ -127,8 +134,18 @@ func lanBoards(o options) ([]lanBoard, []string, error) {
 	if inURL > 0 {
 		notes = append(notes, fmt.Sprintf("%d --board URL(s) carry a password, which any user sees in ps: use --boards-file or $%s", inURL, boardPasswordEnv))
 	}
-	if o.access.boardsFile != "" {
-		bs, err := readBoardsFile(o.access.boardsFile)
+	file := o.access.boardsFile
+	if file == "" {
+		// systemd's LoadCredential=boards:... puts the file here, readable
+		// by the service's user only.
+		if dir := os.Getenv("CREDENTIALS_DIRECTORY"); dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, credentialName)); err == nil {
+				file = filepath.Join(dir, credentialName)
+			}
+		}
+	}
+	if file != "" {
+		bs, err := readBoardsFile(file)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -136,3 +136,22 @@ func TestBoardPasswordsWithoutArgv(t *testing.T) {
 		t.Errorf("the banner shows a password:\n%s", banner.String())
 	}
 }
+
+// TestBoardsFileFromCredential: under systemd, LoadCredential=boards:...
+// hands the file over without any flag.
+func TestBoardsFileFromCredential(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "boards"), []byte("http://10.0.0.30 cred-pw\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CREDENTIALS_DIRECTORY", dir)
+	t.Setenv(boardPasswordEnv, "")
+	bs, _, err := lanBoards(options{boards: listFlag{"http://10.0.0.31"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []lanBoard{{"http://10.0.0.31", ""}, {"http://10.0.0.30", "cred-pw"}}
+	if diff := cmp.Diff(bs, want, cmp.AllowUnexported(lanBoard{})); diff != "" {
+		t.Errorf("(-got +want):\n%s", diff)
+	}
+}
