@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,4 +155,30 @@ func TestBoardsFileFromCredential(t *testing.T) {
 	if diff := cmp.Diff(bs, want, cmp.AllowUnexported(lanBoard{})); diff != "" {
 		t.Errorf("(-got +want):\n%s", diff)
 	}
+}
+
+// FuzzParseBoards: a boards file never crashes the parser, and an error
+// never shows a password.
+func FuzzParseBoards(f *testing.F) {
+	f.Add("http://10.0.0.21 s3cret\n# c\n\nhttp://h:8080\n")
+	f.Add("ftp://x s3cret\n")
+	f.Add("http://[::1 s3cret\n")
+	f.Add("http://:s3cret@10.0.0.1\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		bs, err := parseBoards(strings.NewReader(in), "boards")
+		if err != nil {
+			if strings.Contains(in, "s3cret") && strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("error shows the password: %v", err)
+			}
+			return
+		}
+		for _, b := range bs {
+			if !strings.HasPrefix(b.url, "http://") && !strings.HasPrefix(b.url, "https://") {
+				t.Errorf("board URL %q", b.url)
+			}
+			if u, err := url.Parse(b.url); err != nil || u.User != nil {
+				t.Errorf("password left in URL %q (%v)", b.url, err)
+			}
+		}
+	})
 }

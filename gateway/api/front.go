@@ -114,11 +114,14 @@ func (l Limits) withDefaults() Limits {
 	}
 	l.StreamsPerToken = ints(l.StreamsPerToken, d.StreamsPerToken)
 	l.Streams = ints(l.Streams, d.Streams)
-	if l.Rate == 0 {
-		l.Rate, l.Burst = d.Rate, max(l.Burst, d.Burst)
+	switch {
+	case l.Rate == 0:
+		l.Rate = d.Rate
+	case l.Rate < 0:
+		l.Rate = 0 // no limit (auth.NewRateLimiter)
 	}
 	if l.Burst <= 0 {
-		l.Burst = max(1, int(l.Rate*2))
+		l.Burst = d.Burst
 	}
 	return l
 }
