@@ -189,7 +189,7 @@ func (b *Bucket) Scan(from, to string, reverse bool, fn func(key string, raw []b
 		}
 		if to == "" {
 			k, v = c.Last()
-		} else if k, v = c.Seek([]byte(to)); k == nil {
+		} else if k, _ = c.Seek([]byte(to)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()
