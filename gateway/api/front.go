@@ -129,7 +129,7 @@ func (l Limits) withDefaults() Limits {
 // streamMethods are the gRPC methods that stream (their deadlines are
 // lifted once admitted).
 var streamMethods = func() map[string]bool {
-	m := map[string]bool{}
+	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
 	for _, sd := range fleetv1.FleetService_ServiceDesc.Streams {
 		m["/"+fleetv1.FleetService_ServiceDesc.ServiceName+"/"+sd.StreamName] = true
 	}
@@ -399,6 +399,17 @@ func restMetadata(r *http.Request) metadata.MD {
 	}
 	if auth.Forwarded(r.Header) {
 		md.Set(auth.ForwardedKey, "1")
+	}
+	return md
+}
+
+// restCallMetadata is restMetadata with the request's Authorization
+// values, for REST handlers outside grpc-gateway that call the gRPC side
+// themselves (grpc-gateway passes them on its own).
+func restCallMetadata(r *http.Request) metadata.MD {
+	md := restMetadata(r)
+	if a := r.Header.Values("Authorization"); len(a) > 0 {
+		md.Set("authorization", a...)
 	}
 	return md
 }

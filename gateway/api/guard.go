@@ -44,6 +44,10 @@ type rule struct {
 	res  auth.Resource
 	// watch marks the long streams the stream limits count.
 	watch bool
+	// public marks what anyone may call without a token: gRPC's health
+	// and reflection (the API's description is public at
+	// /v1/openapi.json too). A token, when sent, is still checked.
+	public bool
 	// attrs adds what the request names (targets, kind, board call); an
 	// error (ErrBadRequest) refuses a malformed request before it is
 	// decided. Streams have no request at the gate (attrs is not called).
@@ -115,7 +119,23 @@ var rules = map[string]rule{
 	fleetv1.FleetService_WatchRollout_FullMethodName:  {verb: auth.VerbWatch, res: auth.ResRollouts, watch: true},
 
 	fleetv1.FleetService_ListAudit_FullMethodName: {verb: auth.VerbRead, res: auth.ResAudit},
+
+	// Standard services the gateway may serve beside FleetService.
+	healthCheck:       {verb: auth.VerbRead, public: true},
+	healthList:        {verb: auth.VerbRead, public: true},
+	healthWatch:       {verb: auth.VerbWatch, public: true, watch: true},
+	reflectionV1:      {verb: auth.VerbRead, public: true},
+	reflectionV1Alpha: {verb: auth.VerbRead, public: true},
 }
+
+// Full method names of gRPC's standard health and reflection services.
+const (
+	healthCheck       = "/grpc.health.v1.Health/Check"
+	healthList        = "/grpc.health.v1.Health/List"
+	healthWatch       = "/grpc.health.v1.Health/Watch"
+	reflectionV1      = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+	reflectionV1Alpha = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+)
 
 func nonEmpty(s string) []string {
 	if s == "" {
@@ -211,6 +231,17 @@ func (g *gate) admit(ctx context.Context, c *call, method string, req any) (cont
 	}
 	c.attrs.Verb, c.attrs.Resource = r.verb, r.res
 	id, err := g.guard.Identify(c.caller)
+	if r.public && (err == nil || errors.Is(err, auth.ErrNoToken)) {
+		// Anyone may; only the streams count, keyed by client host.
+		release := func() {}
+		if r.watch {
+			if release, err = g.streams.Acquire(auth.Key(id, c.caller)); err != nil {
+				return g.refuse(ctx, c, codes.ResourceExhausted, err)
+			}
+		}
+		c.attrs.Who = id
+		return auth.WithIdentity(ctx, id), &auth.Pending{}, release, nil
+	}
 	if err != nil {
 		return g.refuse(ctx, c, codes.Unauthenticated, err)
 	}

@@ -362,10 +362,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	liftDeadlines(w, true) // an admin's image may take its time
-	md := restMetadata(r)
-	if a := r.Header.Get("Authorization"); a != "" {
-		md.Set("authorization", a)
-	}
+	md := restCallMetadata(r)
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), md))
 	defer cancel()
 	stream, err := s.client.UploadArtifact(ctx)
