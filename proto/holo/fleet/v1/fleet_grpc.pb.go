@@ -63,10 +63,13 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // FleetService is the gateway's API. Roles: viewer may read and watch
-// (rollouts and artifacts too, and dry-run a plan), operator may also call
-// boards, run actions, set labels and pause or abort a rollout (the
-// brakes), admin may also manage tokens, upload and delete firmware, set
-// release channels and create, resume or revert rollouts.
+// (rollouts and artifacts too, and dry-run a plan), operator may also make
+// show calls on boards, run actions, set labels and pause or abort a
+// rollout (the brakes), admin may also make any board call, manage tokens,
+// upload and delete firmware, set release channels, create, resume or
+// revert rollouts and read the audit log. Too many changing calls or open
+// streams of one token are refused with RESOURCE_EXHAUSTED and a RetryInfo
+// (REST: 429 with Retry-After).
 type FleetServiceClient interface {
 	// ListBoards lists the boards matching the filter (viewer).
 	ListBoards(ctx context.Context, in *ListBoardsRequest, opts ...grpc.CallOption) (*ListBoardsResponse, error)
@@ -76,7 +79,10 @@ type FleetServiceClient interface {
 	SetLabels(ctx context.Context, in *SetLabelsRequest, opts ...grpc.CallOption) (*Board, error)
 	// CallBoard runs one request of the board API on a board and returns its
 	// reply. A reply with status 400 or more is an error carrying the
-	// board's code and message (operator).
+	// board's code and message. Operators may read (but /web and /network)
+	// and change what a show uses (/leds, /screen, /holo/motion, /servos
+	// move and release, /scenes); every other change (OTA, /web, /network,
+	// /settings, /restart, files) is an admin's.
 	CallBoard(ctx context.Context, in *CallBoardRequest, opts ...grpc.CallOption) (*CallBoardResponse, error)
 	// DoAction runs an action on the selected boards (operator).
 	DoAction(ctx context.Context, in *DoActionRequest, opts ...grpc.CallOption) (*DoActionResponse, error)
@@ -446,10 +452,13 @@ func (c *fleetServiceClient) ListAudit(ctx context.Context, in *ListAuditRequest
 // for forward compatibility.
 //
 // FleetService is the gateway's API. Roles: viewer may read and watch
-// (rollouts and artifacts too, and dry-run a plan), operator may also call
-// boards, run actions, set labels and pause or abort a rollout (the
-// brakes), admin may also manage tokens, upload and delete firmware, set
-// release channels and create, resume or revert rollouts.
+// (rollouts and artifacts too, and dry-run a plan), operator may also make
+// show calls on boards, run actions, set labels and pause or abort a
+// rollout (the brakes), admin may also make any board call, manage tokens,
+// upload and delete firmware, set release channels, create, resume or
+// revert rollouts and read the audit log. Too many changing calls or open
+// streams of one token are refused with RESOURCE_EXHAUSTED and a RetryInfo
+// (REST: 429 with Retry-After).
 type FleetServiceServer interface {
 	// ListBoards lists the boards matching the filter (viewer).
 	ListBoards(context.Context, *ListBoardsRequest) (*ListBoardsResponse, error)
@@ -459,7 +468,10 @@ type FleetServiceServer interface {
 	SetLabels(context.Context, *SetLabelsRequest) (*Board, error)
 	// CallBoard runs one request of the board API on a board and returns its
 	// reply. A reply with status 400 or more is an error carrying the
-	// board's code and message (operator).
+	// board's code and message. Operators may read (but /web and /network)
+	// and change what a show uses (/leds, /screen, /holo/motion, /servos
+	// move and release, /scenes); every other change (OTA, /web, /network,
+	// /settings, /restart, files) is an admin's.
 	CallBoard(context.Context, *CallBoardRequest) (*CallBoardResponse, error)
 	// DoAction runs an action on the selected boards (operator).
 	DoAction(context.Context, *DoActionRequest) (*DoActionResponse, error)
