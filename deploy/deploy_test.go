@@ -339,3 +339,32 @@ func TestMosquittoConfig(t *testing.T) {
 		t.Error("no listener on 1883, where the compose gateway connects")
 	}
 }
+
+// TestEnvFilesInstalledPrivate: every instruction that installs an env
+// file (they may hold passwords) installs it mode 0600, and no env file
+// puts a password in a flag.
+func TestEnvFilesInstalledPrivate(t *testing.T) {
+	install := regexp.MustCompile(`install\s[^\n]*?\.env\b`)
+	found := 0
+	for _, f := range []string{"systemd/README.md", "systemd/holo-gateway.service", "systemd/holo-board.service", "README.md"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range install.FindAllString(string(raw), -1) {
+			found++
+			if !strings.Contains(m, "-m 600") {
+				t.Errorf("%s: %q installs an env file without -m 600", f, m)
+			}
+		}
+	}
+	if found < 4 {
+		t.Errorf("found %d env file installs, want the gateway's and the board's in the README and the units", found)
+	}
+	for _, f := range []string{"systemd/holo-gateway.env", "systemd/holo-board.env"} {
+		raw, _ := os.ReadFile(f)
+		if regexp.MustCompile(`(?i)--[a-z-]*password\s|https?://[^\s/]*:[^\s/@]+@`).Match(raw) {
+			t.Errorf("%s passes a password on the command line", f)
+		}
+	}
+}

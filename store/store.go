@@ -159,6 +159,87 @@ func (b *Bucket) Batch(puts map[string]any) error {
 	}))
 }
 
+// Scan calls fn with each key in [from, to) and its raw JSON, in byte
+// order of the keys, or from the last down with reverse; "" leaves a bound
+// open. It stops when fn returns false or an error (returned). raw is
+// valid only during the call.
+func (b *Bucket) Scan(from, to string, reverse bool, fn func(key string, raw []byte) (bool, error)) error {
+	return wrapClosed(b.db.bolt.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(b.name)
+		if bk == nil {
+			return nil
+		}
+		c := bk.Cursor()
+		var k, v []byte
+		inRange := func(k []byte) bool {
+			return k != nil && (from == "" || string(k) >= from) && (to == "" || string(k) < to)
+		}
+		if !reverse {
+			if from == "" {
+				k, v = c.First()
+			} else {
+				k, v = c.Seek([]byte(from))
+			}
+			for ; inRange(k); k, v = c.Next() {
+				if more, err := fn(string(k), v); err != nil || !more {
+					return err
+				}
+			}
+			return nil
+		}
+		if to == "" {
+			k, v = c.Last()
+		} else if k, _ = c.Seek([]byte(to)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; inRange(k); k, v = c.Prev() {
+			if more, err := fn(string(k), v); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// DeleteFirst deletes, in one transaction, up to n of the bucket's first
+// keys (in byte order) that sort before before ("" for any), and returns
+// how many went.
+func (b *Bucket) DeleteFirst(n int, before string) (int, error) {
+	deleted := 0
+	err := b.db.bolt.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(b.name)
+		if bk == nil {
+			return nil
+		}
+		c := bk.Cursor()
+		for k, _ := c.First(); k != nil && deleted < n && (before == "" || string(k) < before); k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			deleted++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrapClosed(err)
+	}
+	return deleted, nil
+}
+
+// Len returns how many keys the bucket holds.
+func (b *Bucket) Len() (int, error) {
+	n := 0
+	err := b.db.bolt.View(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket(b.name); bk != nil {
+			n = bk.Stats().KeyN
+		}
+		return nil
+	})
+	return n, wrapClosed(err)
+}
+
 // Clear removes every key of the bucket.
 func (b *Bucket) Clear() error {
 	return wrapClosed(b.db.bolt.Update(func(tx *bolt.Tx) error {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -175,5 +176,77 @@ func TestKillMidWrite(t *testing.T) {
 		if a.N < last {
 			t.Fatalf("round %d: acknowledged write %d lost (found %d)", round, last, a.N)
 		}
+	}
+}
+
+func TestScanDeleteFirstLen(t *testing.T) {
+	db := open(t)
+	b := db.Bucket("log")
+	if n, err := b.Len(); n != 0 || err != nil {
+		t.Fatalf("empty Len %d %v", n, err)
+	}
+	if err := b.Scan("", "", false, func(string, []byte) (bool, error) { t.Error("scan of a missing bucket"); return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	puts := map[string]any{}
+	for i := range 10 {
+		puts[fmt.Sprintf("k%02d", i)] = doc{N: i}
+	}
+	if err := b.Batch(puts); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(from, to string, reverse bool, max int) []string {
+		t.Helper()
+		var keys []string
+		err := b.Scan(from, to, reverse, func(k string, raw []byte) (bool, error) {
+			var d doc
+			if err := json.Unmarshal(raw, &d); err != nil || fmt.Sprintf("k%02d", d.N) != k {
+				t.Errorf("%s: %s %v", k, raw, err)
+			}
+			keys = append(keys, k)
+			return len(keys) < max, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	for _, tc := range []struct {
+		from, to string
+		reverse  bool
+		max      int
+		want     []string
+	}{
+		{"", "", false, 3, []string{"k00", "k01", "k02"}},
+		{"", "", true, 3, []string{"k09", "k08", "k07"}},
+		{"k03", "k06", false, 99, []string{"k03", "k04", "k05"}},
+		{"k03", "k06", true, 99, []string{"k05", "k04", "k03"}},
+		{"k03x", "k05x", true, 99, []string{"k05", "k04"}},
+		{"k08", "zz", true, 99, []string{"k09", "k08"}},
+		{"", "a", true, 99, nil},
+		{"zz", "", false, 99, nil},
+	} {
+		if diff := cmp.Diff(scan(tc.from, tc.to, tc.reverse, tc.max), tc.want); diff != "" {
+			t.Errorf("Scan(%q, %q, %v) (-got +want):\n%s", tc.from, tc.to, tc.reverse, diff)
+		}
+	}
+	stop := errors.New("stop")
+	if err := b.Scan("", "", false, func(string, []byte) (bool, error) { return true, stop }); !errors.Is(err, stop) {
+		t.Errorf("Scan error: %v", err)
+	}
+	if n, err := b.DeleteFirst(3, "k02"); n != 2 || err != nil {
+		t.Errorf("DeleteFirst before k02: %d %v", n, err)
+	}
+	if n, err := b.DeleteFirst(3, ""); n != 3 || err != nil {
+		t.Errorf("DeleteFirst 3: %d %v", n, err)
+	}
+	if n, err := b.Len(); n != 5 || err != nil {
+		t.Errorf("Len %d %v", n, err)
+	}
+	if diff := cmp.Diff(scan("", "", false, 99), []string{"k05", "k06", "k07", "k08", "k09"}); diff != "" {
+		t.Errorf("left (-got +want):\n%s", diff)
+	}
+	if n, err := db.Bucket("none").DeleteFirst(3, ""); n != 0 || err != nil {
+		t.Errorf("DeleteFirst of a missing bucket: %d %v", n, err)
 	}
 }

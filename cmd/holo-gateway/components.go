@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/gateway/api"
+	"github.com/holofleet/holofleet/gateway/audit"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -25,6 +27,10 @@ type env struct {
 	log        *slog.Logger
 	registerer prometheus.Registerer
 	stdout     io.Writer
+	// guard is the one door of every surface (identity, Authorize, audit
+	// records); audit is the log its records go to.
+	guard *auth.Guard
+	audit *audit.Log
 	// apiExtra collects HTTP handlers components serve on the API's
 	// listener, by path prefix (for example the firmware artifacts).
 	apiExtra map[string]http.Handler

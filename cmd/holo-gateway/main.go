@@ -3,8 +3,10 @@
 // serves the fleet API (gRPC and REST under /v1/), the OpenAPI description,
 // /metrics and the probes /healthz and /readyz on one address.
 //
-//	holo-gateway --data DIR [--listen ADDR] [--line URL]... [--board URL]...
+//	holo-gateway --data DIR [--listen ADDR] [--line URL]... [--board URL]... [--boards-file F]
 //	             [--mqtt URL | --mqtt-port PORT] [--mqtt-base T] [--ha-prefix T] [--mdns] [--tls-cert F --tls-key F] [--insecure-lab]
+//	             [--max-body N] [--http-*-timeout D] [--streams-per-token N] [--streams-total N] [--rate R] [--rate-burst N]
+//	             [--metrics-auth] [--allow-host H]... [--audit-max-age D] [--audit-max-records N]
 //	             [--log-format text|json] [-v]
 //	holo-gateway demo [same flags]   also runs a simulated installation
 //	holo-gateway token create --data DIR --name NAME [--role admin]
@@ -18,7 +20,16 @@
 // its SHA-256). `holo-gateway token create` makes more while the gateway
 // is stopped (the store is locked while it runs); holoctl token makes them
 // through the API. --insecure-lab serves everyone without a token; in demo
-// mode, requests from loopback need none.
+// mode, requests from loopback need none. Both then answer only requests
+// addressed to localhost (--allow-host adds names) and only JSON changing
+// requests, so no web page can drive them; neither must be exposed.
+//
+// Board passwords never need the command line: HOLO_BOARD_PASSWORD is the
+// password of every --board URL without one, and --boards-file lists
+// boards with their passwords (a file only its owner may read).
+//
+// Every change and every refusal, on every surface, goes to the audit log
+// in the store (GET /v1/audit, holoctl audit).
 package main
 
 import (
@@ -44,6 +55,7 @@ import (
 	"github.com/holofleet/holofleet/bus/transport"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/gateway/api"
+	"github.com/holofleet/holofleet/gateway/audit"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/demo"
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -107,6 +119,7 @@ type options struct {
 	demoBoards, demoG int
 	verbose           bool
 	logFormat         string
+	access            accessFlags
 }
 
 func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
@@ -126,13 +139,14 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mqtt, "mqtt", "", "external MQTT broker URL (tcp://, ssl://; user:password@ allowed); without it an embedded broker runs")
 	addMQTTFlags(fs, &o.mq)
 	fs.Var(&o.lines, "line", "RS485 line to master (serial device, pty, tcp or simline URL; ?baud=N); repeatable")
-	fs.Var(&o.boards, "board", "LAN board base URL (http://[:password@]host[:port]); repeatable")
+	fs.Var(&o.boards, "board", "LAN board base URL (http://host[:port]; password from $HOLO_BOARD_PASSWORD or --boards-file); repeatable")
 	fs.BoolVar(&o.mdns, "mdns", false, "discover LAN boards by mDNS")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS key file (PEM)")
 	fs.BoolVar(&o.insecureLab, "insecure-lab", false, "serve the API without tokens (a lab only)")
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json (slog)")
+	addAccessFlags(fs, &o.access)
 	if isDemo {
 		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
 		fs.IntVar(&o.demoG, "demo-groups", demo.DefaultGroups, "groups they are spread over")
@@ -208,6 +222,14 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	auditLog, err := audit.Open(audit.Options{DB: db, MaxAge: o.access.auditAge, MaxRecords: o.access.auditMax,
+		Log: log.With("component", "audit")})
+	if err != nil {
+		return err
+	}
+	// The one door of every surface: the API, the MQTT bridge and the
+	// others identify, decide and record through it.
+	guard := &auth.Guard{Tokens: tokens, Insecure: o.insecureLab, LoopbackFree: isDemo, Audit: auditLog}
 	var firstSecret string
 	if tokens.Len() == 0 && !o.insecureLab {
 		if firstSecret, _, err = tokens.Create("admin", auth.RoleAdmin); err != nil {
@@ -225,8 +247,10 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	fl := fleet.New(fleet.Options{Registry: reg, Drivers: w.drivers, Log: log})
 
 	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	e := &env{opts: o, demo: isDemo, db: db, fleet: fl, wiring: w, log: log, registerer: promReg, stdout: stdout}
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		auditLog.Collector())
+	e := &env{opts: o, demo: isDemo, db: db, fleet: fl, wiring: w, log: log, registerer: promReg, stdout: stdout,
+		guard: guard, audit: auditLog}
 	var comps []component
 	for _, mk := range components {
 		c, err := mk(ctx, e)
@@ -242,6 +266,9 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
 		Artifacts: e.artifacts, Rollouts: e.rollouts,
 		Ready: readyChecks(db, w.states, comps),
+
+		Guard: guard, Audit: auditLog, Limits: o.access.apiLimits(), MetricsAuth: o.access.metricsAuth,
+		AllowHosts: o.access.allowHosts,
 	})
 	if err != nil {
 		return err
@@ -257,6 +284,12 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		}
 	}
 
+	// The audit log is written until everything else has stopped, so the
+	// last requests' records are kept.
+	auditCtx, auditStop := context.WithCancel(context.Background())
+	auditDone := make(chan error, 1)
+	go func() { auditDone <- auditLog.Run(auditCtx) }()
+
 	var wg sync.WaitGroup
 	var fleetErr, apiErr error
 	compErrs := make([]error, len(comps))
@@ -271,8 +304,10 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		cancel() // a dead listener stops the gateway
 	})
 	wg.Wait()
+	auditStop()
+	auditErr := <-auditDone
 	fmt.Fprintln(stdout, "holo-gateway: stopped")
-	return errors.Join(append([]error{apiErr, fleetErr}, compErrs...)...)
+	return errors.Join(append([]error{apiErr, fleetErr, auditErr}, compErrs...)...)
 }
 
 // wiring holds what wire started: the drivers for the fleet core and what
@@ -335,17 +370,18 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 			Log: log.With("driver", "rs485:"+name)})))
 		w.lines = append(w.lines, name+" "+addr)
 	}
-	for _, b := range o.boards {
-		base, password, err := splitPassword(b)
-		if err != nil {
+	boards, notes, err := lanBoards(o)
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	w.notes = append(w.notes, notes...)
+	for _, b := range boards {
+		if err := lanDrv.Add(b.url, b.password); err != nil {
 			w.close()
-			return nil, fmt.Errorf("--board %s: %w", b, err)
+			return nil, fmt.Errorf("board %s: %w", b.url, err)
 		}
-		if err := lanDrv.Add(base, password); err != nil {
-			w.close()
-			return nil, fmt.Errorf("--board %s: %w", b, err)
-		}
-		w.boards = append(w.boards, base)
+		w.boards = append(w.boards, b.url)
 	}
 	w.drivers = append(w.drivers, w.states.lan(lanDrv))
 	return w, nil
@@ -374,6 +410,7 @@ func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *
 		scheme = "https"
 	}
 	host, port, _ := net.SplitHostPort(addr)
+	exposed := !auth.IsLoopback(addr)
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "localhost"
 	}
@@ -393,11 +430,23 @@ func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *
 	}
 	switch {
 	case o.insecureLab:
-		fmt.Fprintln(out, "  auth:     OFF (--insecure-lab): anyone who reaches this address is admin")
+		fmt.Fprintln(out, "  auth:     OFF (--insecure-lab): anyone who reaches this address is admin (Host must be localhost or an --allow-host)")
 	case isDemo:
-		fmt.Fprintln(out, "  auth:     demo mode: requests from loopback need no token; others need a bearer token")
+		fmt.Fprintln(out, "  auth:     demo mode: requests from loopback need no token (Host localhost, JSON bodies); others need a bearer token")
+		fmt.Fprintln(out, "  WARNING:  demo mode must not be exposed beyond this machine")
+		if exposed {
+			fmt.Fprintf(out, "  WARNING:  demo mode listens on %s, beyond loopback: use --listen 127.0.0.1:PORT\n", addr)
+		}
 	default:
 		fmt.Fprintln(out, "  auth:     bearer tokens (Authorization: Bearer <token>)")
+	}
+	l := o.access.apiLimits()
+	fmt.Fprintf(out, "  limits:   bodies %d bytes; %d streams per token, %d in all; %g changes/s per token (burst %d)\n",
+		l.MaxBody, l.StreamsPerToken, l.Streams, l.Rate, l.Burst)
+	fmt.Fprintf(out, "  audit:    every change and refusal: %s/v1/audit (holoctl audit); kept %v, at most %d records\n",
+		base, o.access.auditAge, o.access.auditMax)
+	if o.access.metricsAuth {
+		fmt.Fprintln(out, "  metrics:  need a viewer token (--metrics-auth)")
 	}
 	if firstSecret != "" {
 		fmt.Fprintf(out, "  first admin token (shown once, stored hashed): %s\n", firstSecret)

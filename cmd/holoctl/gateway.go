@@ -17,6 +17,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/holofleet/holofleet/firmware/buildinfo"
 )
 
 // gwClient talks to a holo-gateway's REST API (/v1/...).
@@ -39,6 +41,9 @@ func gwFlags(fs *flag.FlagSet) *gwClient {
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
 	return c
 }
+
+// userAgent names holoctl in the gateway's audit log and request log.
+func userAgent() string { return "holoctl/" + buildinfo.Version }
 
 // gwError is an error the gateway answered: {"error","message"} and the
 // HTTP status.
@@ -67,9 +72,12 @@ func (c *gwClient) do(ctx context.Context, method, path string, body any, accept
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if body != nil {
+	if body != nil || (method != http.MethodGet && method != http.MethodHead) {
+		// Changing requests are JSON even without a body: a gateway in
+		// demo mode refuses other types (a web page's cross-site posts).
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("User-Agent", userAgent())
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}

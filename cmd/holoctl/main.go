@@ -37,6 +37,7 @@ var commands = []command{
 	{"image", "pack a firmware image (pack) or look inside one (inspect)", runImage},
 	{"fw", "a holo-gateway's firmware: upload, list, release channels", runFirmware},
 	{"rollout", "a holo-gateway's rollouts: dry-run, create, watch, pause, revert", runRollout},
+	{"audit", "a holo-gateway's audit log: who changed what, who was refused (admin)", runAudit},
 }
 
 func main() {

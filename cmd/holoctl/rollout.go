@@ -217,6 +217,7 @@ func (c *gwClient) upload(ctx context.Context, file, name string, stdout io.Writ
 	}
 	req.ContentLength = st.Size()
 	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("User-Agent", userAgent())
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

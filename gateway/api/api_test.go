@@ -51,6 +51,9 @@ func (g *testGateway) rest(t *testing.T, role, method, path, body string) (int, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if role != "" {
 		sec, ok := g.secrets[role]
 		if !ok {

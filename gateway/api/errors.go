@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/artifact"
@@ -59,6 +61,7 @@ const ReasonTooLarge = "too_large"
 //	auth.ErrExists                                                 AlreadyExists
 //	ErrBadRequest, auth.ErrBadRole, ErrBadName                     InvalidArgument
 //	ErrFellBehind                                                  ResourceExhausted
+//	auth.ErrLimited (rate, streams)                                ResourceExhausted, with RetryInfo
 //	rollout.ErrPlan, ErrArtifact (even when the artifact is unknown) InvalidArgument
 //	rollout.ErrNotFound, artifact.ErrNotFound                      NotFound
 //	rollout.ErrState, artifact.ErrInUse                            FailedPrecondition
@@ -84,6 +87,14 @@ func Status(err error) *status.Status {
 	if errors.Is(err, fleet.ErrTooLarge) || errors.Is(err, artifact.ErrTooLarge) {
 		return withReason(status.New(codes.InvalidArgument, err.Error()), ReasonTooLarge)
 	}
+	var le *auth.LimitError
+	if errors.As(err, &le) {
+		st := status.New(codes.ResourceExhausted, err.Error())
+		if withInfo, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(le.RetryAfter)}); derr == nil {
+			return withInfo
+		}
+		return st
+	}
 	return status.New(codeOf(err), err.Error())
 }
 
@@ -105,6 +116,16 @@ func gatewayReason(st *status.Status) string {
 		}
 	}
 	return ""
+}
+
+// retryAfter is the wait a status's RetryInfo asks for.
+func retryAfter(st *status.Status) (time.Duration, bool) {
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
 }
 
 // Err is Status(err).Err(): nil for nil.
@@ -148,7 +169,7 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName),
 		errors.Is(err, fleet.ErrBadAction), errors.Is(err, fleet.ErrBadSelector):
 		return codes.InvalidArgument
-	case errors.Is(err, ErrFellBehind):
+	case errors.Is(err, ErrFellBehind), errors.Is(err, auth.ErrLimited):
 		return codes.ResourceExhausted
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded

@@ -45,10 +45,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		}
 		req.After = n
 	}
-	md := restMetadata(r)
-	if a := r.Header.Get("Authorization"); a != "" {
-		md.Set("authorization", a)
-	}
+	md := restCallMetadata(r)
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), md))
 	defer cancel()
 	stream, err := s.client.WatchEvents(ctx, req)

@@ -4,20 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"log/slog"
 	"net/http"
-	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 )
 
 // Request ids. Every API request has one: the caller's when it sends a
 // usable one (REST header X-Request-Id, gRPC metadata x-request-id), else
 // 16 hex digits made here. It is logged with the request and given back:
 // as the X-Request-Id header of every REST reply and as x-request-id in
-// the gRPC header metadata.
+// the gRPC header metadata. The request log itself is written by the gate
+// (guard.go), which knows who made the call.
 const (
 	RequestIDHeader = "X-Request-Id"
 	RequestIDKey    = "x-request-id" // gRPC metadata key
@@ -66,40 +63,4 @@ func incomingRequestID(ctx context.Context) string {
 		return v[0]
 	}
 	return newRequestID()
-}
-
-// requestLog logs every request once it ends, at Info: method, gRPC code,
-// duration and request id; refused and failed ones also carry the error.
-// Health checks and reflection (probes, every few seconds) log at Debug.
-type requestLog struct{ log *slog.Logger }
-
-func (l requestLog) done(ctx context.Context, method, id string, start time.Time, err error) {
-	attrs := []slog.Attr{slog.String("method", method), slog.String("code", status.Code(err).String()),
-		slog.Duration("duration", time.Since(start)), slog.String("request_id", id)}
-	if err != nil {
-		attrs = append(attrs, slog.String("err", status.Convert(err).Message()))
-	}
-	level := slog.LevelInfo
-	if openMethod(method) {
-		level = slog.LevelDebug
-	}
-	l.log.LogAttrs(ctx, level, "api: request", attrs...)
-}
-
-func (l requestLog) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	start := time.Now()
-	id := incomingRequestID(ctx)
-	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDKey, id))
-	resp, err := h(ctx, req)
-	l.done(ctx, info.FullMethod, id, start, err)
-	return resp, err
-}
-
-func (l requestLog) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	start := time.Now()
-	id := incomingRequestID(ss.Context())
-	_ = ss.SetHeader(metadata.Pairs(RequestIDKey, id))
-	err := h(srv, ss)
-	l.done(ss.Context(), info.FullMethod, id, start, err)
-	return err
 }

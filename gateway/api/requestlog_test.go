@@ -125,6 +125,15 @@ func TestRequestLogAndID(t *testing.T) {
 			if rec["method"] != tc.method || rec["code"] != tc.code {
 				t.Errorf("record %v: want method %s code %s", rec, tc.method, tc.code)
 			}
+			// The record says who called, from where, by which surface.
+			wantWho, wantRole := "", ""
+			if tc.role != "" {
+				wantWho, wantRole = "t-"+tc.role, tc.role
+			}
+			if rec["token"] != wantWho || rec["role"] != wantRole || rec["surface"] != "rest" ||
+				!strings.HasPrefix(rec["client"].(string), "127.0.0.1:") {
+				t.Errorf("record %v: want token %q role %q surface rest, a loopback client", rec, wantWho, wantRole)
+			}
 		})
 	}
 
@@ -137,7 +146,7 @@ func TestRequestLogAndID(t *testing.T) {
 		if v := hdr.Get(RequestIDKey); len(v) != 1 || v[0] != "grpc-7" {
 			t.Fatalf("header metadata %v", hdr)
 		}
-		if rec := g.checkRecord(t, logs, "grpc-7"); rec["code"] != "OK" {
+		if rec := g.checkRecord(t, logs, "grpc-7"); rec["code"] != "OK" || rec["token"] != "t-viewer" || rec["surface"] != "grpc" {
 			t.Errorf("record %v", rec)
 		}
 	})
@@ -176,7 +185,7 @@ func (g *testGateway) checkRecord(t *testing.T, logs *logCapture, id string) map
 	if rec["level"] != "INFO" {
 		t.Errorf("record %v: level", rec)
 	}
-	for _, k := range []string{"method", "code", "duration", "request_id"} {
+	for _, k := range []string{"method", "code", "duration", "request_id", "token", "role", "surface", "client"} {
 		if _, ok := rec[k]; !ok {
 			t.Errorf("record %v lacks %q", rec, k)
 		}

@@ -355,10 +355,14 @@ func finalState(s string) bool {
 // sha256 in the query; the reply is an UploadArtifactResponse (200) or a
 // REST error.
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
-	md := restMetadata(r)
-	if a := r.Header.Get("Authorization"); a != "" {
-		md.Set("authorization", a)
+	// The body is not bounded by MaxBody: decide before reading any of it.
+	if err := s.preflight(r, fleetv1.FleetService_UploadArtifact_FullMethodName); err != nil {
+		w.Header().Set("Connection", "close") // the body stays unread
+		writeError(w, status.Convert(err))
+		return
 	}
+	liftDeadlines(w, true) // an admin's image may take its time
+	md := restCallMetadata(r)
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), md))
 	defer cancel()
 	stream, err := s.client.UploadArtifact(ctx)

@@ -524,8 +524,8 @@ func TestFirmwareRoles(t *testing.T) {
 	g := startFirmwareGateway(t, 1, true)
 	rank := map[string]int{"viewer": 1, "operator": 2, "admin": 3}
 	for _, c := range firmwareCalls {
-		if Need["/holo.fleet.v1.FleetService/"+c.name] == 0 {
-			t.Errorf("%s is missing from Need", c.name)
+		if _, ok := rules["/holo.fleet.v1.FleetService/"+c.name]; !ok {
+			t.Errorf("%s is missing from the method table", c.name)
 		}
 		for _, role := range []string{"", "viewer", "operator", "admin"} {
 			var want codes.Code = codes.OK

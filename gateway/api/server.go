@@ -14,8 +14,11 @@
 //	POST /v1/artifacts (raw image body)         -> UploadArtifact (rollout.go)
 //	anything else under /v1/                    -> grpc-gateway (REST)
 //
-// REST goes through grpc-gateway to the same gRPC server over an in-process
-// pipe, so the gRPC interceptors (auth, metrics) see every request once.
+// Every request first meets the front (front.go): body limits, and in
+// demo mode or a lab the checks against cross-site requests. REST goes
+// through grpc-gateway to the same gRPC server over an in-process pipe, so
+// the gRPC interceptors (metrics, then the gate of guard.go: identity,
+// authorisation, limits, audit, request log) see every request once.
 // A path the document lists asked with a method it does not list is
 // answered 405 with an Allow header naming the methods it has; an unknown
 // path is 404. The gRPC side also serves grpc.health.v1.Health and server
@@ -46,9 +49,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -102,6 +107,21 @@ type Config struct {
 	// for Watch callers (default DefaultHealthInterval); Clock times it.
 	HealthInterval time.Duration
 	Clock          clock.Clock
+	// Audit receives the audit records of every surface served here and
+	// answers GET /v1/audit; nil keeps no records (ListAudit answers
+	// UNIMPLEMENTED).
+	Audit AuditLog
+	// Limits bound bodies, timeouts, streams and rates (zero: defaults).
+	Limits Limits
+	// MetricsAuth makes /metrics need a viewer token.
+	MetricsAuth bool
+	// AllowHosts are Host names accepted besides localhost, 127.0.0.1
+	// and [::1] from callers let in without a token (demo, lab).
+	AllowHosts []string
+	// Guard, when set, is the door to use (the gateway shares one with
+	// its other surfaces); else New builds one from Tokens, InsecureLab,
+	// Demo and Audit.
+	Guard *auth.Guard
 }
 
 // Server is the fleet API on one listener. Serve runs it once.
@@ -119,6 +139,8 @@ type Server struct {
 	clk     clock.Clock
 	openapi []byte  // the document at /v1/openapi.json
 	routes  *routes // paths and their methods, for 405 answers
+	guard   *auth.Guard
+	limits  Limits
 }
 
 // fixedPaths are served by the HTTP mux with GET beside the document's
@@ -179,14 +201,24 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	guard := &auth.Guard{Tokens: cfg.Tokens, Need: Need, Insecure: cfg.InsecureLab, LoopbackFree: cfg.Demo}
-	rl := requestLog{log: s.log}
+	s.limits = cfg.Limits.withDefaults()
+	s.guard = cfg.Guard
+	if s.guard == nil {
+		s.guard = &auth.Guard{Tokens: cfg.Tokens, Insecure: cfg.InsecureLab, LoopbackFree: cfg.Demo}
+		if cfg.Audit != nil {
+			s.guard.Audit = cfg.Audit
+		}
+	}
+	g := &gate{guard: s.guard, log: s.log, rate: auth.NewRateLimiter(s.limits.Rate, s.limits.Burst, nil),
+		streams: auth.NewStreamLimiter(s.limits.StreamsPerToken, s.limits.Streams)}
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(rl.unary, m.unary, unaryAuth(guard)),
-		grpc.ChainStreamInterceptor(rl.stream, m.stream, streamAuth(guard)),
+		grpc.MaxRecvMsgSize(int(s.limits.MaxBody)),
+		grpc.ChainUnaryInterceptor(m.unary, g.unary),
+		grpc.ChainStreamInterceptor(m.stream, g.stream),
 	)
 	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
-		arts: cfg.Artifacts, rollouts: cfg.Rollouts})
+		arts: cfg.Artifacts, rollouts: cfg.Rollouts, audit: cfg.Audit})
+
 	s.health = health.NewServer()
 	s.setHealth(false) // until the first readiness round
 	healthpb.RegisterHealthServer(s.grpc, healthService{Server: s.health, s: s})
@@ -225,43 +257,31 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	s.mux = http.NewServeMux()
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	var metricsH http.Handler = promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
+	if cfg.MetricsAuth {
+		metricsH = s.metricsAuth(metricsH)
+	}
+	s.mux.Handle("GET /metrics", metricsH)
 	s.mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(s.openapi)
 	})
 	s.mux.HandleFunc("GET /healthz", s.serveHealthz)
 	s.mux.HandleFunc("GET /readyz", s.serveReadyz)
-	s.mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle("GET /v1/events", streamRoute(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			s.serveSSE(w, r)
 			return
 		}
 		s.gw.ServeHTTP(w, r)
-	})
+	})))
+	s.mux.Handle("GET /v1/rollouts/{id}/events", streamRoute(s.gw))
 	s.mux.HandleFunc("POST /v1/artifacts", s.serveUpload)
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)
 	}
 	s.mux.Handle("/", s.gw)
 	return s, nil
-}
-
-// ServeHTTP routes gRPC to the gRPC server and the rest to the HTTP mux,
-// with a request id (requestlog.go).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
-		s.grpc.ServeHTTP(w, r)
-		return
-	}
-	restRequestID(w, r)
-	s.mux.ServeHTTP(w, r)
-}
-
-// restMetadata is what a REST request passes to the gRPC side: the peer's
-// address and the request id (never a client's own metadata).
-func restMetadata(r *http.Request) metadata.MD {
-	return metadata.Pairs(auth.RemoteAddrKey, r.RemoteAddr, RequestIDKey, r.Header.Get(RequestIDHeader))
 }
 
 // Serve answers on ln until ctx ends, then stops: open streams (event
@@ -276,7 +296,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
 		Protocols:         &protos,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
+		ReadTimeout:       s.limits.ReadTimeout,
+		WriteTimeout:      s.limits.WriteTimeout,
+		IdleTimeout:       s.limits.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
@@ -317,39 +340,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-func unaryAuth(g *auth.Guard) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if openMethod(info.FullMethod) {
-			return h(ctx, req)
-		}
-		ctx, err := g.Check(ctx, info.FullMethod)
-		if err != nil {
-			return nil, Err(err)
-		}
-		return h(ctx, req)
-	}
-}
-
-func streamAuth(g *auth.Guard) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		if openMethod(info.FullMethod) {
-			return h(srv, ss)
-		}
-		ctx, err := g.Check(ss.Context(), info.FullMethod)
-		if err != nil {
-			return Err(err)
-		}
-		return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
-	}
-}
-
-type ctxStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (c *ctxStream) Context() context.Context { return c.ctx }
-
 // routingError answers a REST request grpc-gateway has no route for: a
 // path the document lists asked with another method is 405 with Allow;
 // the rest is grpc-gateway's answer (404, 400) through writeError.
@@ -375,6 +365,14 @@ func (s *Server) routingError(ctx context.Context, mux *runtime.ServeMux, m runt
 // writeError writes a REST error body for st.
 func writeError(w http.ResponseWriter, st *status.Status) {
 	code, body := restError(st)
+	switch {
+	case errBodyTooLarge(st):
+		code = http.StatusRequestEntityTooLarge
+	case code == http.StatusTooManyRequests:
+		if d, ok := retryAfter(st); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+		}
+	}
 	writeBody(w, code, body)
 }
 

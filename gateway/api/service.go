@@ -18,39 +18,6 @@ import (
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
-// Need is the role each FleetService method requires.
-var Need = map[string]auth.Role{
-	fleetv1.FleetService_ListBoards_FullMethodName:  auth.RoleViewer,
-	fleetv1.FleetService_GetBoard_FullMethodName:    auth.RoleViewer,
-	fleetv1.FleetService_WatchEvents_FullMethodName: auth.RoleViewer,
-	fleetv1.FleetService_SetLabels_FullMethodName:   auth.RoleOperator,
-	fleetv1.FleetService_CallBoard_FullMethodName:   auth.RoleOperator,
-	fleetv1.FleetService_DoAction_FullMethodName:    auth.RoleOperator,
-	fleetv1.FleetService_CreateToken_FullMethodName: auth.RoleAdmin,
-	fleetv1.FleetService_ListTokens_FullMethodName:  auth.RoleAdmin,
-	fleetv1.FleetService_RevokeToken_FullMethodName: auth.RoleAdmin,
-	// Firmware: reading is for viewers; the brakes (pause, abort) are
-	// for operators, who may stop harm but not change firmware; whatever
-	// installs or removes firmware is for admins.
-	fleetv1.FleetService_UploadArtifact_FullMethodName:    auth.RoleAdmin,
-	fleetv1.FleetService_ListArtifacts_FullMethodName:     auth.RoleViewer,
-	fleetv1.FleetService_GetArtifact_FullMethodName:       auth.RoleViewer,
-	fleetv1.FleetService_DeleteArtifact_FullMethodName:    auth.RoleAdmin,
-	fleetv1.FleetService_SetChannel_FullMethodName:        auth.RoleAdmin,
-	fleetv1.FleetService_ListChannels_FullMethodName:      auth.RoleViewer,
-	fleetv1.FleetService_DeleteChannel_FullMethodName:     auth.RoleAdmin,
-	fleetv1.FleetService_DryRunRollout_FullMethodName:     auth.RoleViewer,
-	fleetv1.FleetService_CreateRollout_FullMethodName:     auth.RoleAdmin,
-	fleetv1.FleetService_ListRollouts_FullMethodName:      auth.RoleViewer,
-	fleetv1.FleetService_GetRollout_FullMethodName:        auth.RoleViewer,
-	fleetv1.FleetService_ListRolloutBoards_FullMethodName: auth.RoleViewer,
-	fleetv1.FleetService_PauseRollout_FullMethodName:      auth.RoleOperator,
-	fleetv1.FleetService_ResumeRollout_FullMethodName:     auth.RoleAdmin,
-	fleetv1.FleetService_AbortRollout_FullMethodName:      auth.RoleOperator,
-	fleetv1.FleetService_RevertRollout_FullMethodName:     auth.RoleAdmin,
-	fleetv1.FleetService_WatchRollout_FullMethodName:      auth.RoleViewer,
-}
-
 // WatchHeader is the header metadata key WatchEvents sends once the watch
 // is in place.
 const WatchHeader = "holo-watching"
@@ -62,6 +29,7 @@ type service struct {
 	tokens   *auth.Tokens
 	arts     Artifacts // nil: no firmware store
 	rollouts Rollouts  // nil: no rollouts
+	audit    AuditLog  // nil: no audit log
 }
 
 func (s *service) ListBoards(_ context.Context, r *fleetv1.ListBoardsRequest) (*fleetv1.ListBoardsResponse, error) {

@@ -9,17 +9,27 @@
 //	                 "sha256": "<64 hex>", "created": RFC 3339}
 //
 // Roles are ordered: a viewer reads and watches, an operator also runs
-// commands (calls, actions, labels), an admin also manages tokens (and
-// firmware when it comes). A Guard checks every gRPC call, unary and
-// streaming, against the role its method needs; REST requests reach the
-// same check because grpc-gateway forwards the Authorization header as
-// gRPC metadata.
+// commands (calls, actions, labels), an admin also manages tokens and
+// firmware. What each request needs is decided in one place, Authorize
+// (authorize.go), from the request's Attributes; every surface (gRPC,
+// REST through grpc-gateway, the REST upload, MQTT, OSC, the console)
+// goes through a Guard (guard.go): Identify the caller, Check the
+// attributes, and the Guard's Auditor records every refusal and every
+// change let in.
 //
 // Calls need no token when the gateway runs with Insecure (a lab) or, with
-// LoopbackFree (demo mode), when they come from the loopback interface.
+// LoopbackFree (demo mode), when they come from the loopback interface
+// (never through a proxy).
+//
+// Revoking a token ends what it holds open: Bind ties a request's context
+// to its token, and Revoke cancels those contexts at once.
+//
+// Limits (limit.go) bound what one token may hold or do: watch streams
+// per token and in total, and a rate of changing requests.
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -119,11 +129,16 @@ type Tokens struct {
 
 	mu     sync.RWMutex
 	byHash map[string]Token // hex SHA-256 -> token
+	// bound are the contexts tied to each token's name (Bind); Revoke
+	// cancels them.
+	bound  map[string]map[uint64]context.CancelCauseFunc
+	nextID uint64
 }
 
 // Open loads the tokens kept in db.
 func Open(db *store.DB) (*Tokens, error) {
-	t := &Tokens{bucket: db.Bucket(Bucket), now: time.Now, byHash: map[string]Token{}}
+	t := &Tokens{bucket: db.Bucket(Bucket), now: time.Now, byHash: map[string]Token{},
+		bound: map[string]map[uint64]context.CancelCauseFunc{}}
 	names, err := t.bucket.Keys()
 	if err != nil {
 		return nil, fmt.Errorf("auth: load tokens: %w", err)
@@ -211,8 +226,21 @@ func (t *Tokens) Len() int {
 	return len(t.byHash)
 }
 
-// Revoke deletes the token named name.
+// Revoke deletes the token named name and ends every context bound to
+// it (Bind): open streams and calls made with it stop at once.
 func (t *Tokens) Revoke(name string) error {
+	cancels, err := t.revoke(name)
+	if err != nil {
+		return err
+	}
+	cause := fmt.Errorf("%w: token %q was revoked", ErrBadToken, name)
+	for _, c := range cancels {
+		c(cause)
+	}
+	return nil
+}
+
+func (t *Tokens) revoke(name string) ([]context.CancelCauseFunc, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for h, tok := range t.byHash {
@@ -220,12 +248,65 @@ func (t *Tokens) Revoke(name string) error {
 			continue
 		}
 		if err := t.bucket.Delete(name); err != nil {
-			return fmt.Errorf("auth: delete token: %w", err)
+			return nil, fmt.Errorf("auth: delete token: %w", err)
 		}
 		delete(t.byHash, h)
-		return nil
+		var cancels []context.CancelCauseFunc
+		for _, c := range t.bound[name] {
+			cancels = append(cancels, c)
+		}
+		delete(t.bound, name)
+		return cancels, nil
 	}
-	return fmt.Errorf("%w: %q", ErrUnknownToken, name)
+	return nil, fmt.Errorf("%w: %q", ErrUnknownToken, name)
+}
+
+// Bind returns a context derived from ctx that ends when the token named
+// name is revoked (at once when no such token exists any more), with a
+// cause wrapping ErrBadToken (context.Cause). Call the CancelFunc when
+// the request ends.
+func (t *Tokens) Bind(ctx context.Context, name string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t.mu.Lock()
+	exists := false
+	for _, tok := range t.byHash {
+		if tok.Name == name {
+			exists = true
+			break
+		}
+	}
+	if !exists {
+		t.mu.Unlock()
+		cancel(fmt.Errorf("%w: token %q was revoked", ErrBadToken, name))
+		return ctx, func() {}
+	}
+	t.nextID++
+	id := t.nextID
+	if t.bound[name] == nil {
+		t.bound[name] = map[uint64]context.CancelCauseFunc{}
+	}
+	t.bound[name][id] = cancel
+	t.mu.Unlock()
+	return ctx, func() {
+		t.mu.Lock()
+		if m := t.bound[name]; m != nil {
+			delete(m, id)
+			if len(m) == 0 {
+				delete(t.bound, name)
+			}
+		}
+		t.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// Identify returns the identity whose secret is secret (see Lookup).
+func (t *Tokens) Identify(secret string) (Identity, error) {
+	tok, err := t.Lookup(secret)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{Name: tok.Name, Role: tok.Role, Token: true}, nil
 }
 
 // Lookup returns the token whose secret is secret.

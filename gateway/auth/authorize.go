@@ -31,6 +31,10 @@ const (
 	VerbDelete Verb = "delete" // remove (token, artifact, channel)
 	VerbAct    Verb = "act"    // a show action on boards (leds, screen, holo, scene...)
 	VerbCall   Verb = "call"   // a raw call of the board API (Method and Path say which)
+	// VerbHalt stops something in progress without changing what it
+	// installs: pausing or aborting a rollout (the brakes). Operators may
+	// stop harm; resuming or reverting is VerbUpdate (admin).
+	VerbHalt Verb = "halt"
 )
 
 // Resource is the kind of thing a verb applies to.
@@ -80,6 +84,21 @@ type Attributes struct {
 	// an "/api/v1" prefix is ignored).
 	Method string
 	Path   string
+	// Name is the object a request names besides boards: a token's
+	// name, an artifact's SHA-256, a channel, a rollout id.
+	Name string
+
+	// What follows is recorded by the audit log, never decisive.
+
+	// Operation is the surface's own name of the request (the gRPC
+	// method "DoAction", an MQTT topic, an OSC address).
+	Operation string
+	// Client is the caller's address (host:port) as the surface saw it.
+	Client string
+	// Agent is the client program (User-Agent) when the surface knows it.
+	Agent string
+	// RequestID ties the record to the request log.
+	RequestID string
 }
 
 // Decision is Authorize's answer.
@@ -153,7 +172,14 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbCall {
 			return callNeed(a.Method, a.Path)
 		}
-	case ResArtifacts, ResChannels, ResRollouts, ResTokens, ResBridge:
+	case ResRollouts:
+		switch a.Verb {
+		case VerbHalt:
+			return RoleOperator, what
+		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
+			return RoleAdmin, what
+		}
+	case ResArtifacts, ResChannels, ResTokens, ResBridge:
 		switch a.Verb {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what

@@ -28,6 +28,10 @@ func TestAuthorize(t *testing.T) {
 		{"operator creates rollout", Attributes{Who: op, Verb: VerbCreate, Resource: ResRollouts}, false},
 		{"admin creates rollout", Attributes{Who: admin, Verb: VerbCreate, Resource: ResRollouts}, true},
 		{"viewer reads rollouts", Attributes{Who: viewer, Verb: VerbRead, Resource: ResRollouts}, true},
+		{"operator halts rollout", Attributes{Who: op, Verb: VerbHalt, Resource: ResRollouts}, true},
+		{"viewer halts rollout", Attributes{Who: viewer, Verb: VerbHalt, Resource: ResRollouts}, false},
+		{"operator resumes rollout", Attributes{Who: op, Verb: VerbUpdate, Resource: ResRollouts}, false},
+		{"admin halts artifacts", Attributes{Who: admin, Verb: VerbHalt, Resource: ResArtifacts}, false},
 		{"operator reads tokens", Attributes{Who: op, Verb: VerbRead, Resource: ResTokens}, false},
 		{"admin reads tokens", Attributes{Who: admin, Verb: VerbRead, Resource: ResTokens}, true},
 		{"operator reads audit", Attributes{Who: op, Verb: VerbRead, Resource: ResAudit}, false},
@@ -89,6 +93,7 @@ func TestChanging(t *testing.T) {
 		{Attributes{Verb: VerbCall, Method: "GET"}, false},
 		{Attributes{Verb: VerbCall, Method: "PATCH"}, true},
 		{Attributes{Verb: VerbCreate}, true},
+		{Attributes{Verb: VerbHalt}, true},
 	} {
 		if got := tt.a.Changing(); got != tt.want {
 			t.Errorf("%+v Changing() = %v", tt.a, got)

@@ -2,31 +2,53 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 )
 
 // RemoteAddrKey is the gRPC metadata key under which the gateway's own REST
-// front passes the HTTP client's address to the in-process gRPC server. A
-// Guard believes it only on calls arriving over that in-process pipe; the
-// REST front must not forward the header from clients.
+// front passes the HTTP client's address to the in-process gRPC server.
+// CallerOf believes it only on calls arriving over that in-process pipe;
+// the REST front never forwards client headers as metadata.
 const RemoteAddrKey = "holo-remote-addr"
+
+// ForwardedKey is the gRPC metadata key under which the REST front says
+// that an HTTP request came through a proxy (it carried Forwarded,
+// X-Forwarded-For, X-Forwarded-Host or X-Real-Ip). Believed only over the
+// in-process pipe, like RemoteAddrKey.
+const ForwardedKey = "holo-forwarded"
+
+// PipeNetwork is the network name of the in-process pipe's addresses: a
+// call whose peer has it came through the REST front.
+const PipeNetwork = "pipe"
+
+// Names of the identities let in without a token.
+const (
+	InsecureName = "insecure-lab"
+	LoopbackName = "loopback"
+)
 
 // Identity is who made a call, as the Guard established it.
 type Identity struct {
-	// Name is the token's name, or "insecure-lab" or "loopback" for calls
-	// let in without one.
+	// Name is the token's name, or InsecureName or LoopbackName for calls
+	// let in without one ("" when nobody was established).
 	Name string
 	Role Role
+	// Token reports that a bearer token established the identity (the
+	// identity ends when the token is revoked; see Tokens.Bind).
+	Token bool
 }
 
 type identityKey struct{}
 
-// FromContext returns the identity a Guard attached to ctx.
+// FromContext returns the identity a surface attached to ctx.
 func FromContext(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
 	return id, ok
@@ -37,85 +59,275 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
-// Guard decides whether a gRPC call may proceed.
+// Caller is what a surface knows of a request before any check: the
+// credentials it carried and where it came from.
+type Caller struct {
+	// Authorization is the request's Authorization value ("Bearer
+	// <secret>"), "" when it has none.
+	Authorization string
+	// Ambiguous is set when the request carried more than one
+	// Authorization value; such a request is refused.
+	Ambiguous bool
+	// Addr is the client's address (host:port).
+	Addr string
+	// Forwarded reports that a proxy forwarded the request: the address
+	// is the proxy's, not the client's, so it never counts as loopback.
+	Forwarded bool
+	Surface   Surface
+	// Agent is the client program (User-Agent), for the record.
+	Agent string
+}
+
+// Loopback reports whether the caller is on this machine: a loopback
+// address that no proxy stands in for.
+func (c Caller) Loopback() bool { return !c.Forwarded && IsLoopback(c.Addr) }
+
+// CallerOf reads the caller of a gRPC call from its context: the peer's
+// address, or, for calls over the REST front's in-process pipe, the HTTP
+// client's address and proxy flag the front passed along (nothing a
+// client sent can pose as those: the front forwards no client header as
+// metadata).
+func CallerOf(ctx context.Context) Caller {
+	md, _ := metadata.FromIncomingContext(ctx)
+	c := Caller{Surface: SurfaceGRPC}
+	authz := md.Get("authorization")
+	if len(authz) > 0 {
+		c.Authorization = authz[0]
+		c.Ambiguous = len(authz) > 1
+	}
+	if ua := md.Get("user-agent"); len(ua) > 0 {
+		c.Agent = ua[0]
+	}
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		c.Forwarded = true // unknown origin: never loopback
+		return c
+	}
+	if p.Addr.Network() == PipeNetwork {
+		c.Surface = SurfaceREST
+		addrs := md.Get(RemoteAddrKey)
+		if len(addrs) == 1 {
+			c.Addr = addrs[0]
+		}
+		c.Forwarded = len(addrs) != 1 || len(md.Get(ForwardedKey)) > 0
+		if ua := md.Get("holo-user-agent"); len(ua) == 1 {
+			c.Agent = ua[0]
+		}
+		return c
+	}
+	c.Addr = p.Addr.String()
+	for _, k := range []string{"forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip"} {
+		if len(md.Get(k)) > 0 {
+			c.Forwarded = true
+		}
+	}
+	return c
+}
+
+// forwardHeaders are the headers proxies add to say whom they forward.
+var forwardHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
+
+// Forwarded reports whether h carries a header a proxy adds when it
+// forwards a request (Forwarded, X-Forwarded-For, X-Forwarded-Host,
+// X-Real-Ip).
+func Forwarded(h http.Header) bool {
+	for _, k := range forwardHeaders {
+		if len(h.Values(k)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// CallerOfHTTP reads the caller of an HTTP request served by the gateway
+// itself (outside grpc-gateway): the connection's address, never a
+// forwarding header's.
+func CallerOfHTTP(r *http.Request) Caller {
+	c := Caller{Addr: r.RemoteAddr, Forwarded: Forwarded(r.Header), Surface: SurfaceREST, Agent: r.UserAgent()}
+	authz := r.Header.Values("Authorization")
+	if len(authz) > 0 {
+		c.Authorization = authz[0]
+		c.Ambiguous = len(authz) > 1
+	}
+	return c
+}
+
+// Outcome codes of audit records. They are gRPC's code names, the common
+// vocabulary of every surface (the MQTT bridge and OSC use them too).
+const (
+	CodeOK                = "OK"
+	CodeUnauthenticated   = "Unauthenticated"
+	CodePermissionDenied  = "PermissionDenied"
+	CodeResourceExhausted = "ResourceExhausted"
+)
+
+// CodeOf is the outcome code of an error of this package: OK for nil,
+// Unauthenticated, PermissionDenied or ResourceExhausted for ErrNoToken
+// and ErrBadToken, ErrForbidden and ErrLimited; "Unknown" otherwise.
+func CodeOf(err error) string {
+	switch {
+	case err == nil:
+		return CodeOK
+	case errors.Is(err, ErrNoToken), errors.Is(err, ErrBadToken):
+		return CodeUnauthenticated
+	case errors.Is(err, ErrForbidden):
+		return CodePermissionDenied
+	case errors.Is(err, ErrLimited):
+		return CodeResourceExhausted
+	}
+	return "Unknown"
+}
+
+// Record is what the audit log keeps of one request: its attributes,
+// whether it was let in and why, and how it ended.
+type Record struct {
+	Time time.Time
+	Attributes
+	Allowed bool
+	// Reason is the decision's reason, or why the request was refused
+	// before the policy was asked (no token, a limit).
+	Reason string
+	// Code is the outcome: CodeOK or the failure's gRPC code name.
+	Code string
+}
+
+// Auditor keeps records. Audit must not block for long: surfaces call it
+// on the request's path.
+type Auditor interface {
+	Audit(Record)
+}
+
+// Guard is the gateway's one door, shared by every surface: who is
+// calling (Identify), may they (Check, which asks Authorize), and the
+// audit record of what was refused and of every change let in.
+//
+// A surface's request goes:
+//
+//	id, err := g.Identify(caller)          // err: Refuse(attrs, err), answer
+//	attrs.Who = id
+//	p, err := g.Check(attrs)               // a denial is recorded by Check
+//	... do the request ...
+//	p.Done(outcome code)                   // records an allowed change
 type Guard struct {
 	Tokens *Tokens
-	// Need maps full gRPC method names ("/pkg.Service/Method") to the role
-	// they require; methods missing from it are refused.
-	Need map[string]Role
 	// Insecure lets every call in as admin (a lab without tokens).
 	Insecure bool
 	// LoopbackFree lets calls from the loopback interface in as admin
 	// without a token (demo mode).
 	LoopbackFree bool
+	// Audit receives the records; nil keeps none.
+	Audit Auditor
+	// Now is the records' clock; nil is time.Now.
+	Now func() time.Time
 }
 
-// Check returns ctx with the caller's Identity when the call to method may
-// proceed, else ErrNoToken, ErrBadToken or ErrForbidden (wrapped).
-func (g *Guard) Check(ctx context.Context, method string) (context.Context, error) {
-	need, ok := g.Need[method]
-	if !ok {
-		return ctx, fmt.Errorf("%w: %s is not open to any role", ErrForbidden, method)
-	}
+// Identify establishes who c is: with Insecure, the lab's admin; with a
+// bearer token, the token's name and role; without one, with
+// LoopbackFree and from loopback, the demo's admin. Else ErrNoToken or
+// ErrBadToken (wrapped).
+func (g *Guard) Identify(c Caller) (Identity, error) {
 	if g.Insecure {
-		return WithIdentity(ctx, Identity{Name: "insecure-lab", Role: RoleAdmin}), nil
+		return Identity{Name: InsecureName, Role: RoleAdmin}, nil
 	}
-	secret, err := bearer(ctx)
+	if c.Ambiguous {
+		return Identity{}, fmt.Errorf("%w: more than one Authorization value", ErrBadToken)
+	}
+	secret, err := ParseBearer(c.Authorization)
 	if err != nil {
-		return ctx, err
+		return Identity{}, err
 	}
 	if secret == "" {
-		if g.LoopbackFree && fromLoopback(ctx) {
-			return WithIdentity(ctx, Identity{Name: "loopback", Role: RoleAdmin}), nil
+		if g.LoopbackFree && c.Loopback() {
+			return Identity{Name: LoopbackName, Role: RoleAdmin}, nil
 		}
-		return ctx, ErrNoToken
+		return Identity{}, ErrNoToken
 	}
 	if g.Tokens == nil {
-		return ctx, ErrBadToken
+		return Identity{}, ErrBadToken
 	}
-	tok, err := g.Tokens.Lookup(secret)
-	if err != nil {
-		return ctx, err
-	}
-	if !tok.Role.Allows(need) {
-		return ctx, fmt.Errorf("%w: %s needs %v, token %q is %v", ErrForbidden, method, need, tok.Name, tok.Role)
-	}
-	return WithIdentity(ctx, Identity{Name: tok.Name, Role: tok.Role}), nil
+	return g.Tokens.Identify(secret)
 }
 
-// bearer returns the token of the call's "authorization" metadata, "" when
-// there is none.
-func bearer(ctx context.Context) (string, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
-	if len(vals) == 0 {
+// Bind returns ctx ending when id's token is revoked (see Tokens.Bind);
+// identities without a token get ctx unchanged.
+func (g *Guard) Bind(ctx context.Context, id Identity) (context.Context, context.CancelFunc) {
+	if !id.Token || g.Tokens == nil {
+		return context.WithCancel(ctx)
+	}
+	return g.Tokens.Bind(ctx, id.Name)
+}
+
+// Check decides a (a.Who established by Identify) with Authorize. A
+// denial is recorded at once and returned as ErrForbidden (wrapped). The
+// Pending of an allowed request records it when Done is called, if the
+// request is a change; reads are not recorded.
+func (g *Guard) Check(a Attributes) (*Pending, error) {
+	d := Authorize(a)
+	if !d.Allowed {
+		err := d.Err()
+		g.record(a, false, d.Reason, CodePermissionDenied)
+		return &Pending{}, err
+	}
+	return &Pending{g: g, a: a, reason: d.Reason, active: a.Changing()}, nil
+}
+
+// Refuse records a request refused before or beside the policy: no or a
+// bad token (Identify's error), a rate or stream limit. a.Who is whatever
+// was established ("" for nobody).
+func (g *Guard) Refuse(a Attributes, err error) {
+	g.record(a, false, err.Error(), CodeOf(err))
+}
+
+// Record writes a record as given, for what Check, Refuse and Done do not
+// say: a request refused for being malformed before it could be decided
+// (code InvalidArgument), a cross-site request turned away at the door.
+func (g *Guard) Record(a Attributes, allowed bool, code, reason string) {
+	g.record(a, allowed, reason, code)
+}
+
+func (g *Guard) record(a Attributes, allowed bool, reason, code string) {
+	if g == nil || g.Audit == nil {
+		return
+	}
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	g.Audit.Audit(Record{Time: now(), Attributes: a, Allowed: allowed, Reason: reason, Code: code})
+}
+
+// Pending is an allowed request waiting for its outcome.
+type Pending struct {
+	g      *Guard
+	a      Attributes
+	reason string
+	active bool
+}
+
+// Done records the allowed request's outcome (CodeOK or the failure's
+// gRPC code name) when it is a change; it does nothing for reads, denied
+// requests and a second call.
+func (p *Pending) Done(code string) {
+	if p == nil || !p.active {
+		return
+	}
+	p.active = false
+	p.g.record(p.a, true, p.reason, code)
+}
+
+// ParseBearer returns the secret of an Authorization value ("Bearer
+// <secret>", the scheme in any case), "" for an empty value, and
+// ErrBadToken for any other form.
+func ParseBearer(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
 		return "", nil
 	}
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(vals[0]), " ")
+	scheme, tok, ok := strings.Cut(v, " ")
 	if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(tok) == "" {
 		return "", fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrBadToken)
 	}
 	return strings.TrimSpace(tok), nil
-}
-
-// fromLoopback reports whether the call came from a loopback address:
-// the peer's own address, or, for calls over the REST front's in-process
-// pipe, the HTTP client's address it passed along.
-func fromLoopback(ctx context.Context) bool {
-	p, ok := peer.FromContext(ctx)
-	if !ok || p.Addr == nil {
-		return false
-	}
-	addr := p.Addr.String()
-	if p.Addr.Network() == "pipe" {
-		md, _ := metadata.FromIncomingContext(ctx)
-		vals := md.Get(RemoteAddrKey)
-		if len(vals) != 1 {
-			return false
-		}
-		addr = vals[0]
-	}
-	return IsLoopback(addr)
 }
 
 // IsLoopback reports whether addr ("host:port" or a bare IP) is on the
@@ -127,4 +339,17 @@ func IsLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// LoopbackHost reports whether a request's Host (or gRPC :authority)
+// names this machine: localhost, 127.0.0.1 or [::1], with any port or
+// none. Any other name could be a DNS-rebinding attacker's; see the
+// gateway API's demo checks.
+func LoopbackHost(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+	return h == "localhost" || h == "127.0.0.1" || h == "::1"
 }

@@ -4010,6 +4010,339 @@ func (x *RolloutEvent) GetNote() string {
 	return ""
 }
 
+type ListAuditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Records at or after this time.
+	Since *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	// Records before this time.
+	Until *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=until,proto3" json:"until,omitempty"`
+	// Only records of this identity (a token's name, "loopback",
+	// "insecure-lab").
+	Token string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// Only records naming this board among their targets.
+	Board string `protobuf:"bytes,4,opt,name=board,proto3" json:"board,omitempty"`
+	// allowed, denied or dropped; empty for every outcome.
+	Outcome string `protobuf:"bytes,5,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// At most this many records (default 100, at most 1000).
+	Limit         int32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRequest) Reset() {
+	*x = ListAuditRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRequest) ProtoMessage() {}
+
+func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ListAuditRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *ListAuditRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetBoard() string {
+	if x != nil {
+		return x.Board
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListAuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AuditEntry          `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditResponse) Reset() {
+	*x = ListAuditResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditResponse) ProtoMessage() {}
+
+func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ListAuditResponse) GetEntries() []*AuditEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// AuditEntry is one record of the audit log.
+type AuditEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// The identity: a token's name, "loopback" (demo), "insecure-lab", or
+	// empty when no one was established (no or a bad token).
+	Token string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// viewer, operator or admin; empty when no one was established.
+	Role string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	// The client's address (host:port).
+	Client string `protobuf:"bytes,4,opt,name=client,proto3" json:"client,omitempty"`
+	// rest, grpc, mqtt, osc or console.
+	Surface string `protobuf:"bytes,5,opt,name=surface,proto3" json:"surface,omitempty"`
+	// The client program (User-Agent) when known.
+	Agent string `protobuf:"bytes,6,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The surface's name of the request (the gRPC method, an MQTT topic).
+	Operation string `protobuf:"bytes,7,opt,name=operation,proto3" json:"operation,omitempty"`
+	// read, watch, create, update, delete, act, call or halt.
+	Verb string `protobuf:"bytes,8,opt,name=verb,proto3" json:"verb,omitempty"`
+	// boards, events, actions, board_api, artifacts, channels, rollouts,
+	// tokens, audit, metrics or bridge.
+	Resource string `protobuf:"bytes,9,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The boards named as targets.
+	Boards []string `protobuf:"bytes,10,rep,name=boards,proto3" json:"boards,omitempty"`
+	// Targets chosen otherwise (groups, labels, all).
+	Selector string `protobuf:"bytes,11,opt,name=selector,proto3" json:"selector,omitempty"`
+	// The action's kind.
+	Kind string `protobuf:"bytes,12,opt,name=kind,proto3" json:"kind,omitempty"`
+	// A raw board call's method and path ("POST /ota/pull").
+	Call string `protobuf:"bytes,13,opt,name=call,proto3" json:"call,omitempty"`
+	// The object named: a token, artifact, channel or rollout.
+	Name string `protobuf:"bytes,14,opt,name=name,proto3" json:"name,omitempty"`
+	// allowed, denied, or dropped (records lost to a full queue).
+	Outcome string `protobuf:"bytes,15,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// OK or the failure's gRPC code name (PermissionDenied, ...).
+	Code          string `protobuf:"bytes,16,opt,name=code,proto3" json:"code,omitempty"`
+	Reason        string `protobuf:"bytes,17,opt,name=reason,proto3" json:"reason,omitempty"`
+	RequestId     string `protobuf:"bytes,18,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *AuditEntry) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetSurface() string {
+	if x != nil {
+		return x.Surface
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetVerb() string {
+	if x != nil {
+		return x.Verb
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetBoards() []string {
+	if x != nil {
+		return x.Boards
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetSelector() string {
+	if x != nil {
+		return x.Selector
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 var File_holo_fleet_v1_fleet_proto protoreflect.FileDescriptor
 
 const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
@@ -4309,7 +4642,38 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x14\n" +
 	"\x05phase\x18\x06 \x01(\tR\x05phase\x12\x12\n" +
 	"\x04wave\x18\a \x01(\x05R\x04wave\x12\x12\n" +
-	"\x04note\x18\b \x01(\tR\x04note2\xe6\x10\n" +
+	"\x04note\x18\b \x01(\tR\x04note\"\xd2\x01\n" +
+	"\x10ListAuditRequest\x120\n" +
+	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12\x14\n" +
+	"\x05board\x18\x04 \x01(\tR\x05board\x12\x18\n" +
+	"\aoutcome\x18\x05 \x01(\tR\aoutcome\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\x05R\x05limit\"H\n" +
+	"\x11ListAuditResponse\x123\n" +
+	"\aentries\x18\x01 \x03(\v2\x19.holo.fleet.v1.AuditEntryR\aentries\"\xd1\x03\n" +
+	"\n" +
+	"AuditEntry\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x16\n" +
+	"\x06client\x18\x04 \x01(\tR\x06client\x12\x18\n" +
+	"\asurface\x18\x05 \x01(\tR\asurface\x12\x14\n" +
+	"\x05agent\x18\x06 \x01(\tR\x05agent\x12\x1c\n" +
+	"\toperation\x18\a \x01(\tR\toperation\x12\x12\n" +
+	"\x04verb\x18\b \x01(\tR\x04verb\x12\x1a\n" +
+	"\bresource\x18\t \x01(\tR\bresource\x12\x16\n" +
+	"\x06boards\x18\n" +
+	" \x03(\tR\x06boards\x12\x1a\n" +
+	"\bselector\x18\v \x01(\tR\bselector\x12\x12\n" +
+	"\x04kind\x18\f \x01(\tR\x04kind\x12\x12\n" +
+	"\x04call\x18\r \x01(\tR\x04call\x12\x12\n" +
+	"\x04name\x18\x0e \x01(\tR\x04name\x12\x18\n" +
+	"\aoutcome\x18\x0f \x01(\tR\aoutcome\x12\x12\n" +
+	"\x04code\x18\x10 \x01(\tR\x04code\x12\x16\n" +
+	"\x06reason\x18\x11 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x12 \x01(\tR\trequestId2\xb6\x11\n" +
 	"\fFleetService\x12Q\n" +
 	"\n" +
 	"ListBoards\x12 .holo.fleet.v1.ListBoardsRequest\x1a!.holo.fleet.v1.ListBoardsResponse\x12@\n" +
@@ -4340,7 +4704,8 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\rResumeRollout\x12#.holo.fleet.v1.ResumeRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12J\n" +
 	"\fAbortRollout\x12\".holo.fleet.v1.AbortRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12L\n" +
 	"\rRevertRollout\x12#.holo.fleet.v1.RevertRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12Q\n" +
-	"\fWatchRollout\x12\".holo.fleet.v1.WatchRolloutRequest\x1a\x1b.holo.fleet.v1.RolloutEvent0\x01B<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
+	"\fWatchRollout\x12\".holo.fleet.v1.WatchRolloutRequest\x1a\x1b.holo.fleet.v1.RolloutEvent0\x01\x12N\n" +
+	"\tListAudit\x12\x1f.holo.fleet.v1.ListAuditRequest\x1a .holo.fleet.v1.ListAuditResponseB<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
 
 var (
 	file_holo_fleet_v1_fleet_proto_rawDescOnce sync.Once
@@ -4354,7 +4719,7 @@ func file_holo_fleet_v1_fleet_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_fleet_proto_rawDescData
 }
 
-var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*Board)(nil),                     // 0: holo.fleet.v1.Board
 	(*ListBoardsRequest)(nil),         // 1: holo.fleet.v1.ListBoardsRequest
@@ -4419,119 +4784,128 @@ var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*RevertRolloutRequest)(nil),      // 60: holo.fleet.v1.RevertRolloutRequest
 	(*WatchRolloutRequest)(nil),       // 61: holo.fleet.v1.WatchRolloutRequest
 	(*RolloutEvent)(nil),              // 62: holo.fleet.v1.RolloutEvent
-	nil,                               // 63: holo.fleet.v1.Board.LabelsEntry
-	nil,                               // 64: holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	nil,                               // 65: holo.fleet.v1.Selector.LabelsEntry
-	nil,                               // 66: holo.fleet.v1.RolloutTarget.LabelsEntry
-	nil,                               // 67: holo.fleet.v1.RolloutProgress.PhasesEntry
-	(*timestamppb.Timestamp)(nil),     // 68: google.protobuf.Timestamp
-	(*structpb.Value)(nil),            // 69: google.protobuf.Value
+	(*ListAuditRequest)(nil),          // 63: holo.fleet.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),         // 64: holo.fleet.v1.ListAuditResponse
+	(*AuditEntry)(nil),                // 65: holo.fleet.v1.AuditEntry
+	nil,                               // 66: holo.fleet.v1.Board.LabelsEntry
+	nil,                               // 67: holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	nil,                               // 68: holo.fleet.v1.Selector.LabelsEntry
+	nil,                               // 69: holo.fleet.v1.RolloutTarget.LabelsEntry
+	nil,                               // 70: holo.fleet.v1.RolloutProgress.PhasesEntry
+	(*timestamppb.Timestamp)(nil),     // 71: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 72: google.protobuf.Value
 }
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
-	63, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
-	68, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
+	66, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
+	71, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
 	0,  // 2: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	64, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	69, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	65, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	67, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	72, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	68, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
 	7,  // 6: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	69, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	72, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
 	10, // 8: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	68, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	68, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	71, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	71, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
 	13, // 11: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
 	13, // 12: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
 	20, // 13: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	68, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	71, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
 	22, // 15: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
 	21, // 16: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
 	21, // 17: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	68, // 18: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	71, // 18: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
 	30, // 19: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
 	37, // 20: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
 	38, // 21: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
 	39, // 22: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
 	40, // 23: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
 	41, // 24: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	66, // 25: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	69, // 25: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
 	42, // 26: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
 	43, // 27: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
 	36, // 28: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
 	36, // 29: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
 	20, // 30: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	67, // 31: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	70, // 31: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
 	36, // 32: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
 	47, // 33: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
 	42, // 34: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
 	43, // 35: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	68, // 36: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	68, // 37: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	68, // 38: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	71, // 36: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	71, // 37: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	71, // 38: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
 	48, // 39: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
 	49, // 40: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	68, // 41: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	68, // 42: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	68, // 43: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	71, // 41: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	71, // 42: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	71, // 43: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
 	54, // 44: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
 	55, // 45: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	68, // 46: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	1,  // 47: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 48: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 49: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 50: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 51: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 52: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 53: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 54: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	18, // 55: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	23, // 56: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	25, // 57: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	27, // 58: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	28, // 59: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	31, // 60: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	32, // 61: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	34, // 62: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	45, // 63: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	46, // 64: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	50, // 65: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	52, // 66: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	53, // 67: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	57, // 68: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	58, // 69: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	59, // 70: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	60, // 71: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	61, // 72: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	2,  // 73: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 74: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 75: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 76: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 77: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 78: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 79: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	17, // 80: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	19, // 81: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	24, // 82: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	26, // 83: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	21, // 84: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	29, // 85: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	30, // 86: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	33, // 87: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	35, // 88: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	44, // 89: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	49, // 90: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 91: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	49, // 92: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	56, // 93: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	49, // 94: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	49, // 95: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	49, // 96: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	49, // 97: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	62, // 98: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	73, // [73:99] is the sub-list for method output_type
-	47, // [47:73] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	71, // 46: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	71, // 47: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	71, // 48: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
+	65, // 49: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
+	71, // 50: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	1,  // 51: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,  // 52: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,  // 53: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,  // 54: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,  // 55: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11, // 56: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14, // 57: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16, // 58: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	18, // 59: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	23, // 60: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	25, // 61: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	27, // 62: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	28, // 63: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	31, // 64: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	32, // 65: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	34, // 66: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	45, // 67: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	46, // 68: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	50, // 69: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	52, // 70: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	53, // 71: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	57, // 72: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	58, // 73: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	59, // 74: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	60, // 75: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	61, // 76: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	63, // 77: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
+	2,  // 78: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 79: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 80: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 81: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 82: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 83: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 84: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	17, // 85: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	19, // 86: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	24, // 87: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	26, // 88: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	21, // 89: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	29, // 90: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	30, // 91: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	33, // 92: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	35, // 93: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	44, // 94: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	49, // 95: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 96: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	49, // 97: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	56, // 98: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	49, // 99: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	49, // 100: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	49, // 101: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	49, // 102: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	62, // 103: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	64, // 104: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
+	78, // [78:105] is the sub-list for method output_type
+	51, // [51:78] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }
@@ -4547,7 +4921,7 @@ func file_holo_fleet_v1_fleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_fleet_proto_rawDesc), len(file_holo_fleet_v1_fleet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   68,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

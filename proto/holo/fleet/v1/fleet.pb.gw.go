@@ -915,6 +915,41 @@ func request_FleetService_WatchRollout_0(ctx context.Context, marshaler runtime.
 	return stream, metadata, nil
 }
 
+var filter_FleetService_ListAudit_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
+
+func request_FleetService_ListAudit_0(ctx context.Context, marshaler runtime.Marshaler, client FleetServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListAuditRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_FleetService_ListAudit_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListAudit(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_FleetService_ListAudit_0(ctx context.Context, marshaler runtime.Marshaler, server FleetServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListAuditRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_FleetService_ListAudit_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.ListAudit(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterFleetServiceHandlerServer registers the http handlers for service FleetService to "mux".
 // UnaryRPC     :call FleetServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -1395,6 +1430,26 @@ func RegisterFleetServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 		return
 	})
+	mux.Handle(http.MethodGet, pattern_FleetService_ListAudit_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/holo.fleet.v1.FleetService/ListAudit", runtime.WithHTTPPathPattern("/v1/audit"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_FleetService_ListAudit_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_FleetService_ListAudit_0(annotatedContext, mux, outboundMarshaler, w, req, response_FleetService_ListAudit_0{resp.(*ListAuditResponse)}, mux.GetForwardResponseOptions()...)
+	})
 
 	return nil
 }
@@ -1860,6 +1915,23 @@ func RegisterFleetServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_FleetService_WatchRollout_0(annotatedContext, mux, outboundMarshaler, w, req, func() (proto.Message, error) { return resp.Recv() }, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_FleetService_ListAudit_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/holo.fleet.v1.FleetService/ListAudit", runtime.WithHTTPPathPattern("/v1/audit"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_FleetService_ListAudit_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_FleetService_ListAudit_0(annotatedContext, mux, outboundMarshaler, w, req, response_FleetService_ListAudit_0{resp.(*ListAuditResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -1917,6 +1989,15 @@ func (m response_FleetService_ListRolloutBoards_0) XXX_ResponseBody() interface{
 	return response.Boards
 }
 
+type response_FleetService_ListAudit_0 struct {
+	*ListAuditResponse
+}
+
+func (m response_FleetService_ListAudit_0) XXX_ResponseBody() interface{} {
+	response := m.ListAuditResponse
+	return response.Entries
+}
+
 var (
 	pattern_FleetService_ListBoards_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "boards"}, ""))
 	pattern_FleetService_GetBoard_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "boards", "id"}, ""))
@@ -1943,6 +2024,7 @@ var (
 	pattern_FleetService_AbortRollout_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "rollouts", "id", "abort"}, ""))
 	pattern_FleetService_RevertRollout_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "rollouts", "id", "revert"}, ""))
 	pattern_FleetService_WatchRollout_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "rollouts", "id", "events"}, ""))
+	pattern_FleetService_ListAudit_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "audit"}, ""))
 )
 
 var (
@@ -1971,4 +2053,5 @@ var (
 	forward_FleetService_AbortRollout_0      = runtime.ForwardResponseMessage
 	forward_FleetService_RevertRollout_0     = runtime.ForwardResponseMessage
 	forward_FleetService_WatchRollout_0      = runtime.ForwardResponseStream
+	forward_FleetService_ListAudit_0         = runtime.ForwardResponseMessage
 )

@@ -55,6 +55,7 @@ const (
 	FleetService_AbortRollout_FullMethodName      = "/holo.fleet.v1.FleetService/AbortRollout"
 	FleetService_RevertRollout_FullMethodName     = "/holo.fleet.v1.FleetService/RevertRollout"
 	FleetService_WatchRollout_FullMethodName      = "/holo.fleet.v1.FleetService/WatchRollout"
+	FleetService_ListAudit_FullMethodName         = "/holo.fleet.v1.FleetService/ListAudit"
 )
 
 // FleetServiceClient is the client API for FleetService service.
@@ -62,10 +63,13 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // FleetService is the gateway's API. Roles: viewer may read and watch
-// (rollouts and artifacts too, and dry-run a plan), operator may also call
-// boards, run actions, set labels and pause or abort a rollout (the
-// brakes), admin may also manage tokens, upload and delete firmware, set
-// release channels and create, resume or revert rollouts.
+// (rollouts and artifacts too, and dry-run a plan), operator may also make
+// show calls on boards, run actions, set labels and pause or abort a
+// rollout (the brakes), admin may also make any board call, manage tokens,
+// upload and delete firmware, set release channels, create, resume or
+// revert rollouts and read the audit log. Too many changing calls or open
+// streams of one token are refused with RESOURCE_EXHAUSTED and a RetryInfo
+// (REST: 429 with Retry-After).
 type FleetServiceClient interface {
 	// ListBoards lists the boards matching the filter (viewer).
 	ListBoards(ctx context.Context, in *ListBoardsRequest, opts ...grpc.CallOption) (*ListBoardsResponse, error)
@@ -75,7 +79,10 @@ type FleetServiceClient interface {
 	SetLabels(ctx context.Context, in *SetLabelsRequest, opts ...grpc.CallOption) (*Board, error)
 	// CallBoard runs one request of the board API on a board and returns its
 	// reply. A reply with status 400 or more is an error carrying the
-	// board's code and message (operator).
+	// board's code and message. Operators may read (but /web and /network)
+	// and change what a show uses (/leds, /screen, /holo/motion, /servos
+	// move and release, /scenes); every other change (OTA, /web, /network,
+	// /settings, /restart, files) is an admin's.
 	CallBoard(ctx context.Context, in *CallBoardRequest, opts ...grpc.CallOption) (*CallBoardResponse, error)
 	// DoAction runs an action on the selected boards (operator).
 	DoAction(ctx context.Context, in *DoActionRequest, opts ...grpc.CallOption) (*DoActionResponse, error)
@@ -136,6 +143,9 @@ type FleetServiceClient interface {
 	// empty, over gRPC): the kept ones numbered after after, then new ones.
 	// It ends with RESOURCE_EXHAUSTED when the watcher fell behind (viewer).
 	WatchRollout(ctx context.Context, in *WatchRolloutRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RolloutEvent], error)
+	// ListAudit returns audit records, newest first: every change let in
+	// and every request refused, on every surface (admin).
+	ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error)
 }
 
 type fleetServiceClient struct {
@@ -427,15 +437,28 @@ func (c *fleetServiceClient) WatchRollout(ctx context.Context, in *WatchRolloutR
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type FleetService_WatchRolloutClient = grpc.ServerStreamingClient[RolloutEvent]
 
+func (c *fleetServiceClient) ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditResponse)
+	err := c.cc.Invoke(ctx, FleetService_ListAudit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FleetServiceServer is the server API for FleetService service.
 // All implementations must embed UnimplementedFleetServiceServer
 // for forward compatibility.
 //
 // FleetService is the gateway's API. Roles: viewer may read and watch
-// (rollouts and artifacts too, and dry-run a plan), operator may also call
-// boards, run actions, set labels and pause or abort a rollout (the
-// brakes), admin may also manage tokens, upload and delete firmware, set
-// release channels and create, resume or revert rollouts.
+// (rollouts and artifacts too, and dry-run a plan), operator may also make
+// show calls on boards, run actions, set labels and pause or abort a
+// rollout (the brakes), admin may also make any board call, manage tokens,
+// upload and delete firmware, set release channels, create, resume or
+// revert rollouts and read the audit log. Too many changing calls or open
+// streams of one token are refused with RESOURCE_EXHAUSTED and a RetryInfo
+// (REST: 429 with Retry-After).
 type FleetServiceServer interface {
 	// ListBoards lists the boards matching the filter (viewer).
 	ListBoards(context.Context, *ListBoardsRequest) (*ListBoardsResponse, error)
@@ -445,7 +468,10 @@ type FleetServiceServer interface {
 	SetLabels(context.Context, *SetLabelsRequest) (*Board, error)
 	// CallBoard runs one request of the board API on a board and returns its
 	// reply. A reply with status 400 or more is an error carrying the
-	// board's code and message (operator).
+	// board's code and message. Operators may read (but /web and /network)
+	// and change what a show uses (/leds, /screen, /holo/motion, /servos
+	// move and release, /scenes); every other change (OTA, /web, /network,
+	// /settings, /restart, files) is an admin's.
 	CallBoard(context.Context, *CallBoardRequest) (*CallBoardResponse, error)
 	// DoAction runs an action on the selected boards (operator).
 	DoAction(context.Context, *DoActionRequest) (*DoActionResponse, error)
@@ -506,6 +532,9 @@ type FleetServiceServer interface {
 	// empty, over gRPC): the kept ones numbered after after, then new ones.
 	// It ends with RESOURCE_EXHAUSTED when the watcher fell behind (viewer).
 	WatchRollout(*WatchRolloutRequest, grpc.ServerStreamingServer[RolloutEvent]) error
+	// ListAudit returns audit records, newest first: every change let in
+	// and every request refused, on every surface (admin).
+	ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error)
 	mustEmbedUnimplementedFleetServiceServer()
 }
 
@@ -593,6 +622,9 @@ func (UnimplementedFleetServiceServer) RevertRollout(context.Context, *RevertRol
 }
 func (UnimplementedFleetServiceServer) WatchRollout(*WatchRolloutRequest, grpc.ServerStreamingServer[RolloutEvent]) error {
 	return status.Error(codes.Unimplemented, "method WatchRollout not implemented")
+}
+func (UnimplementedFleetServiceServer) ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAudit not implemented")
 }
 func (UnimplementedFleetServiceServer) mustEmbedUnimplementedFleetServiceServer() {}
 func (UnimplementedFleetServiceServer) testEmbeddedByValue()                      {}
@@ -1058,6 +1090,24 @@ func _FleetService_WatchRollout_Handler(srv interface{}, stream grpc.ServerStrea
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type FleetService_WatchRolloutServer = grpc.ServerStreamingServer[RolloutEvent]
 
+func _FleetService_ListAudit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).ListAudit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_ListAudit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).ListAudit(ctx, req.(*ListAuditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // FleetService_ServiceDesc is the grpc.ServiceDesc for FleetService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1156,6 +1206,10 @@ var FleetService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevertRollout",
 			Handler:    _FleetService_RevertRollout_Handler,
+		},
+		{
+			MethodName: "ListAudit",
+			Handler:    _FleetService_ListAudit_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,356 @@
+package api
+
+// The gate every FleetService call passes, gRPC and REST alike (REST
+// reaches the gRPC server over the in-process pipe):
+//
+//	1. the request id (the caller's or a new one), sent back at once;
+//	2. who is calling (auth.Guard.Identify): 401 without a good token;
+//	3. what the call asks, as auth.Attributes, from the method table
+//	   below and the request (CallBoard's board, method and path,
+//	   DoAction's kind and targets ...): 400 when malformed;
+//	4. the decision (auth.Guard.Check, which asks auth.Authorize): 403;
+//	5. the limits: changing calls per token and second, watch streams
+//	   per token and in total: 429 with a RetryInfo (REST: Retry-After);
+//	6. the call, in a context that ends when the caller's token is
+//	   revoked (the call then ends Unauthenticated);
+//	7. the record: the audit log gets every refusal and every change let
+//	   in with its outcome; the request log gets every call, with who
+//	   made it.
+//
+// A method missing from the table is refused to everyone.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/holofleet/holofleet/gateway/auth"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
+)
+
+// rule is what one FleetService method asks of the policy.
+type rule struct {
+	verb auth.Verb
+	res  auth.Resource
+	// watch marks the long streams the stream limits count.
+	watch bool
+	// public marks what anyone may call without a token: gRPC's health
+	// and reflection (the API's description is public at
+	// /v1/openapi.json too). A token, when sent, is still checked.
+	public bool
+	// attrs adds what the request names (targets, kind, board call); an
+	// error (ErrBadRequest) refuses a malformed request before it is
+	// decided. Streams have no request at the gate (attrs is not called).
+	attrs func(a *auth.Attributes, req any) error
+}
+
+// rules maps every FleetService method to its verb and resource. The
+// roles they need are auth.Authorize's business, nowhere else.
+var rules = map[string]rule{
+	fleetv1.FleetService_ListBoards_FullMethodName:  {verb: auth.VerbRead, res: auth.ResBoards},
+	fleetv1.FleetService_GetBoard_FullMethodName:    {verb: auth.VerbRead, res: auth.ResBoards},
+	fleetv1.FleetService_WatchEvents_FullMethodName: {verb: auth.VerbWatch, res: auth.ResEvents, watch: true},
+	fleetv1.FleetService_SetLabels_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResBoards, attrs: func(a *auth.Attributes, req any) error {
+		a.Boards = nonEmpty(req.(*fleetv1.SetLabelsRequest).GetId())
+		return nil
+	}},
+	fleetv1.FleetService_CallBoard_FullMethodName: {verb: auth.VerbCall, res: auth.ResBoardAPI, attrs: callAttrs},
+	fleetv1.FleetService_DoAction_FullMethodName:  {verb: auth.VerbAct, res: auth.ResActions, attrs: actionAttrs},
+	fleetv1.FleetService_CreateToken_FullMethodName: {verb: auth.VerbCreate, res: auth.ResTokens, attrs: func(a *auth.Attributes, req any) error {
+		r := req.(*fleetv1.CreateTokenRequest)
+		a.Name, a.Kind = r.GetName(), r.GetRole()
+		return nil
+	}},
+	fleetv1.FleetService_ListTokens_FullMethodName: {verb: auth.VerbRead, res: auth.ResTokens},
+	fleetv1.FleetService_RevokeToken_FullMethodName: {verb: auth.VerbDelete, res: auth.ResTokens, attrs: func(a *auth.Attributes, req any) error {
+		a.Name = req.(*fleetv1.RevokeTokenRequest).GetName()
+		return nil
+	}},
+
+	fleetv1.FleetService_UploadArtifact_FullMethodName: {verb: auth.VerbCreate, res: auth.ResArtifacts},
+	fleetv1.FleetService_ListArtifacts_FullMethodName:  {verb: auth.VerbRead, res: auth.ResArtifacts},
+	fleetv1.FleetService_GetArtifact_FullMethodName:    {verb: auth.VerbRead, res: auth.ResArtifacts},
+	fleetv1.FleetService_DeleteArtifact_FullMethodName: {verb: auth.VerbDelete, res: auth.ResArtifacts, attrs: func(a *auth.Attributes, req any) error {
+		a.Name = req.(*fleetv1.DeleteArtifactRequest).GetSha256()
+		return nil
+	}},
+	fleetv1.FleetService_SetChannel_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResChannels, attrs: func(a *auth.Attributes, req any) error {
+		r := req.(*fleetv1.SetChannelRequest)
+		a.Name, a.Selector = r.GetName(), "sha256="+r.GetSha256()
+		return nil
+	}},
+	fleetv1.FleetService_ListChannels_FullMethodName: {verb: auth.VerbRead, res: auth.ResChannels},
+	fleetv1.FleetService_DeleteChannel_FullMethodName: {verb: auth.VerbDelete, res: auth.ResChannels, attrs: func(a *auth.Attributes, req any) error {
+		a.Name = req.(*fleetv1.DeleteChannelRequest).GetName()
+		return nil
+	}},
+
+	fleetv1.FleetService_DryRunRollout_FullMethodName: {verb: auth.VerbRead, res: auth.ResRollouts},
+	fleetv1.FleetService_CreateRollout_FullMethodName: {verb: auth.VerbCreate, res: auth.ResRollouts, attrs: func(a *auth.Attributes, req any) error {
+		p := req.(*fleetv1.CreateRolloutRequest).GetPlan()
+		t := p.GetTarget()
+		a.Name, a.Boards = p.GetName(), t.GetBoards()
+		a.Selector = selectorText(t.GetGroups(), t.GetLabels(), t.GetAll())
+		if fw := t.GetFirmware(); fw != "" {
+			a.Selector = strings.TrimSpace(a.Selector + " firmware=" + fw)
+		}
+		a.Kind = "artifact=" + p.GetArtifact()
+		return nil
+	}},
+	fleetv1.FleetService_ListRollouts_FullMethodName:      {verb: auth.VerbRead, res: auth.ResRollouts},
+	fleetv1.FleetService_GetRollout_FullMethodName:        {verb: auth.VerbRead, res: auth.ResRollouts},
+	fleetv1.FleetService_ListRolloutBoards_FullMethodName: {verb: auth.VerbRead, res: auth.ResRollouts},
+	// The brakes (pause, abort) halt; resuming and reverting change what
+	// boards run.
+	fleetv1.FleetService_PauseRollout_FullMethodName:  {verb: auth.VerbHalt, res: auth.ResRollouts, attrs: rolloutID},
+	fleetv1.FleetService_AbortRollout_FullMethodName:  {verb: auth.VerbHalt, res: auth.ResRollouts, attrs: rolloutID},
+	fleetv1.FleetService_ResumeRollout_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResRollouts, attrs: rolloutID},
+	fleetv1.FleetService_RevertRollout_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResRollouts, attrs: rolloutID},
+	fleetv1.FleetService_WatchRollout_FullMethodName:  {verb: auth.VerbWatch, res: auth.ResRollouts, watch: true},
+
+	fleetv1.FleetService_ListAudit_FullMethodName: {verb: auth.VerbRead, res: auth.ResAudit},
+
+	// Standard services the gateway may serve beside FleetService.
+	healthCheck:       {verb: auth.VerbRead, public: true},
+	healthList:        {verb: auth.VerbRead, public: true},
+	healthWatch:       {verb: auth.VerbWatch, public: true, watch: true},
+	reflectionV1:      {verb: auth.VerbRead, public: true},
+	reflectionV1Alpha: {verb: auth.VerbRead, public: true},
+}
+
+// Full method names of gRPC's standard health and reflection services.
+const (
+	healthCheck       = "/grpc.health.v1.Health/Check"
+	healthList        = "/grpc.health.v1.Health/List"
+	healthWatch       = "/grpc.health.v1.Health/Watch"
+	reflectionV1      = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+	reflectionV1Alpha = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+)
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// callAttrs names CallBoard's board and board API request. A path that is
+// not absolute is malformed (the service refuses it too).
+func callAttrs(a *auth.Attributes, req any) error {
+	r := req.(*fleetv1.CallBoardRequest)
+	a.Boards = nonEmpty(r.GetId())
+	a.Method, a.Path = strings.ToUpper(r.GetMethod()), r.GetPath()
+	if !strings.HasPrefix(r.GetPath(), "/") {
+		return fmt.Errorf("%w: path %q must start with /", ErrBadRequest, r.GetPath())
+	}
+	return nil
+}
+
+// actionAttrs names DoAction's kind and targets.
+func actionAttrs(a *auth.Attributes, req any) error {
+	r := req.(*fleetv1.DoActionRequest)
+	sel := r.GetSelector()
+	a.Kind, a.Boards = r.GetKind(), sel.GetBoards()
+	a.Selector = selectorText(sel.GetGroups(), sel.GetLabels(), sel.GetAll())
+	return nil
+}
+
+func rolloutID(a *auth.Attributes, req any) error {
+	if r, ok := req.(interface{ GetId() string }); ok {
+		a.Name = r.GetId()
+	}
+	return nil
+}
+
+// selectorText describes targets chosen by group, label or all:
+// "all groups=1,2 labels=room=hall".
+func selectorText(groups []int32, labels map[string]string, all bool) string {
+	var parts []string
+	if all {
+		parts = append(parts, "all")
+	}
+	if len(groups) > 0 {
+		gs := make([]string, len(groups))
+		for i, g := range groups {
+			gs[i] = fmt.Sprint(g)
+		}
+		parts = append(parts, "groups="+strings.Join(gs, ","))
+	}
+	if len(labels) > 0 {
+		ls := make([]string, 0, len(labels))
+		for k, v := range labels {
+			ls = append(ls, k+"="+v)
+		}
+		sort.Strings(ls)
+		parts = append(parts, "labels="+strings.Join(ls, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+// gate is the interceptors' state: the guard, the limits and the logger.
+type gate struct {
+	guard   *auth.Guard
+	rate    *auth.RateLimiter
+	streams *auth.StreamLimiter
+	log     *slog.Logger
+}
+
+// call is one request passing the gate.
+type call struct {
+	method string // full gRPC method name
+	start  time.Time
+	caller auth.Caller
+	attrs  auth.Attributes
+}
+
+func (g *gate) begin(ctx context.Context, method string) *call {
+	c := &call{method: method, start: time.Now(), caller: auth.CallerOf(ctx)}
+	c.attrs = auth.Attributes{Surface: c.caller.Surface, Client: c.caller.Addr, Agent: c.caller.Agent,
+		Operation: path.Base(method), RequestID: incomingRequestID(ctx)}
+	return c
+}
+
+// admit runs steps 2 to 5 and prepares 6: it returns the call's context
+// (carrying the identity, ending on revocation), the pending audit record
+// and the function that releases what the call holds.
+func (g *gate) admit(ctx context.Context, c *call, method string, req any) (context.Context, *auth.Pending, func(), error) {
+	r, ok := rules[method]
+	if !ok {
+		err := fmt.Errorf("%w: %s is not open to any role", auth.ErrForbidden, method)
+		return g.refuse(ctx, c, codes.PermissionDenied, err)
+	}
+	c.attrs.Verb, c.attrs.Resource = r.verb, r.res
+	id, err := g.guard.Identify(c.caller)
+	if r.public && (err == nil || errors.Is(err, auth.ErrNoToken)) {
+		// Anyone may; only the streams count, keyed by client host.
+		release := func() {}
+		if r.watch {
+			if release, err = g.streams.Acquire(auth.Key(id, c.caller)); err != nil {
+				return g.refuse(ctx, c, codes.ResourceExhausted, err)
+			}
+		}
+		c.attrs.Who = id
+		return auth.WithIdentity(ctx, id), &auth.Pending{}, release, nil
+	}
+	if err != nil {
+		return g.refuse(ctx, c, codes.Unauthenticated, err)
+	}
+	c.attrs.Who = id
+	if r.attrs != nil && req != nil {
+		if err := r.attrs(&c.attrs, req); err != nil {
+			return g.refuse(ctx, c, codes.InvalidArgument, err)
+		}
+	}
+	p, err := g.guard.Check(c.attrs) // records a denial itself
+	if err != nil {
+		return ctx, p, func() {}, Err(err)
+	}
+	key := auth.Key(id, c.caller)
+	if c.attrs.Changing() {
+		if err := g.rate.Allow(key); err != nil {
+			return g.refuse(ctx, c, codes.ResourceExhausted, err)
+		}
+	}
+	release := func() {}
+	if r.watch {
+		if release, err = g.streams.Acquire(key); err != nil {
+			return g.refuse(ctx, c, codes.ResourceExhausted, err)
+		}
+	}
+	ctx, cancel := g.guard.Bind(ctx, id)
+	ctx = auth.WithIdentity(ctx, id)
+	return ctx, p, func() { cancel(); release() }, nil
+}
+
+// refuse records a refusal the policy did not make and returns its
+// status error.
+func (g *gate) refuse(ctx context.Context, c *call, code codes.Code, err error) (context.Context, *auth.Pending, func(), error) {
+	g.guard.Record(c.attrs, false, code.String(), err.Error())
+	return ctx, &auth.Pending{}, func() {}, Err(err)
+}
+
+// revoked turns the error of a call cut short by its token's revocation
+// into that revocation (Unauthenticated).
+func revoked(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, auth.ErrBadToken) {
+		return Err(cause)
+	}
+	return err
+}
+
+func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	c := g.begin(ctx, info.FullMethod)
+	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDKey, c.attrs.RequestID))
+	cctx, p, release, err := g.admit(ctx, c, info.FullMethod, req)
+	if err != nil {
+		g.logDone(ctx, c, err)
+		return nil, err
+	}
+	resp, err := h(cctx, req)
+	err = revoked(cctx, err)
+	release()
+	p.Done(status.Code(err).String())
+	g.logDone(ctx, c, err)
+	return resp, err
+}
+
+func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	ctx := ss.Context()
+	c := g.begin(ctx, info.FullMethod)
+	_ = ss.SetHeader(metadata.Pairs(RequestIDKey, c.attrs.RequestID))
+	cctx, p, release, err := g.admit(ctx, c, info.FullMethod, nil)
+	if err != nil {
+		g.logDone(ctx, c, err)
+		return err
+	}
+	err = h(srv, &ctxStream{ServerStream: ss, ctx: cctx})
+	err = revoked(cctx, err)
+	release()
+	p.Done(status.Code(err).String())
+	g.logDone(ctx, c, err)
+	return err
+}
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (c *ctxStream) Context() context.Context { return c.ctx }
+
+// logDone writes the request log's record of a call, at Info: method,
+// gRPC code, duration, request id, who (token and role), surface and
+// client; a failed or refused call also carries the error. Health checks
+// and reflection (probes, every few seconds) log at Debug.
+func (g *gate) logDone(ctx context.Context, c *call, err error) {
+	who := c.attrs.Who
+	role := ""
+	if who.Role != auth.RoleNone {
+		role = who.Role.String()
+	}
+	attrs := []slog.Attr{slog.String("method", c.method), slog.String("code", status.Code(err).String()),
+		slog.Duration("duration", time.Since(c.start)), slog.String("request_id", c.attrs.RequestID),
+		slog.String("token", who.Name), slog.String("role", role), slog.String("surface", string(c.attrs.Surface)),
+		slog.String("client", c.attrs.Client)}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", status.Convert(err).Message()))
+	}
+	level := slog.LevelInfo
+	if openMethod(c.method) {
+		level = slog.LevelDebug
+	}
+	g.log.LogAttrs(ctx, level, "api: request", attrs...)
+}
