@@ -31,6 +31,7 @@ const (
 	VerbDelete Verb = "delete" // remove (token, artifact, channel)
 	VerbAct    Verb = "act"    // a show action on boards (leds, screen, holo, scene...)
 	VerbCall   Verb = "call"   // a raw call of the board API (Method and Path say which)
+	VerbStop   Verb = "stop"   // pull the brakes on something running (pause or abort a rollout)
 )
 
 // Resource is the kind of thing a verb applies to.
@@ -48,7 +49,8 @@ const (
 	ResTokens    Resource = "tokens"    // bearer tokens
 	ResAudit     Resource = "audit"     // the audit log
 	ResMetrics   Resource = "metrics"   // /metrics
-	ResBridge    Resource = "bridge"    // MQTT bridge requests not covered above
+	ResBridge    Resource = "bridge"    // MQTT bridge requests not covered above, and their traffic
+	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -134,7 +136,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -149,6 +151,10 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbAct {
 			return RoleOperator, what
 		}
+	case ResDiscovery:
+		if a.Verb == VerbUpdate { // publish it again (HA's birth message)
+			return RoleOperator, what
+		}
 	case ResBoardAPI:
 		if a.Verb == VerbCall {
 			return callNeed(a.Method, a.Path)
@@ -158,7 +164,15 @@ func Need(a Attributes) (Role, string) {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what
 		}
+		if a.Resource == ResRollouts && a.Verb == VerbStop { // the brakes
+			return RoleOperator, what
+		}
 		if a.Resource == ResTokens && a.Verb == VerbRead {
+			return RoleAdmin, what
+		}
+		// The bridge's request traffic and raw-call replies may carry what
+		// only admins may read (a board's network settings).
+		if a.Resource == ResBridge && (a.Verb == VerbRead || a.Verb == VerbWatch) {
 			return RoleAdmin, what
 		}
 	case ResAudit:
