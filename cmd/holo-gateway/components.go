@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/gateway/api"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -20,6 +21,7 @@ type env struct {
 	opts       options
 	demo       bool
 	db         *store.DB
+	tokens     *auth.Tokens
 	fleet      *fleet.Fleet
 	wiring     *wiring
 	log        *slog.Logger

@@ -204,7 +204,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	e := &env{opts: o, demo: isDemo, db: db, fleet: fl, wiring: w, log: log, registerer: promReg, stdout: stdout}
+	e := &env{opts: o, demo: isDemo, db: db, tokens: tokens, fleet: fl, wiring: w, log: log, registerer: promReg, stdout: stdout}
 	var comps []component
 	for _, mk := range components {
 		c, err := mk(ctx, e)

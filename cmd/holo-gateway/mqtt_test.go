@@ -92,6 +92,14 @@ func TestMQTTFlags(t *testing.T) {
 		{"--mqtt", "gopher://x:1"},
 		{"--mqtt", "ssl://127.0.0.1:1", "--mqtt-cert", "only-cert.pem"},
 		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-update-channel", "Not A Channel"},
+		{"--mqtt-port", "0", "--mqtt-user", "shared"},
+		{"--mqtt-port", "0", "--mqtt-password", "shared"},
+		{"--mqtt-port", "0", "--mqtt-accept", "root"},
+		{"--mqtt-port", "0", "--mqtt-accept", ""},
+		{"--mqtt-port", "0", "--mqtt-anonymous", "god"},
+		{"--mqtt-port", "0.0.0.0:0", "--mqtt-anonymous", "viewer"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password-file", "/nonexistent/password"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password-file", "/dev/null"},
 	} {
 		var out, errb syncBuffer
 		code := run(t.Context(), append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0"}, args...), &out, &errb)

@@ -37,9 +37,10 @@
 //
 // # Limits
 //
-// Limits bound a packet's size (checked from its fixed header, before the
-// broker reads or allocates the rest, for every client, the CONNECT
-// included), the connected clients (the bridge not counted), and the
+// Limits bound a packet's size (checked from its fixed header as it
+// arrives, before the broker reads or allocates the rest; the CONNECT is
+// bounded by MaxConnect and must come within ConnectTimeout, see
+// listener.go), the connected clients (the bridge not counted), and the
 // retained messages clients may leave (count and payload size; the
 // bridge's own are not counted).
 package broker
@@ -57,7 +58,6 @@ import (
 	"time"
 
 	mochi "github.com/mochi-mqtt/server/v2"
-	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/holofleet/holofleet/bus/clock"
@@ -70,10 +70,9 @@ const DefaultPort = 1884
 
 // Defaults of Limits and Options.
 const (
-	// DefaultMaxPacket bounds an MQTT packet: 1 MiB. The bridge's largest
-	// publications (bridge/boards, request responses) are about 150 to 400
-	// bytes per board, so this holds a few thousand boards.
-	DefaultMaxPacket = 1 << 20
+	// DefaultMaxPacket bounds a client's MQTT packet: 256 KiB, far above
+	// a command (the bridge takes at most 16 KiB).
+	DefaultMaxPacket = 256 << 10
 	// DefaultMaxClients bounds the connected clients, the bridge not
 	// counted.
 	DefaultMaxClients = 1000
@@ -136,7 +135,9 @@ type Credentials struct{ Username, Password string }
 // Limits bound what clients may cost the broker; zero fields take the
 // defaults.
 type Limits struct {
-	// MaxPacket bounds any packet, in bytes (DefaultMaxPacket).
+	// MaxPacket bounds a client's packets after CONNECT: the bytes after
+	// the fixed header (DefaultMaxPacket). The bridge's are bounded by
+	// GatewayMaxPacket.
 	MaxPacket int
 	// MaxClients bounds the connected clients, the bridge not counted
 	// (DefaultMaxClients).
@@ -187,7 +188,7 @@ type Stats struct {
 // Broker is a running embedded broker.
 type Broker struct {
 	srv  *mochi.Server
-	tcp  *listeners.TCP
+	tcp  *listener
 	addr string
 	h    *hook
 	stop chan struct{}
@@ -260,9 +261,11 @@ func Start(o Options) (*Broker, error) {
 		return nil, fmt.Errorf("%w: the bridge's login has no password", ErrConfig)
 	}
 	caps := mochi.NewDefaultServerCapabilities()
-	caps.MaximumPacketSize = uint32(min(l.MaxPacket, 1<<28))
+	// The listener's guards bound every packet (listener.go); mochi's own
+	// bound is the bridge's, for anything that reaches it otherwise.
+	caps.MaximumPacketSize = GatewayMaxPacket + 5
 	// One slot more than the clients: the bridge's. The hook counts
-	// clients without it (maxClients).
+	// clients without it.
 	caps.MaximumClients = int64(l.MaxClients) + 1
 	caps.MaximumSessionExpiryInterval = uint32(SessionExpiry / time.Second)
 	srv := mochi.New(&mochi.Options{Logger: o.Log, InlineClient: false, Capabilities: caps})
@@ -270,8 +273,14 @@ func Start(o Options) (*Broker, error) {
 	if err := srv.AddHook(h, nil); err != nil {
 		return nil, fmt.Errorf("broker: auth: %w", err)
 	}
-	tcp := listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tcp", Address: addr})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrListen, addr, err)
+	}
+	tcp := &listener{id: "tcp", ln: ln, log: o.Log, maxConns: int64(l.MaxClients) + 1 + PendingLogins, connectTimeout: ConnectTimeout,
+		cfg: guardConfig{maxPacket: l.MaxPacket, gateway: o.Gateway}}
 	if err := srv.AddListener(tcp); err != nil {
+		_ = ln.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrListen, addr, err)
 	}
 	if err := srv.Serve(); err != nil {
@@ -321,7 +330,9 @@ func (b *Broker) Stats() Stats {
 func (b *Broker) Close() error {
 	b.once.Do(func() { close(b.stop) })
 	<-b.done
-	return b.srv.Close()
+	err := b.srv.Close()
+	b.tcp.wg.Wait()
+	return err
 }
 
 // sweep ends the sessions of revoked tokens until Close.
