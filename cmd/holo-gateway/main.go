@@ -18,6 +18,13 @@
 // is stopped (the store is locked while it runs); holoctl token makes them
 // through the API. --insecure-lab serves everyone without a token; in demo
 // mode, requests from loopback need none.
+//
+// MQTT: the embedded broker logs clients in with the same tokens
+// (username = the token's name, password = its secret) and gives them
+// their role on every topic; clients without credentials get
+// --mqtt-anonymous (operator in demo mode), on loopback only unless
+// --mqtt-allow-anonymous-remote. With an external broker, --mqtt-accept
+// caps what the bridge takes. See docs/mqtt-security.md.
 package main
 
 import (

@@ -27,6 +27,9 @@ func TestDemoMQTT(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no MQTT line in the banner:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "clients without credentials are operator (loopback only)") {
+		t.Errorf("the banner does not say who may connect without credentials:\n%s", out.String())
+	}
 	var mu sync.Mutex
 	got := map[string]string{}
 	o := paho.NewClientOptions().AddBroker(m[1]).SetClientID(fmt.Sprintf("t-%d", os.Getpid()))
