@@ -228,3 +228,25 @@ func FuzzPolicyCall(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPolicy: the decisions the embedded broker makes per message
+// sent (Read) and per command (Publish of a raw call).
+func BenchmarkPolicy(b *testing.B) {
+	p, err := NewPolicy("holo", "homeassistant")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Read(viewer, "holo/kitchen/leds")
+		}
+	})
+	b.Run("publish-call", func(b *testing.B) {
+		b.ReportAllocs()
+		payload := []byte(`{"board":"kitchen","method":"PATCH","path":"/leds","body":{"mode":"off"},"transaction":"t"}`)
+		for b.Loop() {
+			p.Publish(operator, "holo/bridge/request/call", payload)
+		}
+	})
+}

@@ -63,7 +63,7 @@ func (s *syncBuffer) String() string {
 // start runs a broker on a free loopback port with the tokens viewer,
 // operator and admin, the gateway's policy for the roots holo and
 // homeassistant, and the bridge's login, unless o says otherwise.
-func start(t *testing.T, o broker.Options) *fixture {
+func start(t testing.TB, o broker.Options) *fixture {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "gw.db"))
 	if err != nil {
