@@ -123,8 +123,6 @@ func (cl *client) reset() {
 	cl.mu.Unlock()
 }
 
-func topicIs(topic string) func(msg) bool { return func(m msg) bool { return m.topic == topic } }
-
 func withTx(topic, tx string) func(msg) bool {
 	return func(m msg) bool { return m.topic == topic && strings.Contains(m.payload, `"transaction":"`+tx+`"`) }
 }

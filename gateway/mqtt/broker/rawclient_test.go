@@ -24,10 +24,10 @@ type raw struct {
 
 // login describes a CONNECT.
 type login struct {
-	version          byte // 4 (3.1.1) or 5
-	id, user, pass   string
-	willTopic, will  string
-	willRetain, anon bool
+	version         byte // 4 (3.1.1) or 5
+	id, user, pass  string
+	willTopic, will string
+	willRetain      bool
 }
 
 func dialRaw(t *testing.T, addr string) *raw {
