@@ -222,6 +222,10 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 			accept = "admin" // the broker decides each client's commands
 		}
 	} else {
+		if f.anonymous.set || f.anonymousRemote {
+			return component{}, fmt.Errorf("%w: --mqtt-anonymous and --mqtt-allow-anonymous-remote are for the embedded broker; "+
+				"with --mqtt the broker's own settings decide (docs/mqtt-security.md)", errUsage)
+		}
 		var err error
 		if password, err = f.bridgePassword(e); err != nil {
 			return component{}, err

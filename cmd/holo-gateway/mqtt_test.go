@@ -103,11 +103,34 @@ func TestMQTTFlags(t *testing.T) {
 		{"--mqtt-port", "0.0.0.0:0", "--mqtt-anonymous", "viewer"},
 		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password-file", "/nonexistent/password"},
 		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password-file", "/dev/null"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-anonymous", "viewer"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-allow-anonymous-remote"},
 	} {
 		var out, errb syncBuffer
 		code := run(t.Context(), append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0"}, args...), &out, &errb)
 		if code != 2 || !strings.Contains(errb.String(), "mqtt") {
 			t.Errorf("%v: exit %d %s", args, code, errb.String())
+		}
+	}
+}
+
+// TestMQTTAcceptDefault: with an external broker the bridge takes
+// commands as an operator unless told; the banner says so.
+func TestMQTTAcceptDefault(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "commands taken as operator (--mqtt-accept)"},
+		{[]string{"--mqtt-accept", "admin"}, "commands taken as admin (--mqtt-accept)"},
+	} {
+		_, out := start(t, append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0", "--mqtt", "tcp://127.0.0.1:1"}, tt.args...)...)
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), tt.want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v: banner without %q:\n%s", tt.args, tt.want, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
