@@ -269,7 +269,7 @@ func Start(o Options) (*Broker, error) {
 	caps.MaximumClients = int64(l.MaxClients) + 1
 	caps.MaximumSessionExpiryInterval = uint32(SessionExpiry / time.Second)
 	srv := mochi.New(&mochi.Options{Logger: o.Log, InlineClient: false, Capabilities: caps})
-	h := &hook{o: o, srv: srv, sessions: map[string]*session{}, retained: map[string]bool{}}
+	h := &hook{o: o, srv: srv, sessions: map[string]*session{}, retained: map[string]bool{}, gwConns: map[*mochi.Client]bool{}}
 	if err := srv.AddHook(h, nil); err != nil {
 		return nil, fmt.Errorf("broker: auth: %w", err)
 	}
@@ -335,13 +335,11 @@ func (b *Broker) Close() error {
 	return err
 }
 
-// sweep ends the sessions of revoked tokens until Close.
+// sweep ends the sessions of revoked tokens, and forgets bridge
+// connections that closed unseen (a CONNACK that could not be written),
+// until Close.
 func (b *Broker) sweep() {
 	defer close(b.done)
-	if b.h.o.Tokens == nil {
-		<-b.stop
-		return
-	}
 	t := b.h.o.Clock.NewTicker(b.h.o.RevokeEvery)
 	defer t.Stop()
 	for {
@@ -349,13 +347,17 @@ func (b *Broker) sweep() {
 		case <-b.stop:
 			return
 		case <-t.C():
-			b.h.revokeGone()
+			if b.h.o.Tokens != nil {
+				b.h.revokeGone()
+			}
+			b.h.pruneBridge()
 		}
 	}
 }
 
 // session is what the broker knows of a client id's login.
 type session struct {
+	cl      *mochi.Client // the connection that logged in
 	id      auth.Identity
 	gateway bool
 	sha     string // the token's hash; "" for anonymous and the bridge
@@ -374,10 +376,11 @@ type hook struct {
 	srv *mochi.Server
 
 	mu       sync.Mutex
-	sessions map[string]*session // by client id
-	pending  sync.Map            // *mochi.Client -> *session, between OnConnect and OnConnectAuthenticate
-	retained map[string]bool     // topics clients (not the bridge) keep a retained message on
-	gwOnline atomic.Int32        // bridge connections now
+	sessions map[string]*session    // by client id
+	pending  sync.Map               // *mochi.Client -> *session, between OnConnect and OnConnectAuthenticate
+	retained map[string]bool        // topics clients (not the bridge) keep a retained message on
+	gwConns  map[*mochi.Client]bool // the bridge's connections now
+	gwOnline atomic.Int32           // len(gwConns)
 
 	refusedConnects, refusedPublish, revoked atomic.Uint64
 }
@@ -473,12 +476,14 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, _ packets.Packet) bool {
 		return false
 	}
 	s := v.(*session)
+	s.cl = cl
 	h.mu.Lock()
 	h.sessions[cl.ID] = s
-	h.mu.Unlock()
 	if s.gateway {
-		h.gwOnline.Add(1)
+		h.gwConns[cl] = true
+		h.gwOnline.Store(int32(len(h.gwConns)))
 	}
+	h.mu.Unlock()
 	return true
 }
 
@@ -486,13 +491,17 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, _ packets.Packet) bool {
 func (h *hook) OnDisconnect(cl *mochi.Client, _ error, expire bool) {
 	h.mu.Lock()
 	s := h.sessions[cl.ID]
-	if expire && !cl.IsTakenOver() {
+	if s != nil && s.cl != cl {
+		s = nil // a later login took the id (or the session was revoked)
+	}
+	if s != nil && expire && !cl.IsTakenOver() {
 		delete(h.sessions, cl.ID)
 	}
-	h.mu.Unlock()
-	if s != nil && s.gateway {
-		h.gwOnline.Add(-1)
+	if h.gwConns[cl] {
+		delete(h.gwConns, cl)
+		h.gwOnline.Store(int32(len(h.gwConns)))
 	}
+	h.mu.Unlock()
 }
 
 // OnClientExpired forgets a kept session that expired.
@@ -599,6 +608,18 @@ func (h *hook) logRefusal(s *session, cl *mochi.Client, topic, why string) {
 	}
 	h.o.Log.Warn("mqtt broker: publication refused", "client", cl.ID, "user", s.id.Name, "role", s.id.Role,
 		"topic", topic, "why", why)
+}
+
+// pruneBridge forgets closed bridge connections.
+func (h *hook) pruneBridge() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for cl := range h.gwConns {
+		if cl.Closed() {
+			delete(h.gwConns, cl)
+		}
+	}
+	h.gwOnline.Store(int32(len(h.gwConns)))
 }
 
 // revokeGone ends every session whose token is gone (revoked, or made
