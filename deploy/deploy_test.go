@@ -325,7 +325,7 @@ func TestMosquittoConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := []string{"listener", "allow_anonymous", "persistence", "persistence_location", "log_dest", "password_file"}
+	known := []string{"listener", "allow_anonymous", "persistence", "persistence_location", "log_dest", "password_file", "acl_file"}
 	for _, l := range strings.Split(string(raw), "\n") {
 		l = strings.TrimSpace(l)
 		if l == "" || l[0] == '#' {
@@ -337,6 +337,10 @@ func TestMosquittoConfig(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), "listener 1883") {
 		t.Error("no listener on 1883, where the compose gateway connects")
+	}
+	// Mosquitto listens beyond loopback here: logins only.
+	if !regexp.MustCompile(`(?m)^allow_anonymous false$`).Match(raw) || regexp.MustCompile(`(?m)^allow_anonymous true`).Match(raw) {
+		t.Error("mosquitto.conf lets anonymous clients in")
 	}
 }
 

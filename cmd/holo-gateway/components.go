@@ -22,6 +22,7 @@ type env struct {
 	opts       options
 	demo       bool
 	db         *store.DB
+	tokens     *auth.Tokens
 	fleet      *fleet.Fleet
 	wiring     *wiring
 	log        *slog.Logger

@@ -30,6 +30,13 @@
 //
 // Every change and every refusal, on every surface, goes to the audit log
 // in the store (GET /v1/audit, holoctl audit).
+//
+// MQTT: the embedded broker logs clients in with the same tokens
+// (username = the token's name, password = its secret) and gives them
+// their role on every topic; clients without credentials get
+// --mqtt-anonymous (operator in demo mode), on loopback only unless
+// --mqtt-allow-anonymous-remote. With an external broker, --mqtt-accept
+// caps what the bridge takes. See docs/mqtt-security.md.
 package main
 
 import (
@@ -249,7 +256,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		auditLog.Collector())
-	e := &env{opts: o, demo: isDemo, db: db, fleet: fl, wiring: w, log: log, registerer: promReg, stdout: stdout,
+	e := &env{opts: o, demo: isDemo, db: db, tokens: tokens, fleet: fl, wiring: w, log: log, registerer: promReg, stdout: stdout,
 		guard: guard, audit: auditLog}
 	var comps []component
 	for _, mk := range components {

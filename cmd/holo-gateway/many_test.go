@@ -11,6 +11,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 )
 
@@ -22,7 +23,7 @@ func TestManyGateways(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two simulated installations")
 	}
-	br, err := broker.Start(broker.Options{Addr: "127.0.0.1:0"})
+	br, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Anonymous: auth.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}

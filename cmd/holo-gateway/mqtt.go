@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 )
@@ -29,11 +32,26 @@ type mqttFlags struct {
 	port           string // the embedded broker: a port or host:port
 	portSet        bool
 	user, password string
+	passwordFile   string
 	ca, cert, key  string
 	clientID       string
 	channel        string // release channel the HA update entities offer
 	off            bool
+	// Access control.
+	anonymous       setString // none|viewer|operator|admin: the embedded broker's clients without credentials
+	anonymousRemote bool
+	accept          setString // none|viewer|operator|admin: what the bridge takes from MQTT
+	limits          broker.Limits
 }
+
+// setString is a string flag that records whether it was given.
+type setString struct {
+	v   string
+	set bool
+}
+
+func (s *setString) String() string     { return s.v }
+func (s *setString) Set(v string) error { s.v, s.set = v, true; return nil }
 
 // portFlag records whether --mqtt-port was given.
 type portFlag struct{ f *mqttFlags }
@@ -46,19 +64,92 @@ func (p portFlag) String() string {
 }
 func (p portFlag) Set(v string) error { p.f.port, p.f.portSet = v, true; return nil }
 
+// gatewayUser is the bridge's login on the embedded broker: '@' is not
+// allowed in token names, so no token can take it.
+const gatewayUser = "@holo-gateway"
+
 func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	f.port = fmt.Sprint(defaultBrokerPort)
 	fs.StringVar(&f.base, "mqtt-base", mqtt.DefaultBase, "MQTT topic root")
 	fs.StringVar(&f.haPrefix, "ha-prefix", mqtt.DefaultHAPrefix, "Home Assistant discovery prefix")
 	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", defaultBrokerPort))
-	fs.StringVar(&f.user, "mqtt-user", "", "MQTT username (the embedded broker then requires it)")
-	fs.StringVar(&f.password, "mqtt-password", "", "MQTT password (or $HOLO_MQTT_PASSWORD)")
+	fs.StringVar(&f.user, "mqtt-user", "", "username on the external broker (--mqtt)")
+	fs.StringVar(&f.password, "mqtt-password", "", "password on the external broker (or $HOLO_MQTT_PASSWORD, or --mqtt-password-file)")
+	fs.StringVar(&f.passwordFile, "mqtt-password-file", "", "file holding the password on the external broker (mode 0600; a trailing newline is ignored)")
 	fs.StringVar(&f.ca, "mqtt-ca", "", "CA certificate (PEM) that signed the broker's certificate")
 	fs.StringVar(&f.cert, "mqtt-cert", "", "client certificate (PEM) for the broker")
 	fs.StringVar(&f.key, "mqtt-key", "", "client key (PEM) for the broker")
 	fs.StringVar(&f.clientID, "mqtt-client-id", "", "MQTT client id (default holo-gateway-<base>-<random>)")
 	fs.StringVar(&f.channel, "mqtt-update-channel", mqtt.DefaultUpdateChannel, "release channel the Home Assistant update entities offer and install")
 	fs.BoolVar(&f.off, "no-mqtt", false, "run without the MQTT bridge")
+	fs.Var(&f.anonymous, "mqtt-anonymous", "role of embedded-broker clients without credentials: none, viewer, operator or admin (default none; operator in demo mode, admin with --insecure-lab); loopback only unless --mqtt-allow-anonymous-remote")
+	fs.BoolVar(&f.anonymousRemote, "mqtt-allow-anonymous-remote", false, "let clients without credentials in when the embedded broker listens beyond loopback (warns)")
+	fs.Var(&f.accept, "mqtt-accept", "commands the bridge takes from MQTT, as the role their publisher is taken to have: none, viewer, operator or admin (default operator with --mqtt; admin with the embedded broker, which checks every client's token)")
+	fs.IntVar(&f.limits.MaxPacket, "mqtt-max-packet", broker.DefaultMaxPacket, "embedded broker: largest MQTT packet a client may send, in bytes after the fixed header (CONNECT: 64 KiB; the gateway's own bridge: 64 MiB)")
+	fs.IntVar(&f.limits.MaxClients, "mqtt-max-clients", broker.DefaultMaxClients, "embedded broker: most clients connected at once (the gateway's bridge not counted)")
+	fs.IntVar(&f.limits.MaxRetained, "mqtt-max-retained", broker.DefaultMaxRetained, "embedded broker: most retained messages clients may leave (the bridge's not counted)")
+	fs.IntVar(&f.limits.MaxRetainedSize, "mqtt-max-retained-size", broker.DefaultMaxRetainedSize, "embedded broker: largest retained payload a client may leave, in bytes")
+}
+
+// anonymousRole is the embedded broker's role for clients without
+// credentials, and a note for the banner when the default was dropped.
+func (f *mqttFlags) anonymousRole(isDemo, insecureLab bool, addr string) (auth.Role, string, error) {
+	if f.anonymous.set {
+		if f.anonymous.v == "none" {
+			return auth.RoleNone, "", nil
+		}
+		r, err := auth.ParseRole(f.anonymous.v)
+		if err != nil {
+			return 0, "", fmt.Errorf("%w: --mqtt-anonymous: %v (or none)", errUsage, err)
+		}
+		if !broker.Loopback(addr) && !f.anonymousRemote {
+			return 0, "", fmt.Errorf("%w: --mqtt-anonymous %s on %s, which is not loopback: add --mqtt-allow-anonymous-remote to mean it", errUsage, r, addr)
+		}
+		return r, "", nil
+	}
+	var r auth.Role
+	switch {
+	case insecureLab:
+		r = auth.RoleAdmin
+	case isDemo:
+		r = auth.RoleOperator
+	default:
+		return auth.RoleNone, "", nil
+	}
+	if !broker.Loopback(addr) && !f.anonymousRemote {
+		return auth.RoleNone, fmt.Sprintf("clients without credentials refused: the broker listens on %s, beyond loopback (--mqtt-allow-anonymous-remote lets them in as %v)", addr, r), nil
+	}
+	return r, "", nil
+}
+
+// bridgePassword is the external broker's password: the flag, the file,
+// or $HOLO_MQTT_PASSWORD.
+func (f *mqttFlags) bridgePassword(e *env) (string, error) {
+	if f.passwordFile != "" {
+		if f.password != "" {
+			return "", fmt.Errorf("%w: --mqtt-password and --mqtt-password-file: give one", errUsage)
+		}
+		st, err := os.Stat(f.passwordFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: --mqtt-password-file: %v", errUsage, err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			e.log.Warn("mqtt: the password file is readable by others; chmod 0600 it", "file", f.passwordFile, "mode", st.Mode().Perm())
+		}
+		raw, err := os.ReadFile(f.passwordFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: --mqtt-password-file: %v", errUsage, err)
+		}
+		p := strings.TrimRight(string(raw), "\r\n")
+		if p == "" || strings.ContainsAny(p, "\r\n") {
+			return "", fmt.Errorf("%w: --mqtt-password-file %s: want one line holding the password", errUsage, f.passwordFile)
+		}
+		return p, nil
+	}
+	if f.password == "" {
+		return os.Getenv("HOLO_MQTT_PASSWORD"), nil
+	}
+	return f.password, nil
 }
 
 // check refuses bad MQTT flags before anything starts.
@@ -92,23 +183,54 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 	if f.off {
 		return component{name: "mqtt", banner: []string{"mqtt:     off (--no-mqtt)"}}, nil
 	}
-	if f.password == "" {
-		f.password = os.Getenv("HOLO_MQTT_PASSWORD")
-	}
 	if f.channel == "" {
 		f.channel = mqtt.DefaultUpdateChannel
 	}
 	if err := artifact.CheckChannel(f.channel); err != nil {
 		return component{}, fmt.Errorf("%w: mqtt: --mqtt-update-channel: %w", errUsage, err)
 	}
+	accept := f.accept.v
+	if f.accept.set {
+		if _, err := mqtt.ParseAccept(accept); err != nil || accept == "" {
+			return component{}, fmt.Errorf("%w: --mqtt-accept %q: none, viewer, operator or admin", errUsage, accept)
+		}
+	}
 	brokerURL := e.opts.mqtt
 	var br *broker.Broker
 	var lines []string
+	user, password := f.user, ""
 	if brokerURL == "" {
-		var err error
-		br, err = broker.Start(broker.Options{Addr: broker.ListenAddr(f.port), Username: f.user, Password: f.password,
-			Log: e.log.With("component", "mqtt-broker")})
+		if f.user != "" || f.password != "" || f.passwordFile != "" {
+			return component{}, fmt.Errorf("%w: --mqtt-user and --mqtt-password are for an external broker (--mqtt); "+
+				"the embedded broker logs clients in with gateway tokens (username = token name, password = its secret)", errUsage)
+		}
+		addr := broker.ListenAddr(f.port)
+		anon, note, err := f.anonymousRole(e.demo, e.opts.insecureLab, addr)
 		if err != nil {
+			return component{}, err
+		}
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return component{}, err
+		}
+		user, password = gatewayUser, base64.RawURLEncoding.EncodeToString(raw[:])
+		policy, err := mqtt.NewPolicy(f.base, f.haPrefix)
+		if err != nil {
+			return component{}, fmt.Errorf("%w: mqtt: %w", errUsage, err)
+		}
+		policy.Guard = e.guard // refusals and commands go to the audit log
+		o := broker.Options{Addr: addr, Policy: policy, Anonymous: anon,
+			AnonymousRemote: f.anonymousRemote, Limits: f.limits,
+			Gateway: broker.Credentials{Username: user, Password: password},
+			Log:     e.log.With("component", "mqtt-broker")}
+		if e.tokens != nil {
+			o.Tokens = e.tokens
+		}
+		br, err = broker.Start(o)
+		if err != nil {
+			if errors.Is(err, broker.ErrConfig) {
+				return component{}, fmt.Errorf("%w: mqtt: %w", errUsage, err)
+			}
 			if f.portSet {
 				return component{}, fmt.Errorf("--mqtt-port %s: %w", f.port, err)
 			}
@@ -120,19 +242,43 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		}
 		brokerURL = br.URL()
 		lines = append(lines, "mqtt:     embedded broker "+brokerURL+"  (topics under "+f.base+"/, HA discovery under "+f.haPrefix+"/)")
+		lines = append(lines, "mqtt:     logins: gateway tokens (username = token name, password = its secret); "+anonymousLine(anon, addr))
+		if anon != auth.RoleNone && !broker.Loopback(addr) {
+			w := fmt.Sprintf("WARNING: anyone who reaches %s may use MQTT as %v without credentials (--mqtt-allow-anonymous-remote)", addr, anon)
+			lines = append(lines, "mqtt:     "+w)
+			e.log.Warn("mqtt: "+w, "addr", addr, "role", anon)
+		}
+		if note != "" {
+			lines = append(lines, "mqtt:     "+note)
+		}
+		if !f.accept.set {
+			accept = "admin" // the broker decides each client's commands
+		}
 	} else {
+		if f.anonymous.set || f.anonymousRemote {
+			return component{}, fmt.Errorf("%w: --mqtt-anonymous and --mqtt-allow-anonymous-remote are for the embedded broker; "+
+				"with --mqtt the broker's own settings decide (docs/mqtt-security.md)", errUsage)
+		}
+		var err error
+		if password, err = f.bridgePassword(e); err != nil {
+			return component{}, err
+		}
+		if !f.accept.set {
+			accept = "operator"
+		}
 		lines = append(lines, "mqtt:     broker "+redact(brokerURL)+"  (topics under "+f.base+"/, HA discovery under "+f.haPrefix+"/)")
+		lines = append(lines, "mqtt:     commands taken as "+accept+" (--mqtt-accept): the broker's ACLs decide who may publish them")
 	}
-	o := mqtt.Options{Fleet: e.fleet, Broker: brokerURL, Username: f.user, Password: f.password,
+	o := mqtt.Options{Fleet: e.fleet, Guard: e.guard, Broker: brokerURL, Username: user, Password: password,
 		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, ClientID: f.clientID, Base: f.base, HAPrefix: f.haPrefix,
 		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer,
-		UpdateChannel: f.channel}
+		UpdateChannel: f.channel, Accept: accept}
 	// The rollouts component ran first: the bridge follows its engine
 	// and installs from its store.
 	if e.rollouts != nil {
 		o.Rollouts = e.rollouts
 		lines = append(lines, "mqtt:     rollouts on "+f.base+"/bridge/rollout/<id>; HA update entities offer channel "+
-			o.UpdateChannel+" (MQTT commands are trusted as far as the broker's ACLs allow)")
+			o.UpdateChannel)
 	}
 	if e.artifacts != nil {
 		o.Firmware = e.artifacts
@@ -162,6 +308,17 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		return nil
 	})
 	return component{name: "mqtt", run: run, banner: lines, ready: ready}, nil
+}
+
+// anonymousLine tells the banner who may connect without credentials.
+func anonymousLine(r auth.Role, addr string) string {
+	switch {
+	case r == auth.RoleNone:
+		return "no anonymous clients"
+	case broker.Loopback(addr):
+		return fmt.Sprintf("clients without credentials are %v (loopback only)", r)
+	}
+	return fmt.Sprintf("clients without credentials are %v", r)
 }
 
 // redact hides a password in a broker URL.

@@ -30,6 +30,9 @@ func TestDemoMQTT(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no MQTT line in the banner:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "clients without credentials are operator (loopback only)") {
+		t.Errorf("the banner does not say who may connect without credentials:\n%s", out.String())
+	}
 	var mu sync.Mutex
 	got := map[string]string{}
 	o := paho.NewClientOptions().AddBroker(m[1]).SetClientID(fmt.Sprintf("t-%d", os.Getpid()))
@@ -105,6 +108,16 @@ func TestMQTTFlags(t *testing.T) {
 		{"--line", "gopher://nowhere"},
 		{"--line", "serial:///dev/ttyX?baud=fast"},
 		{"--listen", "no-port"},
+		{"--mqtt-port", "0", "--mqtt-user", "shared"},
+		{"--mqtt-port", "0", "--mqtt-password", "shared"},
+		{"--mqtt-port", "0", "--mqtt-accept", "root"},
+		{"--mqtt-port", "0", "--mqtt-accept", ""},
+		{"--mqtt-port", "0", "--mqtt-anonymous", "god"},
+		{"--mqtt-port", "0.0.0.0:0", "--mqtt-anonymous", "viewer"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password-file", "/nonexistent/password"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password-file", "/dev/null"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-anonymous", "viewer"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-allow-anonymous-remote"},
 	} {
 		var out, errb syncBuffer
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -159,4 +172,25 @@ func holdDefaultBrokerPort(t *testing.T) {
 	old := defaultBrokerPort
 	defaultBrokerPort = ln.Addr().(*net.TCPAddr).Port
 	t.Cleanup(func() { defaultBrokerPort = old })
+}
+
+// TestMQTTAcceptDefault: with an external broker the bridge takes
+// commands as an operator unless told; the banner says so.
+func TestMQTTAcceptDefault(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "commands taken as operator (--mqtt-accept)"},
+		{[]string{"--mqtt-accept", "admin"}, "commands taken as admin (--mqtt-accept)"},
+	} {
+		_, out := start(t, append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0", "--mqtt", "tcp://127.0.0.1:1"}, tt.args...)...)
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), tt.want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v: banner without %q:\n%s", tt.args, tt.want, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }

@@ -52,7 +52,8 @@ const (
 	ResTokens    Resource = "tokens"    // bearer tokens
 	ResAudit     Resource = "audit"     // the audit log
 	ResMetrics   Resource = "metrics"   // /metrics
-	ResBridge    Resource = "bridge"    // MQTT bridge requests not covered above
+	ResBridge    Resource = "bridge"    // MQTT bridge requests not covered above, and their traffic
+	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -153,7 +154,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -166,6 +167,10 @@ func Need(a Attributes) (Role, string) {
 		}
 	case ResActions:
 		if a.Verb == VerbAct {
+			return RoleOperator, what
+		}
+	case ResDiscovery:
+		if a.Verb == VerbUpdate { // publish it again (HA's birth message)
 			return RoleOperator, what
 		}
 	case ResBoardAPI:
@@ -185,6 +190,11 @@ func Need(a Attributes) (Role, string) {
 			return RoleAdmin, what
 		}
 		if a.Resource == ResTokens && a.Verb == VerbRead {
+			return RoleAdmin, what
+		}
+		// The bridge's request traffic and raw-call replies may carry what
+		// only admins may read (a board's network settings).
+		if a.Resource == ResBridge && (a.Verb == VerbRead || a.Verb == VerbWatch) {
 			return RoleAdmin, what
 		}
 	case ResAudit:

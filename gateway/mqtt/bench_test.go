@@ -14,6 +14,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
@@ -53,7 +54,7 @@ func benchBroker(b *testing.B) (string, string) {
 		c.Close()
 		return "tcp://" + mosquittoAddr, "mosquitto"
 	}
-	br, err := broker.Start(broker.Options{Addr: "127.0.0.1:0"})
+	br, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Anonymous: auth.RoleAdmin})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 	"github.com/holofleet/holofleet/store"
@@ -89,6 +90,18 @@ type Options struct {
 	// Rollout runs the "rollout" request; nil uses Rollouts, or answers
 	// ErrUnsupported.
 	Rollout func(ctx context.Context, body json.RawMessage) (any, error)
+	// Accept is the most a command from MQTT may do: the role its
+	// publisher is taken to have ("viewer", "operator", "admin", or
+	// "none" for no commands at all), decided for each command through
+	// Policy with auth.Authorize. "" takes every command the broker
+	// delivers, as admin: right for the embedded broker, which authorises
+	// each client itself; an external broker cannot tell the bridge who
+	// published (see access.go).
+	Accept string
+	// Guard receives the audit records of commands decided by Accept
+	// (an external broker's). With the embedded broker the broker's own
+	// policy records them with the publisher's real identity.
+	Guard *auth.Guard
 	// Version is the gateway's version for bridge/info and HA.
 	Version string
 	// MinBackoff and MaxBackoff bound the wait between connection tries.
@@ -149,6 +162,8 @@ type Bridge struct {
 
 	cmds    chan command
 	limits  *limiter
+	policy  *Policy
+	accept  auth.Role
 	updates sync.Map // board id -> Update
 
 	st struct {
@@ -226,11 +241,21 @@ func New(o Options) (*Bridge, error) {
 	if o.KeepRollouts <= 0 {
 		o.KeepRollouts = DefaultKeepRollouts
 	}
+	var err error
 	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, clk: o.Clock, log: o.Log,
 		lost: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
 		retained: map[string][]byte{}, dirty: map[string]bool{}, rwake: make(chan struct{}, 1),
 		boards: map[string]*boardInfo{}, cmds: make(chan command, DefaultCommandQ)}
 	b.limits = newLimiter(o.Clock, o.BoardRate, o.TopicRate, o.Burst)
+	if b.accept, err = ParseAccept(o.Accept); err != nil {
+		return nil, err
+	}
+	if b.policy, err = NewPolicy(o.Base, o.HAPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if o.Accept != "" {
+		b.policy.Guard = o.Guard
+	}
 	if o.Rollouts != nil {
 		if b.o.Install == nil {
 			b.o.Install = b.install

@@ -71,6 +71,10 @@ func (b *Bridge) onMessage(_ paho.Client, msg paho.Message) {
 		b.refuse(c, fmt.Errorf("%w: %s", ErrRateLimited, c.topic))
 		return
 	}
+	if err := b.admit(c); err != nil {
+		b.refuse(c, err)
+		return
+	}
 	select {
 	case b.cmds <- c:
 	default:

@@ -57,10 +57,15 @@
 // docs/mqtt.md has the table of what every command HA sends does from
 // each starting state.
 //
-// The bridge does not authenticate commands: a client the broker lets
-// publish on <b>/set/update or bridge/request/rollout installs firmware,
-// which the REST API keeps for admins. The broker's ACLs are the access
-// control of MQTT commands; give those topics to trusted clients only.
+// # Access control
+//
+// Policy (access.go) maps every topic and payload to the gateway's
+// authorisation attributes; auth.Authorize decides. The embedded broker
+// asks it for each client by the token it logged in with. With an
+// external broker the bridge cannot tell who published: Options.Accept is
+// the role it assumes for every command, and the broker's ACLs must keep
+// admin topics (set/update, rollout requests, raw calls) for admins
+// (docs/mqtt-security.md ships a Mosquitto ACL file).
 package mqtt
 
 import "errors"

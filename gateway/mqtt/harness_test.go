@@ -19,6 +19,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/lan"
 	"github.com/holofleet/holofleet/gateway/mqtt"
@@ -40,7 +41,7 @@ type brokerCase struct {
 func brokerCases() []brokerCase {
 	return []brokerCase{
 		{"embedded", func(t *testing.T) string {
-			br, err := broker.Start(broker.Options{Addr: "127.0.0.1:0"})
+			br, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Anonymous: auth.RoleAdmin})
 			if err != nil {
 				t.Fatal(err)
 			}

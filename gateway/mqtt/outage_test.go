@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 	"github.com/holofleet/holofleet/gateway/nettest"
 )
@@ -25,7 +26,7 @@ func TestBrokerOutage(t *testing.T) {
 		up   func(t *testing.T, port int) func() // starts a broker, returns its kill
 	}{
 		{"embedded", func(t *testing.T, port int) func() {
-			br, err := broker.Start(broker.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+			br, err := broker.Start(broker.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Anonymous: auth.RoleAdmin})
 			if err != nil {
 				t.Fatal(err)
 			}

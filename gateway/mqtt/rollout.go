@@ -25,10 +25,9 @@ import (
 // and dry_run a plan (the REST API's JSON; board names may stand for ids),
 // get, boards and list, pause, resume, abort and revert an id.
 //
-// Commands on MQTT are trusted as far as the broker lets a client publish
-// on the command topics: whoever may publish <base>/+/set/update or
-// <base>/bridge/request/rollout may install firmware, the admin-level
-// action of the REST API. Restrict those topics with the broker's ACLs.
+// Installing firmware (<base>/+/set/update, rollout create, resume,
+// revert) needs admin, as over the REST API; pause and abort are the
+// operators' brakes (access.go).
 
 // DefaultUpdateChannel is the release channel whose image the HA update
 // entities offer and install.

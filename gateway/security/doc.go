@@ -1,8 +1,8 @@
 // Package security holds the gateway's security suite: one test per
 // attack the gateway must withstand, each through real sockets against
 // the in-process API server on a loopback port 0 or a real holo-gateway
-// process, and each failing against the gateway as it was before the fix
-// it guards. It has no code of its own; `make test` runs it.
+// process the tests build, and each failing against the gateway as it was
+// before the fix it guards. It has no code of its own; `make test` runs it.
 //
 //	api_test.go      roles hold on every path: an operator's raw board
 //	                 call cannot install firmware or change a board's
@@ -19,6 +19,18 @@
 //	                 commands still work
 //	process_test.go  board passwords stay out of argv; /metrics can need a
 //	                 token
+//	mqtt_test.go     the MQTT surface: anonymous and viewer logins cannot
+//	                 command, operators cannot send bridge requests,
+//	                 anonymous access beyond loopback needs a flag that
+//	                 says so, revoked tokens are disconnected, oversize
+//	                 packets and will tricks are refused
 //
-// Other surfaces add their own files (mqtt_test.go for the MQTT bridge).
+//	go test ./gateway/security            every attack
+//	go test ./gateway/security -run MQTT  the MQTT surface
+//
+// The tests build holo-gateway once per run (set HOLO_SECURITY_GATEWAY to
+// a binary to test that one instead) and use mosquitto_pub and
+// mosquitto_sub where a check needs a client paho is not (MQTT 5),
+// skipping those checks with a message when the binaries are missing
+// outside CI.
 package security

@@ -3,6 +3,7 @@ package security
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -302,6 +303,8 @@ func TestMain(m *testing.M) {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+	// The MQTT tests' build (main_test.go, the external test package).
+	os.RemoveAll(filepath.Join(os.TempDir(), fmt.Sprintf("holofleet-security-mqtt-%d", os.Getpid())))
 	os.Exit(code)
 }
 
