@@ -238,6 +238,22 @@ func TestMQTTViewerCannotSet(t *testing.T) {
 	viewer.wait(t, "the board's red LEDs", func(m msg) bool {
 		return m.topic == "holo/"+board+"/leds" && strings.Contains(m.payload, "ff0000")
 	})
+
+	// The audit log has the viewer's refusal and the operator's command,
+	// each under its token's name, on the MQTT surface.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, raw := g.rest(t, "GET", "/v1/audit?limit=200", "")
+		body := string(raw)
+		if code == 200 && strings.Contains(body, `"dash"`) && strings.Contains(body, `"desk"`) &&
+			strings.Contains(body, `"mqtt"`) && strings.Contains(body, "PermissionDenied") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audit log without the MQTT records (%d): %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestMQTTOperatorCannotBridgeRequest: an operator token commands shows
