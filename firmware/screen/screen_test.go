@@ -87,8 +87,13 @@ type fakeClip struct {
 	mu     *sync.Mutex
 }
 
+// Info: a fake of one frame and no rate is a still image, else a clip.
 func (f *fakeClip) Info() media.Info {
-	return media.Info{Kind: media.KindClip, Width: f.w, Height: f.h, Frames: f.n, FPS: f.fps}
+	kind := media.KindClip
+	if f.n == 1 && f.fps == 0 {
+		kind = media.KindImage
+	}
+	return media.Info{Kind: kind, Width: f.w, Height: f.h, Frames: f.n, FPS: f.fps}
 }
 func (f *fakeClip) Frames() int  { return f.n }
 func (f *fakeClip) FPS() float64 { return f.fps }
