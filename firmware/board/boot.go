@@ -150,7 +150,9 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot.ctx, boot.cancel = context.WithCancel(context.Background())
 	boot.OnClose(boot.wg.Wait)
 	boot.OnClose(boot.cancel)
-	boot.Hub = events.New(b.clk, b.log.With("part", "events"), events.Options{Uptime: boot.Uptime})
+	// Clients without the password (when one is set) may not take the
+	// last event stream: it is kept for the gateway, which sends it.
+	boot.Hub = events.New(b.clk, b.log.With("part", "events"), events.Options{Uptime: boot.Uptime, Trusted: httpapi.Trusted})
 	boot.OnClose(boot.Hub.Close)
 	ws, err := web.Load(b.db.Bucket("web"), b.identity.DefaultHostname())
 	if err != nil {
@@ -164,7 +166,7 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 		return nil, err
 	}
 	boot.Settings = st
-	boot.HTTP = httpapi.New(ws, b.log.With("part", "http"))
+	boot.HTTP = httpapi.New(ws, httpapi.Options{Log: b.log.With("part", "http"), Clock: b.clk})
 	boot.AddFeature("settings", st.Routes()...)
 	boot.AddFeature("", ws.Routes()...)
 	boot.AddFeature("events", boot.Hub.Route())

@@ -147,10 +147,10 @@ func (c clip) Info() media.Info {
 	}
 	return media.Info{Kind: kind, Frames: c.n, FPS: c.fps}
 }
-func (c clip) Frames() int      { return c.n }
-func (c clip) FPS() float64     { return c.fps }
-func (c clip) Width() int       { return 16 }
-func (c clip) Height() int      { return 16 }
+func (c clip) Frames() int  { return c.n }
+func (c clip) FPS() float64 { return c.fps }
+func (c clip) Width() int   { return 16 }
+func (c clip) Height() int  { return 16 }
 func (c clip) Frame(i int) (image.Image, error) {
 	return image.NewRGBA(image.Rect(0, 0, 16, 16)), nil
 }
