@@ -270,6 +270,7 @@ func TestSharedMedia(t *testing.T) {
 	if len(list.Entries) != 1 || list.Entries[0]["kind"] != "clip" || list.Entries[0]["playable"] != true {
 		t.Errorf("media list: %v", list.Entries)
 	}
+	expect(t, b.Do("DELETE", "/screen", nil), 200, "") // ends what the loop above left playing
 	seq := latestSeq(t, b)
 	r := b.Do("POST", "/screen/show", `{"path":"/one/frame.mov","loops":2}`)
 	expect(t, r, 200, "")
