@@ -19,6 +19,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/console"
 	"github.com/holofleet/holofleet/firmware/link"
+	"github.com/holofleet/holofleet/firmware/longop"
 )
 
 func main() {
@@ -38,6 +39,7 @@ func run(args []string) error {
 	apHTTP := fs.String("ap-http", "127.0.0.1:0", "address the simulated access point serves the API on while it is on")
 	mdnsOn := fs.Bool("mdns", false, "announce <hostname>.local and the HTTP service over mDNS while joined")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	stall := fs.Duration("stall-timeout", longop.DefaultIdle, "cut an upload, pull or download whose client sends or takes no byte for this long")
 	consoleAddr := fs.String("console", "", "console transport: stdio, pty, tcp://ADDR or a serial device (default stdio when stdin is a terminal)")
 	proc := processFlags(fs, data) // process mode: bootloader, slots, OTA (boot.go)
 	if err := fs.Parse(args); err != nil {
@@ -62,7 +64,10 @@ func run(args []string) error {
 		b   *board.Board
 		err error
 	)
-	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log, OnRestart: proc.onRestart()}
+	if *stall <= 0 {
+		return fmt.Errorf("--stall-timeout must be positive, not %s", *stall)
+	}
+	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log, OnRestart: proc.onRestart(), StallTimeout: *stall}
 	cfg.OnReady = func(addr net.Addr) {
 		// Tests and tools read this line to learn the port of --http :0.
 		fmt.Printf("holo-board %s listening on http://%s\n", b.Current().Web.Hostname(), addr)

@@ -59,6 +59,11 @@ type Config struct {
 	// Hardware is the board's devices; they outlive restarts, as real
 	// hardware does. Nil means a new simulated set.
 	Hardware *Hardware
+	// StallTimeout is how long an upload, a pull or a download may wait
+	// for its client (or release site) to send or take a byte before it
+	// is cut and the long-operation lock given back
+	// (longop.DefaultIdle, 30 s, when 0).
+	StallTimeout time.Duration
 }
 
 // Hardware is the set of devices a board drives.

@@ -146,12 +146,21 @@ func (wiredNetwork) ViaAP(*http.Request) bool { return false }
 
 func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot := &Boot{Board: b, Clock: b.clk, Log: b.log, Started: b.clk.Now(), addr: addr,
-		features: map[string]bool{}, Network: wiredNetwork{addr}, Long: &longop.Lock{}, values: map[any]any{}}
+		features: map[string]bool{}, Network: wiredNetwork{addr}, values: map[any]any{},
+		Long: &longop.Lock{Idle: b.cfg.StallTimeout, Clock: b.clk}}
 	boot.ctx, boot.cancel = context.WithCancel(context.Background())
 	boot.OnClose(boot.wg.Wait)
 	boot.OnClose(boot.cancel)
-	boot.Hub = events.New(b.clk, b.log.With("part", "events"), events.Options{Uptime: boot.Uptime})
+	// Clients without the password (when one is set) may not take the
+	// last event stream: it is kept for the gateway, which sends it.
+	boot.Hub = events.New(b.clk, b.log.With("part", "events"), events.Options{Uptime: boot.Uptime, Trusted: httpapi.Trusted})
 	boot.OnClose(boot.Hub.Close)
+	// A long operation cut because its client stalled is told in the
+	// system state at once (an upload's own client no longer listens).
+	boot.Long.OnCut = func(c longop.Cut) {
+		boot.Log.Warn("board: long operation cut: its client stalled", "what", c.What, "bytes", c.Bytes, "idle", c.Idle)
+		boot.Hub.SetState(events.KindSystem, boot.System())
+	}
 	ws, err := web.Load(b.db.Bucket("web"), b.identity.DefaultHostname())
 	if err != nil {
 		boot.Close()
@@ -164,7 +173,7 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 		return nil, err
 	}
 	boot.Settings = st
-	boot.HTTP = httpapi.New(ws, b.log.With("part", "http"))
+	boot.HTTP = httpapi.New(ws, httpapi.Options{Log: b.log.With("part", "http"), Clock: b.clk})
 	boot.AddFeature("settings", st.Routes()...)
 	boot.AddFeature("", ws.Routes()...)
 	boot.AddFeature("events", boot.Hub.Route())
@@ -352,6 +361,18 @@ type System struct {
 	UptimeS  int64 `json:"uptime_s"`
 	HeapFree int64 `json:"heap_free"`
 	RSSI     *int  `json:"rssi"`
+	// LastCut is the last long operation of this boot cut because its
+	// client stalled; absent when none was.
+	LastCut *LongOpCut `json:"last_cut,omitempty"`
+}
+
+// LongOpCut is a long operation (upload, pull, download) cut because its
+// client sent or took no byte for the stall timeout.
+type LongOpCut struct {
+	What   string `json:"what" doc:"the operation, such as uploading /clips/a.mov or firmware upload"`
+	Bytes  int64  `json:"bytes" doc:"bytes that passed before it stalled"`
+	IdleMS int64  `json:"idle_ms" doc:"how long it waited, ms"`
+	TMs    int64  `json:"t_ms" doc:"board uptime when it was cut, ms"`
 }
 
 // System returns the system state now.
@@ -360,6 +381,9 @@ func (boot *Boot) System() System {
 	if st := boot.Network.Station(); st.Connected {
 		rssi := st.RSSI
 		s.RSSI = &rssi
+	}
+	if c := boot.Long.LastCut(); c != nil {
+		s.LastCut = &LongOpCut{What: c.What, Bytes: c.Bytes, IdleMS: c.Idle.Milliseconds(), TMs: c.At.Sub(boot.Started).Milliseconds()}
 	}
 	return s
 }

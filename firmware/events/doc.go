@@ -55,7 +55,15 @@
 // line ": keep-alive" and a blank line are written: proxies see traffic and keep
 // the connection, and a write to a client that vanished fails, which ends the
 // stream and frees its slot. Each write has a deadline ([DefaultWriteTimeout],
-// real time), so a client that stops reading also loses its slot. Without the
+// real time), so a client that stops reading also loses its slot.
+//
+// # Stream slots
+//
+// At most [DefaultMaxStreams] streams are open at once; one more is
+// answered 503 busy. With [Options.Trusted] set (the board sets it while a
+// password is set) clients it does not trust share all but
+// [DefaultReserved] of the slots, so strangers cannot take every stream
+// and leave the gateway, which sends the password, without one. Without the
 // SSE Accept header (and always over the host link) the reply is the JSON
 // [Reply] of [Hub.Since].
 package events

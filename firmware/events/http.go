@@ -119,11 +119,13 @@ func acceptsStream(values []string) bool {
 }
 
 func (h *Hub) serveStream(w http.ResponseWriter, r *http.Request, filter Filter, after *uint16) {
-	if err := h.acquireStream(); err != nil {
+	trusted := h.opts.Trusted == nil || h.opts.Trusted(r)
+	release, err := h.acquireStream(trusted)
+	if err != nil {
 		api.WriteError(w, api.Errorf(api.ErrStreamsBusy, "%v", err))
 		return
 	}
-	defer h.releaseStream()
+	defer release()
 	sub := h.Subscribe(filter, after)
 	defer sub.Close()
 

@@ -192,6 +192,83 @@ func TestSSEBusy(t *testing.T) {
 	}
 }
 
+// TestSSEReservedSlot: with a Trusted function (the board has a
+// password), clients that are not trusted together get at most
+// MaxStreams-1 streams; the last slot is kept for a trusted client (the
+// gateway, which sends the password), and a trusted client may take any
+// free slot.
+func TestSSEReservedSlot(t *testing.T) {
+	h, _, srv := newServer(t, Options{Trusted: func(r *http.Request) bool { return r.Header.Get("X-Test-Trusted") == "yes" }})
+	status := func(hdr ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, code := errorBody(t, resp)
+		return st, code
+	}
+	var strangers []*stream
+	for range DefaultMaxStreams - 1 {
+		s := openStream(t, srv, "")
+		s.frame(t)
+		strangers = append(strangers, s)
+	}
+	if st, code := status(); st != 503 || code != "busy" {
+		t.Fatalf("a third stranger's stream: %d %s, want 503 busy", st, code)
+	}
+	gw := openStream(t, srv, "", "X-Test-Trusted", "yes")
+	if got := gw.frame(t); got != "retry: 3000\n\n" {
+		t.Fatalf("trusted stream: %q", got)
+	}
+	if st, code := status("X-Test-Trusted", "yes"); st != 503 || code != "busy" {
+		t.Errorf("a fourth stream: %d %s, want 503 busy", st, code)
+	}
+	// The gateway leaves: a stranger still cannot take its slot, but once
+	// a stranger leaves, another stranger can.
+	gw.close()
+	waitStreams(t, h, DefaultMaxStreams-1)
+	if st, code := status(); st != 503 || code != "busy" {
+		t.Errorf("a stranger in the kept slot: %d %s, want 503 busy", st, code)
+	}
+	strangers[0].close()
+	waitStreams(t, h, DefaultMaxStreams-2)
+	openStream(t, srv, "").frame(t)
+	// Trusted clients may fill every slot.
+	for _, s := range strangers[1:] {
+		s.close()
+	}
+	waitStreams(t, h, 1)
+	for range DefaultMaxStreams - 1 {
+		openStream(t, srv, "", "X-Test-Trusted", "yes").frame(t)
+	}
+}
+
+// TestSSENoReserveWithoutTrusted: without a Trusted function (no
+// password set) every slot is open to anyone.
+func TestSSENoReserveWithoutTrusted(t *testing.T) {
+	_, _, srv := newServer(t, Options{})
+	for range DefaultMaxStreams {
+		openStream(t, srv, "").frame(t)
+	}
+}
+
+func waitStreams(t *testing.T, h *Hub, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for h.Streams() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams, want %d", h.Streams(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func getJSON(t testing.TB, srv *httptest.Server, query string, hdr ...string) Reply {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events"+query, nil)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ var (
 const (
 	DefaultKeep         = 32                     // happenings kept for replay
 	DefaultMaxStreams   = 3                      // SSE streams at once
+	DefaultReserved     = 1                      // of them kept for trusted clients (see Options.Trusted)
 	DefaultQueueLimit   = 256                    // happenings a subscriber may have pending
 	DefaultHeartbeat    = 15 * time.Second       // keep-alive comment period on a stream
 	DefaultWriteTimeout = 10 * time.Second       // deadline of one write to a stream (real time)
@@ -67,6 +69,17 @@ type Options struct {
 	// MaxStreams is how many SSE streams may be open at once
 	// (DefaultMaxStreams).
 	MaxStreams int
+	// Trusted says whether a stream's request comes from a trusted
+	// client (the board: no password is set, or the request presented
+	// it). Untrusted clients together may hold at most MaxStreams minus
+	// Reserved streams, so strangers cannot take every slot and blind
+	// the gateway; trusted clients may take any free slot. nil trusts
+	// every client: no slot is held back.
+	Trusted func(r *http.Request) bool
+	// Reserved is how many slots are kept for trusted clients
+	// (DefaultReserved); at most MaxStreams-1, so a stranger can always
+	// have one. A negative value keeps none.
+	Reserved int
 	// Throttle is the least time between two sends of a kind's state. nil
 	// means {"holo": HoloThrottle}; a kind not in the map is sent at once.
 	Throttle map[string]time.Duration
@@ -109,7 +122,8 @@ type Hub struct {
 	count     uint64       // happenings so far; the newest has this count
 	ring      []*Happening // the kept ones, at index count % Keep
 	subs      map[*Subscription]struct{}
-	streams   int
+	streams   int // open SSE streams
+	untrusted int // of them, opened by untrusted clients
 	throttles map[string]*throttle
 
 	done chan struct{} // closed by Close
@@ -138,6 +152,13 @@ func New(clk clock.Clock, log *slog.Logger, opts Options) *Hub {
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = DefaultMaxStreams
 	}
+	switch {
+	case opts.Reserved == 0:
+		opts.Reserved = DefaultReserved
+	case opts.Reserved < 0:
+		opts.Reserved = 0
+	}
+	opts.Reserved = min(opts.Reserved, opts.MaxStreams-1)
 	if opts.Throttle == nil {
 		opts.Throttle = map[string]time.Duration{KindHolo: HoloThrottle}
 	}
@@ -446,25 +467,34 @@ func (h *Hub) Every(kind string, interval time.Duration, state func() (any, bool
 	}
 }
 
-// acquireStream takes a stream slot. It fails with a message when every
-// slot is taken or the hub is closed.
-func (h *Hub) acquireStream() error {
+// acquireStream takes a stream slot for a trusted client or not. It fails
+// with a message when every slot it may take is taken or the hub is
+// closed. release gives the slot back.
+func (h *Hub) acquireStream(trusted bool) (release func(), err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return fmt.Errorf("the event hub is closed: %w", ErrClosed)
+		return nil, fmt.Errorf("the event hub is closed: %w", ErrClosed)
 	}
 	if h.streams >= h.opts.MaxStreams {
-		return fmt.Errorf("all %d event streams are taken", h.opts.MaxStreams)
+		return nil, fmt.Errorf("all %d event streams are taken", h.opts.MaxStreams)
+	}
+	if open := h.opts.MaxStreams - h.opts.Reserved; !trusted && h.untrusted >= open {
+		return nil, fmt.Errorf("the %d event streams open to clients without the password are taken; %d kept for clients that send it",
+			open, h.opts.Reserved)
 	}
 	h.streams++
-	return nil
-}
-
-func (h *Hub) releaseStream() {
-	h.mu.Lock()
-	h.streams--
-	h.mu.Unlock()
+	if !trusted {
+		h.untrusted++
+	}
+	return func() {
+		h.mu.Lock()
+		h.streams--
+		if !trusted {
+			h.untrusted--
+		}
+		h.mu.Unlock()
+	}, nil
 }
 
 // Streams returns how many SSE streams are open.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/board"
@@ -257,7 +258,8 @@ func (h *handlers) download(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, err)
 		return
 	}
-	release, err := h.acquire("downloading " + p)
+	what := "downloading " + p
+	release, err := h.acquire(what)
 	if err != nil {
 		api.WriteError(w, err)
 		return
@@ -273,7 +275,10 @@ func (h *handlers) download(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", strconv.FormatInt(e.Size, 10))
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": e.Name}))
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.CopyN(w, file, e.Size)
+	// A client that stops taking bytes is cut the same way.
+	rc := http.NewResponseController(w)
+	out := h.long.WatchWriter(w, what, func() { _ = rc.SetWriteDeadline(time.Now()) })
+	_, _ = io.CopyN(out, file, e.Size)
 }
 
 func (h *handlers) upload(w http.ResponseWriter, r *http.Request) {
@@ -309,13 +314,18 @@ func (h *handlers) upload(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, err)
 		return
 	}
-	release, err := h.acquire("uploading " + p)
+	what := "uploading " + p
+	release, err := h.acquire(what)
 	if err != nil {
 		api.WriteError(w, err)
 		return
 	}
 	defer release()
-	e, created, err := h.v.Put(r.Context(), p, r.Body, r.ContentLength, opt)
+	// A client that stops sending is cut after the lock's idle timeout:
+	// the read fails, the .part file goes, the lock is given back.
+	rc := http.NewResponseController(w)
+	body := h.long.Watch(r.Body, what, func() { _ = rc.SetReadDeadline(time.Now()) })
+	e, created, err := h.v.Put(r.Context(), p, body, r.ContentLength, opt)
 	if err != nil {
 		api.WriteError(w, err)
 		return

@@ -12,7 +12,12 @@
 //     forbidden_host.
 //  4. With a password set, changing methods and private GETs need it as
 //     Bearer or Basic (any user): 401 auth_required with
-//     WWW-Authenticate: Bearer.
+//     WWW-Authenticate: Bearer. A password presented on any request is
+//     checked, and wrong ones slow their address down (see FreeFailures):
+//     429 too_many_attempts with Retry-After while it is locked. A
+//     request that presents the right one, or any request while no
+//     password is set, is trusted (see Trusted): the event stream keeps a
+//     slot for such clients.
 //  5. POST and PATCH need Content-Type application/json: 415 content_type.
 //     Raw uploads (PUT with bytes) are exempt.
 //
@@ -21,15 +26,20 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"mime"
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/api"
 )
 
@@ -49,18 +59,47 @@ type Access interface {
 	TrustedOrigin(origin string) bool
 }
 
+// Options tune a Server. Zero values take the defaults.
+type Options struct {
+	Log *slog.Logger
+	// Clock times the locks of password guessing (clock.Real when nil).
+	Clock clock.Clock
+	// MaxTracked bounds the addresses whose wrong passwords are
+	// remembered (MaxTracked when 0).
+	MaxTracked int
+}
+
 // Server routes and guards the API.
 type Server struct {
-	access Access
-	log    *slog.Logger
+	access  Access
+	log     *slog.Logger
+	guesses *guesses
 
 	mu     sync.RWMutex
 	routes map[string]map[string]api.Route // path -> method -> route
 }
 
 // New returns a server with no routes.
-func New(access Access, log *slog.Logger) *Server {
-	return &Server{access: access, log: log, routes: map[string]map[string]api.Route{}}
+func New(access Access, o Options) *Server {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	return &Server{access: access, log: o.Log, guesses: newGuesses(o.Clock, o.MaxTracked),
+		routes: map[string]map[string]api.Route{}}
+}
+
+// trustedKey marks the context of a trusted request.
+type trustedKey struct{}
+
+// Trusted reports whether the server found r trusted: no password is
+// set, or r presented it. Requests that did not come through a Server
+// (the host link's) are not.
+func Trusted(r *http.Request) bool {
+	t, _ := r.Context().Value(trustedKey{}).(bool)
+	return t
 }
 
 // Handle adds routes. A later route for the same method and path replaces
@@ -146,11 +185,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, api.Errorf(api.ErrNotFound, "no endpoint %s", path))
 		return
 	}
-	if err := s.check(r, route); err != nil {
+	trusted, err := s.check(r, route)
+	if err != nil {
+		var e *api.Error
+		if errors.As(err, &e) && e.Status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", retryAfter(s.guesses.locked(addressKey(r.RemoteAddr))))
+		}
 		api.WriteError(w, err)
 		return
 	}
+	if trusted {
+		r = r.WithContext(context.WithValue(r.Context(), trustedKey{}, true))
+	}
 	route.Handler.ServeHTTP(w, r)
+}
+
+// retryAfter is a Retry-After value: whole seconds, rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
 }
 
 func changing(method string) bool {
@@ -161,23 +213,51 @@ func changing(method string) bool {
 	return false
 }
 
-func (s *Server) check(r *http.Request, route api.Route) error {
+// check applies the rules of the package doc and reports whether r is
+// trusted.
+func (s *Server) check(r *http.Request, route api.Route) (trusted bool, err error) {
 	change := changing(r.Method)
 	if change && !s.hostNamesBoard(r.Host) {
-		return api.Errorf(api.ErrForbiddenHost, "Host %q does not name this board; use its IP address, %s or %s.local", r.Host, s.access.Hostname(), s.access.Hostname())
+		return false, api.Errorf(api.ErrForbiddenHost, "Host %q does not name this board; use its IP address, %s or %s.local", r.Host, s.access.Hostname(), s.access.Hostname())
 	}
-	if change || route.Private {
-		if s.access.HasPassword() && !s.passwordMatches(r) {
-			return api.Errorf(api.ErrAuthRequired, "this board has a password; send it as Authorization: Bearer <password>")
+	trusted = true
+	if s.access.HasPassword() {
+		trusted, err = s.password(r)
+		if err != nil {
+			return false, err
+		}
+		if !trusted && (change || route.Private) {
+			return false, api.Errorf(api.ErrAuthRequired, "this board has a password; send it as Authorization: Bearer <password>")
 		}
 	}
 	if (r.Method == http.MethodPost || r.Method == http.MethodPatch) && !route.Raw {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			return api.Errorf(api.ErrContentType, "%s needs Content-Type: application/json", r.Method)
+			return false, api.Errorf(api.ErrContentType, "%s needs Content-Type: application/json", r.Method)
 		}
 	}
-	return nil
+	return trusted, nil
+}
+
+// password checks the password r presents, if any, under the limit on
+// guessing: ok is true for the right one; err is too_many_attempts while
+// r's address is locked.
+func (s *Server) password(r *http.Request) (ok bool, err error) {
+	got, presented := presentedPassword(r)
+	if !presented {
+		return false, nil
+	}
+	key := addressKey(r.RemoteAddr)
+	if left := s.guesses.locked(key); left > 0 {
+		return false, api.Errorf(ErrTooManyAttempts, "too many wrong passwords from %s; try again in %s s", key, retryAfter(left))
+	}
+	if s.access.CheckPassword(got) {
+		s.guesses.succeeded(key)
+		return true, nil
+	}
+	s.guesses.failed(key)
+	s.log.Warn("http: wrong password", "remote", r.RemoteAddr, "path", r.URL.Path)
+	return false, nil
 }
 
 // hostNamesBoard reports whether a Host header names this board.
@@ -196,26 +276,26 @@ func (s *Server) hostNamesBoard(host string) bool {
 	return host == name || host == name+".local"
 }
 
-func (s *Server) passwordMatches(r *http.Request) bool {
+// presentedPassword returns the password r carries as Bearer or Basic
+// (any user name); presented is false when it carries none. A malformed
+// Basic value counts as a wrong password.
+func presentedPassword(r *http.Request) (pw string, presented bool) {
 	auth := r.Header.Get("Authorization")
-	var got string
 	switch {
 	case len(auth) > 7 && strings.EqualFold(auth[:7], "bearer "):
-		got = strings.TrimSpace(auth[7:])
+		return strings.TrimSpace(auth[7:]), true
 	case len(auth) > 6 && strings.EqualFold(auth[:6], "basic "):
 		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(auth[6:]))
 		if err != nil {
-			return false
+			return "", true
 		}
 		_, p, ok := strings.Cut(string(raw), ":")
 		if !ok {
-			return false
+			return "", true
 		}
-		got = p
-	default:
-		return false
+		return p, true
 	}
-	return s.access.CheckPassword(got)
+	return "", false
 }
 
 // preflight answers a CORS preflight for a trusted origin.

@@ -21,7 +21,7 @@ func (a access) CheckPassword(p string) bool { return p == a.pw }
 func (a access) TrustedOrigin(o string) bool { return o == a.trusted }
 
 func newServer(pw string) *Server {
-	s := New(access{pw: pw, trusted: "https://ok.example"}, nil)
+	s := New(access{pw: pw, trusted: "https://ok.example"}, Options{})
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, map[string]bool{"ok": true}) })
 	s.Handle(
 		api.Route{Method: "GET", Path: "/thing", Handler: ok},

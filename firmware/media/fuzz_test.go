@@ -2,6 +2,11 @@ package media
 
 import (
 	"bytes"
+	"errors"
+	"image"
+	"image/color/palette"
+	"image/gif"
+	"image/png"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,6 +45,133 @@ func FuzzOpen(f *testing.F) {
 				}
 			}
 			_ = c.Delay(i)
+		}
+	})
+}
+
+// smallMOVs are clips of tiny frames in every layout the writer makes:
+// the seeds of the fast MOV targets (a few hundred bytes each, so the
+// fuzzer spends its time in the parser, not in copying).
+func smallMOVs() [][]byte {
+	tiny := func(k int) []byte { return blockJPEG(8, 8, 1, 1, flat(k)) }
+	var out [][]byte
+	for _, m := range []MOV{
+		{Frames: frames(2, tiny), Width: 8, Height: 8},
+		{Frames: frames(3, tiny), Width: 8, Height: 8, Timescale: 30000, Delta: 1001, MoovFirst: true, Co64: true, SamplesPerChunk: 2},
+		{Frames: frames(2, tiny), Width: 8, Height: 8, Codec: "mjpa", Timescale: 1000, Deltas: []uint32{100, 300}, Audio: true},
+		{Frames: frames(1, tiny), Width: 8, Height: 8, Timescale: 25, Delta: 1},
+		{Frames: frames(1, tiny), Width: 8, Height: 8, Codec: "mjpb"},
+	} {
+		out = append(out, movBytes(m))
+	}
+	return out
+}
+
+// FuzzParseMOV feeds any bytes to the MOV atom parser alone (no frame is
+// decoded past the first one's header): it never panics, and what it
+// accepts places every frame inside the file, within the limits, with a
+// duration.
+func FuzzParseMOV(f *testing.F) {
+	for _, b := range smallMOVs() {
+		f.Add(b)
+	}
+	for _, tc := range []string{"0000000c 66726565 00000000", "00000001 6d646174 0000000000000012 0000", "00000000 6d6f6f76 01020304"} {
+		f.Add(unhex(tc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseMOV(byteReaderAt(data), int64(len(data)))
+		if err != nil {
+			if !errors.Is(err, ErrNotPlayable) {
+				t.Fatalf("refusal %v does not wrap ErrNotPlayable", err)
+			}
+			return
+		}
+		n := len(m.sizes)
+		if n < 1 || n > MaxFrames || len(m.offsets) != n || m.duration == 0 || m.timescale == 0 ||
+			m.width < 1 || m.width > MaxWidth || m.height < 1 || m.height > MaxHeight {
+			t.Fatalf("accepted %d frames, %dx%d, duration %d/%d", n, m.width, m.height, m.duration, m.timescale)
+		}
+		for i := range n {
+			if m.offsets[i] < 0 || m.offsets[i]+int64(m.sizes[i]) > int64(len(data)) {
+				t.Fatalf("frame %d at %d+%d lies outside %d bytes", i, m.offsets[i], m.sizes[i], len(data))
+			}
+			if m.delay(i) < 0 {
+				t.Fatalf("frame %d has delay %v", i, m.delay(i))
+			}
+		}
+		_ = m.info()
+	})
+}
+
+// FuzzImageHeader feeds any bytes to the header checks of PNG, JPEG and
+// GIF files (no pixel is decoded): they never panic, and what they accept
+// fits the screen.
+func FuzzImageHeader(f *testing.F) {
+	// Tiny pictures of each format (tens to hundreds of bytes): the
+	// fuzzer's time goes to the header checks, and minimising what it
+	// finds is quick.
+	tinyGIF := func(n int) []byte {
+		g := &gif.GIF{}
+		for k := range n {
+			p := image.NewPaletted(image.Rect(0, 0, 4, 3), palette.Plan9)
+			p.SetColorIndex(k%4, 1, uint8(k+1))
+			g.Image, g.Delay, g.Disposal = append(g.Image, p), append(g.Delay, 5*k), append(g.Disposal, byte(k%4))
+		}
+		var b bytes.Buffer
+		if err := gif.EncodeAll(&b, g); err != nil {
+			panic(err)
+		}
+		return b.Bytes()
+	}
+	tinyPNG := func(w, h int) []byte {
+		var b bytes.Buffer
+		if err := png.Encode(&b, testImage(w, h, 1)); err != nil {
+			panic(err)
+		}
+		return b.Bytes()
+	}
+	f.Add(tinyGIF(1))
+	f.Add(tinyGIF(3))
+	f.Add(tinyPNG(4, 3))
+	f.Add(tinyPNG(241, 1))
+	f.Add(blockJPEG(8, 8, 2, 2, flat(0)))
+	f.Add(unhex("ffd8 ffc2 0011 08 0010 0010 03 011100 021100 031100"))
+	f.Add([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x44\x01\x00\x3b"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, err := probeImage(data)
+		if err != nil {
+			if !errors.Is(err, ErrNotPlayable) {
+				t.Fatalf("refusal %v does not wrap ErrNotPlayable", err)
+			}
+			return
+		}
+		if info.Width < 1 || info.Width > MaxWidth || info.Height < 1 || info.Height > MaxHeight || info.Frames < 1 ||
+			(info.Kind == KindAnimation) != (info.Frames > 1) {
+			t.Fatalf("accepted %+v", info)
+		}
+	})
+}
+
+// FuzzDecodeFrame feeds any bytes to the decoder of one Motion-JPEG
+// sample, seeded with tiny frames of every sampling: it never panics, and
+// what it decodes has the size its header gave, within the screen.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, s := range [][2]int{{1, 1}, {2, 1}, {2, 2}, {1, 2}} {
+		f.Add(blockJPEG(16, 16, s[0], s[1], flat(1)))
+	}
+	f.Add(stdJPEG(testImage(8, 8, 1)))
+	f.Add(unhex("ffd8 ffc2 0011 08 0010 0010 03 011100 021100 031100"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		img, err := decodeFrame(data)
+		if err != nil {
+			if !errors.Is(err, ErrNotPlayable) {
+				t.Fatalf("refusal %v does not wrap ErrNotPlayable", err)
+			}
+			return
+		}
+		h, err := scanJPEG(data)
+		if b := img.Bounds(); err != nil || b.Dx() != h.width || b.Dy() != h.height || b.Dx() > MaxWidth || b.Dy() > MaxHeight {
+			t.Fatalf("decoded %v, header %+v (%v)", b, h, err)
 		}
 	})
 }

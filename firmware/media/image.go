@@ -12,36 +12,60 @@ import (
 	"time"
 )
 
-// openImage checks and decodes a PNG, JPEG or GIF held in data.
-func openImage(data []byte) (Clip, error) {
+// probeImage checks a PNG, JPEG or GIF held in data from its headers
+// alone, without decoding pixels: the format, dimensions within the
+// screen, a JPEG coding the decoder takes, a GIF's block structure and
+// frame delays. openImage decodes only what passes.
+func probeImage(data []byte) (Info, error) {
 	info := Info{Kind: KindImage, Size: int64(len(data)), Frames: 1}
-	var img image.Image
 	switch Sniff(data) {
 	case FormatPNG:
 		info.Format = FormatPNG
 		cfg, err := png.DecodeConfig(bytes.NewReader(data))
 		if err != nil {
-			return nil, refuse(ErrMalformed, "PNG: %v", err)
+			return Info{}, refuse(ErrMalformed, "PNG: %v", err)
 		}
 		if err := checkDimensions(cfg.Width, cfg.Height); err != nil {
-			return nil, err
+			return Info{}, err
 		}
+		info.Width, info.Height = cfg.Width, cfg.Height
+	case FormatJPEG:
+		info.Format = FormatJPEG
+		h, err := checkJPEG(data)
+		if err != nil {
+			return Info{}, err
+		}
+		info.Width, info.Height = h.width, h.height
+	case FormatGIF:
+		w, h, frames, err := scanGIF(data)
+		if err != nil {
+			return Info{}, err
+		}
+		return gifInfo(data, w, h, frames), nil
+	default:
+		return Info{}, refuse(ErrFormat, "not a PNG, JPEG or GIF")
+	}
+	return info, nil
+}
+
+// openImage checks and decodes a PNG, JPEG or GIF held in data.
+func openImage(data []byte) (Clip, error) {
+	info, err := probeImage(data)
+	if err != nil {
+		return nil, err
+	}
+	var img image.Image
+	switch info.Format {
+	case FormatPNG:
 		if img, err = png.Decode(bytes.NewReader(data)); err != nil {
 			return nil, refuse(ErrMalformed, "PNG: %v", err)
 		}
 	case FormatJPEG:
-		info.Format = FormatJPEG
-		if _, err := checkJPEG(data); err != nil {
-			return nil, err
-		}
-		var err error
 		if img, err = jpeg.Decode(bytes.NewReader(data)); err != nil {
 			return nil, refuse(ErrMalformed, "JPEG: %v", err)
 		}
 	case FormatGIF:
-		return openGIF(data)
-	default:
-		return nil, refuse(ErrFormat, "not a PNG, JPEG or GIF")
+		return openGIF(data, info)
 	}
 	b := img.Bounds()
 	info.Width, info.Height = b.Dx(), b.Dy()
@@ -167,8 +191,25 @@ func scanGIF(b []byte) (w, h int, frames []gifFrame, err error) {
 	}
 }
 
-func openGIF(data []byte) (Clip, error) {
-	w, h, frames, err := scanGIF(data)
+// gifInfo describes a GIF from its block scan: an image with one frame,
+// an animation with more.
+func gifInfo(data []byte, w, h int, frames []gifFrame) Info {
+	info := Info{Kind: KindImage, Format: FormatGIF, Size: int64(len(data)), Width: w, Height: h, Frames: len(frames)}
+	if len(frames) > 1 {
+		info.Kind = KindAnimation
+		var total time.Duration
+		for _, f := range frames {
+			total += f.delay
+		}
+		info.DurationMS = total.Milliseconds()
+		info.FPS = roundFPS(float64(len(frames)) / total.Seconds())
+	}
+	return info
+}
+
+// openGIF decodes a GIF that probeImage described as info.
+func openGIF(data []byte, info Info) (Clip, error) {
+	_, _, frames, err := scanGIF(data)
 	if err != nil {
 		return nil, err
 	}
@@ -179,19 +220,7 @@ func openGIF(data []byte) (Clip, error) {
 	if len(g.Image) != len(frames) {
 		return nil, refuse(ErrMalformed, "GIF: %d frames decoded, %d found", len(g.Image), len(frames))
 	}
-	info := Info{Kind: KindImage, Format: FormatGIF, Size: int64(len(data)), Width: w, Height: h, Frames: len(frames)}
-	a := &animClip{g: g, frames: frames}
-	if len(frames) > 1 {
-		info.Kind = KindAnimation
-		var total time.Duration
-		for _, f := range frames {
-			total += f.delay
-		}
-		info.DurationMS = total.Milliseconds()
-		info.FPS = roundFPS(float64(len(frames)) / total.Seconds())
-	}
-	a.info = info
-	return a, nil
+	return &animClip{info: info, g: g, frames: frames}, nil
 }
 
 // animClip plays a GIF: frames are drawn in order onto a canvas, honouring

@@ -558,15 +558,26 @@ func (c *movieClip) Frame(i int) (image.Image, error) {
 	if _, err := c.r.ReadAt(buf, c.m.offsets[i]); err != nil && !(errors.Is(err, io.EOF) && c.m.offsets[i]+int64(n) == c.m.size) {
 		return nil, refuse(ErrMalformed, "MOV: reading frame %d: %v", i, err)
 	}
-	if _, err := scanJPEG(buf); err != nil {
+	img, err := decodeFrame(buf)
+	if err != nil {
 		return nil, fmt.Errorf("MOV frame %d: %w", i, err)
+	}
+	return img, nil
+}
+
+// decodeFrame decodes one Motion-JPEG sample: its header is scanned first
+// (coding, precision, size within the screen), so the decoder never
+// allocates for a picture the board would not show.
+func decodeFrame(buf []byte) (image.Image, error) {
+	if _, err := scanJPEG(buf); err != nil {
+		return nil, err
 	}
 	img, err := jpeg.Decode(bytes.NewReader(buf))
 	if err != nil {
-		return nil, refuse(ErrMalformed, "MOV frame %d: %v", i, err)
+		return nil, refuse(ErrMalformed, "JPEG: %v", err)
 	}
 	if b := img.Bounds(); b.Dx() > MaxWidth || b.Dy() > MaxHeight {
-		return nil, refuse(ErrDimensions, "MOV frame %d is %dx%d", i, b.Dx(), b.Dy())
+		return nil, refuse(ErrDimensions, "JPEG is %dx%d", b.Dx(), b.Dy())
 	}
 	return img, nil
 }

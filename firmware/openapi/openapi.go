@@ -138,7 +138,9 @@ func (g *gen) operation(r api.Route) map[string]any {
 type RawContent string
 
 func errorStatuses(r api.Route) []int {
-	set := map[int]bool{}
+	// Any request that presents a password may meet the limit on
+	// guessing it (429 too_many_attempts).
+	set := map[int]bool{http.StatusTooManyRequests: true}
 	changing := r.Method != http.MethodGet
 	if changing {
 		set[http.StatusForbidden] = true

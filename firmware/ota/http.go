@@ -167,7 +167,10 @@ func (s *Service) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if len(r.TransferEncoding) > 0 {
 		length = -1
 	}
-	sess, err := s.Upload(SourceOf(r), r.Body, length, opt, abort)
+	// A client that stops sending is cut after the long-operation lock's
+	// idle timeout: the session fails and the lock is given back.
+	body := s.cfg.Long.Watch(r.Body, "firmware upload", abort)
+	sess, err := s.Upload(SourceOf(r), body, length, opt, abort)
 	if err != nil {
 		// Do not read on: the client learns at once and the connection
 		// closes rather than draining a body the board does not want.

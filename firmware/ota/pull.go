@@ -369,7 +369,9 @@ func (s *Service) Pull(ctx context.Context, req PullRequest) (Session, error) {
 		defer s.wg.Done()
 		defer cancelFetch()
 		defer resp.Body.Close()
-		err := s.receive(wctx, w.gen, slot, body, total, opt)
+		// A release site that stops sending is cut after the
+		// long-operation lock's idle timeout.
+		err := s.receive(wctx, w.gen, slot, s.cfg.Long.Watch(body, "firmware pull", cancelFetch), total, opt)
 		s.finished(w)
 		release()
 		if err == nil && opt.Activate {

@@ -133,17 +133,24 @@ func (nullDisplay) SetPower(bool) error    { return nil }
 func (nullDisplay) SetBacklight(int) error { return nil }
 func (nullDisplay) Snapshot() *image.RGBA  { return nil }
 
-// clip is a fake clip of n frames at fps.
+// clip is a fake file of n frames at fps: a still image when n is 1 and
+// fps 0, else a clip.
 type clip struct {
 	n   int
 	fps float64
 }
 
-func (c clip) Info() media.Info { return media.Info{Kind: media.KindClip, Frames: c.n, FPS: c.fps} }
-func (c clip) Frames() int      { return c.n }
-func (c clip) FPS() float64     { return c.fps }
-func (c clip) Width() int       { return 16 }
-func (c clip) Height() int      { return 16 }
+func (c clip) Info() media.Info {
+	kind := media.KindClip
+	if c.n == 1 && c.fps == 0 {
+		kind = media.KindImage
+	}
+	return media.Info{Kind: kind, Frames: c.n, FPS: c.fps}
+}
+func (c clip) Frames() int  { return c.n }
+func (c clip) FPS() float64 { return c.fps }
+func (c clip) Width() int   { return 16 }
+func (c clip) Height() int  { return 16 }
 func (c clip) Frame(i int) (image.Image, error) {
 	return image.NewRGBA(image.Rect(0, 0, 16, 16)), nil
 }

@@ -306,7 +306,10 @@ func (c *Controller) Prepare(r ShowRequest, onceByDefault bool) (*Prepared, erro
 			return nil, err
 		}
 		p.clip = cl
-		if cl.Frames() > 1 {
+		// What the file is decides, not how many frames it has: a MOV
+		// holding one frame is a clip like any other and plays (and
+		// loops) as asked; a one-frame GIF is an image.
+		if kind := cl.Info().Kind; kind == media.KindClip || kind == media.KindAnimation {
 			p.kind = ShowingClip
 			p.plays = r.Plays(onceByDefault)
 		} else {
@@ -525,10 +528,10 @@ func (c *Controller) Restore(s Snapshot) error {
 		return nil
 	}
 	p, err := c.Prepare(r, false)
-	if err == nil && s.cur.showing == ShowingImage && s.cur.frame > 0 {
-		if p.kind == ShowingClip || s.cur.frame < p.clip.Frames() {
-			p.kind, p.frame = ShowingImage, s.cur.frame
-		}
+	if err == nil && s.cur.showing == ShowingImage && p.kind == ShowingClip {
+		// A clip's last frame, left when it ended: that frame again, as
+		// an image (also for a clip of one frame).
+		p.kind, p.frame = ShowingImage, min(s.cur.frame, p.clip.Frames()-1)
 	}
 	if err == nil {
 		_, _, err = c.presentFrame(p)

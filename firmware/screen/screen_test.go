@@ -8,6 +8,8 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -85,8 +87,13 @@ type fakeClip struct {
 	mu     *sync.Mutex
 }
 
+// Info: a fake of one frame and no rate is a still image, else a clip.
 func (f *fakeClip) Info() media.Info {
-	return media.Info{Kind: media.KindClip, Width: f.w, Height: f.h, Frames: f.n, FPS: f.fps}
+	kind := media.KindClip
+	if f.n == 1 && f.fps == 0 {
+		kind = media.KindImage
+	}
+	return media.Info{Kind: kind, Width: f.w, Height: f.h, Frames: f.n, FPS: f.fps}
 }
 func (f *fakeClip) Frames() int  { return f.n }
 func (f *fakeClip) FPS() float64 { return f.fps }
@@ -738,5 +745,123 @@ func TestRealMOV(t *testing.T) {
 	shots, _, _, _ := disp.get()
 	if len(shots) != 3 || shots[2].At != 2*(time.Second/15) || shots[2].Red < 190 {
 		t.Errorf("shots %v", shots)
+	}
+}
+
+// sharedMedia is the folder of real test media made by ffmpeg and
+// jpegtran, beside the repository.
+const sharedMedia = "../../../shared/media"
+
+// oneFrameMOV wraps the shared set's baseline JPEG (made by ffmpeg, not by
+// Go's encoder) as the only frame of a Motion-JPEG MOV, with the
+// project's own MOV writer: 25 fps, so the frame lasts 40 ms.
+func oneFrameMOV(t *testing.T) []byte {
+	t.Helper()
+	frame, err := os.ReadFile(filepath.Join(sharedMedia, "image-baseline.jpg"))
+	switch {
+	case err != nil && os.Getenv("CI") != "":
+		t.Fatalf("shared media absent in CI: %v", err)
+	case err != nil:
+		t.Skipf("shared media absent (%v); ../shared/media beside the repository holds it", err)
+	}
+	var mov bytes.Buffer
+	if err := media.WriteMOV(&mov, media.MOV{Frames: [][]byte{frame}, Width: 240, Height: 240, Timescale: 25, Delta: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return mov.Bytes()
+}
+
+// TestOneFrameMOVIsAClip: a MOV holding a single Motion-JPEG frame is a
+// clip like any other: shown as a clip with the clip's fields, playing its
+// loops (each a 40 ms frame), or looping forever, with clip_started and
+// clip_ended. It was shown as an image because it had one frame.
+func TestOneFrameMOVIsAClip(t *testing.T) {
+	data := oneFrameMOV(t)
+	clk := clock.NewFake(t0)
+	disp := &fakeDisplay{clk: clk}
+	rec := newRecorder()
+	open := func(p string) (media.Clip, error) { return media.OpenBytes(data) }
+	c, err := New(Options{Clock: clk, Display: disp, Publisher: rec, Open: open, Backlight: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	p, err := c.Prepare(path("/one.mov"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind() != ShowingClip || p.Plays() != 1 {
+		t.Errorf("prepared as %s with %d plays, want a clip playing once", p.Kind(), p.Plays())
+	}
+	p.Discard()
+
+	st, err := c.Show(path("/one.mov", loops(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := false
+	want := State{Powered: true, Backlight: 50, Showing: ShowingClip, Path: "/one.mov", Loop: &f,
+		Clip: &Clip{Width: 240, Height: 240, Frames: 1, Plays: 3, FPS: 25}}
+	if st.Clip != nil {
+		st.Clip.Shown = 0 // the player may have drawn the frame already
+	}
+	if diff := cmp.Diff(st, want); diff != "" {
+		t.Fatalf("show (-got +want)\n%s", diff)
+	}
+	for range 3 {
+		if !clk.WaitForWaiters(1, 5*time.Second) {
+			t.Fatal("the player never armed its timer")
+		}
+		clk.Advance(40 * time.Millisecond)
+	}
+	got := rec.waitFor(t, 2)
+	wantEv := []event{
+		{events.KindClipStarted, `{"path":"/one.mov","loop":false,"plays":3,"frames":1,"fps":25}`},
+		{events.KindClipEnded, `{"path":"/one.mov","finished":true}`},
+	}
+	if diff := cmp.Diff(got, wantEv); diff != "" {
+		t.Errorf("happenings (-got +want)\n%s", diff)
+	}
+	shots, _, _, _ := disp.get()
+	wantShots := []time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond}
+	var at []time.Duration
+	for _, s := range shots {
+		at = append(at, s.At)
+	}
+	if diff := cmp.Diff(at, wantShots); diff != "" {
+		t.Errorf("frames drawn at (-got +want)\n%s", diff)
+	}
+	// It ended by itself: its frame stays, and a snapshot of that comes
+	// back as the frame, not as the clip playing again.
+	after := c.State()
+	if diff := cmp.Diff(after, State{Powered: true, Backlight: 50, Showing: ShowingImage, Path: "/one.mov"}); diff != "" {
+		t.Errorf("after the plays (-got +want)\n%s", diff)
+	}
+	snap := c.Snapshot()
+	c.Off()
+	if err := c.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c.State(), after); diff != "" {
+		t.Errorf("restored (-got +want)\n%s", diff)
+	}
+
+	// loop: true plays it forever.
+	st, err = c.Show(path("/one.mov", loop(true)))
+	if err != nil || st.Showing != ShowingClip || st.Loop == nil || !*st.Loop || st.Clip == nil || st.Clip.Plays != 0 {
+		t.Fatalf("loop: %+v %v", st, err)
+	}
+	for range 5 {
+		if !clk.WaitForWaiters(1, 5*time.Second) {
+			t.Fatal("the player never armed its timer")
+		}
+		clk.Advance(40 * time.Millisecond)
+	}
+	if !clk.WaitForWaiters(1, 5*time.Second) {
+		t.Fatal("the player stopped looping")
+	}
+	if cl := c.State().Clip; cl == nil || cl.Loops != 5 || cl.Shown != 6 {
+		t.Errorf("after 200 ms of looping: %+v", cl)
 	}
 }
