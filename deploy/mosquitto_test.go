@@ -15,6 +15,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"gopkg.in/yaml.v3"
 )
 
 // mosquittoBin finds a Mosquitto binary; absent, the test is skipped (it
@@ -185,6 +186,48 @@ func mqttLogin(addr, user, pass string) (paho.Client, error) {
 // TestMosquittoACL runs the shipped Mosquitto configuration, ACL file
 // and password recipe in the real Mosquitto and checks, login by login,
 // what each may publish and read.
+// TestMosquittoHealthcheck runs compose's health check of Mosquitto (the
+// shell line, pointed at the test's port) against a broker with the
+// shipped configuration: healthy while it runs, unhealthy once it stops.
+// The broker takes no anonymous logins, so the check must not need one.
+func TestMosquittoHealthcheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Mosquitto")
+	}
+	raw, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c compose
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	hc := c.Services["mosquitto"].Healthcheck
+	if hc == nil || len(hc.Test) != 2 || hc.Test[0] != "CMD-SHELL" {
+		t.Fatalf("mosquitto healthcheck %+v: want one CMD-SHELL line", hc)
+	}
+	mosquittoBin(t, "mosquitto_pub")
+	dir, _ := secrets(t)
+	addr := startMosquitto(t, dir)
+	_, port, _ := net.SplitHostPort(addr)
+	line := strings.Replace(hc.Test[1], "-h 127.0.0.1", "-h 127.0.0.1 -p "+port, 1)
+	if line == hc.Test[1] {
+		t.Fatalf("healthcheck %q does not name -h 127.0.0.1", hc.Test[1])
+	}
+	if out, err := exec.Command("sh", "-c", line).CombinedOutput(); err != nil {
+		t.Fatalf("healthcheck against a running broker: %v %s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, free, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	if err := exec.Command("sh", "-c", strings.Replace(hc.Test[1], "-h 127.0.0.1", "-h 127.0.0.1 -p "+free, 1)).Run(); err == nil {
+		t.Error("healthcheck passed with no broker listening")
+	}
+}
+
 func TestMosquittoACL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Mosquitto")
@@ -364,8 +407,8 @@ func TestMosquittoWithGateway(t *testing.T) {
 	cmd := exec.Command(bin, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2", "--demo-groups", "1",
 		"--mqtt", "tcp://"+addr, "--mqtt-user", "holo-gateway", "--mqtt-password-file", filepath.Join(dir, "holo-gateway.password"),
 		"--mqtt-accept", "admin")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &lockedOutput{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -428,4 +471,22 @@ func TestMosquittoWithGateway(t *testing.T) {
 	if strings.Contains(out.String(), "readable by others") {
 		t.Error("the gateway found its password file readable by others")
 	}
+}
+
+// lockedOutput collects a process's output while the test reads it.
+type lockedOutput struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedOutput) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedOutput) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -72,7 +72,7 @@ func TestHoloctlAudit(t *testing.T) {
 	if code, _, errOut := ctl(op, "gw", "call", "aa01", "POST", "/ota/pull", `{"url":"http://x"}`); code != 1 || !strings.Contains(errOut, "403") {
 		t.Fatalf("operator OTA: %d %s", code, errOut)
 	}
-	if code, out, errOut := ctl(op, "gw", "do", "group:1", "leds", `{"on":true}`); code != 0 {
+	if code, out, errOut := ctl(op, "gw", "do", "group:1", "leds", `{"mode":"rainbow"}`); code != 0 {
 		t.Fatalf("operator action: %d %s %s", code, out, errOut)
 	}
 	code, out, errOut := ctl(admin, "audit")

@@ -263,7 +263,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	tooLarge := func() bool {
 		// The connection cannot be reused with a body left unread.
 		w.Header().Set("Connection", "close")
-		writeErrorBody(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: codeName(codes.ResourceExhausted),
+		writeErrorBody(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: ReasonTooLarge,
 			Message: fmt.Sprintf("request body larger than %d bytes, the gateway's limit (--max-body)", limit)})
 		return false
 	}
@@ -426,9 +426,3 @@ func printable(s string, n int) string {
 	return b.String()
 }
 
-// errBodyTooLarge reports whether a status is the gRPC server refusing a
-// message above its limit (what a REST body becomes when its proto form
-// outgrows MaxBody).
-func errBodyTooLarge(st *status.Status) bool {
-	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
-}

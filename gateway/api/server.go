@@ -365,10 +365,7 @@ func (s *Server) routingError(ctx context.Context, mux *runtime.ServeMux, m runt
 // writeError writes a REST error body for st.
 func writeError(w http.ResponseWriter, st *status.Status) {
 	code, body := restError(st)
-	switch {
-	case errBodyTooLarge(st):
-		code = http.StatusRequestEntityTooLarge
-	case code == http.StatusTooManyRequests:
+	if code == http.StatusTooManyRequests {
 		if d, ok := retryAfter(st); ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 		}

@@ -330,6 +330,7 @@ func (b *Broker) Stats() Stats {
 func (b *Broker) Close() error {
 	b.once.Do(func() { close(b.stop) })
 	<-b.done
+	b.tcp.shutdown(5 * time.Second)
 	err := b.srv.Close()
 	b.tcp.wg.Wait()
 	return err

@@ -73,6 +73,9 @@ type listener struct {
 	open   atomic.Int64
 	closed atomic.Bool
 	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // open connections, closed by shutdown
 }
 
 var _ listeners.Listener = (*listener)(nil)
@@ -106,8 +109,14 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 			continue
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(l.connectTimeout))
+		if !l.track(conn) {
+			l.open.Add(-1)
+			conn.Close()
+			return
+		}
 		l.wg.Go(func() {
 			defer l.open.Add(-1)
+			defer l.untrack(conn)
 			if err := establish(l.id, &guard{Conn: conn, cfg: &l.cfg, first: true}); err != nil {
 				l.log.Debug("mqtt broker: connection ended", "remote", conn.RemoteAddr(), "err", err)
 			}
@@ -115,12 +124,57 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 	}
 }
 
+// track records an open connection; false once the listener is shut.
+func (l *listener) track(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return false
+	}
+	if l.conns == nil {
+		l.conns = map[net.Conn]struct{}{}
+	}
+	l.conns[c] = struct{}{}
+	return true
+}
+
+func (l *listener) untrack(c net.Conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}
+
+// shutdown stops accepting, closes every connection (logged in or not)
+// and waits, at most wait, for mochi to be done with them, so that
+// mochi's server is never closed while it still sets up a client (its
+// Close and EstablishConnection race otherwise).
+func (l *listener) shutdown(wait time.Duration) {
+	l.mu.Lock()
+	first := l.closed.CompareAndSwap(false, true)
+	conns := make([]net.Conn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	if first {
+		_ = l.ln.Close()
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		l.log.Warn("mqtt broker: connections still closing at shutdown", "open", l.open.Load())
+	}
+}
+
 // Close stops accepting and closes the clients.
 func (l *listener) Close(closeClients listeners.CloseFn) {
-	if l.closed.CompareAndSwap(false, true) {
-		_ = l.ln.Close()
-		closeClients(l.id)
-	}
+	l.shutdown(5 * time.Second)
+	closeClients(l.id)
 }
 
 // guard states.
