@@ -425,4 +425,3 @@ func printable(s string, n int) string {
 	}
 	return b.String()
 }
-
