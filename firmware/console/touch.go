@@ -53,6 +53,11 @@ func (t *Touch) Handle(ev hal.TouchEvent) {
 	t.emit.Emit(events.KindTouch, TouchEvent{Action: a, X: ev.X, Y: ev.Y})
 }
 
+// handledTeller is a touch controller that wants to know when an event
+// it delivered has been handled (the simulator's, so that POST /sim/touch
+// replies only once the touch was judged with the reporting of its time).
+type handledTeller interface{ Handled() }
+
 // Run reads the touch controller until ctx ends.
 func (t *Touch) Run(ctx context.Context, src hal.Touch) {
 	if src == nil {
@@ -65,6 +70,9 @@ func (t *Touch) Run(ctx context.Context, src hal.Touch) {
 			return
 		case ev := <-ch:
 			t.Handle(ev)
+			if h, ok := src.(handledTeller); ok {
+				h.Handled()
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/draw"
 	"sync"
+	"sync/atomic"
 
 	"github.com/holofleet/holofleet/firmware/hal"
 )
@@ -29,6 +30,7 @@ type Display struct {
 	backlight int
 	shown     int
 	touches   chan hal.TouchEvent
+	unhandled atomic.Int64 // touches injected and not yet handled
 	dropped   int
 }
 
@@ -182,17 +184,25 @@ func (d *Display) Events() <-chan hal.TouchEvent { return d.touches }
 // counted (see Dropped).
 func (d *Display) Touch(down bool, x, y int) {
 	ev := hal.TouchEvent{Down: down, X: clamp(x, 0, hal.ScreenWidth-1), Y: clamp(y, 0, hal.ScreenHeight-1)}
+	d.unhandled.Add(1)
 	select {
 	case d.touches <- ev:
 	default:
+		d.unhandled.Add(-1)
 		d.mu.Lock()
 		d.dropped++
 		d.mu.Unlock()
 	}
 }
 
-// Pending counts touch events waiting unread.
-func (d *Display) Pending() int { return len(d.touches) }
+// Handled is told by the firmware's touch handler that it is done with
+// one event it read (it acted on it, or chose not to).
+func (d *Display) Handled() { d.unhandled.Add(-1) }
+
+// Pending counts touch events not yet handled: waiting unread, or read
+// and still being handled. A reader that never calls Handled leaves
+// every event it read counted here.
+func (d *Display) Pending() int { return int(d.unhandled.Load()) }
 
 // Dropped counts touch events lost because nobody read them.
 func (d *Display) Dropped() int {

@@ -208,3 +208,23 @@ func BenchmarkSnapshot(b *testing.B) {
 		d.Snapshot()
 	}
 }
+
+// TestTouchPendingUntilHandled: a touch counts as pending until the
+// firmware says it handled it, not merely until it was read: between the
+// read and the handling, a change of what touches do (reporting on) must
+// not overtake a touch made before it (POST /sim/touch waits on Pending).
+func TestTouchPendingUntilHandled(t *testing.T) {
+	d := NewDisplay()
+	d.Touch(true, 5, 5)
+	if got := d.Pending(); got != 1 {
+		t.Fatalf("after a touch: Pending %d, want 1", got)
+	}
+	<-d.Events()
+	if got := d.Pending(); got != 1 {
+		t.Fatalf("read but not handled: Pending %d, want 1", got)
+	}
+	d.Handled()
+	if got := d.Pending(); got != 0 {
+		t.Fatalf("handled: Pending %d, want 0", got)
+	}
+}
