@@ -284,12 +284,11 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	banner(stdout, o, isDemo, ln.Addr().String(), firstSecret, w)
+	var extra []string
 	for _, c := range comps {
-		for _, line := range c.banner {
-			fmt.Fprintln(stdout, "  "+line)
-		}
+		extra = append(extra, c.banner...)
 	}
+	banner(stdout, o, isDemo, ln.Addr().String(), firstSecret, w, extra)
 
 	// The audit log is written until everything else has stopped, so the
 	// last requests' records are kept.
@@ -411,7 +410,7 @@ func splitPassword(raw string) (string, string, error) {
 	return u.String(), pw, nil
 }
 
-func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *wiring) {
+func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *wiring, extra []string) {
 	scheme := "http"
 	if o.tlsCert != "" {
 		scheme = "https"
@@ -460,6 +459,9 @@ func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *
 	}
 	for _, n := range w.notes {
 		fmt.Fprintf(out, "  note:     %s\n", n)
+	}
+	for _, line := range extra {
+		fmt.Fprintln(out, "  "+line)
 	}
 	if w.demo != nil {
 		fmt.Fprint(out, w.demo.Summary())
