@@ -60,4 +60,5 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMetrics,
 	newRollouts,
 	newMQTT,
+	newConsole,
 }
