@@ -46,7 +46,7 @@ export class Session {
   // when the gateway wants a (valid) token.
   async identify() {
     const token = this.api.token;
-    this.name = token ? 'token …' + token.slice(-4) : 'no token (loopback demo)';
+    this.name = token ? 'token …' + token.slice(-4) : 'loopback, no token';
     try {
       const w = await this.api.get('/v1/whoami');
       if (w && ROLES.includes(w.role)) {

@@ -57,7 +57,8 @@ export function mount(main, ctx) {
         bar.value = 100;
         const a = r.artifact || {};
         out.className = 'result ok';
-        out.textContent = `${r.existed ? 'Already stored' : 'Stored'}: ${a.app ? a.app.project + ' ' + a.app.version : ''} ${shortSha(a.sha256)} · signed by: ${signersText(a)}`;
+        const signers = signersText(a);
+        out.textContent = `${r.existed ? 'Already stored' : 'Stored'}: ${a.app ? a.app.project + ' ' + a.app.version : ''} ${shortSha(a.sha256)}` + (signers === '—' ? '' : ` · signed by: ${signers}`);
         await loadArtifacts();
       } catch (e) {
         out.className = 'result bad';

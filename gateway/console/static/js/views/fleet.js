@@ -20,12 +20,9 @@ const COLUMNS = [
   ['status', 'State'], ['firmware', 'Firmware'], ['update', 'Update'], ['seen', 'Last seen'],
 ];
 
-function whereText(b) {
-  const parts = [];
-  if (b.line) parts.push(`line ${b.line} #${b.address}`);
-  if (b.url) parts.push('LAN ' + b.url.replace(/^https?:\/\//, ''));
-  return parts.join(' · ') || '—';
-}
+function lineText(b) { return b.line ? `line ${b.line} #${b.address}` : ''; }
+function lanText(b) { return b.url ? 'LAN ' + b.url.replace(/^https?:\/\//, '') : ''; }
+function whereText(b) { return [lineText(b), lanText(b)].filter(Boolean).join(' · ') || '—'; }
 
 function sessionText(b) {
   const o = b.live.ota && b.live.ota.data;
@@ -61,6 +58,7 @@ export function mount(main, ctx) {
   const selCount = h('span', { class: 'sel-count', id: 'sel-count' });
   const bulkButtons = [];
   let bulk = null;
+  let clearSel = null;
   if (canAct) {
     const add = (text, fn, need) => {
       if (need && !session.can(need)) return;
@@ -74,8 +72,8 @@ export function mount(main, ctx) {
     add('Labels…', bulkLabels, 'labels');
     add('Restart…', bulkRestart, 'restart');
     add('Roll out…', bulkRollout, 'rollout');
-    bulk = h('div', { class: 'bulkbar', role: 'toolbar', 'aria-label': 'Actions on the selected boards' }, selCount, bulkButtons,
-      button('Clear selection', () => { view.selected.clear(); syncSelection(); }, { class: 'ghost', id: 'sel-clear' }));
+    clearSel = button('Clear selection', () => { view.selected.clear(); syncSelection(); }, { class: 'ghost', id: 'sel-clear' });
+    bulk = h('div', { class: 'bulkbar', role: 'toolbar', 'aria-label': 'Actions on the selected boards' }, selCount, h('div', { class: 'bulk-buttons' }, bulkButtons, clearSel));
   }
 
   // --- table ---
@@ -104,6 +102,8 @@ export function mount(main, ctx) {
     const idEl = h('span', { class: 'id' });
     const c = {
       where: h('td', { class: 'c-where' }),
+      line: h('span', { class: 'line' }),
+      lan: h('span', { class: 'lan' }),
       groups: h('td', { class: 'c-groups' }),
       labels: h('td', { class: 'c-labels' }),
       statusText: h('span', { class: 'st' }),
@@ -118,6 +118,7 @@ export function mount(main, ctx) {
       h('td', { class: 'c-name' }, link, idEl),
       c.where, c.groups, c.labels, statusTd,
       h('td', { class: 'c-firmware' }, c.fw, c.badge), c.update, c.seen);
+    c.where.append(c.line, c.lan);
     const rec = { tr, cb, link, idEl, c, ver: -1, labelsKey: null, seenText: '' };
     rows.set(b.id, rec);
     return rec;
@@ -133,7 +134,8 @@ export function mount(main, ctx) {
       rec.ver = b.ver;
       setText(rec.link, b.hostname || b.id);
       setText(rec.idEl, b.id);
-      setText(rec.c.where, whereText(b));
+      setText(rec.c.line, lineText(b) || (b.url ? '' : '—'));
+      setText(rec.c.lan, lanText(b));
       setText(rec.c.groups, b.groups.join(', ') || '—');
       const lk = labelsText(b.labels);
       if (lk !== rec.labelsKey) {
@@ -238,6 +240,7 @@ export function mount(main, ctx) {
     selAll.indeterminate = shownSel > 0 && shownSel < order.length;
     setText(selCount, view.selected.size ? plural(view.selected.size, 'board') + ' selected' : 'Select boards to act on them');
     for (const b of bulkButtons) b.disabled = view.selected.size === 0;
+    clearSel.disabled = view.selected.size === 0;
   }
 
   function sortBy(key) {

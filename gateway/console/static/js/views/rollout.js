@@ -107,11 +107,17 @@ export function mount(main, ctx, [id]) {
   let watch = null;
   let refresh = 0;
 
+  // readAll reads the rollout and its boards (progress, what each board
+  // ran before, tries), which the watch's changes do not carry.
+  async function readAll() {
+    const [r, bs] = await Promise.all([api.get('/v1/rollouts/' + encodeURIComponent(id)), api.get('/v1/rollouts/' + encodeURIComponent(id) + '/boards')]);
+    ro = r;
+    for (const b of bs || []) boards.set(b.board, { board: b.board, wave: b.wave, phase: b.phase, error: b.error, attempts: b.attempts, from_version: b.from_version, from_slot: b.from_slot, note: (b.timeline && b.timeline.length) ? b.timeline[b.timeline.length - 1].note : '' });
+  }
+
   async function load() {
     try {
-      const [r, bs] = await Promise.all([api.get('/v1/rollouts/' + encodeURIComponent(id)), api.get('/v1/rollouts/' + encodeURIComponent(id) + '/boards')]);
-      ro = r;
-      for (const b of bs || []) boards.set(b.board, { board: b.board, wave: b.wave, phase: b.phase, error: b.error, attempts: b.attempts, from_version: b.from_version, from_slot: b.from_slot, note: (b.timeline && b.timeline.length) ? b.timeline[b.timeline.length - 1].note : '' });
+      await readAll();
       render();
     } catch (e) {
       out.className = 'result bad';
@@ -137,7 +143,7 @@ export function mount(main, ctx, [id]) {
         // burst of changes settles
         clearTimeout(refresh);
         refresh = setTimeout(async () => {
-          try { ro = await api.get('/v1/rollouts/' + encodeURIComponent(id)); later(); } catch (err) { /* keep */ }
+          try { await readAll(); later(); } catch (err) { /* the next change reads again */ }
         }, 300);
       },
       onStatus: (st) => setText(watchState, st.state === 'live' ? 'live' : st.state === 'down' ? 'reconnecting…' : st.state === 'ended' ? '' : st.error || st.state),

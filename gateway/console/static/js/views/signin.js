@@ -31,7 +31,7 @@ export function mount(main, ctx) {
 
   const form = h('form', { class: 'signin card', on: { submit: (e) => { e.preventDefault(); signIn(input.value.trim()); } } },
     h('h1', { text: 'Sign in to the holofleet console' }),
-    h('p', { class: 'muted', text: 'Paste a bearer token made with `holo-gateway token create` or `holoctl token create`. It is kept in this browser tab only and sent to this gateway alone.' }),
+    h('p', { class: 'muted', text: 'Paste a bearer token made with “holo-gateway token create” or “holoctl token create”. It is kept in this browser tab only (sessionStorage) and sent to this gateway alone.' }),
     h('div', { class: 'field' }, h('label', { for: 'token', text: 'Token' }), input),
     h('div', { class: 'row' },
       h('button', { type: 'submit', class: 'primary', text: 'Sign in' }),
