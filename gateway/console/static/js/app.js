@@ -154,7 +154,7 @@ function route() {
 // finds the role, reads the fleet, starts the stream. It throws the
 // ApiError when the gateway refuses.
 async function enter() {
-  await Promise.all([session.identify(), store.loadBoards()]);
+  await Promise.all([session.identify(), store.loadBoards(), store.loadChannels()]);
   signedIn = true;
   api.onUnauthorized = () => {
     if (!signedIn) return;
@@ -162,7 +162,6 @@ async function enter() {
     signOut();
   };
   store.connect();
-  store.loadChannels();
   renderWho();
   renderConn(store.status);
 }

@@ -78,18 +78,19 @@ export function mount(main, ctx) {
 
   // --- table ---
   const selAll = h('input', { type: 'checkbox', id: 'sel-all', 'aria-label': 'Select every board shown' });
-  const headRow = h('tr');
+  const headRow = h('tr', { role: 'row' });
   for (const [key, label] of COLUMNS) {
-    if (key === 'sel') { headRow.appendChild(h('th', { class: 'c-sel', scope: 'col' }, canAct ? selAll : null)); continue; }
+    if (key === 'sel') { headRow.appendChild(h('th', { class: 'c-sel', scope: 'col', role: 'columnheader' }, canAct ? selAll : null)); continue; }
     const sortable = key !== 'labels';
-    const th = h('th', { class: 'c-' + key, scope: 'col', dataset: { key } },
+    const th = h('th', { class: 'c-' + key, scope: 'col', role: 'columnheader', dataset: { key } },
       sortable ? button(label, () => sortBy(key), { class: 'sort' }) : label);
     headRow.appendChild(th);
   }
-  const tbody = h('tbody');
-  const table = h('table', { class: 'grid fleet-table', id: 'fleet-table' },
-    h('colgroup', null, COLUMNS.map(([key]) => h('col', { class: 'c-' + key }))),
-    h('thead', null, headRow), tbody);
+  const tbody = h('tbody', { role: 'rowgroup' });
+  // display: grid drops a table's implicit roles in some browsers; they
+  // are set explicitly
+  const table = h('table', { class: 'grid fleet-table', id: 'fleet-table', role: 'table', 'aria-label': 'Boards' },
+    h('thead', { role: 'rowgroup' }, headRow), tbody);
   const empty = h('p', { class: 'empty muted', text: 'No boards match.' , hidden: true });
   const page = h('section', { class: 'page page-fleet' + (view.compact ? ' compact' : '') },
     h('h1', { class: 'visually-hidden', text: 'Fleet' }), toolbar, bulk, h('div', { class: 'table-wrap' }, table, empty));
@@ -113,12 +114,13 @@ export function mount(main, ctx) {
       seen: h('td', { class: 'c-seen' }),
     };
     const statusTd = h('td', { class: 'c-status' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), c.statusText);
-    const tr = h('tr', { dataset: { id: b.id } },
+    const tr = h('tr', { role: 'row', dataset: { id: b.id } },
       h('td', { class: 'c-sel' }, cb),
       h('td', { class: 'c-name' }, link, idEl),
       c.where, c.groups, c.labels, statusTd,
       h('td', { class: 'c-firmware' }, c.fw, c.badge), c.update, c.seen);
     c.where.append(c.line, c.lan);
+    for (const td of tr.children) td.setAttribute('role', 'cell');
     const rec = { tr, cb, link, idEl, c, ver: -1, labelsKey: null, seenText: '' };
     rows.set(b.id, rec);
     return rec;
@@ -201,13 +203,16 @@ export function mount(main, ctx) {
     const shown = new Set(next);
     // Reorder only what moved: walk the wanted order and move a row only
     // when it is not where it should be.
-    let ref = tbody.firstChild;
+    // The first build goes in as one fragment.
+    const target = tbody.firstChild ? tbody : document.createDocumentFragment();
+    let ref = target.firstChild;
     for (const id of next) {
       const rec = rows.get(id) || makeRow(store.boards.get(id));
       rec.tr.hidden = false;
       if (rec.tr === ref) ref = ref.nextSibling;
-      else tbody.insertBefore(rec.tr, ref);
+      else target.insertBefore(rec.tr, ref);
     }
+    if (target !== tbody) tbody.appendChild(target);
     for (const [id, rec] of rows) {
       if (!store.boards.has(id)) { rec.tr.remove(); rows.delete(id); view.selected.delete(id); continue; }
       if (!shown.has(id)) rec.tr.hidden = true;
