@@ -331,10 +331,22 @@ func (b *browser) Tab(tb testing.TB) *tab {
 			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(false)) }()
 		}
 	})
-	if err := chromedp.Run(ctx); err != nil {
+	// Every document records what the Content-Security-Policy blocked.
+	if err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(`window.__csp = [];
+			document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));`).Do(ctx)
+		return err
+	})); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
+		var csp []string
+		cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+		_ = chromedp.Run(cctx, chromedp.Evaluate(`window.__csp || []`, &csp))
+		ccancel()
+		for _, v := range csp {
+			tb.Errorf("the page broke its Content-Security-Policy: %s", v)
+		}
 		t.mu.Lock()
 		errs, dialogs := t.errs, t.dialog
 		t.mu.Unlock()

@@ -76,6 +76,12 @@ export class Store {
     try {
       const v = await this.api.get('/v1/boards/' + encodeURIComponent(id));
       const known = this.boards.has(id);
+      const b = this.boards.get(id);
+      if (b && b.infoWatch && v.firmware !== b.infoWatch.fw) {
+        // it runs the new image: the update session it showed is over
+        const o = b.live.ota && b.live.ota.data;
+        if (o && o.state === 'active') delete b.live.ota;
+      }
       this.upsert(v);
       if (!known) this.emit('boards');
       else this.emit('board', id);
@@ -173,8 +179,17 @@ export class Store {
         break;
       case 'state': {
         const cur = b.live[ev.kind];
-        if (!cur || cur.n < ev.n) b.live[ev.kind] = { n: ev.n, t, data: parseJSON(ev.data) };
-        if (!replay) this.stateAfterRestart(b);
+        const data = parseJSON(ev.data);
+        if (!cur || cur.n < ev.n) b.live[ev.kind] = { n: ev.n, t, data };
+        if (replay) break;
+        if (ev.kind === 'ota' && data && data.state === 'active') {
+          this.soon(b.id); // an image was activated: the board restarts into it
+        } else if (ev.kind === 'system' && cur && cur.data && data && data.uptime_s < cur.data.uptime_s) {
+          delete b.live.ota; // uptime went back: the board restarted
+          this.soon(b.id);
+        } else {
+          this.stateAfterRestart(b);
+        }
         break;
       }
       case 'happening': {

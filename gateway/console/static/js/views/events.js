@@ -24,6 +24,7 @@ export function mount(main, ctx) {
   const pause = button(filt.paused ? 'Resume view' : 'Pause view', () => {
     filt.paused = !filt.paused;
     pause.textContent = filt.paused ? 'Resume view' : 'Pause view';
+    pause.setAttribute('aria-pressed', String(filt.paused));
     if (!filt.paused) rebuild();
   }, { id: 'ev-pause', 'aria-pressed': String(filt.paused) });
   const count = h('span', { class: 'summary', role: 'status' });

@@ -150,10 +150,9 @@ export function mount(main, ctx) {
   let raf = 0;
   function redraw() { if (!raf) raf = requestAnimationFrame(() => { raf = 0; render(); }); }
   const offBoards = store.on('boards', redraw);
-  const offBoard = store.on('board', () => {}); // online counts refresh with redraw below
   const tick = setInterval(redraw, 2000);
 
   render();
   for (const [g] of store.groups()) loadScenes(g, false);
-  return { unmount() { offEvent(); offBoards(); offBoard(); clearInterval(tick); pending.clear(); } };
+  return { unmount() { offEvent(); offBoards(); clearInterval(tick); pending.clear(); } };
 }
