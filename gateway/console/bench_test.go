@@ -351,4 +351,3 @@ func raiseFiles(b *testing.B, want int) {
 		b.Logf("raising RLIMIT_NOFILE to %d: %v", lim.Cur, err)
 	}
 }
-
