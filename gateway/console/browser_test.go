@@ -3,6 +3,7 @@ package console_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/gateway/console"
 	"github.com/holofleet/holofleet/gateway/nettest"
 )
 
@@ -32,6 +34,8 @@ func TestConsole(t *testing.T) {
 	t.Run("signin", func(t *testing.T) { testSignIn(t, g, br) })
 	t.Run("fleet", func(t *testing.T) { testFleet(t, g, br) })
 	t.Run("filter", func(t *testing.T) { testFilter(t, g, br) })
+	t.Run("keyboard", func(t *testing.T) { testKeyboard(t, g, br) })
+	t.Run("stable", func(t *testing.T) { testStable(t, g, br) })
 	t.Run("bulk_leds", func(t *testing.T) { testBulkLEDs(t, g, br) })
 	t.Run("xss", func(t *testing.T) { testXSS(t, g, br) })
 	t.Run("board", func(t *testing.T) { testBoard(t, g, br) })
@@ -80,11 +84,95 @@ func testSignIn(t *testing.T, g *demoGW, br *browser) {
 	if strings.Contains(where.Local, "holo_") {
 		t.Errorf("the token leaked into localStorage: %s", where.Local)
 	}
-	// The page is served under a strict CSP from the console's own handler.
-	st, _ := g.API(t, "GET", "/", nil, "")
-	if st != 200 {
-		t.Fatalf("GET / = %d", st)
+	// The gateway serves the page at / under a strict CSP, and the API and
+	// metrics beside it as before.
+	for _, c := range []struct{ path, ctype, csp string }{
+		{"/", "text/html; charset=utf-8", console.CSP},
+		{"/console/js/app.js", "text/javascript; charset=utf-8", console.CSP},
+		{"/v1/boards", "application/json", ""},
+		{"/metrics", "text/plain", ""},
+	} {
+		res, err := http.Get(g.URL + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), c.ctype) || res.Header.Get("Content-Security-Policy") != c.csp {
+			t.Errorf("GET %s: %d %q CSP %q", c.path, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Security-Policy"))
+		}
 	}
+}
+
+// testKeyboard walks the fleet page with Tab alone: the pages, the
+// filters, a board's checkbox and its link are all reached, and Enter on
+// the link opens the board.
+func testKeyboard(t *testing.T, g *demoGW, br *browser) {
+	tb := open(t, br, g.URL, len(g.IDs))
+	tb.eval(`document.activeElement.blur(), true`, nil)
+	var seen []string
+	for range 40 {
+		tb.run(chromedp.KeyEvent("\t"))
+		var d string
+		tb.eval(`(() => { const e = document.activeElement; if (!e) return ''; return e.id || (e.classList.contains('sel') ? 'row-checkbox' : '') || (e.classList.contains('name') ? 'row-link' : '') || e.tagName + ':' + (e.textContent || '').trim().slice(0, 20); })()`, &d)
+		seen = append(seen, d)
+		if d == "row-link" {
+			break
+		}
+	}
+	for _, want := range []string{"A:Groups & scenes", "fleet-search", "fleet-status", "fleet-group", "fleet-compact", "sel-all", "row-checkbox", "row-link"} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("Tab never reached %s; it went %q", want, seen)
+		}
+	}
+	tb.run(chromedp.KeyEvent("\r"))
+	tb.wait("the board page by keyboard", `location.hash.startsWith('#/board/') && document.querySelector('.facts')`, 5*time.Second)
+}
+
+// testStable streams events at the fleet and board pages and checks that
+// nothing on them moved: no layout shift, rows and cards where they were.
+func testStable(t *testing.T, g *demoGW, br *browser) {
+	tb := open(t, br, g.URL, len(g.IDs))
+	id := g.IDs[2]
+	rects := `JSON.stringify([...document.querySelectorAll(%q)].map(e => { const r = e.getBoundingClientRect(); return [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)]; }))`
+	// Shifts of rows inside the live lists (new entries come in on top of
+	// their own scroll box) are the lists working; everything else counts.
+	observe := `(() => { window.__shift = 0; window.__src = []; new PerformanceObserver((l) => { for (const e of l.getEntries()) {
+		const srcs = (e.sources || []).filter(s => !(s.node && s.node.closest && s.node.closest('.happ-wrap, .ev-wrap')));
+		if (!srcs.length && (e.sources || []).length) continue;
+		window.__shift += e.value;
+		window.__src.push(...srcs.map(s => s.node ? (s.node.className || s.node.nodeName) + ':' + (s.node.textContent || '').slice(0, 30) : '?'));
+	} }).observe({type: 'layout-shift'}); return true; })()`
+	stream := func() {
+		for i, c := range []string{"#ff0000", "#00ff00", "#0000ff"} {
+			g.API(t, "POST", "/v1/actions", map[string]any{"selector": map[string]any{"all": true}, "kind": "leds", "body": map[string]any{"mode": "solid", "colour": c}}, "")
+			g.API(t, "POST", "/v1/actions", map[string]any{"selector": map[string]any{"all": true}, "kind": "scene_apply",
+				"body": map[string]any{"scene": map[string]any{"leds": map[string]any{"mode": "wipe", "colour": c}}}}, "")
+			g.API(t, "PATCH", "/v1/boards/"+id+"/labels", map[string]string{"step": fmt.Sprint(i)}, "")
+		}
+		time.Sleep(1500 * time.Millisecond)
+	}
+	for _, pg := range []struct{ hash, sel string }{
+		{"#/fleet", "#fleet-table tbody tr, .toolbar, .bulkbar"},
+		{"#/board/" + id, ".card, .board-head"},
+		{"#/events", ".toolbar, .ev-wrap"},
+	} {
+		tb.run(chromedp.Navigate(g.URL + "/" + pg.hash))
+		tb.wait("the page", fmt.Sprintf(`document.querySelectorAll(%q).length > 1`, pg.sel), 10*time.Second)
+		time.Sleep(800 * time.Millisecond) // the board page's first reads land
+		var before, after string
+		var shift float64
+		tb.eval(fmt.Sprintf(rects, pg.sel), &before)
+		tb.eval(observe, nil)
+		stream()
+		tb.eval(fmt.Sprintf(rects, pg.sel), &after)
+		tb.eval(`window.__shift`, &shift)
+		var src []string
+		tb.eval(`window.__src`, &src)
+		if before != after || shift > 0 {
+			t.Errorf("%s moved while events streamed in: layout shift %.4f of %q\nbefore %s\nafter  %s", pg.hash, shift, src, before, after)
+		}
+	}
+	g.API(t, "PATCH", "/v1/boards/"+id+"/labels", map[string]string{}, "")
 }
 
 func testFleet(t *testing.T, g *demoGW, br *browser) {
