@@ -89,7 +89,7 @@ export function mount(main, ctx) {
   const tbody = h('tbody', { role: 'rowgroup' });
   // display: grid drops a table's implicit roles in some browsers; they
   // are set explicitly
-  const table = h('table', { class: 'grid fleet-table', id: 'fleet-table', role: 'table', 'aria-label': 'Boards' },
+  const table = h('table', { class: 'grid fleet-table' + (canAct ? '' : ' no-select'), id: 'fleet-table', role: 'table', 'aria-label': 'Boards' },
     h('thead', { role: 'rowgroup' }, headRow), tbody);
   const empty = h('p', { class: 'empty muted', text: 'No boards match.' , hidden: true });
   const page = h('section', { class: 'page page-fleet' + (view.compact ? ' compact' : '') },
