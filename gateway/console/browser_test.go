@@ -32,6 +32,7 @@ func TestConsole(t *testing.T) {
 	t.Logf("gateway and browser up in %v", time.Since(start).Round(time.Millisecond))
 
 	t.Run("signin", func(t *testing.T) { testSignIn(t, g, br) })
+	t.Run("units", func(t *testing.T) { testUnits(t, g, br) })
 	t.Run("fleet", func(t *testing.T) { testFleet(t, g, br) })
 	t.Run("filter", func(t *testing.T) { testFilter(t, g, br) })
 	t.Run("keyboard", func(t *testing.T) { testKeyboard(t, g, br) })
@@ -549,4 +550,50 @@ func (t *tab) count(sel string) int {
 	var n int
 	t.eval(fmt.Sprintf(`document.querySelectorAll(%q).length`, sel), &n)
 	return n
+}
+
+// testUnits runs table tests of the page's pure functions in the browser
+// (the modules as served): versions, labels, colours, the SSE parser.
+func testUnits(t *testing.T, g *demoGW, br *browser) {
+	tb := open(t, br, g.URL, len(g.IDs))
+	var fails []string
+	tb.eval(`(async () => {
+		const fmt = await import('/console/js/fmt.js');
+		const w = await import('/console/js/widgets.js');
+		const st = await import('/console/js/stream.js');
+		const fails = [];
+		const eq = (name, got, want) => { if (JSON.stringify(got) !== JSON.stringify(want)) fails.push(name + ': got ' + JSON.stringify(got) + ', want ' + JSON.stringify(want)); };
+		for (const [a, b, want] of [['1.2.3', '1.2.3', 0], ['1.2.3', '1.10.0', -1], ['2.0.0', '1.99.99', 1], ['1.0.0-rc1', '1.0.0', -1],
+			['1.0.0', '1.0.0-rc1', 1], ['v1.2.3', '1.2.3', 0], ['0.0.0-dev', '9.9.9', -1], ['dev', '1.0.0', null], ['1.2', '1.2.0', null]]) {
+			eq('cmpVersion ' + a + ' ' + b, fmt.cmpVersion(a, b), want);
+		}
+		for (const [fw, ch, want] of [['1.0.0', '1.1.0', true], ['1.1.0', '1.1.0', false], ['1.2.0', '1.1.0', false],
+			['0.0.0-dev', '9.9.9', true], ['dev-build', '1.0.0', true], ['', '1.0.0', false], ['1.0.0', '', false]]) {
+			eq('updateAvailable ' + fw + ' ' + ch, fmt.updateAvailable(fw, ch), want);
+		}
+		eq('parseLabels', w.parseLabels(' room=hall , zone = a=b ,'), {room: 'hall', zone: 'a=b'});
+		try { w.parseLabels('nokey'); fails.push('parseLabels accepted "nokey"'); } catch (e) { /* refused */ }
+		try { w.parseLabels('=v'); fails.push('parseLabels accepted "=v"'); } catch (e) { /* refused */ }
+		eq('labelsText', w.labelsText({b: '2', a: '1'}), 'a=1, b=2');
+		for (const [c, want] of [['#12ab34', '#12ab34'], ['#FFF', '#000000'], ['red', '#000000'], ['url(https://x/)', '#000000'], [null, '#000000'], ['#12ab34;x:y', '#000000']]) {
+			eq('safeColour ' + c, w.safeColour(c), want);
+		}
+		eq('outcome ok', w.outcome({board: 'b', via: 'lan', status: 200}).ok, true);
+		eq('outcome board error', w.outcome({board: 'b', via: 'lan', status: 400, error: 'bad_request: unknown field', message: ''}), {ok: false, text: 'bad_request: unknown field'});
+		eq('outcome message', w.outcome({error: 'not_found', message: 'no clip'}).text, 'not_found — no clip');
+		// The SSE reader: messages split anywhere, CRLF, comments, an id
+		// seen twice, a hole in a contiguous stream.
+		const got = [], gaps = [];
+		const s = new st.EventStream({ headers: () => ({}) }, { contiguous: true, after: 4, onEvent: (e) => got.push(e.n), onGap: (c) => gaps.push(c) });
+		for (const data of ['{"n":"3"}', '{"n":"5","type":"state"}', '{"n":"5"}', '{"n":"6"}', '{"n":"9"}', 'not json', '{"n":"0"}']) s.dispatch({ event: 'state', data: [data], id: '' });
+		eq('dispatch numbers', got, [5, 6, 9]);
+		eq('dispatch gaps', gaps, [2]);
+		let threw = false;
+		try { s.dispatch({ event: 'error', data: ['{"error":"resource_exhausted","message":"fell behind"}'], id: '' }); } catch (e) { threw = e.fromServer && e.message.includes('fell behind'); }
+		eq('dispatch error event', threw, true);
+		return fails;
+	})()`, &fails)
+	for _, f := range fails {
+		t.Error(f)
+	}
 }

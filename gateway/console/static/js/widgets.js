@@ -126,6 +126,12 @@ export async function eachBoard(ids, fn, parallel = 8) {
 
 // --- drawings of a board's state ---
 
+// safeColour is c when it is a #rrggbb colour (as boards report them),
+// else black: a board's text never reaches a style sheet as anything else.
+export function safeColour(c) {
+  return typeof c === 'string' && /^#[0-9a-fA-F]{6}$/.test(c) ? c : '#000000';
+}
+
 // ledStrip draws count LEDs; update(state) paints them in the strip's
 // colour, brightness and mode.
 export function ledStrip() {
@@ -138,9 +144,9 @@ export function ledStrip() {
       for (let i = 0; i < count; i++) strip.appendChild(h('span', { class: 'led', style: { '--i': String(i), '--n': String(count) } }));
       n = count;
     }
-    const mode = (st && st.mode) || 'off';
+    const mode = st && /^[a-z]{1,16}$/.test(st.mode) ? st.mode : 'off';
     strip.className = 'strip mode-' + mode;
-    const colour = (st && st.colour) || '#000000';
+    const colour = safeColour(st && st.colour);
     strip.style.setProperty('--c', colour);
     const b = st && typeof st.brightness === 'number' ? st.brightness : 30;
     strip.style.setProperty('--b', String(0.25 + 0.75 * Math.min(100, Math.max(0, b)) / 100));
@@ -155,10 +161,10 @@ export function screenView() {
   const label = h('div', { class: 'disc-label' });
   disc.appendChild(label);
   function update(st) {
-    const showing = st ? st.showing || 'nothing' : 'unknown';
+    const showing = st ? String(st.showing || 'nothing') : 'unknown';
     const powered = st ? st.powered !== false : false;
     disc.className = 'disc show-' + showing.replace(/[^a-z]/g, '') + (powered ? '' : ' asleep');
-    disc.style.setProperty('--c', st && st.colour ? st.colour : '#000000');
+    disc.style.setProperty('--c', safeColour(st && st.colour));
     let text = '';
     if (!st) text = 'no report yet';
     else if (!powered) text = 'asleep';
