@@ -532,10 +532,45 @@ func testRollout(t *testing.T, g *demoGW, br *browser) {
 		}
 	}
 	tb.screenshot("rollout")
+
 	// The fleet page learns the new version from the stream (the boards
 	// restarted) without a reload.
+	rolloutPage := tb.hash()
 	tb.run(chromedp.Navigate(g.URL + "/#/fleet"))
 	tb.wait("the new firmware in the fleet", `[...document.querySelectorAll('#fleet-table .c-firmware .fw')].every(c => c.textContent === '9.9.9')`, 20*time.Second)
+
+	// Revert from the page: every board boots its previous image again.
+	tb.run(chromedp.Navigate(g.URL + "/" + rolloutPage))
+	tb.wait("the rollout page again", `document.querySelector('button[data-control="revert"]')`, 10*time.Second)
+	tb.click(`button[data-control="revert"]`)
+	tb.wait("the rollout reverted", `document.querySelector('.page-rollout .pill').textContent.startsWith('reverted')`, 60*time.Second)
+	tb.run(chromedp.Navigate(g.URL + "/#/fleet"))
+	tb.wait("the old firmware back in the fleet", `[...document.querySelectorAll('#fleet-table .c-firmware .fw')].every(c => c.textContent === '0.0.0-dev')`, 30*time.Second)
+
+	// The brakes and the resume on a rollout that soaks after its canary.
+	st, body := g.API(t, "POST", "/v1/rollouts", map[string]any{"name": "soaking", "artifact": tb.artifactSHA(g), "target": map[string]any{"all": true},
+		"canaries": []string{g.IDs[1]}, "soak": "1h"}, "")
+	if st != 200 {
+		t.Fatalf("create a soaking rollout: %d %s", st, body)
+	}
+	var ro struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(body, &ro)
+	tb.run(chromedp.Navigate(g.URL + "/#/rollout/" + ro.ID))
+	tb.wait("the canary confirmed", `document.getElementById('ro-summary') && document.getElementById('ro-summary').textContent.startsWith('1 of 8 boards confirmed')`, 30*time.Second)
+	for _, step := range []struct{ control, state string }{{"pause", "paused"}, {"resume", "running"}, {"abort", "aborted"}} {
+		tb.click(fmt.Sprintf(`button[data-control=%q]`, step.control))
+		tb.wait("the rollout "+step.state, fmt.Sprintf(`document.querySelector('.page-rollout .pill').textContent.startsWith(%q)`, step.state), 15*time.Second)
+		var got struct {
+			State string `json:"state"`
+		}
+		_, body := g.API(t, "GET", "/v1/rollouts/"+ro.ID, nil, "")
+		_ = json.Unmarshal(body, &got)
+		if got.State != step.state {
+			t.Errorf("after %s the API says %s", step.control, got.State)
+		}
+	}
 	tb.run(chromedp.Navigate(g.URL + "/#/events"))
 	tb.wait("the events page", `document.getElementById('ev-list')`, 5*time.Second)
 	tb.screenshot("events")
@@ -596,4 +631,23 @@ func testUnits(t *testing.T, g *demoGW, br *browser) {
 	for _, f := range fails {
 		t.Error(f)
 	}
+}
+
+// hash is the page's location.hash.
+func (t *tab) hash() string {
+	var h string
+	t.eval(`location.hash`, &h)
+	return h
+}
+
+// artifactSHA is the SHA-256 of the newest stored image.
+func (t *tab) artifactSHA(g *demoGW) string {
+	_, body := g.API(t.tb, "GET", "/v1/artifacts", nil, "")
+	var list []struct {
+		SHA256 string `json:"sha256"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || len(list) == 0 {
+		t.tb.Fatalf("no artifact: %s", body)
+	}
+	return list[0].SHA256
 }

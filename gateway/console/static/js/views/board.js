@@ -11,6 +11,12 @@ function card(title, ...body) {
   return h('section', { class: 'card' }, h('h2', { text: title }), ...body);
 }
 
+// stateCard is a card of live state: a fixed height, so the cards below
+// never move when what it says grows or shrinks.
+function stateCard(title, ...body) {
+  return h('section', { class: 'card state' }, h('h2', { text: title }), ...body);
+}
+
 export function mount(main, ctx, [id]) {
   const { store, session, api } = ctx;
   const b0 = store.boards.get(id);
@@ -46,10 +52,10 @@ export function mount(main, ctx, [id]) {
   const slotsBox = h('div', { class: 'kv-wrap' }, h('p', { class: 'muted', text: canCall ? 'Reading…' : 'Reading a board\'s slots needs an operator.' }));
 
   const cards = h('div', { class: 'cards' },
-    card('LED strip', strip.el, ledsText),
-    card('Screen', h('div', { class: 'disc-wrap' }, screen.el), screenText),
-    card('Holo', holo.el, holoText),
-    card('Scene', sceneText, scenesText, systemText),
+    stateCard('LED strip', strip.el, ledsText),
+    stateCard('Screen', h('div', { class: 'disc-wrap' }, screen.el), screenText),
+    stateCard('Holo', holo.el, holoText),
+    stateCard('Scene', sceneText, scenesText, systemText),
     h('section', { class: 'card wide' }, h('h2', { text: 'Happenings' }), h('div', { class: 'happ-wrap' }, happEmpty, happList)),
     canAct ? actionsCard() : null,
     card('Link', linkBox, canCall ? button('Read again', readLink, { class: 'ghost small' }) : null),

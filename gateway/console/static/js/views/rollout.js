@@ -130,6 +130,8 @@ export function mount(main, ctx, [id]) {
         if (e.board) {
           const b = boards.get(e.board) || { board: e.board, wave: e.wave, phase: 'pending' };
           if (e.phase) b.phase = e.phase;
+          // a board that restarted into another image: read its record again
+          if (['succeeded', 'reverted', 'rolled_back'].includes(e.phase)) store.soon(e.board);
           b.wave = e.wave;
           b.note = e.note;
           boards.set(e.board, b);
