@@ -85,6 +85,7 @@ export function mount(main, ctx, [id]) {
     const ho = L('holo');
     holo.update(ho);
     setText(holoText, ho ? `x ${(+ho.x || 0).toFixed(2)} · y ${(+ho.y || 0).toFixed(2)} · ${ho.motion || 'off'}${ho.moving ? ' (moving)' : ''} · ${ho.ready ? 'ready' : (ho.reason || 'not ready')}` : 'no report yet');
+    holoText.title = holoText.textContent; // the line is cut at two lines
     const scene = b.live.scene ? L('scene') : (L('scenes') && L('scenes').active) || null;
     setText(sceneText, scene && scene.name ? `running: ${scene.name} · then ${scene.then || 'stay'}` + (scene.remaining_s != null ? ` · ${Math.ceil(scene.remaining_s)} s left` : '') : 'no scene running to its end');
     const saved = L('scenes');
