@@ -69,4 +69,5 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMetrics,
 	newRollouts,
 	newMQTT,
+	newConsole,
 }
