@@ -72,6 +72,7 @@ var rules = map[string]rule{
 		return nil
 	}},
 	fleetv1.FleetService_ListTokens_FullMethodName: {verb: auth.VerbRead, res: auth.ResTokens},
+	fleetv1.FleetService_WhoAmI_FullMethodName:     {verb: auth.VerbRead, res: auth.ResSelf},
 	fleetv1.FleetService_RevokeToken_FullMethodName: {verb: auth.VerbDelete, res: auth.ResTokens, attrs: func(a *auth.Attributes, req any) error {
 		a.Name = req.(*fleetv1.RevokeTokenRequest).GetName()
 		return nil

@@ -185,6 +185,14 @@ func (s *service) CreateToken(_ context.Context, r *fleetv1.CreateTokenRequest) 
 	return &fleetv1.CreateTokenResponse{Token: tokenOf(tok), Secret: secret}, nil
 }
 
+func (s *service) WhoAmI(ctx context.Context, _ *fleetv1.WhoAmIRequest) (*fleetv1.Identity, error) {
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, Err(auth.ErrNoToken)
+	}
+	return &fleetv1.Identity{Name: id.Name, Role: id.Role.String()}, nil
+}
+
 func (s *service) ListTokens(context.Context, *fleetv1.ListTokensRequest) (*fleetv1.ListTokensResponse, error) {
 	out := &fleetv1.ListTokensResponse{Tokens: []*fleetv1.Token{}}
 	if s.tokens == nil {

@@ -51,6 +51,7 @@ const (
 	ResRollouts  Resource = "rollouts"  // staged firmware rollouts
 	ResTokens    Resource = "tokens"    // bearer tokens
 	ResAudit     Resource = "audit"     // the audit log
+	ResSelf      Resource = "self"      // the caller's own identity (whoami)
 	ResMetrics   Resource = "metrics"   // /metrics
 	ResBridge    Resource = "bridge"    // MQTT bridge requests not covered above, and their traffic
 	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
@@ -201,7 +202,7 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbRead || a.Verb == VerbWatch {
 			return RoleAdmin, what
 		}
-	case ResMetrics:
+	case ResMetrics, ResSelf:
 		if a.Verb == VerbRead {
 			return RoleViewer, what
 		}

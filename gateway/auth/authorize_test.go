@@ -37,6 +37,8 @@ func TestAuthorize(t *testing.T) {
 		{"operator reads audit", Attributes{Who: op, Verb: VerbRead, Resource: ResAudit}, false},
 		{"admin reads audit", Attributes{Who: admin, Verb: VerbRead, Resource: ResAudit}, true},
 		{"viewer reads metrics", Attributes{Who: viewer, Verb: VerbRead, Resource: ResMetrics}, true},
+		{"viewer asks who it is", Attributes{Who: viewer, Verb: VerbRead, Resource: ResSelf}, true},
+		{"nobody asks who it is", Attributes{Who: none, Verb: VerbRead, Resource: ResSelf}, false},
 		{"operator pauses rollout", Attributes{Who: op, Verb: VerbHalt, Resource: ResRollouts}, true},
 		{"viewer pauses rollout", Attributes{Who: viewer, Verb: VerbHalt, Resource: ResRollouts}, false},
 		{"admin stops tokens", Attributes{Who: admin, Verb: VerbHalt, Resource: ResTokens}, false},

@@ -97,7 +97,7 @@ function renderNav(active) {
 function renderWho() {
   clear(who);
   if (!signedIn) return;
-  who.appendChild(h('span', { class: 'who-name', text: session.name, title: session.how === 'probe' ? 'role found by probing the API' : '' }));
+  who.appendChild(h('span', { class: 'who-name', text: session.name }));
   who.appendChild(h('span', { class: 'role role-' + session.role, text: session.role }));
   who.appendChild(button(api.token ? 'Sign out' : 'Sign in', () => signOut(), { class: 'ghost small' }));
 }

@@ -1180,6 +1180,97 @@ func (*ListTokensRequest) Descriptor() ([]byte, []int) {
 	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{16}
 }
 
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{17}
+}
+
+// Identity is who a call was made as.
+type Identity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token's name, or "loopback" (demo mode) or "insecure-lab".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// viewer, operator or admin.
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Identity) Reset() {
+	*x = Identity{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Identity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Identity) ProtoMessage() {}
+
+func (x *Identity) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Identity.ProtoReflect.Descriptor instead.
+func (*Identity) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Identity) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Identity) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
 type ListTokensResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tokens        []*Token               `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
@@ -1189,7 +1280,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[17]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1292,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[17]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1305,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{17}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -1233,7 +1324,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[18]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1336,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[18]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1349,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{18}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -1276,7 +1367,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[19]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1379,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[19]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1392,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{19}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{21}
 }
 
 // App is the application description an image carries.
@@ -1319,7 +1410,7 @@ type App struct {
 
 func (x *App) Reset() {
 	*x = App{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[20]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1422,7 @@ func (x *App) String() string {
 func (*App) ProtoMessage() {}
 
 func (x *App) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[20]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1435,7 @@ func (x *App) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use App.ProtoReflect.Descriptor instead.
 func (*App) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{20}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *App) GetProject() string {
@@ -1415,7 +1506,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[21]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1518,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[21]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1531,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{21}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Artifact) GetSha256() string {
@@ -1516,7 +1607,7 @@ type Signer struct {
 
 func (x *Signer) Reset() {
 	*x = Signer{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1619,7 @@ func (x *Signer) String() string {
 func (*Signer) ProtoMessage() {}
 
 func (x *Signer) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[22]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1632,7 @@ func (x *Signer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Signer.ProtoReflect.Descriptor instead.
 func (*Signer) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{22}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Signer) GetKeyDigest() string {
@@ -1586,7 +1677,7 @@ type UploadArtifactRequest struct {
 
 func (x *UploadArtifactRequest) Reset() {
 	*x = UploadArtifactRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1689,7 @@ func (x *UploadArtifactRequest) String() string {
 func (*UploadArtifactRequest) ProtoMessage() {}
 
 func (x *UploadArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[23]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1702,7 @@ func (x *UploadArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadArtifactRequest.ProtoReflect.Descriptor instead.
 func (*UploadArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{23}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UploadArtifactRequest) GetName() string {
@@ -1646,7 +1737,7 @@ type UploadArtifactResponse struct {
 
 func (x *UploadArtifactResponse) Reset() {
 	*x = UploadArtifactResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1749,7 @@ func (x *UploadArtifactResponse) String() string {
 func (*UploadArtifactResponse) ProtoMessage() {}
 
 func (x *UploadArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[24]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1762,7 @@ func (x *UploadArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadArtifactResponse.ProtoReflect.Descriptor instead.
 func (*UploadArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{24}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UploadArtifactResponse) GetArtifact() *Artifact {
@@ -1696,7 +1787,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1799,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[25]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1812,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{25}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{27}
 }
 
 type ListArtifactsResponse struct {
@@ -1733,7 +1824,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1836,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[26]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1849,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{26}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListArtifactsResponse) GetArtifacts() []*Artifact {
@@ -1777,7 +1868,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1880,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[27]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1893,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{27}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetArtifactRequest) GetSha256() string {
@@ -1821,7 +1912,7 @@ type DeleteArtifactRequest struct {
 
 func (x *DeleteArtifactRequest) Reset() {
 	*x = DeleteArtifactRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1924,7 @@ func (x *DeleteArtifactRequest) String() string {
 func (*DeleteArtifactRequest) ProtoMessage() {}
 
 func (x *DeleteArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[28]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1937,7 @@ func (x *DeleteArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteArtifactRequest.ProtoReflect.Descriptor instead.
 func (*DeleteArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{28}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteArtifactRequest) GetSha256() string {
@@ -1864,7 +1955,7 @@ type DeleteArtifactResponse struct {
 
 func (x *DeleteArtifactResponse) Reset() {
 	*x = DeleteArtifactResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +1967,7 @@ func (x *DeleteArtifactResponse) String() string {
 func (*DeleteArtifactResponse) ProtoMessage() {}
 
 func (x *DeleteArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[29]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +1980,7 @@ func (x *DeleteArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteArtifactResponse.ProtoReflect.Descriptor instead.
 func (*DeleteArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{29}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{31}
 }
 
 // Channel is a release channel, published to boards as a manifest under
@@ -1907,7 +1998,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2010,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[30]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2023,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{30}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Channel) GetName() string {
@@ -1982,7 +2073,7 @@ type SetChannelRequest struct {
 
 func (x *SetChannelRequest) Reset() {
 	*x = SetChannelRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2085,7 @@ func (x *SetChannelRequest) String() string {
 func (*SetChannelRequest) ProtoMessage() {}
 
 func (x *SetChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[31]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2098,7 @@ func (x *SetChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetChannelRequest.ProtoReflect.Descriptor instead.
 func (*SetChannelRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{31}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SetChannelRequest) GetName() string {
@@ -2039,7 +2130,7 @@ type ListChannelsRequest struct {
 
 func (x *ListChannelsRequest) Reset() {
 	*x = ListChannelsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2142,7 @@ func (x *ListChannelsRequest) String() string {
 func (*ListChannelsRequest) ProtoMessage() {}
 
 func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[32]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2155,7 @@ func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{32}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{34}
 }
 
 type ListChannelsResponse struct {
@@ -2076,7 +2167,7 @@ type ListChannelsResponse struct {
 
 func (x *ListChannelsResponse) Reset() {
 	*x = ListChannelsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2179,7 @@ func (x *ListChannelsResponse) String() string {
 func (*ListChannelsResponse) ProtoMessage() {}
 
 func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[33]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2192,7 @@ func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
 func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{33}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListChannelsResponse) GetChannels() []*Channel {
@@ -2120,7 +2211,7 @@ type DeleteChannelRequest struct {
 
 func (x *DeleteChannelRequest) Reset() {
 	*x = DeleteChannelRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2223,7 @@ func (x *DeleteChannelRequest) String() string {
 func (*DeleteChannelRequest) ProtoMessage() {}
 
 func (x *DeleteChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[34]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2236,7 @@ func (x *DeleteChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteChannelRequest.ProtoReflect.Descriptor instead.
 func (*DeleteChannelRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{34}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteChannelRequest) GetName() string {
@@ -2163,7 +2254,7 @@ type DeleteChannelResponse struct {
 
 func (x *DeleteChannelResponse) Reset() {
 	*x = DeleteChannelResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2266,7 @@ func (x *DeleteChannelResponse) String() string {
 func (*DeleteChannelResponse) ProtoMessage() {}
 
 func (x *DeleteChannelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[35]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2279,7 @@ func (x *DeleteChannelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteChannelResponse.ProtoReflect.Descriptor instead.
 func (*DeleteChannelResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{35}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{37}
 }
 
 // RolloutPlan is what an operator asks for. Its JSON is the engine's plan
@@ -2233,7 +2324,7 @@ type RolloutPlan struct {
 
 func (x *RolloutPlan) Reset() {
 	*x = RolloutPlan{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2336,7 @@ func (x *RolloutPlan) String() string {
 func (*RolloutPlan) ProtoMessage() {}
 
 func (x *RolloutPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[36]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2349,7 @@ func (x *RolloutPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutPlan.ProtoReflect.Descriptor instead.
 func (*RolloutPlan) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{36}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RolloutPlan) GetName() string {
@@ -2390,7 +2481,7 @@ type RolloutTarget struct {
 
 func (x *RolloutTarget) Reset() {
 	*x = RolloutTarget{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2402,7 +2493,7 @@ func (x *RolloutTarget) String() string {
 func (*RolloutTarget) ProtoMessage() {}
 
 func (x *RolloutTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[37]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2415,7 +2506,7 @@ func (x *RolloutTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutTarget.ProtoReflect.Descriptor instead.
 func (*RolloutTarget) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{37}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RolloutTarget) GetBoards() []string {
@@ -2472,7 +2563,7 @@ type RolloutWave struct {
 
 func (x *RolloutWave) Reset() {
 	*x = RolloutWave{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2575,7 @@ func (x *RolloutWave) String() string {
 func (*RolloutWave) ProtoMessage() {}
 
 func (x *RolloutWave) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[38]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2588,7 @@ func (x *RolloutWave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWave.ProtoReflect.Descriptor instead.
 func (*RolloutWave) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{38}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RolloutWave) GetCount() int32 {
@@ -2526,7 +2617,7 @@ type RolloutTimeouts struct {
 
 func (x *RolloutTimeouts) Reset() {
 	*x = RolloutTimeouts{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2629,7 @@ func (x *RolloutTimeouts) String() string {
 func (*RolloutTimeouts) ProtoMessage() {}
 
 func (x *RolloutTimeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2642,7 @@ func (x *RolloutTimeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutTimeouts.ProtoReflect.Descriptor instead.
 func (*RolloutTimeouts) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{39}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RolloutTimeouts) GetTransfer() string {
@@ -2591,7 +2682,7 @@ type RolloutThresholds struct {
 
 func (x *RolloutThresholds) Reset() {
 	*x = RolloutThresholds{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2694,7 @@ func (x *RolloutThresholds) String() string {
 func (*RolloutThresholds) ProtoMessage() {}
 
 func (x *RolloutThresholds) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2707,7 @@ func (x *RolloutThresholds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutThresholds.ProtoReflect.Descriptor instead.
 func (*RolloutThresholds) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{40}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RolloutThresholds) GetSuccess() float64 {
@@ -2665,7 +2756,7 @@ type RolloutWindow struct {
 
 func (x *RolloutWindow) Reset() {
 	*x = RolloutWindow{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2768,7 @@ func (x *RolloutWindow) String() string {
 func (*RolloutWindow) ProtoMessage() {}
 
 func (x *RolloutWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2781,7 @@ func (x *RolloutWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWindow.ProtoReflect.Descriptor instead.
 func (*RolloutWindow) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{41}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RolloutWindow) GetStart() string {
@@ -2717,7 +2808,7 @@ type WaveBoards struct {
 
 func (x *WaveBoards) Reset() {
 	*x = WaveBoards{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2820,7 @@ func (x *WaveBoards) String() string {
 func (*WaveBoards) ProtoMessage() {}
 
 func (x *WaveBoards) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2833,7 @@ func (x *WaveBoards) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveBoards.ProtoReflect.Descriptor instead.
 func (*WaveBoards) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{42}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WaveBoards) GetBoards() []string {
@@ -2763,7 +2854,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +2866,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +2879,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{43}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Refusal) GetBoard() string {
@@ -2818,7 +2909,7 @@ type RolloutSelection struct {
 
 func (x *RolloutSelection) Reset() {
 	*x = RolloutSelection{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +2921,7 @@ func (x *RolloutSelection) String() string {
 func (*RolloutSelection) ProtoMessage() {}
 
 func (x *RolloutSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +2934,7 @@ func (x *RolloutSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutSelection.ProtoReflect.Descriptor instead.
 func (*RolloutSelection) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{44}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RolloutSelection) GetWaves() []*WaveBoards {
@@ -2876,7 +2967,7 @@ type DryRunRolloutRequest struct {
 
 func (x *DryRunRolloutRequest) Reset() {
 	*x = DryRunRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +2979,7 @@ func (x *DryRunRolloutRequest) String() string {
 func (*DryRunRolloutRequest) ProtoMessage() {}
 
 func (x *DryRunRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +2992,7 @@ func (x *DryRunRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DryRunRolloutRequest.ProtoReflect.Descriptor instead.
 func (*DryRunRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{45}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DryRunRolloutRequest) GetPlan() *RolloutPlan {
@@ -2920,7 +3011,7 @@ type CreateRolloutRequest struct {
 
 func (x *CreateRolloutRequest) Reset() {
 	*x = CreateRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3023,7 @@ func (x *CreateRolloutRequest) String() string {
 func (*CreateRolloutRequest) ProtoMessage() {}
 
 func (x *CreateRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3036,7 @@ func (x *CreateRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRolloutRequest.ProtoReflect.Descriptor instead.
 func (*CreateRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{46}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CreateRolloutRequest) GetPlan() *RolloutPlan {
@@ -2967,7 +3058,7 @@ type RolloutImage struct {
 
 func (x *RolloutImage) Reset() {
 	*x = RolloutImage{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3070,7 @@ func (x *RolloutImage) String() string {
 func (*RolloutImage) ProtoMessage() {}
 
 func (x *RolloutImage) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3083,7 @@ func (x *RolloutImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutImage.ProtoReflect.Descriptor instead.
 func (*RolloutImage) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{47}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RolloutImage) GetSha256() string {
@@ -3033,7 +3124,7 @@ type RolloutProgress struct {
 
 func (x *RolloutProgress) Reset() {
 	*x = RolloutProgress{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3136,7 @@ func (x *RolloutProgress) String() string {
 func (*RolloutProgress) ProtoMessage() {}
 
 func (x *RolloutProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3149,7 @@ func (x *RolloutProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutProgress.ProtoReflect.Descriptor instead.
 func (*RolloutProgress) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{48}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RolloutProgress) GetBoards() int32 {
@@ -3125,7 +3216,7 @@ type Rollout struct {
 
 func (x *Rollout) Reset() {
 	*x = Rollout{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3228,7 @@ func (x *Rollout) String() string {
 func (*Rollout) ProtoMessage() {}
 
 func (x *Rollout) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3241,7 @@ func (x *Rollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollout.ProtoReflect.Descriptor instead.
 func (*Rollout) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{49}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Rollout) GetId() string {
@@ -3252,7 +3343,7 @@ type ListRolloutsRequest struct {
 
 func (x *ListRolloutsRequest) Reset() {
 	*x = ListRolloutsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3355,7 @@ func (x *ListRolloutsRequest) String() string {
 func (*ListRolloutsRequest) ProtoMessage() {}
 
 func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3368,7 @@ func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{50}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{52}
 }
 
 type ListRolloutsResponse struct {
@@ -3289,7 +3380,7 @@ type ListRolloutsResponse struct {
 
 func (x *ListRolloutsResponse) Reset() {
 	*x = ListRolloutsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3301,7 +3392,7 @@ func (x *ListRolloutsResponse) String() string {
 func (*ListRolloutsResponse) ProtoMessage() {}
 
 func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3314,7 +3405,7 @@ func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{51}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListRolloutsResponse) GetRollouts() []*Rollout {
@@ -3333,7 +3424,7 @@ type GetRolloutRequest struct {
 
 func (x *GetRolloutRequest) Reset() {
 	*x = GetRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3345,7 +3436,7 @@ func (x *GetRolloutRequest) String() string {
 func (*GetRolloutRequest) ProtoMessage() {}
 
 func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3358,7 +3449,7 @@ func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolloutRequest.ProtoReflect.Descriptor instead.
 func (*GetRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{52}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetRolloutRequest) GetId() string {
@@ -3377,7 +3468,7 @@ type ListRolloutBoardsRequest struct {
 
 func (x *ListRolloutBoardsRequest) Reset() {
 	*x = ListRolloutBoardsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3389,7 +3480,7 @@ func (x *ListRolloutBoardsRequest) String() string {
 func (*ListRolloutBoardsRequest) ProtoMessage() {}
 
 func (x *ListRolloutBoardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3402,7 +3493,7 @@ func (x *ListRolloutBoardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutBoardsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutBoardsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{53}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListRolloutBoardsRequest) GetId() string {
@@ -3424,7 +3515,7 @@ type RolloutStep struct {
 
 func (x *RolloutStep) Reset() {
 	*x = RolloutStep{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3436,7 +3527,7 @@ func (x *RolloutStep) String() string {
 func (*RolloutStep) ProtoMessage() {}
 
 func (x *RolloutStep) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3540,7 @@ func (x *RolloutStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStep.ProtoReflect.Descriptor instead.
 func (*RolloutStep) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{54}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RolloutStep) GetTime() *timestamppb.Timestamp {
@@ -3495,7 +3586,7 @@ type RolloutBoard struct {
 
 func (x *RolloutBoard) Reset() {
 	*x = RolloutBoard{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3507,7 +3598,7 @@ func (x *RolloutBoard) String() string {
 func (*RolloutBoard) ProtoMessage() {}
 
 func (x *RolloutBoard) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3520,7 +3611,7 @@ func (x *RolloutBoard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutBoard.ProtoReflect.Descriptor instead.
 func (*RolloutBoard) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{55}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RolloutBoard) GetBoard() string {
@@ -3609,7 +3700,7 @@ type ListRolloutBoardsResponse struct {
 
 func (x *ListRolloutBoardsResponse) Reset() {
 	*x = ListRolloutBoardsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3621,7 +3712,7 @@ func (x *ListRolloutBoardsResponse) String() string {
 func (*ListRolloutBoardsResponse) ProtoMessage() {}
 
 func (x *ListRolloutBoardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3634,7 +3725,7 @@ func (x *ListRolloutBoardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutBoardsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutBoardsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{56}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListRolloutBoardsResponse) GetBoards() []*RolloutBoard {
@@ -3654,7 +3745,7 @@ type PauseRolloutRequest struct {
 
 func (x *PauseRolloutRequest) Reset() {
 	*x = PauseRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3666,7 +3757,7 @@ func (x *PauseRolloutRequest) String() string {
 func (*PauseRolloutRequest) ProtoMessage() {}
 
 func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3679,7 +3770,7 @@ func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
 func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{57}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PauseRolloutRequest) GetId() string {
@@ -3705,7 +3796,7 @@ type ResumeRolloutRequest struct {
 
 func (x *ResumeRolloutRequest) Reset() {
 	*x = ResumeRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +3808,7 @@ func (x *ResumeRolloutRequest) String() string {
 func (*ResumeRolloutRequest) ProtoMessage() {}
 
 func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +3821,7 @@ func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{58}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResumeRolloutRequest) GetId() string {
@@ -3750,7 +3841,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3762,7 +3853,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3775,7 +3866,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{59}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *AbortRolloutRequest) GetId() string {
@@ -3802,7 +3893,7 @@ type RevertRolloutRequest struct {
 
 func (x *RevertRolloutRequest) Reset() {
 	*x = RevertRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3814,7 +3905,7 @@ func (x *RevertRolloutRequest) String() string {
 func (*RevertRolloutRequest) ProtoMessage() {}
 
 func (x *RevertRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3827,7 +3918,7 @@ func (x *RevertRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevertRolloutRequest.ProtoReflect.Descriptor instead.
 func (*RevertRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{60}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RevertRolloutRequest) GetId() string {
@@ -3857,7 +3948,7 @@ type WatchRolloutRequest struct {
 
 func (x *WatchRolloutRequest) Reset() {
 	*x = WatchRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3869,7 +3960,7 @@ func (x *WatchRolloutRequest) String() string {
 func (*WatchRolloutRequest) ProtoMessage() {}
 
 func (x *WatchRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3882,7 +3973,7 @@ func (x *WatchRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRolloutRequest.ProtoReflect.Descriptor instead.
 func (*WatchRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{61}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *WatchRolloutRequest) GetId() string {
@@ -3926,7 +4017,7 @@ type RolloutEvent struct {
 
 func (x *RolloutEvent) Reset() {
 	*x = RolloutEvent{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3938,7 +4029,7 @@ func (x *RolloutEvent) String() string {
 func (*RolloutEvent) ProtoMessage() {}
 
 func (x *RolloutEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3951,7 +4042,7 @@ func (x *RolloutEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutEvent.ProtoReflect.Descriptor instead.
 func (*RolloutEvent) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{62}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RolloutEvent) GetN() uint64 {
@@ -4031,7 +4122,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4043,7 +4134,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4056,7 +4147,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{63}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -4110,7 +4201,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4122,7 +4213,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4135,7 +4226,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{64}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -4189,7 +4280,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4201,7 +4292,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4214,7 +4305,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{65}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AuditEntry) GetTime() *timestamppb.Timestamp {
@@ -4440,7 +4531,11 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x13CreateTokenResponse\x12*\n" +
 	"\x05token\x18\x01 \x01(\v2\x14.holo.fleet.v1.TokenR\x05token\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x13\n" +
-	"\x11ListTokensRequest\"B\n" +
+	"\x11ListTokensRequest\"\x0f\n" +
+	"\rWhoAmIRequest\"2\n" +
+	"\bIdentity\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"B\n" +
 	"\x12ListTokensResponse\x12,\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x14.holo.fleet.v1.TokenR\x06tokens\"(\n" +
 	"\x12RevokeTokenRequest\x12\x12\n" +
@@ -4673,7 +4768,7 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x04code\x18\x10 \x01(\tR\x04code\x12\x16\n" +
 	"\x06reason\x18\x11 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x12 \x01(\tR\trequestId2\xb6\x11\n" +
+	"request_id\x18\x12 \x01(\tR\trequestId2\xf7\x11\n" +
 	"\fFleetService\x12Q\n" +
 	"\n" +
 	"ListBoards\x12 .holo.fleet.v1.ListBoardsRequest\x1a!.holo.fleet.v1.ListBoardsResponse\x12@\n" +
@@ -4684,7 +4779,8 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\vWatchEvents\x12!.holo.fleet.v1.WatchEventsRequest\x1a\x14.holo.fleet.v1.Event0\x01\x12T\n" +
 	"\vCreateToken\x12!.holo.fleet.v1.CreateTokenRequest\x1a\".holo.fleet.v1.CreateTokenResponse\x12Q\n" +
 	"\n" +
-	"ListTokens\x12 .holo.fleet.v1.ListTokensRequest\x1a!.holo.fleet.v1.ListTokensResponse\x12T\n" +
+	"ListTokens\x12 .holo.fleet.v1.ListTokensRequest\x1a!.holo.fleet.v1.ListTokensResponse\x12?\n" +
+	"\x06WhoAmI\x12\x1c.holo.fleet.v1.WhoAmIRequest\x1a\x17.holo.fleet.v1.Identity\x12T\n" +
 	"\vRevokeToken\x12!.holo.fleet.v1.RevokeTokenRequest\x1a\".holo.fleet.v1.RevokeTokenResponse\x12_\n" +
 	"\x0eUploadArtifact\x12$.holo.fleet.v1.UploadArtifactRequest\x1a%.holo.fleet.v1.UploadArtifactResponse(\x01\x12Z\n" +
 	"\rListArtifacts\x12#.holo.fleet.v1.ListArtifactsRequest\x1a$.holo.fleet.v1.ListArtifactsResponse\x12I\n" +
@@ -4719,7 +4815,7 @@ func file_holo_fleet_v1_fleet_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_fleet_proto_rawDescData
 }
 
-var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*Board)(nil),                     // 0: holo.fleet.v1.Board
 	(*ListBoardsRequest)(nil),         // 1: holo.fleet.v1.ListBoardsRequest
@@ -4738,115 +4834,117 @@ var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*CreateTokenRequest)(nil),        // 14: holo.fleet.v1.CreateTokenRequest
 	(*CreateTokenResponse)(nil),       // 15: holo.fleet.v1.CreateTokenResponse
 	(*ListTokensRequest)(nil),         // 16: holo.fleet.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),        // 17: holo.fleet.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),        // 18: holo.fleet.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),       // 19: holo.fleet.v1.RevokeTokenResponse
-	(*App)(nil),                       // 20: holo.fleet.v1.App
-	(*Artifact)(nil),                  // 21: holo.fleet.v1.Artifact
-	(*Signer)(nil),                    // 22: holo.fleet.v1.Signer
-	(*UploadArtifactRequest)(nil),     // 23: holo.fleet.v1.UploadArtifactRequest
-	(*UploadArtifactResponse)(nil),    // 24: holo.fleet.v1.UploadArtifactResponse
-	(*ListArtifactsRequest)(nil),      // 25: holo.fleet.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),     // 26: holo.fleet.v1.ListArtifactsResponse
-	(*GetArtifactRequest)(nil),        // 27: holo.fleet.v1.GetArtifactRequest
-	(*DeleteArtifactRequest)(nil),     // 28: holo.fleet.v1.DeleteArtifactRequest
-	(*DeleteArtifactResponse)(nil),    // 29: holo.fleet.v1.DeleteArtifactResponse
-	(*Channel)(nil),                   // 30: holo.fleet.v1.Channel
-	(*SetChannelRequest)(nil),         // 31: holo.fleet.v1.SetChannelRequest
-	(*ListChannelsRequest)(nil),       // 32: holo.fleet.v1.ListChannelsRequest
-	(*ListChannelsResponse)(nil),      // 33: holo.fleet.v1.ListChannelsResponse
-	(*DeleteChannelRequest)(nil),      // 34: holo.fleet.v1.DeleteChannelRequest
-	(*DeleteChannelResponse)(nil),     // 35: holo.fleet.v1.DeleteChannelResponse
-	(*RolloutPlan)(nil),               // 36: holo.fleet.v1.RolloutPlan
-	(*RolloutTarget)(nil),             // 37: holo.fleet.v1.RolloutTarget
-	(*RolloutWave)(nil),               // 38: holo.fleet.v1.RolloutWave
-	(*RolloutTimeouts)(nil),           // 39: holo.fleet.v1.RolloutTimeouts
-	(*RolloutThresholds)(nil),         // 40: holo.fleet.v1.RolloutThresholds
-	(*RolloutWindow)(nil),             // 41: holo.fleet.v1.RolloutWindow
-	(*WaveBoards)(nil),                // 42: holo.fleet.v1.WaveBoards
-	(*Refusal)(nil),                   // 43: holo.fleet.v1.Refusal
-	(*RolloutSelection)(nil),          // 44: holo.fleet.v1.RolloutSelection
-	(*DryRunRolloutRequest)(nil),      // 45: holo.fleet.v1.DryRunRolloutRequest
-	(*CreateRolloutRequest)(nil),      // 46: holo.fleet.v1.CreateRolloutRequest
-	(*RolloutImage)(nil),              // 47: holo.fleet.v1.RolloutImage
-	(*RolloutProgress)(nil),           // 48: holo.fleet.v1.RolloutProgress
-	(*Rollout)(nil),                   // 49: holo.fleet.v1.Rollout
-	(*ListRolloutsRequest)(nil),       // 50: holo.fleet.v1.ListRolloutsRequest
-	(*ListRolloutsResponse)(nil),      // 51: holo.fleet.v1.ListRolloutsResponse
-	(*GetRolloutRequest)(nil),         // 52: holo.fleet.v1.GetRolloutRequest
-	(*ListRolloutBoardsRequest)(nil),  // 53: holo.fleet.v1.ListRolloutBoardsRequest
-	(*RolloutStep)(nil),               // 54: holo.fleet.v1.RolloutStep
-	(*RolloutBoard)(nil),              // 55: holo.fleet.v1.RolloutBoard
-	(*ListRolloutBoardsResponse)(nil), // 56: holo.fleet.v1.ListRolloutBoardsResponse
-	(*PauseRolloutRequest)(nil),       // 57: holo.fleet.v1.PauseRolloutRequest
-	(*ResumeRolloutRequest)(nil),      // 58: holo.fleet.v1.ResumeRolloutRequest
-	(*AbortRolloutRequest)(nil),       // 59: holo.fleet.v1.AbortRolloutRequest
-	(*RevertRolloutRequest)(nil),      // 60: holo.fleet.v1.RevertRolloutRequest
-	(*WatchRolloutRequest)(nil),       // 61: holo.fleet.v1.WatchRolloutRequest
-	(*RolloutEvent)(nil),              // 62: holo.fleet.v1.RolloutEvent
-	(*ListAuditRequest)(nil),          // 63: holo.fleet.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),         // 64: holo.fleet.v1.ListAuditResponse
-	(*AuditEntry)(nil),                // 65: holo.fleet.v1.AuditEntry
-	nil,                               // 66: holo.fleet.v1.Board.LabelsEntry
-	nil,                               // 67: holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	nil,                               // 68: holo.fleet.v1.Selector.LabelsEntry
-	nil,                               // 69: holo.fleet.v1.RolloutTarget.LabelsEntry
-	nil,                               // 70: holo.fleet.v1.RolloutProgress.PhasesEntry
-	(*timestamppb.Timestamp)(nil),     // 71: google.protobuf.Timestamp
-	(*structpb.Value)(nil),            // 72: google.protobuf.Value
+	(*WhoAmIRequest)(nil),             // 17: holo.fleet.v1.WhoAmIRequest
+	(*Identity)(nil),                  // 18: holo.fleet.v1.Identity
+	(*ListTokensResponse)(nil),        // 19: holo.fleet.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),        // 20: holo.fleet.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),       // 21: holo.fleet.v1.RevokeTokenResponse
+	(*App)(nil),                       // 22: holo.fleet.v1.App
+	(*Artifact)(nil),                  // 23: holo.fleet.v1.Artifact
+	(*Signer)(nil),                    // 24: holo.fleet.v1.Signer
+	(*UploadArtifactRequest)(nil),     // 25: holo.fleet.v1.UploadArtifactRequest
+	(*UploadArtifactResponse)(nil),    // 26: holo.fleet.v1.UploadArtifactResponse
+	(*ListArtifactsRequest)(nil),      // 27: holo.fleet.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),     // 28: holo.fleet.v1.ListArtifactsResponse
+	(*GetArtifactRequest)(nil),        // 29: holo.fleet.v1.GetArtifactRequest
+	(*DeleteArtifactRequest)(nil),     // 30: holo.fleet.v1.DeleteArtifactRequest
+	(*DeleteArtifactResponse)(nil),    // 31: holo.fleet.v1.DeleteArtifactResponse
+	(*Channel)(nil),                   // 32: holo.fleet.v1.Channel
+	(*SetChannelRequest)(nil),         // 33: holo.fleet.v1.SetChannelRequest
+	(*ListChannelsRequest)(nil),       // 34: holo.fleet.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),      // 35: holo.fleet.v1.ListChannelsResponse
+	(*DeleteChannelRequest)(nil),      // 36: holo.fleet.v1.DeleteChannelRequest
+	(*DeleteChannelResponse)(nil),     // 37: holo.fleet.v1.DeleteChannelResponse
+	(*RolloutPlan)(nil),               // 38: holo.fleet.v1.RolloutPlan
+	(*RolloutTarget)(nil),             // 39: holo.fleet.v1.RolloutTarget
+	(*RolloutWave)(nil),               // 40: holo.fleet.v1.RolloutWave
+	(*RolloutTimeouts)(nil),           // 41: holo.fleet.v1.RolloutTimeouts
+	(*RolloutThresholds)(nil),         // 42: holo.fleet.v1.RolloutThresholds
+	(*RolloutWindow)(nil),             // 43: holo.fleet.v1.RolloutWindow
+	(*WaveBoards)(nil),                // 44: holo.fleet.v1.WaveBoards
+	(*Refusal)(nil),                   // 45: holo.fleet.v1.Refusal
+	(*RolloutSelection)(nil),          // 46: holo.fleet.v1.RolloutSelection
+	(*DryRunRolloutRequest)(nil),      // 47: holo.fleet.v1.DryRunRolloutRequest
+	(*CreateRolloutRequest)(nil),      // 48: holo.fleet.v1.CreateRolloutRequest
+	(*RolloutImage)(nil),              // 49: holo.fleet.v1.RolloutImage
+	(*RolloutProgress)(nil),           // 50: holo.fleet.v1.RolloutProgress
+	(*Rollout)(nil),                   // 51: holo.fleet.v1.Rollout
+	(*ListRolloutsRequest)(nil),       // 52: holo.fleet.v1.ListRolloutsRequest
+	(*ListRolloutsResponse)(nil),      // 53: holo.fleet.v1.ListRolloutsResponse
+	(*GetRolloutRequest)(nil),         // 54: holo.fleet.v1.GetRolloutRequest
+	(*ListRolloutBoardsRequest)(nil),  // 55: holo.fleet.v1.ListRolloutBoardsRequest
+	(*RolloutStep)(nil),               // 56: holo.fleet.v1.RolloutStep
+	(*RolloutBoard)(nil),              // 57: holo.fleet.v1.RolloutBoard
+	(*ListRolloutBoardsResponse)(nil), // 58: holo.fleet.v1.ListRolloutBoardsResponse
+	(*PauseRolloutRequest)(nil),       // 59: holo.fleet.v1.PauseRolloutRequest
+	(*ResumeRolloutRequest)(nil),      // 60: holo.fleet.v1.ResumeRolloutRequest
+	(*AbortRolloutRequest)(nil),       // 61: holo.fleet.v1.AbortRolloutRequest
+	(*RevertRolloutRequest)(nil),      // 62: holo.fleet.v1.RevertRolloutRequest
+	(*WatchRolloutRequest)(nil),       // 63: holo.fleet.v1.WatchRolloutRequest
+	(*RolloutEvent)(nil),              // 64: holo.fleet.v1.RolloutEvent
+	(*ListAuditRequest)(nil),          // 65: holo.fleet.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),         // 66: holo.fleet.v1.ListAuditResponse
+	(*AuditEntry)(nil),                // 67: holo.fleet.v1.AuditEntry
+	nil,                               // 68: holo.fleet.v1.Board.LabelsEntry
+	nil,                               // 69: holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	nil,                               // 70: holo.fleet.v1.Selector.LabelsEntry
+	nil,                               // 71: holo.fleet.v1.RolloutTarget.LabelsEntry
+	nil,                               // 72: holo.fleet.v1.RolloutProgress.PhasesEntry
+	(*timestamppb.Timestamp)(nil),     // 73: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 74: google.protobuf.Value
 }
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
-	66, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
-	71, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
+	68, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
+	73, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
 	0,  // 2: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	67, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	72, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	68, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	69, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	74, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	70, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
 	7,  // 6: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	72, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	74, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
 	10, // 8: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	71, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	71, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	73, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	73, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
 	13, // 11: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
 	13, // 12: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
-	20, // 13: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	71, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
-	22, // 15: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
-	21, // 16: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
-	21, // 17: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	71, // 18: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
-	30, // 19: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
-	37, // 20: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
-	38, // 21: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
-	39, // 22: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
-	40, // 23: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
-	41, // 24: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	69, // 25: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
-	42, // 26: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
-	43, // 27: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
-	36, // 28: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	36, // 29: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	20, // 30: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	70, // 31: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
-	36, // 32: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
-	47, // 33: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
-	42, // 34: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
-	43, // 35: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	71, // 36: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	71, // 37: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	71, // 38: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
-	48, // 39: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
-	49, // 40: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	71, // 41: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	71, // 42: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	71, // 43: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
-	54, // 44: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
-	55, // 45: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	71, // 46: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	71, // 47: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	71, // 48: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
-	65, // 49: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
-	71, // 50: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	22, // 13: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
+	73, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	24, // 15: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
+	23, // 16: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
+	23, // 17: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
+	73, // 18: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	32, // 19: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
+	39, // 20: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
+	40, // 21: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
+	41, // 22: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
+	42, // 23: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
+	43, // 24: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
+	71, // 25: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	44, // 26: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
+	45, // 27: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
+	38, // 28: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	38, // 29: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	22, // 30: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
+	72, // 31: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	38, // 32: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
+	49, // 33: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
+	44, // 34: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
+	45, // 35: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
+	73, // 36: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	73, // 37: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	73, // 38: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	50, // 39: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
+	51, // 40: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
+	73, // 41: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	73, // 42: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	73, // 43: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	56, // 44: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
+	57, // 45: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
+	73, // 46: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	73, // 47: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	73, // 48: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
+	67, // 49: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
+	73, // 50: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
 	1,  // 51: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
 	3,  // 52: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
 	4,  // 53: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
@@ -4855,54 +4953,56 @@ var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
 	11, // 56: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
 	14, // 57: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
 	16, // 58: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	18, // 59: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	23, // 60: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	25, // 61: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	27, // 62: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	28, // 63: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	31, // 64: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	32, // 65: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	34, // 66: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	45, // 67: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	46, // 68: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	50, // 69: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	52, // 70: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	53, // 71: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	57, // 72: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	58, // 73: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	59, // 74: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	60, // 75: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	61, // 76: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	63, // 77: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
-	2,  // 78: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 79: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 80: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 81: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 82: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 83: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 84: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	17, // 85: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	19, // 86: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	24, // 87: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	26, // 88: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	21, // 89: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	29, // 90: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	30, // 91: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	33, // 92: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	35, // 93: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	44, // 94: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	49, // 95: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 96: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	49, // 97: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	56, // 98: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	49, // 99: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	49, // 100: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	49, // 101: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	49, // 102: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	62, // 103: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	64, // 104: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
-	78, // [78:105] is the sub-list for method output_type
-	51, // [51:78] is the sub-list for method input_type
+	17, // 59: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
+	20, // 60: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	25, // 61: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	27, // 62: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	29, // 63: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	30, // 64: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	33, // 65: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	34, // 66: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	36, // 67: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	47, // 68: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	48, // 69: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	52, // 70: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	54, // 71: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	55, // 72: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	59, // 73: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	60, // 74: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	61, // 75: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	62, // 76: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	63, // 77: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	65, // 78: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
+	2,  // 79: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 80: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 81: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 82: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 83: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 84: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 85: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	19, // 86: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	18, // 87: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
+	21, // 88: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	26, // 89: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	28, // 90: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	23, // 91: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	31, // 92: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	32, // 93: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	35, // 94: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	37, // 95: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	46, // 96: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	51, // 97: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	53, // 98: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	51, // 99: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	58, // 100: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	51, // 101: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 102: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 103: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 104: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	64, // 105: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	66, // 106: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
+	79, // [79:107] is the sub-list for method output_type
+	51, // [51:79] is the sub-list for method input_type
 	51, // [51:51] is the sub-list for extension type_name
 	51, // [51:51] is the sub-list for extension extendee
 	0,  // [0:51] is the sub-list for field type_name
@@ -4921,7 +5021,7 @@ func file_holo_fleet_v1_fleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_fleet_proto_rawDesc), len(file_holo_fleet_v1_fleet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   71,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,6 +37,7 @@ const (
 	FleetService_WatchEvents_FullMethodName       = "/holo.fleet.v1.FleetService/WatchEvents"
 	FleetService_CreateToken_FullMethodName       = "/holo.fleet.v1.FleetService/CreateToken"
 	FleetService_ListTokens_FullMethodName        = "/holo.fleet.v1.FleetService/ListTokens"
+	FleetService_WhoAmI_FullMethodName            = "/holo.fleet.v1.FleetService/WhoAmI"
 	FleetService_RevokeToken_FullMethodName       = "/holo.fleet.v1.FleetService/RevokeToken"
 	FleetService_UploadArtifact_FullMethodName    = "/holo.fleet.v1.FleetService/UploadArtifact"
 	FleetService_ListArtifacts_FullMethodName     = "/holo.fleet.v1.FleetService/ListArtifacts"
@@ -95,6 +96,11 @@ type FleetServiceClient interface {
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
 	// ListTokens lists the tokens without their secrets (admin).
 	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error)
+	// WhoAmI tells the caller who the gateway takes it for: the token's
+	// name and role, or "loopback" / "insecure-lab" for calls let in
+	// without one (viewer and above). Consoles use it to offer only what
+	// the role may do.
+	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*Identity, error)
 	// RevokeToken deletes a token by name (admin).
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
 	// UploadArtifact stores a firmware image sent as a stream of chunks
@@ -239,6 +245,16 @@ func (c *fleetServiceClient) ListTokens(ctx context.Context, in *ListTokensReque
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListTokensResponse)
 	err := c.cc.Invoke(ctx, FleetService_ListTokens_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*Identity, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Identity)
+	err := c.cc.Invoke(ctx, FleetService_WhoAmI_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -484,6 +500,11 @@ type FleetServiceServer interface {
 	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
 	// ListTokens lists the tokens without their secrets (admin).
 	ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error)
+	// WhoAmI tells the caller who the gateway takes it for: the token's
+	// name and role, or "loopback" / "insecure-lab" for calls let in
+	// without one (viewer and above). Consoles use it to offer only what
+	// the role may do.
+	WhoAmI(context.Context, *WhoAmIRequest) (*Identity, error)
 	// RevokeToken deletes a token by name (admin).
 	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
 	// UploadArtifact stores a firmware image sent as a stream of chunks
@@ -568,6 +589,9 @@ func (UnimplementedFleetServiceServer) CreateToken(context.Context, *CreateToken
 }
 func (UnimplementedFleetServiceServer) ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTokens not implemented")
+}
+func (UnimplementedFleetServiceServer) WhoAmI(context.Context, *WhoAmIRequest) (*Identity, error) {
+	return nil, status.Error(codes.Unimplemented, "method WhoAmI not implemented")
 }
 func (UnimplementedFleetServiceServer) RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeToken not implemented")
@@ -780,6 +804,24 @@ func _FleetService_ListTokens_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(FleetServiceServer).ListTokens(ctx, req.(*ListTokensRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_WhoAmI_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhoAmIRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).WhoAmI(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_WhoAmI_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).WhoAmI(ctx, req.(*WhoAmIRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1142,6 +1184,10 @@ var FleetService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTokens",
 			Handler:    _FleetService_ListTokens_Handler,
+		},
+		{
+			MethodName: "WhoAmI",
+			Handler:    _FleetService_WhoAmI_Handler,
 		},
 		{
 			MethodName: "RevokeToken",
