@@ -161,6 +161,34 @@ func (r *raw) subscribe(id uint16, filter string) {
 	r.write(buf.Bytes())
 }
 
+// subscribed waits for the SUBACK of packet id, skipping other packets:
+// the subscription is then in place (tests subscribe before anything is
+// published to them).
+func (r *raw) subscribed(id uint16) error {
+	for {
+		_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var fh packets.FixedHeader
+		b, err := r.r.ReadByte()
+		if err != nil {
+			return err
+		}
+		if err := fh.Decode(b); err != nil {
+			return err
+		}
+		n, _, err := packets.DecodeLength(r.r)
+		if err != nil {
+			return err
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.r, body); err != nil {
+			return err
+		}
+		if fh.Type == packets.Suback && n >= 2 && uint16(body[0])<<8|uint16(body[1]) == id {
+			return nil
+		}
+	}
+}
+
 // nextPublish returns the topic of the next PUBLISH the broker sends,
 // skipping other packets.
 func (r *raw) nextPublish() (string, error) {
