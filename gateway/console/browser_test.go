@@ -596,6 +596,7 @@ func testUnits(t *testing.T, g *demoGW, br *browser) {
 		const fmt = await import('/console/js/fmt.js');
 		const w = await import('/console/js/widgets.js');
 		const st = await import('/console/js/stream.js');
+		const fw = await import('/console/js/views/firmware.js');
 		const fails = [];
 		const eq = (name, got, want) => { if (JSON.stringify(got) !== JSON.stringify(want)) fails.push(name + ': got ' + JSON.stringify(got) + ', want ' + JSON.stringify(want)); };
 		for (const [a, b, want] of [['1.2.3', '1.2.3', 0], ['1.2.3', '1.10.0', -1], ['2.0.0', '1.99.99', 1], ['1.0.0-rc1', '1.0.0', -1],
@@ -610,6 +611,14 @@ func testUnits(t *testing.T, g *demoGW, br *browser) {
 		try { w.parseLabels('nokey'); fails.push('parseLabels accepted "nokey"'); } catch (e) { /* refused */ }
 		try { w.parseLabels('=v'); fails.push('parseLabels accepted "=v"'); } catch (e) { /* refused */ }
 		eq('labelsText', w.labelsText({b: '2', a: '1'}), 'a=1, b=2');
+		const k1 = 'aa'.repeat(32), k2 = 'bb'.repeat(32);
+		for (const [a, want] of [
+			[{trust: 'unsigned', signers: []}, 'unsigned'],
+			[{trust: 'trusted', signers: [{key_digest: k1, valid: true, trusted: true}, {key_digest: k2, valid: false, trusted: false}]}, 'aa'.repeat(8) + ' (trusted)'],
+			[{trust: 'signed', signers: [{key_digest: k2, valid: true, trusted: false}]}, 'bb'.repeat(8) + ' · no trusted key'],
+			[{}, '—']]) {
+			eq('signersText ' + JSON.stringify(a), fw.signersText(a), want);
+		}
 		for (const [c, want] of [['#12ab34', '#12ab34'], ['#FFF', '#000000'], ['red', '#000000'], ['url(https://x/)', '#000000'], [null, '#000000'], ['#12ab34;x:y', '#000000']]) {
 			eq('safeColour ' + c, w.safeColour(c), want);
 		}

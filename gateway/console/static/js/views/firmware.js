@@ -7,14 +7,19 @@ import { bytes, shortSha, dateTime, plural } from '../fmt.js';
 import { LineWatch } from '../stream.js';
 import { parseLabels } from '../widgets.js';
 
-// signersText shows who signed an image when the gateway's artifact
-// record says (a "signers" list, or "signed": false); nothing otherwise.
+// signersText shows who signed an image, from the artifact record's trust
+// ("trusted", "signed", "unsigned") and its signature blocks
+// ({key_digest, valid, trusted}): the valid signers' short key digests,
+// a trusted one marked.
 export function signersText(a) {
-  if (Array.isArray(a.signers)) return a.signers.length ? a.signers.map((s) => (typeof s === 'string' ? s : s.name || s.key || s.id || JSON.stringify(s))).join(', ') : 'unsigned';
-  if (Array.isArray(a.signatures)) return a.signatures.length ? a.signatures.map((s) => (typeof s === 'string' ? s : s.signer || s.name || s.key || 'signed')).join(', ') : 'unsigned';
-  if (a.signed === false) return 'unsigned';
-  if (a.signed === true) return 'signed';
-  return '—';
+  const valid = Array.isArray(a.signers) ? a.signers.filter((s) => s && s.valid) : [];
+  const names = valid.map((s) => String(s.key_digest || '').slice(0, 16) + (s.trusted ? ' (trusted)' : ''));
+  switch (a.trust) {
+    case 'unsigned': return 'unsigned';
+    case 'trusted': return names.length ? names.join(', ') : 'trusted';
+    case 'signed': return (names.length ? names.join(', ') : 'signed') + ' · no trusted key';
+  }
+  return names.length ? names.join(', ') : '—';
 }
 
 export function phaseClass(p) {
