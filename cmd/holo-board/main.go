@@ -50,6 +50,7 @@ func run(args []string) error {
 	lv := new(slog.LevelVar) // the console's log level changes it
 	lv.Set(level)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	proc.powerCut = func() { powerCut(proc) }
 	if done, err := proc.start(log, args, *httpAddr); done || err != nil {
 		return err
 	}

@@ -38,6 +38,16 @@ type App struct {
 	Time      string `json:"time"`
 	IDF       string `json:"idf"`
 	ELFSHA256 string `json:"elf_sha256"`
+	// SecureBoot is set for the running firmware only (GET /info).
+	SecureBoot *SecureBoot `json:"secure_boot,omitempty"`
+}
+
+// SecureBoot tells how the running firmware passed the bootloader's
+// signature check (GET /info's firmware.secure_boot).
+type SecureBoot struct {
+	Enabled bool     `json:"enabled" doc:"true when the board has trusted keys burned and checks every image it boots; false: images are not checked"`
+	Signers []string `json:"signers" doc:"hex digests of the keys whose signature blocks verify over the running image"`
+	Factory bool     `json:"factory" doc:"the running image is the factory firmware (the executable the board was started with), which runs without a signature"`
 }
 
 var (

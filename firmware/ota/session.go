@@ -2,6 +2,8 @@ package ota
 
 import (
 	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
+	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // Session states.
@@ -57,6 +59,41 @@ type Status struct {
 	Slots    []Slot   `json:"slots"`
 	Session  Session  `json:"session"`
 	Pull     PullInfo `json:"pull"`
+	// SecureBoot is the board's trusted keys (this firmware's extension).
+	SecureBoot SecureBootStatus `json:"secure_boot"`
+}
+
+// SecureBootStatus is the secure_boot object of GET /ota: whether the
+// board checks image signatures, and the key digests it has burned.
+type SecureBootStatus struct {
+	Enabled bool `json:"enabled" doc:"true once keys are burned: only images signed by a trusted, unrevoked key are accepted, activated and booted; false: images are not checked"`
+	// Keys are the burned key digests in slot order.
+	Keys []TrustedKey `json:"keys" doc:"burned key digests in slot order; empty when secure boot is off"`
+}
+
+// TrustedKey is one burned key digest.
+type TrustedKey struct {
+	Digest  string `json:"digest" doc:"hex SHA-256 of the public key as a signature block holds it (curve id, X, Y)"`
+	Revoked bool   `json:"revoked" doc:"revoked keys are never trusted again"`
+}
+
+func secureBootOf(st efuse.State) SecureBootStatus {
+	out := SecureBootStatus{Enabled: st.Enabled(), Keys: []TrustedKey{}}
+	for i, k := range st.Keys {
+		out.Keys = append(out.Keys, TrustedKey{Digest: k.String(), Revoked: st.Revoked[i]})
+	}
+	return out
+}
+
+func hexKeys(keys []image.KeyDigest) []string {
+	if keys == nil {
+		return nil
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	return out
 }
 
 // Slot is one application slot in GET /ota.
@@ -71,6 +108,9 @@ type Slot struct {
 	// slot holds no selected image.
 	State *string `json:"state" doc:"trial, confirmed, invalid, rolled_back, or null"`
 	App   *App    `json:"app"`
+	// Signers are the keys whose signature blocks verify over the slot's
+	// image, trusted or not; given for the running and the staged image.
+	Signers []string `json:"signers,omitempty" doc:"hex key digests whose signature blocks verify over the image (running and staged image only)"`
 }
 
 // PullInfo is the pull object of GET /ota.
