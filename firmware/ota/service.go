@@ -109,7 +109,7 @@ type Service struct {
 	staged   *image.Image
 	signers  []image.KeyDigest // of the staged image (trusted or not)
 	slot     int               // the slot of the session's image
-	work     *worker // the receiving or downloading worker, nil when none
+	work     *worker           // the receiving or downloading worker, nil when none
 	lastEmit time.Time
 	opMu     sync.Mutex // serialises session starts and activations
 
