@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/big"
 	"os"
@@ -490,4 +491,39 @@ func TestDescRevoke(t *testing.T) {
 	if _, err := d.Append(nil); !errors.Is(err, ErrField) {
 		t.Fatalf("zero digest: %v", err)
 	}
+}
+
+func TestWithRevoke(t *testing.T) {
+	plain := mustPack(t, testDesc(), bytes.Repeat([]byte("r"), 999))
+	r := KeyDigest{1}
+	b, err := WithRevoke(plain, []KeyDigest{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := VerifyBytes(b, hostExpect)
+	if err != nil || len(im.Desc.Revoke) != 1 || im.Desc.Revoke[0] != r || len(b) != len(plain) {
+		t.Fatalf("%v %+v", err, im)
+	}
+	if back, err := WithRevoke(b, nil); err != nil || !bytes.Equal(back, plain) {
+		t.Fatalf("clearing: %v", err)
+	}
+	if _, err := WithRevoke(mustSign(t, b, fixedKey(t, 1)), nil); !errors.Is(err, ErrField) {
+		t.Fatalf("signed: %v", err)
+	}
+}
+
+// ExampleSign signs an image twice and checks it the way a board whose
+// eFuses hold the second key does.
+func ExampleSign() {
+	oldKey, _ := GenerateKey()
+	newKey, _ := GenerateKey()
+	img, _ := Pack(Desc{Project: "holo-board", Version: "2.0.0"}, []byte("firmware"))
+	img, _ = Sign(img, oldKey)
+	img, _ = Sign(img, newKey)
+
+	im, _ := Inspect(img)
+	d, _ := DigestOf(&newKey.PublicKey)
+	signers, err := Trust{Keys: []KeyDigest{d}}.Check(im)
+	fmt.Println(len(im.Blocks), "blocks;", len(signers) == 1 && signers[0] == d, err)
+	// Output: 2 blocks; true <nil>
 }
