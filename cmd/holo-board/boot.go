@@ -42,6 +42,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -478,13 +479,14 @@ func powerLock(fl *flash.Flash) (*os.File, error) {
 	}
 }
 
-// factoryDigest is the bootloader's Config.Factory for executable exe.
+// factoryDigest is the SHA-256 of the factory image packSelf makes of
+// exe: the image the bootloader boots without a signature.
 func factoryDigest(exe string) ([32]byte, error) {
-	b, err := os.ReadFile(exe)
+	img, err := packSelf(exe)
 	if err != nil {
 		return [32]byte{}, err
 	}
-	return bootloader.FactoryDigest(b), nil
+	return sha256.Sum256(img), nil
 }
 
 // packSelf packs this executable as the first image, described by its

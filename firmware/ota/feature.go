@@ -2,6 +2,7 @@ package ota
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"time"
 
@@ -28,7 +29,8 @@ type Fleet struct {
 	// show in the board's /info.
 	OnBoot func(App)
 	// Install returns the first image; nil packs the running firmware's
-	// description around a stub payload (fleet boards run no payload).
+	// description around a stub payload (fleet boards run no payload),
+	// which is then the factory image (Config.Factory).
 	Install func() ([]byte, error)
 }
 
@@ -95,11 +97,13 @@ func fleetBoot(b *board.Boot, c *Config, fuses *efuse.Fuses) error {
 	}
 	install := f.Install
 	if install == nil {
-		c.Factory = bootloader.FactoryDigest(fleetStub)
-		install = func() ([]byte, error) {
-			app := buildinfo.Running()
-			return image.Pack(image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF}, fleetStub)
+		app := buildinfo.Running()
+		stub, err := image.Pack(image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF}, fleetStub)
+		if err != nil {
+			return err
 		}
+		c.Factory = sha256.Sum256(stub)
+		install = func() ([]byte, error) { return stub, nil }
 	}
 	bcfg := bootloader.Config{Flash: fl, Expect: c.Expect, Install: install, Log: c.Log, Fuses: fuses, Factory: c.Factory}
 	choice, err := bootloader.Choose(bcfg)

@@ -69,9 +69,8 @@ type Config struct {
 	// Keys are burned into the board's eFuses by the feature when none
 	// are burned yet (package efuse); nil burns nothing.
 	Keys []image.KeyDigest
-	// Factory is the SHA-256 of the factory firmware's payload
-	// (bootloader.FactoryDigest): an image carrying it may be activated
-	// without a signature, as the bootloader boots it.
+	// Factory is the SHA-256 of the factory image (bootloader.Config's):
+	// it may be activated without a signature, as the bootloader boots it.
 	Factory [32]byte
 	// Booted describes how the running image passed the bootloader's
 	// check (its signers; whether it ran as the factory firmware); GET

@@ -31,10 +31,9 @@
 // is recorded invalid like any image that fails its check, and the other
 // slot boots when it is confirmed and passes: a rollback, never a brick.
 // Two exceptions keep a board bootable:
-//   - The factory firmware runs as is: an image whose executable is the
-//     one the board was started with (Config.Factory, the SHA-256 of its
-//     payload segment) needs no signature. It is what the first start
-//     installs.
+//   - The factory firmware runs as is: the image the first start
+//     installs from the executable the board was started with
+//     (Config.Factory, its SHA-256) needs no signature.
 //   - When neither slot may boot, the factory firmware is installed again
 //     into ota_0 and boots (the owner who started the board chose it).
 //
@@ -80,23 +79,10 @@ type Config struct {
 	Log     *slog.Logger
 	// Fuses are the board's eFuses; nil is a board with none (open).
 	Fuses *efuse.Fuses
-	// Factory is the SHA-256 of the factory firmware's payload segment
-	// (FactoryDigest of the executable the board was started with): an
-	// image carrying it boots without a signature. Zero: no factory
-	// image.
+	// Factory is the SHA-256 of the factory image, the one Install
+	// returns (made from the executable the board was started with): that
+	// image boots without a signature. Zero: no factory image.
 	Factory [32]byte
-}
-
-// FactoryDigest is the Config.Factory of executable exe: the SHA-256 of
-// the payload segment image.Pack makes of it (exe zero-padded to 4
-// bytes).
-func FactoryDigest(exe []byte) [32]byte {
-	h := sha256.New()
-	h.Write(exe)
-	h.Write(make([]byte, (4-len(exe)%4)%4))
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
 }
 
 // Choice is the outcome of one start.
@@ -270,9 +256,9 @@ func check(cfg Config, trust image.Trust, slot int, c *Choice) (*image.Image, er
 // booting it (the update service does the same before activating): its
 // structure (any project: that was checked when it came in), then, when
 // trust has keys, a block of a trusted, unrevoked key, unless the image
-// is the factory firmware (its payload's SHA-256 is factory). It returns
-// the image, every key whose block verifies (trusted or not), and whether
-// it passed as the factory firmware.
+// is the factory image (its SHA-256 is factory). It returns the image,
+// every key whose block verifies (trusted or not), and whether it passed
+// as the factory firmware.
 func Check(fl *flash.Flash, slot int, exp image.Expect, trust image.Trust, factory [32]byte) (*image.Image, []image.KeyDigest, bool, error) {
 	p, err := fl.Open(flash.Slots[slot])
 	if err != nil {
@@ -292,11 +278,8 @@ func Check(fl *flash.Flash, slot int, exp image.Expect, trust image.Trust, facto
 	if terr == nil {
 		return im, signers, false, nil
 	}
-	if factory != ([32]byte{}) && len(im.Segments) > image.PayloadIndex {
-		h := sha256.New()
-		if _, err := io.Copy(h, im.Segment(p, image.PayloadIndex)); err == nil && [32]byte(h.Sum(nil)) == factory {
-			return im, signers, true, nil
-		}
+	if factory != ([32]byte{}) && im.SHA256 == factory {
+		return im, signers, true, nil
 	}
 	return nil, nil, false, terr
 }

@@ -2,6 +2,7 @@ package bootloader
 
 import (
 	"crypto/ecdsa"
+	"crypto/sha256"
 	"slices"
 	"testing"
 
@@ -45,7 +46,7 @@ func newSignedBoard(t *testing.T) *signedBoard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb.cfg = Config{Flash: sb.fl, Expect: exp, Fuses: sb.fuses, Factory: FactoryDigest(exe),
+	sb.cfg = Config{Flash: sb.fl, Expect: exp, Fuses: sb.fuses, Factory: sha256.Sum256(sb.factory),
 		Install: func() ([]byte, error) { return sb.factory, nil }}
 	c, err := Choose(sb.cfg)
 	if err != nil || !c.Installed || c.Slot != 0 || !c.Factory || !c.SecureBoot || len(c.Signers) != 0 {
@@ -98,10 +99,11 @@ func TestSecureBootChoice(t *testing.T) {
 			b[len(b)-image.SectorSize+120] ^= 1 // in the signature, CRC now wrong
 			return b
 		}, 0, otadata.Invalid},
-		{"factory payload, other description", func(sb *signedBoard) []byte {
+		{"factory executable, other description", func(sb *signedBoard) []byte {
 			b, _ := image.Pack(image.Desc{Project: "holo-board", Version: "1.0.1"}, []byte("#!/bin/sh\necho factory\n"))
 			return b
-		}, 1, otadata.PendingVerify},
+		}, 0, otadata.Invalid},
+		{"the factory image", func(sb *signedBoard) []byte { return sb.factory }, 1, otadata.PendingVerify},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -367,7 +367,7 @@ func (t Trust) Check(im *Image) ([]KeyDigest, error) {
 			signers = append(signers, c.Block.KeyDigest)
 			continue
 		}
-		reasons = append(reasons, strings.TrimPrefix(c.Err.Error(), "image: "))
+		reasons = append(reasons, detail(c.Err))
 	}
 	if im.SectorErr != nil {
 		return nil, im.SectorErr
@@ -386,6 +386,16 @@ func (t Trust) Check(im *Image) ([]KeyDigest, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w (%s)", ErrUntrustedKey, strings.Join(reasons, "; "))
+}
+
+// detail is err's text after its sentinel's: what it adds.
+func detail(err error) string {
+	for _, s := range []error{ErrBadSignature, ErrBadBlock, ErrRevokedKey, ErrUntrustedKey, ErrUnsigned} {
+		if errors.Is(err, s) {
+			return strings.TrimPrefix(err.Error(), s.Error()+": ")
+		}
+	}
+	return err.Error()
 }
 
 // Sign returns img with one more signature block, made with key. An
