@@ -203,10 +203,13 @@ func (s *Service) recheck(slot int, staged *image.Image) (*image.Image, error) {
 	return nil, e
 }
 
-// selectSlot makes target the boot slot with state st. On an empty
-// otadata (a board whose bootloader never wrote one) the running slot is
-// first recorded as confirmed.
+// selectSlot makes target the boot slot with state st, once the slot's
+// bytes are on the disk. On an empty otadata (a board whose bootloader
+// never wrote one) the running slot is first recorded as confirmed.
 func (s *Service) selectSlot(run, target int, st otadata.State) error {
+	if err := s.fl.Durable(flash.Slots[target]); err != nil {
+		return err
+	}
 	_, err := s.store.Update(func(cur otadata.Record, rerr error) (otadata.Record, error) {
 		if rerr != nil {
 			first, err := (otadata.Record{States: [2]otadata.State{otadata.Undefined, otadata.Undefined}}).Select(run, otadata.Valid)

@@ -340,6 +340,9 @@ func writeFactory(cfg Config) error {
 	if err := st.Commit(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInstall, err)
 	}
+	if err := cfg.Flash.Durable(flash.Slots[0]); err != nil {
+		return fmt.Errorf("%w: %v", ErrInstall, err)
+	}
 	return nil
 }
 

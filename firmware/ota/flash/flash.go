@@ -214,17 +214,26 @@ func (p *Part) Lock() (unlock func(), err error) {
 }
 
 // Staged is a slot being rewritten out of place: its bytes go into a file
-// beside the slot's (<label>.incoming) and replace the slot in one rename
-// when committed, so the slot holds its old image until then, and after a
-// cut or an abort. It stands for a staging area a real board would not
-// have: it lets an update be refused after its last byte (a bad
+// beside the slot's (<label>.incoming) and replace the slot in one atomic
+// rename when committed, so the slot holds its old image until then, and
+// after a cut or an abort. It stands for a staging area a real board would
+// not have: it lets an update be refused after its last byte (a bad
 // signature) without having overwritten the slot.
+//
+// Commit exchanges the two files (renameat2 RENAME_EXCHANGE), so the
+// slot's previous file becomes the next staging file and its pages are
+// written over in place by the next update instead of being freed and
+// allocated again. Whatever an update does not write of that file keeps
+// old bytes, except the 8 KiB after the last byte written, which Commit
+// zeroes: where a reader of the slot looks for a signature sector after
+// an image (image.VerifyAt), only bytes of this update or zeros lie.
 type Staged struct {
 	f     *os.File
 	e     Entry
 	path  string
 	final string
 	dir   string
+	end   int64 // past the last byte written
 }
 
 // StageSuffix ends the name of a staged slot's file.
@@ -241,7 +250,7 @@ func (f *Flash) Stage(label string) (*Staged, error) {
 		return nil, fmt.Errorf("%w: %s is not staged", ErrNoPartition, label)
 	}
 	path := filepath.Join(f.dir, label+StageSuffix)
-	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, partFileMode)
+	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, partFileMode)
 	if err != nil {
 		return nil, fmt.Errorf("flash: %w", err)
 	}
@@ -268,6 +277,7 @@ func (s *Staged) WriteAt(b []byte, off int64) (int, error) {
 	if err := s.check(off, int64(len(b))); err != nil {
 		return 0, err
 	}
+	s.end = max(s.end, off+int64(len(b)))
 	return s.f.WriteAt(b, off)
 }
 
@@ -286,22 +296,25 @@ func (s *Staged) Size() int64 { return s.e.Size }
 func (s *Staged) Sync() error { return s.f.Sync() }
 
 // Commit makes the staged bytes the slot: the file is sized to the slot
-// (the rest reads as zeros), synced, and renamed over the slot's file,
-// and the directory synced. A cut before the rename leaves the old slot;
-// after it, the new one.
+// (the rest reads as zeros) and renamed over the slot's file. A cut
+// before the rename leaves the old slot. Commit does not wait for the
+// disk: call Durable before anything points at the slot (otadata
+// selecting it), so that a cut never leaves a selected slot whose bytes
+// did not reach the disk. Until then a cut may leave the slot with the
+// old bytes, the new ones, or a mix; an unselected slot is never booted.
 func (s *Staged) Commit() error {
 	err := s.f.Truncate(s.e.Size)
-	if err == nil {
-		err = s.f.Sync()
+	if err == nil && s.end < s.e.Size {
+		_, err = s.f.WriteAt(make([]byte, min(tailClear, s.e.Size-s.end)), s.end)
 	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(s.path, s.final)
-	}
-	if err == nil {
-		err = syncDir(s.dir)
+		err = unix.Renameat2(unix.AT_FDCWD, s.path, unix.AT_FDCWD, s.final, unix.RENAME_EXCHANGE)
+		if err != nil { // no slot file yet, or a file system without exchange
+			err = os.Rename(s.path, s.final)
+		}
 	}
 	if err != nil {
 		_ = os.Remove(s.path)
@@ -310,10 +323,33 @@ func (s *Staged) Commit() error {
 	return nil
 }
 
-// Abort drops the staged bytes; the slot keeps its old image.
+// tailClear is what Commit zeroes after the last byte written: room for
+// the padding and signature sector a reader looks for after an image.
+const tailClear = 8 << 10
+
+// Durable waits until the slot's bytes and its name are on the disk.
+func (f *Flash) Durable(label string) error {
+	p, err := f.Open(label)
+	if err != nil {
+		return err
+	}
+	err = p.Sync()
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(f.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("flash: syncing %s: %w", label, err)
+	}
+	return nil
+}
+
+// Abort drops the staged bytes; the slot keeps its old image. The
+// staging file stays for the next update.
 func (s *Staged) Abort() {
 	_ = s.f.Close()
-	_ = os.Remove(s.path)
 }
 
 func syncDir(dir string) error {
