@@ -28,9 +28,9 @@ type Fleet struct {
 	// OnBoot is told the description of the image each boot runs, to
 	// show in the board's /info.
 	OnBoot func(App)
-	// Install returns the first image; nil packs the running firmware's
-	// description around a stub payload (fleet boards run no payload),
-	// which is then the factory image (Config.Factory).
+	// Install returns the first image, the factory image (Config.Factory:
+	// it boots without a signature); nil packs the running firmware's
+	// description around a stub payload (fleet boards run no payload).
 	Install func() ([]byte, error)
 }
 
@@ -97,14 +97,17 @@ func fleetBoot(b *board.Boot, c *Config, fuses *efuse.Fuses) error {
 	}
 	install := f.Install
 	if install == nil {
-		app := buildinfo.Running()
-		stub, err := image.Pack(image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF}, fleetStub)
-		if err != nil {
-			return err
+		install = func() ([]byte, error) {
+			app := buildinfo.Running()
+			return image.Pack(image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF}, fleetStub)
 		}
-		c.Factory = sha256.Sum256(stub)
-		install = func() ([]byte, error) { return stub, nil }
 	}
+	factory, err := install()
+	if err != nil {
+		return err
+	}
+	c.Factory = sha256.Sum256(factory)
+	install = func() ([]byte, error) { return factory, nil }
 	bcfg := bootloader.Config{Flash: fl, Expect: c.Expect, Install: install, Log: c.Log, Fuses: fuses, Factory: c.Factory}
 	choice, err := bootloader.Choose(bcfg)
 	if err != nil {
