@@ -1,7 +1,7 @@
 // Command holo-board is the board firmware: one simulated board per
 // process, serving the HTTP API and the host link.
 //
-//	holo-board --data DIR --http ADDR [--uart URL] [--console URL] [--hostname NAME]
+//	holo-board --data DIR --http ADDR [--uart URL] [--console URL] [--hostname NAME] [--ota-key PUB]...
 package main
 
 import (
