@@ -341,9 +341,20 @@ func (rs *releaseSite) add(name string, img []byte) string {
 // starts; an image the keys do not let in then fails the session with
 // invalid_image and the reason, leaving the slots as they were.
 func TestSecureBootRefusesPulls(t *testing.T) {
-	a, c := newKey(t), newKey(t)
+	old, a, c := newKey(t), newKey(t), newKey(t)
 	rs := newReleaseSite(t)
-	bd := boardtest.Start(t, "", append(keyArgs(a), "--ota-ca", rs.caPath, "--ota-channels", rs.srv.URL)...)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "flash"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fuses := efuse.Open(filepath.Join(dir, "flash"))
+	if _, err := fuses.Burn([]image.KeyDigest{old.digest, a.digest}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fuses.Revoke([]image.KeyDigest{a.digest}, []image.KeyDigest{old.digest}); err != nil {
+		t.Fatal(err)
+	}
+	bd := boardtest.Start(t, dir, "--ota-ca", rs.caPath, "--ota-channels", rs.srv.URL)
 	before := snapshot(t, bd)
 	good := signWith(t, tinyImage(t, "2.0.0"), a)
 	pull := func(name string, img []byte, activate bool) ota.Session {
@@ -368,17 +379,20 @@ func TestSecureBootRefusesPulls(t *testing.T) {
 		{"unknown", signWith(t, tinyImage(t, "2.0.0"), c), "not trusted"},
 		{"bad-signature", refixCRC(flip(good, len(good)-image.SectorSize+140), 0), "signature does not verify"},
 		{"bad-block", flip(good, len(good)-image.SectorSize+5), "CRC"},
+		{"revoked", signWith(t, tinyImage(t, "2.0.0"), old), "revoked"},
+		{"truncated-block", good[:len(good)-image.SectorSize+700], "truncated"},
+		{"payload-bit", flip(good, 300), "checksum"},
 	} {
 		s := pull(tc.name, tc.img, true)
-		if s.State != ota.StateFailed || s.Error == nil || !strings.HasPrefix(*s.Error, "invalid_image: secure boot refuses the image") || !strings.Contains(*s.Error, tc.want) {
+		if s.State != ota.StateFailed || s.Error == nil || !strings.HasPrefix(*s.Error, "invalid_image: ") || !strings.Contains(*s.Error, tc.want) {
 			t.Fatalf("%s: %+v", tc.name, s)
 		}
 		if err := before.same(snapshot(t, bd)); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 	}
-	if s := pull("good", good, false); s.State != ota.StateStaged {
-		t.Fatalf("good pull: %+v", s)
+	if s := pull("three", signWith(t, tinyImage(t, "2.0.0"), c, old, a), false); s.State != ota.StateStaged {
+		t.Fatalf("three blocks, the last trusted: %+v", s)
 	}
 }
 
