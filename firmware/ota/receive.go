@@ -129,6 +129,12 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 	if err := s.checkSignature(im); err != nil {
 		return s.fail(gen, err)
 	}
+	s.mu.Lock()
+	cancelled := s.gen != gen
+	s.mu.Unlock()
+	if cancelled {
+		return api.Errorf(api.ErrCancelled, "the update was cancelled")
+	}
 	// The image is good: forget what the slot held, then replace it.
 	if _, err := s.store.Update(func(cur otadata.Record, rerr error) (otadata.Record, error) {
 		if rerr != nil || cur.States[slot] == otadata.Undefined {
@@ -138,12 +144,6 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 	}); err != nil && !errors.Is(err, errNothingToClear) {
 		return s.fail(gen, err)
 	}
-	s.mu.Lock()
-	if s.gen != gen {
-		s.mu.Unlock()
-		return api.Errorf(api.ErrCancelled, "the update was cancelled")
-	}
-	s.mu.Unlock()
 	if err := part.Commit(); err != nil {
 		return s.fail(gen, err)
 	}
