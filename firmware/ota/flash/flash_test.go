@@ -112,3 +112,47 @@ func TestStage(t *testing.T) {
 		t.Fatalf("staging otadata: %v", err)
 	}
 }
+
+// TestStageRecycles: a commit exchanges the files, so the next stage
+// writes over the previous slot's file; what it does not write past its
+// end reads as zeros for the 8 KiB a signature sector could take.
+func TestStageRecycles(t *testing.T) {
+	fl, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := func(b []byte) {
+		st, err := fl.Stage("ota_0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.WriteAt(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stage(bytes.Repeat([]byte{0xE7}, 20000))
+	stage(bytes.Repeat([]byte{0xA1}, 10000)) // onto a fresh staging file
+	stage([]byte("short"))                   // onto the first image's file
+	p, err := fl.Open("ota_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	got := make([]byte, 20000)
+	if _, err := p.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte("short"), make([]byte, tailClear)...)
+	if !bytes.Equal(got[:len(want)], want) {
+		t.Fatalf("after the image: % x", got[5:40])
+	}
+	if !bytes.Equal(got[len(want):], bytes.Repeat([]byte{0xE7}, 20000-len(want))) {
+		t.Fatal("expected the recycled file's old bytes past the cleared tail")
+	}
+	if err := fl.Durable("ota_0"); err != nil {
+		t.Fatal(err)
+	}
+}
