@@ -71,5 +71,4 @@ func hexKeys(keys []image.KeyDigest) []string {
 	return out
 }
 
-
 func strp(s string) *string { return &s }
