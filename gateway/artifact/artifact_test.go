@@ -91,7 +91,8 @@ func TestAddVerifies(t *testing.T) {
 				return
 			}
 			want := Artifact{SHA256: hexSHA(c.in), Size: int64(len(c.in)), Chip: image.ChipHost, Name: "fw.bin",
-				App: ota.App{Project: "holo-board", Version: "2.0.0", Date: "Jan  1 2026", Time: "00:00:00", IDF: "test", ELFSHA256: a.App.ELFSHA256}, Added: a.Added}
+				App: ota.App{Project: "holo-board", Version: "2.0.0", Date: "Jan  1 2026", Time: "00:00:00", IDF: "test", ELFSHA256: a.App.ELFSHA256}, Added: a.Added,
+				Trust: TrustUnsigned}
 			if d := cmp.Diff(a, want); d != "" || existed {
 				t.Fatalf("artifact (-got +want):\n%s existed %v", d, existed)
 			}
