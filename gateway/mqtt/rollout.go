@@ -40,7 +40,7 @@ const DefaultKeepRollouts = 20
 // RolloutEngine is what the bridge needs of the rollout engine
 // (*rollout.Engine).
 type RolloutEngine interface {
-	DryRun(p rollout.Plan) (rollout.Selection, error)
+	DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error)
 	Create(ctx context.Context, p rollout.Plan) (rollout.Status, error)
 	Get(id string) (rollout.Status, error)
 	List() []rollout.Status
@@ -128,7 +128,7 @@ func (b *Bridge) rolloutRequest(ctx context.Context, body json.RawMessage) (any,
 		}
 		b.planIDs(&p)
 		if action == RolloutDryRun {
-			return eng.DryRun(p)
+			return eng.DryRun(ctx, p)
 		}
 		return eng.Create(ctx, p)
 	case RolloutGet:

@@ -154,10 +154,15 @@ func NewKeys(t testing.TB) Keys {
 	return Keys{Trusted: NewKey(t), Unknown: NewKey(t), Revoked: NewKey(t)}
 }
 
-// Trust is what a board holding ks burned sees: Trusted and Revoked
-// burned, Revoked revoked.
+// Burned are the keys a secure board of the cases burns, in slot order:
+// Revoked first, so that Trusted (burned later) may revoke it.
+func (ks Keys) Burned() []image.KeyDigest {
+	return []image.KeyDigest{ks.Revoked.Digest, ks.Trusted.Digest}
+}
+
+// Trust is what such a board sees once Revoked is revoked.
 func (ks Keys) Trust() image.Trust {
-	return image.Trust{Keys: []image.KeyDigest{ks.Trusted.Digest, ks.Revoked.Digest}, Revoked: []image.KeyDigest{ks.Revoked.Digest}}
+	return image.Trust{Keys: ks.Burned(), Revoked: []image.KeyDigest{ks.Revoked.Digest}}
 }
 
 // Cases are the images of version made for a board trusting ks.Trust().
