@@ -131,7 +131,9 @@ func TestDemoDevKeyChain(t *testing.T) {
 	}
 	code, body = post(t, base+"/v1/artifacts?name=holo-board-2.0.0.bin", "application/octet-stream",
 		sigtest.Sign(t, sigtest.Image(t, "2.0.0", 4000), dev))
-	var up struct{ Artifact struct{ SHA256, Trust string } }
+	var up struct {
+		Artifact struct{ SHA256, Trust string }
+	}
 	if err := json.Unmarshal([]byte(body), &up); code != 200 || err != nil || up.Artifact.Trust != "trusted" {
 		t.Fatalf("signed upload: %d %s", code, body)
 	}
