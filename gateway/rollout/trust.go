@@ -92,7 +92,7 @@ func trustNames(t image.Trust) string {
 // refusal is why a board holding t refuses a, or "" when it takes it.
 func refusal(a artifact.Artifact, t image.Trust) string {
 	if _, err := a.Check(t); err != nil {
-		return fmt.Sprintf("secure boot would refuse the image: %v (%s)", err, trustNames(t))
+		return fmt.Sprintf("secure boot would refuse the image: %s (%s)", strings.TrimPrefix(err.Error(), "image: "), trustNames(t))
 	}
 	return ""
 }
