@@ -27,9 +27,12 @@ help: ## List the targets with a line on each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## The main job: the gateway with an embedded broker and a simulated installation
-	@if [ -d cmd/holo-gateway ]; then $(GO) run ./cmd/holo-gateway demo; \
-	else echo "holo-gateway does not exist yet (issue 7); run one board instead: go run ./cmd/holo-board --data /tmp/holo-board --http 127.0.0.1:8080"; fi
+run: ## The main job: the gateway with an embedded broker and a simulated installation (trusting the dev key make image signs with)
+	@if [ ! -f '$(DEV_KEY)' ]; then \
+	  mkdir -p "$$(dirname '$(DEV_KEY)')" && chmod 700 "$$(dirname '$(DEV_KEY)')" && $(GO) run ./cmd/holoctl image keygen -o '$(DEV_KEY)' || exit 1; \
+	  echo "run: created the development signing key $(DEV_KEY) (git-ignored; make image signs with it)"; \
+	fi
+	$(GO) run ./cmd/holo-gateway demo --trusted-key '$(DEV_KEY).pub'
 
 .PHONY: test
 test: deps ## The full suite: the dependency rules, go vet, then every test with the race detector
