@@ -241,3 +241,52 @@ func TestGatewayKeysAdmit(t *testing.T) {
 		t.Fatalf("dry run of a trusted artifact: %+v %v", sel, err)
 	}
 }
+
+// BenchmarkDryRunKeys dry-runs a plan over 32 fleet-mode boards (16 with
+// secure boot) and reports what reading and checking every board's keys
+// costs: keys-ms is one dry run that reads them, plan-ms one that does not
+// (the read cut off at once: every board unchecked), keyread-ratio the one
+// over the other, and per-board-us the extra time per board.
+func BenchmarkDryRunKeys(b *testing.B) {
+	const n = 32
+	ks := sigtest.NewKeys(b)
+	bs := startBoardsOTA(b, n, func(o *fleetmode.OTAOptions) {
+		o.Keys = func(i int) []image.KeyDigest {
+			if i%2 == 0 {
+				return []image.KeyDigest{ks.Trusted.Digest}
+			}
+			return nil
+		}
+	})
+	dir := b.TempDir()
+	g := startGateway(b, dir, bs.urls, nil)
+	g.waitOnline(b, n)
+	img := sigtest.Sign(b, sigtest.Image(b, "2.0.0", 4000), ks.Unknown)
+	a := g.add(b, img)
+	noKeys := startGateway(b, b.TempDir(), bs.urls, func(o *rollout.Options) { o.TrustTimeout = time.Nanosecond })
+	noKeys.waitOnline(b, n)
+	noKeys.add(b, img)
+	plan := rollout.Plan{Artifact: a.SHA256, Target: rollout.Target{All: true}}
+	ctx := context.Background()
+	var keys, plain time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		sel, err := g.eng.DryRun(ctx, plan)
+		keys += time.Since(t0)
+		if err != nil || len(sel.Refused) != n/2 {
+			b.Fatalf("%+v %v", sel, err)
+		}
+		t0 = time.Now()
+		sel, err = noKeys.eng.DryRun(ctx, plan)
+		plain += time.Since(t0)
+		if err != nil || len(sel.Unchecked) != n {
+			b.Fatalf("%+v %v", sel, err)
+		}
+	}
+	runs := float64(b.N)
+	b.ReportMetric(keys.Seconds()*1000/runs, "keys-ms")
+	b.ReportMetric(plain.Seconds()*1000/runs, "plan-ms")
+	b.ReportMetric(float64(keys)/float64(plain), "keyread-ratio")
+	b.ReportMetric((keys-plain).Seconds()*1e6/runs/n, "per-board-us")
+}
