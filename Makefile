@@ -12,6 +12,13 @@ REPORT    ?= $(BIN)/bench-report.md
 VERSION   ?= 0.0.0-dev
 LDFLAGS   := -s -w -X github.com/holofleet/holofleet/firmware/buildinfo.Version=$(VERSION)
 COMMANDS  := $(notdir $(wildcard cmd/*))
+# Signing: make image signs with KEY (a private key PEM), or with the
+# development key DEV_KEY, made on first use (git-ignored). make build
+# KEY=PUB (one or more public key PEMs, space-separated) builds those keys
+# into the firmware: a board started from it burns them into its eFuses
+# at its first start and accepts only images they signed.
+DEV_KEY   ?= .keys/dev-signing.pem
+EFUSE_PKG := github.com/holofleet/holofleet/firmware/ota/efuse
 
 .DEFAULT_GOAL := help
 
@@ -20,9 +27,12 @@ help: ## List the targets with a line on each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## The main job: the gateway with an embedded broker and a simulated installation
-	@if [ -d cmd/holo-gateway ]; then $(GO) run ./cmd/holo-gateway demo; \
-	else echo "holo-gateway does not exist yet (issue 7); run one board instead: go run ./cmd/holo-board --data /tmp/holo-board --http 127.0.0.1:8080"; fi
+run: ## The main job: the gateway with an embedded broker and a simulated installation (trusting the dev key make image signs with)
+	@if [ ! -f '$(DEV_KEY)' ]; then \
+	  mkdir -p "$$(dirname '$(DEV_KEY)')" && chmod 700 "$$(dirname '$(DEV_KEY)')" && $(GO) run ./cmd/holoctl image keygen -o '$(DEV_KEY)' || exit 1; \
+	  echo "run: created the development signing key $(DEV_KEY) (git-ignored; make image signs with it)"; \
+	fi
+	$(GO) run ./cmd/holo-gateway demo --trusted-key '$(DEV_KEY).pub'
 
 .PHONY: test
 test: deps ## The full suite: the dependency rules, go vet, then every test with the race detector
@@ -131,19 +141,41 @@ tools: ## Install the code generators `make generate` uses (buf and protoc plugi
 	$(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
 
 .PHONY: build
-build: ## Build every binary into bin/, plus linux/arm64 and linux/arm cross-builds
+build: ## Build every binary into bin/, plus linux/arm64 and linux/arm cross-builds; KEY=PUB builds in trusted keys
 	@mkdir -p $(BIN)
-	@for c in $(COMMANDS); do \
+	@ldflags='$(LDFLAGS)'; \
+	if [ -n '$(KEY)' ]; then \
+	  $(GO) build -o $(BIN)/holoctl ./cmd/holoctl || exit 1; \
+	  keys=''; for k in $(KEY); do l=$$($(BIN)/holoctl image pubkey --link "$$k") || exit 1; keys="$${keys:+$$keys,}$$l"; done; \
+	  ldflags="$$ldflags -X $(EFUSE_PKG).BuiltinKeys=$$keys"; \
+	  echo "build: holo-board trusts $(KEY): a board burns it into its eFuses at its first start"; \
+	else \
+	  echo "build: no keys built in: boards stay open unless started with --ota-key"; \
+	fi; \
+	for c in $(COMMANDS); do \
 	  echo "build $$c"; \
-	  CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c || exit 1; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/linux-arm64/$$c ./cmd/$$c || exit 1; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/linux-arm/$$c ./cmd/$$c || exit 1; \
+	  CGO_ENABLED=0 $(GO) build -ldflags "$$ldflags" -o $(BIN)/$$c ./cmd/$$c || exit 1; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -ldflags "$$ldflags" -o $(BIN)/linux-arm64/$$c ./cmd/$$c || exit 1; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -ldflags "$$ldflags" -o $(BIN)/linux-arm/$$c ./cmd/$$c || exit 1; \
 	done
 
 .PHONY: image
-image: ## Build holo-board with VERSION and pack it as a firmware image: $(BIN)/holo-board-VERSION.bin
+image: ## Build holo-board with VERSION, pack and sign it: $(BIN)/holo-board-VERSION.bin (KEY=private key PEM, default a dev key)
 	@mkdir -p $(BIN)
-	$(GO) run ./cmd/holoctl image pack --version $(VERSION) -o $(BIN)/holo-board-$(VERSION).bin
+	$(GO) build -o $(BIN)/holoctl ./cmd/holoctl
+	$(BIN)/holoctl image pack --version $(VERSION) -o $(BIN)/holo-board-$(VERSION).bin
+	@key='$(KEY)'; \
+	if [ -z "$$key" ]; then \
+	  key='$(DEV_KEY)'; \
+	  if [ ! -f "$$key" ]; then \
+	    mkdir -p "$$(dirname "$$key")" && chmod 700 "$$(dirname "$$key")" && $(BIN)/holoctl image keygen -o "$$key" || exit 1; \
+	    echo "image: created the development signing key $$key (git-ignored; never use it for boards you ship)"; \
+	  fi; \
+	  echo "image: signing with the development key $$key; boards trust it with --ota-key $$key.pub (or make build KEY=$$key.pub)"; \
+	else \
+	  echo "image: signing with $$key"; \
+	fi; \
+	$(BIN)/holoctl image sign --key "$$key" $(BIN)/holo-board-$(VERSION).bin
 
 .PHONY: clean
 clean: ## Remove build output

@@ -9,6 +9,16 @@ type App struct {
 	Time      string `json:"time"`
 	IDF       string `json:"idf"`
 	ELFSHA256 string `json:"elf_sha256"`
+	// SecureBoot is set for the running firmware only (GET /info).
+	SecureBoot *SecureBoot `json:"secure_boot,omitempty"`
+}
+
+// SecureBoot tells how the running firmware passed the bootloader's
+// signature check (GET /info's firmware.secure_boot).
+type SecureBoot struct {
+	Enabled bool     `json:"enabled" doc:"true when the board has trusted keys burned and checks every image it boots; false: images are not checked"`
+	Signers []string `json:"signers" doc:"hex digests of the keys whose signature blocks verify over the running image"`
+	Factory bool     `json:"factory" doc:"the running image is the factory firmware (the executable the board was started with), which runs without a signature"`
 }
 
 // States of an update session.
@@ -60,6 +70,22 @@ type OTAStatus struct {
 	Slots    []OTASlot  `json:"slots"`
 	Session  OTASession `json:"session"`
 	Pull     PullInfo   `json:"pull"`
+	// SecureBoot is the board's trusted keys (this firmware's extension).
+	SecureBoot SecureBootStatus `json:"secure_boot"`
+}
+
+// SecureBootStatus is the secure_boot object of GET /ota: whether the
+// board checks image signatures, and the key digests it has burned.
+type SecureBootStatus struct {
+	Enabled bool `json:"enabled" doc:"true once keys are burned: only images signed by a trusted, unrevoked key are accepted, activated and booted; false: images are not checked"`
+	// Keys are the burned key digests in slot order.
+	Keys []TrustedKey `json:"keys" doc:"burned key digests in slot order; empty when secure boot is off"`
+}
+
+// TrustedKey is one burned key digest.
+type TrustedKey struct {
+	Digest  string `json:"digest" doc:"hex SHA-256 of the public key as a signature block holds it (curve id, X, Y)"`
+	Revoked bool   `json:"revoked" doc:"revoked keys are never trusted again"`
 }
 
 // Slot states in GET /ota (null when the slot holds no selected image).
@@ -82,6 +108,9 @@ type OTASlot struct {
 	// slot holds no selected image.
 	State *string `json:"state" doc:"trial, confirmed, invalid, rolled_back, or null"`
 	App   *App    `json:"app"`
+	// Signers are the keys whose signature blocks verify over the slot's
+	// image, trusted or not; given for the running and the staged image.
+	Signers []string `json:"signers,omitempty" doc:"hex key digests whose signature blocks verify over the image (running and staged image only)"`
 }
 
 // PullInfo is the pull object of GET /ota.

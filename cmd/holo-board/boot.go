@@ -31,9 +31,18 @@ package main
 //
 // --bootloader=false runs the firmware directly from the executable, with
 // no slots (in-place restarts; GET /ota shows otadata as it is).
+//
+// Secure boot: the first start given keys (--ota-key, or keys built in
+// with make build KEY=PUB) burns their digests into the board's eFuses
+// (package efuse) before anything boots. From then on the bootloader boots
+// a slot only when its image carries a block of a trusted key, or is this
+// executable (the factory firmware, which runs as is); the firmware
+// refuses uploads and pulls without one, and, once a new image has
+// confirmed itself, revokes the keys it asks to revoke.
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -56,6 +65,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/bootloader"
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 )
@@ -86,6 +96,15 @@ type handoff struct {
 	App        buildinfo.App `json:"app"`
 	Pull       pullFlags     `json:"pull"`
 	FailTrial  string        `json:"fail_trial,omitempty"`
+	// Signers are the hex digests of the keys whose blocks verify over the
+	// booted image; Factory is true when it booted as the factory
+	// firmware, whose payload digest is FactoryDigest (hex).
+	Signers       []string `json:"signers,omitempty"`
+	Factory       bool     `json:"factory,omitempty"`
+	FactoryDigest string   `json:"factory_digest,omitempty"`
+	// EFuseCut is the --fault-efuse-cut hook, for the firmware's
+	// revocation.
+	EFuseCut string `json:"efuse_cut,omitempty"`
 }
 
 type pullFlags struct {
@@ -100,6 +119,9 @@ type process struct {
 	bootloader bool
 	pull       pullFlags
 	failTrial  string
+	keyFiles   []string
+	efuseCut   string
+	powerCut   func()
 
 	child   *handoff
 	restart bool
@@ -113,7 +135,84 @@ func processFlags(fs *flag.FlagSet, data *string) *process {
 	fs.StringVar(&p.pull.CA, "ota-ca", "", "PEM file of CA certificates trusted for pulls, instead of the system's")
 	fs.BoolVar(&p.pull.Offline, "ota-offline", false, "simulate a station link without internet (pull and check answer 503 offline)")
 	fs.StringVar(&p.failTrial, "fault-fail-trial", "", "fault hook: firmware of this version exits during its trial instead of confirming")
+	fs.Func("ota-key", "PEM `file` of a public key (or a private key: its public half) to trust for OTA images; repeat for up to three. Burned into the eFuses at the first start given keys, then fixed", func(v string) error {
+		if len(p.keyFiles) == efuse.MaxKeys {
+			return fmt.Errorf("at most %d keys", efuse.MaxKeys)
+		}
+		p.keyFiles = append(p.keyFiles, v)
+		return nil
+	})
+	fs.StringVar(&p.efuseCut, "fault-efuse-cut", "", "fault hook: pull the power at this step of an eFuse write (burn:written, burn:synced, burn:renamed, revoke:...)")
 	return p
+}
+
+// keys are the digests of the --ota-key files, or of the keys built into
+// this executable when none is given.
+func (p *process) keys() ([]image.KeyDigest, error) {
+	if len(p.keyFiles) == 0 {
+		return efuse.Builtin()
+	}
+	var out []image.KeyDigest
+	for _, f := range p.keyFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--ota-key: %w", err)
+		}
+		pub, err := image.ParsePublicKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("--ota-key %s: %w", f, err)
+		}
+		d, err := image.DigestOf(pub)
+		if err != nil {
+			return nil, fmt.Errorf("--ota-key %s: %w", f, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// fuses returns the board's eFuses with the fault hook armed.
+func (p *process) fuses(fl *flash.Flash, log *slog.Logger) *efuse.Fuses {
+	f := efuse.Open(fl.Dir())
+	cut := p.efuseCut
+	if p.child != nil {
+		cut = p.child.EFuseCut
+	}
+	if cut != "" {
+		f.Cut = func(step string) {
+			if step == cut {
+				log.Error("fault hook: pulling the power during an eFuse write", "step", step)
+				p.powerCut()
+			}
+		}
+	}
+	return f
+}
+
+// burn burns the keys at a start that is not a child's (the supervisor,
+// or a board run without the bootloader), before anything boots.
+func (p *process) burn(log *slog.Logger) error {
+	if p.child != nil {
+		return nil
+	}
+	keys, err := p.keys()
+	if err != nil {
+		return err
+	}
+	fl, err := flash.Open(*p.data)
+	if err != nil {
+		return err
+	}
+	st, err := p.fuses(fl, log).Burn(keys)
+	switch {
+	case errors.Is(err, efuse.ErrBurned):
+		log.Warn("secure boot: keys are burned already; the keys given now are not", "err", err)
+	case err != nil:
+		return fmt.Errorf("secure boot: %w", err)
+	case st.Enabled():
+		log.Info("secure boot: on", "keys", len(st.Keys))
+	}
+	return nil
 }
 
 // start runs the supervisor when this process is not a child; it returns
@@ -130,6 +229,9 @@ func (p *process) start(log *slog.Logger, args []string, httpAddr string) (done 
 			log.Warn("booted after a rollback", "rolled_back", h.RolledBack, "slot", h.Label)
 		}
 		return false, nil
+	}
+	if err := p.burn(log); err != nil {
+		return true, err
 	}
 	if !p.bootloader {
 		return false, nil
@@ -182,6 +284,21 @@ func (p *process) ready(log *slog.Logger) {
 		return
 	}
 	log.Info("image confirmed", "slot", p.child.Label, "version", p.child.App.Version)
+	// Now that it is up, the image may revoke the keys it asks to.
+	factory, _ := hexDigest(p.child.FactoryDigest)
+	if _, err := bootloader.ApplyRevocations(bootloader.Config{Flash: fl, Expect: ota.HostExpect(), Log: log,
+		Fuses: p.fuses(fl, log), Factory: factory}, p.child.Slot); err != nil {
+		log.Error("applying the image's revocations failed", "slot", p.child.Label, "err", err)
+	}
+}
+
+func hexDigest(s string) ([32]byte, error) {
+	var d [32]byte
+	if s == "" {
+		return d, nil
+	}
+	k, err := image.ParseKeyDigest(s)
+	return [32]byte(k), err
 }
 
 // otaFeature installs the update service with what the bootloader handed
@@ -191,6 +308,13 @@ func otaFeature(dataDir string) board.Feature {
 	var h handoff
 	if v, ok := os.LookupEnv(bootEnv); ok && json.Unmarshal([]byte(v), &h) == nil {
 		cfg.Running = h.Slot
+		cfg.Booted.Factory = h.Factory
+		for _, s := range h.Signers {
+			if d, err := image.ParseKeyDigest(s); err == nil {
+				cfg.Booted.Signers = append(cfg.Booted.Signers, d)
+			}
+		}
+		cfg.Factory, _ = hexDigest(h.FactoryDigest)
 		cfg.Pull.BaseURL = h.Pull.Channels
 		if h.Pull.Offline {
 			cfg.Pull.Online = func() bool { return false }
@@ -208,6 +332,8 @@ func otaFeature(dataDir string) board.Feature {
 			tr.TLSClientConfig.RootCAs = pool
 			cfg.Pull.Client = &http.Client{Transport: tr}
 		}
+	} else {
+		cfg.Booted.Factory = true // run by hand, outside the slots
 	}
 	return ota.Feature(cfg)
 }
@@ -246,10 +372,15 @@ func (p *process) supervise(log *slog.Logger, args []string, httpAddr string) er
 	if err != nil {
 		return err
 	}
+	factory, err := factoryDigest(exe)
+	if err != nil {
+		return err
+	}
+	fuses := p.fuses(fl, log)
 	crashes := 0
 	for {
 		choice, err := bootloader.Choose(bootloader.Config{Flash: fl, Expect: ota.HostExpect(), Log: log,
-			Install: func() ([]byte, error) { return packSelf(exe) }})
+			Install: func() ([]byte, error) { return packSelf(exe) }, Fuses: fuses, Factory: factory})
 		if err != nil {
 			return err
 		}
@@ -260,9 +391,14 @@ func (p *process) supervise(log *slog.Logger, args []string, httpAddr string) er
 		d := choice.Image.Desc
 		h := handoff{Slot: choice.Slot, Label: choice.Label, Trial: choice.Trial, RolledBack: choice.RolledBack,
 			App:  buildinfo.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()},
-			Pull: p.pull, FailTrial: p.failTrial}
+			Pull: p.pull, FailTrial: p.failTrial, Factory: choice.Factory,
+			FactoryDigest: image.KeyDigest(factory).String(), EFuseCut: p.efuseCut}
+		for _, k := range choice.Signers {
+			h.Signers = append(h.Signers, k.String())
+		}
 		env, _ := json.Marshal(h)
-		log.Info("bootloader: booting", "slot", choice.Label, "version", d.Version, "trial", choice.Trial)
+		log.Info("bootloader: booting", "slot", choice.Label, "version", d.Version, "trial", choice.Trial,
+			"secure_boot", choice.SecureBoot, "factory", choice.Factory, "signers", h.Signers)
 		cmd := exec.Command(path, args...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		cmd.ExtraFiles = []*os.File{lnf, lock}
@@ -341,6 +477,16 @@ func powerLock(fl *flash.Flash) (*os.File, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// factoryDigest is the SHA-256 of the factory image packSelf makes of
+// exe: the image the bootloader boots without a signature.
+func factoryDigest(exe string) ([32]byte, error) {
+	img, err := packSelf(exe)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(img), nil
 }
 
 // packSelf packs this executable as the first image, described by its

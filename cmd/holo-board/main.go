@@ -1,7 +1,7 @@
 // Command holo-board is the board firmware: one simulated board per
 // process, serving the HTTP API and the host link.
 //
-//	holo-board --data DIR --http ADDR [--uart URL] [--console URL] [--hostname NAME]
+//	holo-board --data DIR --http ADDR [--uart URL] [--console URL] [--hostname NAME] [--ota-key PUB]...
 package main
 
 import (
@@ -52,6 +52,7 @@ func run(args []string) error {
 	lv := new(slog.LevelVar) // the console's log level changes it
 	lv.Set(level)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	proc.powerCut = func() { powerCut(proc) }
 	if done, err := proc.start(log, args, *httpAddr); done || err != nil {
 		return err
 	}

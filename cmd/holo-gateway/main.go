@@ -127,6 +127,8 @@ type options struct {
 	verbose           bool
 	logFormat         string
 	access            accessFlags
+	keyFlags          keyFlags
+	keys              trustKeys // read from keyFlags
 }
 
 func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
@@ -154,6 +156,7 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json (slog)")
 	addAccessFlags(fs, &o.access)
+	addKeyFlags(fs, &o.keyFlags, isDemo)
 	if isDemo {
 		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
 		fs.IntVar(&o.demoG, "demo-groups", demo.DefaultGroups, "groups they are spread over")
@@ -194,6 +197,10 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 		if _, _, err := splitPassword(b); err != nil {
 			return o, fmt.Errorf("%w: --board %s: %w", errUsage, b, err)
 		}
+	}
+	var err error
+	if o.keys, err = o.keyFlags.resolve(isDemo); err != nil {
+		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return o, nil
 }
@@ -342,7 +349,7 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 	w.lan = lanDrv
 	if isDemo {
 		inst, err := demo.Start(ctx, demo.Options{Dir: filepath.Join(o.data, "demo"),
-			Boards: o.demoBoards, Groups: o.demoG, Log: log.With("part", "demo")})
+			Boards: o.demoBoards, Groups: o.demoG, Keys: o.keys.boardKeys(), Log: log.With("part", "demo")})
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}

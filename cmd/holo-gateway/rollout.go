@@ -13,14 +13,14 @@ import (
 const firmwarePrefix = "/firmware/"
 
 // newRollouts builds the firmware store (<data>/artifacts and the
-// gateway's store) and the rollout engine, serves images and channel
+// gateway's store, trusting --trusted-key) and the rollout engine, serves images and channel
 // manifests under /firmware/, hands both to the API (/v1/artifacts,
 // /v1/channels, /v1/rollouts) and registers the rollout metrics. Its
 // goroutine is the engine, which resumes interrupted rollouts at start.
 func newRollouts(_ context.Context, e *env) (component, error) {
 	var eng *rollout.Engine
 	arts, err := artifact.Open(artifact.Options{Dir: filepath.Join(e.opts.data, "artifacts"), DB: e.db,
-		InUse: func(sha string) bool { return eng != nil && eng.Uses(sha) }})
+		InUse: func(sha string) bool { return eng != nil && eng.Uses(sha) }, Trusted: e.opts.keys.trusted, Revoked: e.opts.keys.revoked})
 	if err != nil {
 		return component{}, err
 	}
@@ -34,5 +34,5 @@ func newRollouts(_ context.Context, e *env) (component, error) {
 	e.handle(firmwarePrefix, arts.Handler(firmwarePrefix))
 	e.artifacts, e.rollouts = arts, eng
 	return component{name: "rollouts", run: eng.Run,
-		banner: []string{"firmware: images and release manifests under " + firmwarePrefix}}, nil
+		banner: []string{"firmware: images and release manifests under " + firmwarePrefix, e.opts.keys.banner()}}, nil
 }

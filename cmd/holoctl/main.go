@@ -34,7 +34,7 @@ var commands = []command{
 	{"link", "talk to one board over its host link: JSON lines, PING, STATUS", runLink},
 	{"gw", "talk to a holo-gateway: boards, labels, calls, actions, events", runGateway},
 	{"token", "manage a holo-gateway's bearer tokens (admin)", runToken},
-	{"image", "pack a firmware image (pack) or look inside one (inspect)", runImage},
+	{"image", "firmware images: pack, inspect, keygen, sign, verify, pubkey", runImage},
 	{"fw", "a holo-gateway's firmware: upload, list, release channels", runFirmware},
 	{"rollout", "a holo-gateway's rollouts: dry-run, create, watch, pause, revert", runRollout},
 	{"audit", "a holo-gateway's audit log: who changed what, who was refused (admin)", runAudit},

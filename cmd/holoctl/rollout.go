@@ -24,7 +24,8 @@ import (
 
 const fwUsage = `holoctl fw COMMAND ... [flags]
   upload FILE [--name N]              upload an image (verified by the gateway; admin)
-  list                                the stored images, newest first
+  list                                the stored images, newest first, with their trust and signers
+                                      (trusted: signed by a key the gateway trusts; signed; unsigned)
   get SHA                             one image (SHA: the sha256 or a unique prefix)
   delete SHA                          remove an image no channel or rollout uses (admin)
   channel NAME SHA [--release-url U]  point a release channel at an image (admin)
@@ -110,8 +111,43 @@ type fwArtifact struct {
 		Date    string `json:"date"`
 		Time    string `json:"time"`
 	} `json:"app"`
-	Name  string     `json:"name"`
-	Added *time.Time `json:"added"`
+	Name    string     `json:"name"`
+	Added   *time.Time `json:"added"`
+	Signers []struct {
+		KeyDigest string `json:"key_digest"`
+		Valid     bool   `json:"valid"`
+		Trusted   bool   `json:"trusted"`
+		Error     string `json:"error"`
+	} `json:"signers"`
+	// Trust is "trusted", "signed" or "unsigned".
+	Trust string `json:"trust"`
+}
+
+// signerList is the artifact's signature blocks in one short cell: the
+// key of each block, marked "!" when the block does not verify; "-" when
+// there is none.
+func (a fwArtifact) signerList() string {
+	var out []string
+	for _, s := range a.Signers {
+		d := s.KeyDigest[:min(16, len(s.KeyDigest))]
+		if !s.Valid {
+			d += "!"
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
+}
+
+// trust is the artifact's trust, "unsigned" from a gateway that does not
+// say.
+func (a fwArtifact) trust() string {
+	if a.Trust == "" {
+		return "unsigned"
+	}
+	return a.Trust
 }
 
 type fwChannel struct {
@@ -140,9 +176,9 @@ func runFirmware(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return jsonOr(stdout, raw, err)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SHA256\tVERSION\tSIZE\tNAME\tADDED")
+		fmt.Fprintln(tw, "SHA256\tVERSION\tTRUST\tSIGNERS\tSIZE\tNAME\tADDED")
 		for _, a := range arts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", short(a.SHA256), a.App.Version, a.Size, a.Name, when(a.Added))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", short(a.SHA256), a.App.Version, a.trust(), a.signerList(), a.Size, a.Name, when(a.Added))
 		}
 		return tw.Flush()
 	case "get", "delete":
@@ -261,6 +297,19 @@ func printArtifact(w io.Writer, a fwArtifact, existed bool) error {
 	row("chip", strconv.Itoa(a.Chip))
 	row("name", a.Name)
 	row("added", when(a.Added))
+	row("trust", a.trust())
+	for _, sg := range a.Signers {
+		v := sg.KeyDigest
+		switch {
+		case !sg.Valid:
+			v += "  does not verify: " + sg.Error
+		case sg.Trusted:
+			v += "  verifies, trusted by the gateway"
+		default:
+			v += "  verifies, not a key the gateway trusts"
+		}
+		row("signer", v)
+	}
 	if existed {
 		row("note", "already stored; nothing written")
 	}
@@ -431,15 +480,19 @@ func (c *gwClient) dryRun(ctx context.Context, plan json.RawMessage, stdout io.W
 	for i, w := range sel.Waves {
 		fmt.Fprintf(tw, "%d\t%d\t%s\n", i+1, len(w.Boards), strings.Join(w.Boards, ","))
 	}
-	if len(sel.Refused) > 0 {
-		fmt.Fprintln(tw, "\t\t")
-		fmt.Fprintln(tw, "REFUSED\tREASON\t")
-		for _, r := range sel.Refused {
-			fmt.Fprintf(tw, "%s\t%s\t\n", r.Board, r.Reason)
-		}
-	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(sel.Refused) > 0 {
+		// A table of its own: long reasons do not widen the waves'.
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nREFUSED\tREASON")
+		for _, r := range sel.Refused {
+			fmt.Fprintf(tw, "%s\t%s\n", r.Board, r.Reason)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	_, err = fmt.Fprintf(stdout, "%d boards in %d waves, %d refused\n", sel.Boards, len(sel.Waves), len(sel.Refused))
 	return err

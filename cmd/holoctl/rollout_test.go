@@ -31,7 +31,14 @@ import (
 // admin and viewer secrets and the board ids.
 func startFirmwareGateway(t *testing.T, n int) (string, string, string, []string) {
 	t.Helper()
-	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: t.TempDir(), Parallel: 8, OTA: &fleetmode.OTAOptions{}})
+	return startFirmwareGatewayKeys(t, n, nil, nil)
+}
+
+// startFirmwareGatewayKeys is startFirmwareGateway with board i burning
+// boardKeys(i) and the store trusting trusted.
+func startFirmwareGatewayKeys(t *testing.T, n int, boardKeys func(int) []image.KeyDigest, trusted []image.KeyDigest) (string, string, string, []string) {
+	t.Helper()
+	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: t.TempDir(), Parallel: 8, OTA: &fleetmode.OTAOptions{Keys: boardKeys}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +71,7 @@ func startFirmwareGateway(t *testing.T, n int) (string, string, string, []string
 	fl := fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}})
 	var eng *rollout.Engine
 	arts, err := artifact.Open(artifact.Options{Dir: filepath.Join(dir, "artifacts"), DB: db,
-		InUse: func(sha string) bool { return eng != nil && eng.Uses(sha) }})
+		InUse: func(sha string) bool { return eng != nil && eng.Uses(sha) }, Trusted: trusted})
 	if err != nil {
 		t.Fatal(err)
 	}

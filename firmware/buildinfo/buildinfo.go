@@ -35,6 +35,10 @@ const Chip = "holo-sim"
 // bus/boardapi).
 type App = boardapi.App
 
+// SecureBoot tells how the running firmware passed the bootloader's
+// signature check (GET /info's firmware.secure_boot).
+type SecureBoot = boardapi.SecureBoot
+
 var (
 	once sync.Once
 	app  App

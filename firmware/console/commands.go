@@ -46,8 +46,8 @@ func init() {
 			"touch reporting (until restart); down/up inject a touch at X Y 0-239 (simulator)", runTouch},
 		{"password", []string{"password set PASSWORD", "password clear"}, "set or clear the web password", runPassword},
 		{"sites", []string{"sites", "sites add ORIGIN", "sites remove ORIGIN"}, "the trusted sites (origins scheme://host[:port])", runSites},
-		{"ota", []string{"ota", "ota update PATH|URL [activate]", "ota activate [SLOT]", "ota rollback", "ota cancel"},
-			"firmware slots and the update session; update from a host file or http(s) URL", runOTA},
+		{"ota", []string{"ota", "ota update PATH|URL [activate]", "ota activate [SLOT]", "ota rollback", "ota cancel", "ota keys"},
+			"firmware slots and the update session; update from a host file or http(s) URL; keys: the trusted keys and who signed the running and staged image", runOTA},
 		{"link", []string{"link"}, "host link settings and counters", runLink},
 		{"log", []string{"log", "log level debug|info|warn|error"}, "show or change the log level (until restart of the process)", runLog},
 		{"json", []string{"json", "json on|off"}, "machine output for every command (like --json on each line)", runJSON},
@@ -565,8 +565,76 @@ func runOTA(s *call, args []string) (result, error) {
 		}
 		raw, err := s.do(http.MethodDelete, "/ota/image", nil)
 		return reply(raw, sessionKeys...), err
+	case "keys":
+		if err := noArgs(args[1:]); err != nil {
+			return result{}, err
+		}
+		return s.otaKeys()
 	}
 	return result{}, badArgs("unknown ota command %q", args[0])
+}
+
+// otaKeys shows the trusted keys (GET /ota's secure_boot) and the keys
+// that signed the running and the staged image, each marked trusted,
+// revoked or unknown.
+func (s *call) otaKeys() (result, error) {
+	raw, err := s.do(http.MethodGet, "/ota", nil)
+	if err != nil {
+		return result{}, err
+	}
+	var st ota.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return result{}, err
+	}
+	sb := st.SecureBoot
+	var b strings.Builder
+	if !sb.Enabled {
+		b.WriteString("secure boot  off: no key burned, images are not checked\n")
+	} else {
+		fmt.Fprintf(&b, "secure boot  on: %d key(s) burned\n", len(sb.Keys))
+		rows := [][]string{{"SLOT", "KEY DIGEST", "REVOKED"}}
+		for i, k := range sb.Keys {
+			rows = append(rows, []string{strconv.Itoa(i), k.Digest, strconv.FormatBool(k.Revoked)})
+		}
+		b.WriteString(table(rows) + "\n")
+	}
+	status := func(d string) string {
+		for _, k := range sb.Keys {
+			if k.Digest == d {
+				if k.Revoked {
+					return d + " (revoked)"
+				}
+				return d + " (trusted)"
+			}
+		}
+		return d + " (not trusted)"
+	}
+	var rows [][]string
+	for _, sl := range st.Slots {
+		var what string
+		switch {
+		case sl.Running:
+			what = "running"
+		case st.Session.Slot != nil && *st.Session.Slot == sl.Label && (st.Session.State == ota.StateStaged || st.Session.State == ota.StateActive):
+			what = "staged"
+		default:
+			continue
+		}
+		version := "-"
+		if sl.App != nil {
+			version = sl.App.Version
+		}
+		signers := []string{"none"}
+		if len(sl.Signers) > 0 {
+			signers = signers[:0]
+			for _, d := range sl.Signers {
+				signers = append(signers, status(d))
+			}
+		}
+		rows = append(rows, []string{what, sl.Label, version, "signed by " + strings.Join(signers, ", ")})
+	}
+	b.WriteString(table(rows))
+	return result{json: raw, text: strings.TrimRight(b.String(), "\n")}, nil
 }
 
 // otaUpdate sends an image from a host file or an http(s) URL through

@@ -169,6 +169,7 @@ func TestCommandsCallTheAPI(t *testing.T) {
 		{"ota activate ota_0", []seen{{"POST", "/api/v1/ota/activate", `{"slot":"ota_0"}`, true, ""}}},
 		{"ota rollback", []seen{{"GET", "/api/v1/ota", "", true, ""}, {"POST", "/api/v1/ota/activate", `{"slot":"ota_1"}`, true, ""}}},
 		{"ota cancel", []seen{{"DELETE", "/api/v1/ota/image", "", true, ""}}},
+		{"ota keys", []seen{{"GET", "/api/v1/ota", "", true, ""}}},
 		{"link", []seen{{"GET", "/api/v1/link", "", true, ""}}},
 		{"boot", []seen{{"POST", "/api/v1/sim/boot", "", true, ""}, {"GET", "/api/v1/network", "", true, ""}}},
 		{"power off", []seen{{"POST", "/api/v1/sim/power", "", true, ""}}},
@@ -279,6 +280,39 @@ func TestOutput(t *testing.T) {
 		if got := exec(c, tt.line); got != tt.want {
 			t.Errorf("%q:\n%s\nwant:\n%s", tt.line, got, tt.want)
 		}
+	}
+}
+
+// TestOTAKeys shows the burned keys and who signed the running and the
+// staged image, on a board with secure boot and on an open one.
+func TestOTAKeys(t *testing.T) {
+	aa, bb, cc := strings.Repeat("aa", 32), strings.Repeat("bb", 32), strings.Repeat("cc", 32)
+	f, _ := newFake()
+	f.routes["GET /ota"] = `{"rollback":false,"slots":[` +
+		`{"label":"ota_0","running":true,"boots":true,"state":"confirmed","app":{"version":"1.2.0"},"signers":["` + aa + `","` + cc + `"]},` +
+		`{"label":"ota_1","running":false,"boots":false,"state":null,"app":{"version":"2.0.0"},"signers":["` + bb + `"]}],` +
+		`"session":{"state":"staged","source":"upload","slot":"ota_1"},` +
+		`"secure_boot":{"enabled":true,"keys":[{"digest":"` + aa + `","revoked":true},{"digest":"` + bb + `","revoked":false}]}}`
+	c := New(Options{Target: f.target, Level: new(slog.LevelVar)})
+	want := "secure boot  on: 2 key(s) burned\n" +
+		"SLOT  KEY DIGEST                                                        REVOKED\n" +
+		"0     " + aa + "  true\n" +
+		"1     " + bb + "  false\n" +
+		"running  ota_0  1.2.0  signed by " + aa + " (revoked), " + cc + " (not trusted)\n" +
+		"staged   ota_1  2.0.0  signed by " + bb + " (trusted)\nok\n"
+	if got := exec(c, "ota keys"); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	f, _ = newFake()
+	f.routes["GET /ota"] = `{"rollback":false,"slots":[{"label":"ota_0","running":true,"boots":true,"state":"confirmed","app":{"version":"1.2.0"}}],` +
+		`"session":{"state":"idle","source":"none"},"secure_boot":{"enabled":false,"keys":[]}}`
+	c = New(Options{Target: f.target, Level: new(slog.LevelVar)})
+	want = "secure boot  off: no key burned, images are not checked\nrunning  ota_0  1.2.0  signed by none\nok\n"
+	if got := exec(c, "ota keys"); got != want {
+		t.Errorf("open board, got:\n%s\nwant:\n%s", got, want)
+	}
+	if got := exec(c, "ota keys now"); !strings.HasPrefix(got, "error bad_arguments") {
+		t.Errorf("extra argument: %q", got)
 	}
 }
 

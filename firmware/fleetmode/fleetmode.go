@@ -38,6 +38,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/ota"
+	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -104,6 +105,11 @@ type OTAOptions struct {
 	// (<ChannelBase>/<channel>.json, for example a gateway's
 	// https://host/firmware/channels/); empty: the boards know none.
 	ChannelBase string
+	// Keys, when set, gives board i the key digests it burns into its
+	// eFuses at its first start (secure boot on: it then takes only images
+	// signed by one of them); nil or an empty answer leaves it open. A
+	// board whose keys are burned keeps them (ota.Config.Keys).
+	Keys func(i int) []image.KeyDigest
 }
 
 // otaFeature is board sb's update service and the transport of its
@@ -127,7 +133,11 @@ func (f *Fleet) otaFeature(sb *simBoard) ([]board.Feature, *http.Transport) {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: o.PullRoots, MinVersion: tls.VersionTLS12},
 		MaxIdleConnsPerHost: 1, IdleConnTimeout: 10 * time.Second}
 	pull := ota.PullConfig{BaseURL: o.ChannelBase, Client: &http.Client{Transport: tr}, Online: func() bool { return true }}
-	return []board.Feature{ota.Feature(ota.Config{Fleet: fl, Pull: pull})}, tr
+	var keys []image.KeyDigest
+	if o.Keys != nil {
+		keys = o.Keys(i)
+	}
+	return []board.Feature{ota.Feature(ota.Config{Fleet: fl, Pull: pull, Keys: keys})}, tr
 }
 
 // Info describes one running board.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/firmware/ota/bootloader"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
@@ -166,18 +167,17 @@ func (s *Service) activate(slotLabel *string, reboot bool, delay time.Duration) 
 	return res, nil
 }
 
-// recheck verifies the image in slot from flash; a staged image must also
-// still have the SHA-256 it was staged with. A bad image marks the slot
-// invalid in otadata (when it has a record) and fails the session.
+// recheck verifies the image in slot from flash, its signature included
+// when keys are burned (as the bootloader will before booting it); a
+// staged image must also still have the SHA-256 it was staged with. A bad
+// image marks the slot invalid in otadata (when it has a record) and fails
+// the session.
 func (s *Service) recheck(slot int, staged *image.Image) (*image.Image, error) {
-	p, err := s.fl.Open(flash.Slots[slot])
+	fuses, err := s.fuses.Read()
 	if err != nil {
 		return nil, err
 	}
-	defer p.Close()
-	exp := s.cfg.Expect
-	exp.Force = true // the project was checked when the image came in
-	im, err := image.VerifyAt(p, p.Size(), exp)
+	im, _, _, err := bootloader.Check(s.fl, slot, s.cfg.Expect, fuses.Trust(), s.cfg.Factory)
 	if err == nil && staged != nil && im.SHA256 != staged.SHA256 {
 		err = errors.New("the slot no longer holds the staged image")
 	}
@@ -203,10 +203,13 @@ func (s *Service) recheck(slot int, staged *image.Image) (*image.Image, error) {
 	return nil, e
 }
 
-// selectSlot makes target the boot slot with state st. On an empty
-// otadata (a board whose bootloader never wrote one) the running slot is
-// first recorded as confirmed.
+// selectSlot makes target the boot slot with state st, once the slot's
+// bytes are on the disk. On an empty otadata (a board whose bootloader
+// never wrote one) the running slot is first recorded as confirmed.
 func (s *Service) selectSlot(run, target int, st otadata.State) error {
+	if err := s.fl.Durable(flash.Slots[target]); err != nil {
+		return err
+	}
 	_, err := s.store.Update(func(cur otadata.Record, rerr error) (otadata.Record, error) {
 		if rerr != nil {
 			first, err := (otadata.Record{States: [2]otadata.State{otadata.Undefined, otadata.Undefined}}).Select(run, otadata.Valid)

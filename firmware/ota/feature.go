@@ -2,11 +2,14 @@ package ota
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"time"
 
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/ota/bootloader"
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 )
@@ -25,7 +28,8 @@ type Fleet struct {
 	// OnBoot is told the description of the image each boot runs, to
 	// show in the board's /info.
 	OnBoot func(App)
-	// Install returns the first image; nil packs the running firmware's
+	// Install returns the first image, the factory image (Config.Factory:
+	// it boots without a signature); nil packs the running firmware's
 	// description around a stub payload (fleet boards run no payload).
 	Install func() ([]byte, error)
 }
@@ -49,8 +53,19 @@ func Feature(cfg Config) board.Feature {
 		if c.Pull.Current == "" {
 			c.Pull.Current = buildinfo.Running().Version
 		}
+		fl, err := flash.Open(c.DataDir)
+		if err != nil {
+			return err
+		}
+		fuses := efuse.Open(fl.Dir())
+		st, err := fuses.Burn(c.Keys)
+		if errors.Is(err, efuse.ErrBurned) {
+			c.Log.Warn("ota: keys are burned already; the keys given now are not", "err", err)
+		} else if err != nil {
+			return err
+		}
 		if cfg.Fleet != nil {
-			if err := fleetBoot(b, &c); err != nil {
+			if err := fleetBoot(b, &c, fuses); err != nil {
 				return err
 			}
 		}
@@ -58,14 +73,23 @@ func Feature(cfg Config) board.Feature {
 		if err != nil {
 			return err
 		}
+		app := b.App()
+		app.SecureBoot = &buildinfo.SecureBoot{Enabled: st.Enabled(), Signers: hexKeys(c.Booted.Signers), Factory: c.Booted.Factory}
+		if app.SecureBoot.Signers == nil {
+			app.SecureBoot.Signers = []string{}
+		}
+		b.Firmware = &app
 		b.OnClose(s.Close)
 		b.AddFeature("ota", s.Routes()...)
 		return nil
 	}
 }
 
+// fleetStub is the payload of a fleet-mode board's factory image.
+var fleetStub = []byte("fleet-mode board: no payload runs\n")
+
 // fleetBoot chooses the slot of this boot and arranges its confirmation.
-func fleetBoot(b *board.Boot, c *Config) error {
+func fleetBoot(b *board.Boot, c *Config, fuses *efuse.Fuses) error {
 	f := c.Fleet
 	fl, err := flash.Open(c.DataDir)
 	if err != nil {
@@ -75,14 +99,21 @@ func fleetBoot(b *board.Boot, c *Config) error {
 	if install == nil {
 		install = func() ([]byte, error) {
 			app := buildinfo.Running()
-			return image.Pack(image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF},
-				[]byte("fleet-mode board: no payload runs\n"))
+			return image.Pack(image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF}, fleetStub)
 		}
 	}
-	choice, err := bootloader.Choose(bootloader.Config{Flash: fl, Expect: c.Expect, Install: install, Log: c.Log})
+	factory, err := install()
 	if err != nil {
 		return err
 	}
+	c.Factory = sha256.Sum256(factory)
+	install = func() ([]byte, error) { return factory, nil }
+	bcfg := bootloader.Config{Flash: fl, Expect: c.Expect, Install: install, Log: c.Log, Fuses: fuses, Factory: c.Factory}
+	choice, err := bootloader.Choose(bcfg)
+	if err != nil {
+		return err
+	}
+	c.Booted = Booted{Signers: choice.Signers, Factory: choice.Factory}
 	c.Running = choice.Slot
 	app := *appOf(choice.Image.Desc)
 	c.Pull.Current = app.Version
@@ -115,6 +146,9 @@ func fleetBoot(b *board.Boot, c *Config) error {
 			return
 		}
 		c.Log.Info("ota: image confirmed", "slot", choice.Label, "version", app.Version)
+		if _, err := bootloader.ApplyRevocations(bcfg, choice.Slot); err != nil {
+			c.Log.Error("ota: applying the image's revocations failed", "err", err)
+		}
 	})
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/firmware/board"
+	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // fleetBoard runs one in-process board with the feature in fleet mode.
@@ -27,6 +28,11 @@ func (f *fleetBoard) versions() []string {
 }
 
 func startFleetBoard(t *testing.T, failVersion string) *fleetBoard {
+	return startFleetBoardWith(t, failVersion, nil)
+}
+
+// startFleetBoardWith starts a fleet board whose feature burns keys.
+func startFleetBoardWith(t *testing.T, failVersion string, keys []image.KeyDigest) *fleetBoard {
 	fb := &fleetBoard{}
 	fleet := &Fleet{
 		FailTrial: func(a App) bool { return a.Version == failVersion },
@@ -37,7 +43,7 @@ func startFleetBoard(t *testing.T, failVersion string) *fleetBoard {
 		},
 		Install: func() ([]byte, error) { return testImage(t, "1.0.0", "holo-board", 3000), nil },
 	}
-	b, err := board.Open(board.Config{DataDir: t.TempDir(), Features: []board.Feature{Feature(Config{Fleet: fleet})}})
+	b, err := board.Open(board.Config{DataDir: t.TempDir(), Features: []board.Feature{Feature(Config{Fleet: fleet, Keys: keys})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +140,16 @@ func TestFleetUpdateAndFaultRollback(t *testing.T) {
 			t.Fatalf("boots %v, want %v", got, want)
 		}
 	}
+}
+
+// put uploads img with query and returns the status.
+func (f *fleetBoard) put(t *testing.T, img []byte, query string) int {
+	t.Helper()
+	req, _ := http.NewRequest("PUT", f.url+"/ota/image"+query, bytes.NewReader(img))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/firmware/ota/otadata"
 )
 
 // Upload receives an image of length bytes from r into the slot that is
@@ -67,13 +68,21 @@ func (s *Service) finished(w *worker) {
 }
 
 // receive streams the image into the slot while checking it, then
-// completes the check; the session moves to staged or failed.
+// completes the check; the session moves to staged or failed. The bytes
+// go to the slot's staging file (flash.Staged): the slot and its otadata
+// record change only once the image has passed every check, signature
+// included, so a refused image leaves the slot as it was.
 func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader, total int64, opt Options) error {
-	part, err := s.fl.Open(flash.Slots[slot])
+	part, err := s.fl.Stage(flash.Slots[slot])
 	if err != nil {
 		return s.fail(gen, err)
 	}
-	defer part.Close()
+	committed := false
+	defer func() {
+		if !committed {
+			part.Abort()
+		}
+	}()
 	exp := s.cfg.Expect
 	exp.Force = opt.Force
 	v := image.NewVerifier(exp)
@@ -106,9 +115,6 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 			return s.fail(gen, api.Errorf(api.ErrBadRequest, "the image stopped after %d of %d bytes: %v", off, total, rerr))
 		}
 	}
-	if err := part.Sync(); err != nil {
-		return s.fail(gen, err)
-	}
 	if !s.move(gen, StateVerifying) {
 		return api.Errorf(api.ErrCancelled, "the update was cancelled")
 	}
@@ -120,19 +126,61 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 	if opt.SHA256 != "" && subtle.ConstantTimeCompare([]byte(strings.ToLower(opt.SHA256)), []byte(sum)) != 1 {
 		return s.fail(gen, api.Errorf(api.ErrSHA256Mismatch, "the image's SHA-256 is %s, not %s", sum, strings.ToLower(opt.SHA256)))
 	}
+	if err := s.checkSignature(im); err != nil {
+		return s.fail(gen, err)
+	}
+	s.mu.Lock()
+	cancelled := s.gen != gen
+	s.mu.Unlock()
+	if cancelled {
+		return api.Errorf(api.ErrCancelled, "the update was cancelled")
+	}
+	// The image is good: forget what the slot held, then replace it.
+	if _, err := s.store.Update(func(cur otadata.Record, rerr error) (otadata.Record, error) {
+		if rerr != nil || cur.States[slot] == otadata.Undefined {
+			return cur, errNothingToClear
+		}
+		return cur.With(slot, otadata.Undefined)
+	}); err != nil && !errors.Is(err, errNothingToClear) {
+		return s.fail(gen, err)
+	}
+	if err := part.Commit(); err != nil {
+		return s.fail(gen, err)
+	}
+	committed = true
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen != gen {
 		return api.Errorf(api.ErrCancelled, "the update was cancelled")
 	}
 	s.staged = im
+	s.signers = image.Signers(im)
 	s.sess.State = StateStaged
 	s.sess.SHA256 = strp(sum)
 	s.sess.App = appOf(im.Desc)
 	s.sess.Bytes = off
 	s.end = s.cfg.Clock.Now()
 	s.emit()
-	s.cfg.Log.Info("ota: image staged", "slot", flash.Slots[slot], "version", im.Desc.Version, "sha256", sum)
+	s.cfg.Log.Info("ota: image staged", "slot", flash.Slots[slot], "version", im.Desc.Version, "sha256", sum, "signers", hexKeys(s.signers))
+	return nil
+}
+
+// errNothingToClear skips an otadata write with nothing to change.
+var errNothingToClear = errors.New("ota: no record to clear")
+
+// checkSignature refuses an image the board's trusted keys do not let in
+// (422 invalid_image, saying why); a board with no key burned takes any.
+func (s *Service) checkSignature(im *image.Image) error {
+	st, err := s.fuses.Read()
+	if err != nil {
+		return err
+	}
+	if !st.Enabled() {
+		return nil
+	}
+	if _, err := st.Trust().Check(im); err != nil {
+		return api.Errorf(api.ErrInvalidImage, "secure boot refuses the image: %s", strings.TrimPrefix(err.Error(), "image: "))
+	}
 	return nil
 }
 

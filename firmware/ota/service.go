@@ -13,6 +13,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/longop"
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
@@ -64,6 +65,22 @@ type Config struct {
 	// Fleet, when set, makes the feature choose the boot slot itself at
 	// every boot (fleet mode); see Fleet.
 	Fleet *Fleet
+	// Keys are burned into the board's eFuses by the feature when none
+	// are burned yet (package efuse); nil burns nothing.
+	Keys []image.KeyDigest
+	// Factory is the SHA-256 of the factory image (bootloader.Config's):
+	// it may be activated without a signature, as the bootloader boots it.
+	Factory [32]byte
+	// Booted describes how the running image passed the bootloader's
+	// check (its signers; whether it ran as the factory firmware); GET
+	// /info and GET /ota show it.
+	Booted Booted
+}
+
+// Booted is what the bootloader found about the running image.
+type Booted struct {
+	Signers []image.KeyDigest
+	Factory bool
 }
 
 // HostExpect is what a simulated board accepts: host images of holo-board.
@@ -73,6 +90,7 @@ func HostExpect() image.Expect { return image.HostExpect() }
 type Service struct {
 	cfg   Config
 	fl    *flash.Flash
+	fuses *efuse.Fuses
 	store *otadata.Store
 	odp   *flash.Part
 	ctx   context.Context
@@ -85,8 +103,9 @@ type Service struct {
 	start    time.Time
 	end      time.Time // zero while a session runs
 	staged   *image.Image
-	slot     int     // the slot of the session's image
-	work     *worker // the receiving or downloading worker, nil when none
+	signers  []image.KeyDigest // of the staged image (trusted or not)
+	slot     int               // the slot of the session's image
+	work     *worker           // the receiving or downloading worker, nil when none
 	lastEmit time.Time
 	opMu     sync.Mutex // serialises session starts and activations
 
@@ -116,8 +135,9 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	fl.DropStaged() // an update cut short by a power cut
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Service{cfg: cfg, fl: fl, odp: odp, store: otadata.NewStore(odp), ctx: ctx, stop: stop,
+	s := &Service{cfg: cfg, fl: fl, fuses: efuse.Open(fl.Dir()), odp: odp, store: otadata.NewStore(odp), ctx: ctx, stop: stop,
 		sess: idleSession()}
 	s.start = cfg.Clock.Now()
 	s.end = s.start
@@ -201,12 +221,17 @@ func (s *Service) Status() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	fuses, err := s.fuses.Read()
+	if err != nil {
+		return Status{}, err
+	}
 	s.mu.Lock()
 	sess := s.snapshot()
 	staged := s.staged
+	stagedSigners := s.signers
 	sslot := s.slot
 	s.mu.Unlock()
-	st := Status{Session: sess, Slots: make([]Slot, 0, otadata.Slots), Pull: s.pullInfo()}
+	st := Status{Session: sess, Slots: make([]Slot, 0, otadata.Slots), Pull: s.pullInfo(), SecureBoot: secureBootOf(fuses)}
 	boot := bootOf(run, rec)
 	for i, label := range flash.Slots {
 		e, _ := flash.Lookup(label)
@@ -218,8 +243,12 @@ func (s *Service) Status() (Status, error) {
 		switch {
 		case staged != nil && sslot == i:
 			sl.App = appOf(staged.Desc)
+			sl.Signers = hexKeys(stagedSigners)
 		case state != otadata.Undefined || i == run:
 			sl.App = s.slotApp(label)
+		}
+		if i == run && s.cfg.Running >= 0 {
+			sl.Signers = hexKeys(s.cfg.Booted.Signers)
 		}
 		st.Slots = append(st.Slots, sl)
 	}
@@ -265,8 +294,9 @@ type worker struct {
 }
 
 // begin starts a session of source into the slot that is not running:
-// it takes the long-operation lock and clears the slot's otadata record.
-// It returns the session's generation, context and the slot.
+// it takes the long-operation lock. It returns the session's generation,
+// context and the slot. The slot itself, and its otadata record, change
+// only when the image has passed every check (receive).
 func (s *Service) begin(source string, url *string, total int64, abort func()) (w *worker, ctx context.Context, slot int, release func(), err error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
@@ -292,13 +322,6 @@ func (s *Service) begin(source string, url *string, total int64, abort func()) (
 	if bootOf(run, rec) == slot {
 		return fail(api.Errorf(api.ErrBusy, "%s is selected to boot; activate the running slot to undo that first", flash.Slots[slot]))
 	}
-	if rec.Seq != 0 && rec.States[slot] != otadata.Undefined {
-		if _, err := s.store.Update(func(cur otadata.Record, _ error) (otadata.Record, error) {
-			return cur.With(slot, otadata.Undefined)
-		}); err != nil {
-			return fail(err)
-		}
-	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -308,7 +331,7 @@ func (s *Service) begin(source string, url *string, total int64, abort func()) (
 		s.sess.State = StateDownloading
 	}
 	s.start, s.end = s.cfg.Clock.Now(), time.Time{}
-	s.staged, s.slot = nil, slot
+	s.staged, s.signers, s.slot = nil, nil, slot
 	w = &worker{gen: s.gen, done: make(chan struct{}), cancel: func() {
 		cancel()
 		if abort != nil {

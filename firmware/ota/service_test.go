@@ -506,8 +506,9 @@ func TestActivateRechecks(t *testing.T) {
 	}
 }
 
-// Uploading over the previous firmware clears its record: no rollback to
-// a half-overwritten slot.
+// A refused upload leaves the previous firmware in its slot, rollback
+// still possible (the bytes went to the slot's staging file); a good one
+// replaces it and clears its record: no rollback to an overwritten slot.
 func TestUploadClearsOldRecord(t *testing.T) {
 	e := newEnv(t)
 	e.upload(testImage(t, "2.0.0", "holo-board", 10000), "?activate=1&reboot=0")
@@ -522,7 +523,12 @@ func TestUploadClearsOldRecord(t *testing.T) {
 	}
 	e2.upload([]byte("junk that is not an image at all, long enough to pass the first check size........"+strings.Repeat("x", 300)), "")
 	st := e2.status()
-	if st.Rollback || st.Slots[0].State != nil || st.Slots[0].App != nil {
+	if !st.Rollback || st.Slots[0].State == nil || *st.Slots[0].State != "confirmed" || st.Slots[0].App == nil || st.Slots[0].App.Version != "1.0.0" {
 		t.Fatalf("after a failed upload over ota_0: %+v", st)
+	}
+	e2.upload(testImage(t, "3.0.0", "holo-board", 10000), "")
+	st = e2.status()
+	if st.Rollback || st.Slots[0].State != nil || st.Slots[0].App == nil || st.Slots[0].App.Version != "3.0.0" {
+		t.Fatalf("after a good upload over ota_0: %+v", st)
 	}
 }

@@ -3,6 +3,8 @@ package ota
 import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
+	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // Session states (see bus/boardapi).
@@ -44,6 +46,29 @@ type (
 	ActivateResult = boardapi.ActivateResult
 	// Manifest is a release channel's manifest.
 	Manifest = boardapi.Manifest
+	// SecureBootStatus is the secure_boot object of GET /ota.
+	SecureBootStatus = boardapi.SecureBootStatus
+	// TrustedKey is one burned key digest.
+	TrustedKey = boardapi.TrustedKey
 )
+
+func secureBootOf(st efuse.State) SecureBootStatus {
+	out := SecureBootStatus{Enabled: st.Enabled(), Keys: []TrustedKey{}}
+	for i, k := range st.Keys {
+		out.Keys = append(out.Keys, TrustedKey{Digest: k.String(), Revoked: st.Revoked[i]})
+	}
+	return out
+}
+
+func hexKeys(keys []image.KeyDigest) []string {
+	if keys == nil {
+		return nil
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	return out
+}
 
 func strp(s string) *string { return &s }

@@ -65,7 +65,7 @@ const ReasonTooLarge = "too_large"
 //	rollout.ErrPlan, ErrArtifact (even when the artifact is unknown) InvalidArgument
 //	rollout.ErrNotFound, artifact.ErrNotFound                      NotFound
 //	rollout.ErrState, artifact.ErrInUse                            FailedPrecondition
-//	artifact.ErrInvalid, ErrBadName                                InvalidArgument
+//	artifact.ErrInvalid, ErrBadName, ErrUntrusted                  InvalidArgument
 //	rollout.ErrClosed                                              Unavailable
 //	ErrDisabled                                                    Unimplemented
 //	context deadline / cancel                                      DeadlineExceeded / Canceled
@@ -146,7 +146,8 @@ func codeOf(err error) codes.Code {
 		return codes.NotFound
 	case errors.Is(err, rollout.ErrState), errors.Is(err, artifact.ErrInUse):
 		return codes.FailedPrecondition
-	case errors.Is(err, artifact.ErrInvalid), errors.Is(err, artifact.ErrTooLarge), errors.Is(err, artifact.ErrBadName):
+	case errors.Is(err, artifact.ErrInvalid), errors.Is(err, artifact.ErrTooLarge), errors.Is(err, artifact.ErrBadName),
+		errors.Is(err, artifact.ErrUntrusted):
 		return codes.InvalidArgument
 	case errors.Is(err, rollout.ErrClosed):
 		return codes.Unavailable

@@ -45,7 +45,7 @@ type Artifacts interface {
 
 // Rollouts is what the API needs of the rollout engine (*rollout.Engine).
 type Rollouts interface {
-	DryRun(p rollout.Plan) (rollout.Selection, error)
+	DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error)
 	Create(ctx context.Context, p rollout.Plan) (rollout.Status, error)
 	Get(id string) (rollout.Status, error)
 	List() []rollout.Status
@@ -191,7 +191,7 @@ func (s *service) DeleteChannel(_ context.Context, r *fleetv1.DeleteChannelReque
 	return &fleetv1.DeleteChannelResponse{}, nil
 }
 
-func (s *service) DryRunRollout(_ context.Context, r *fleetv1.DryRunRolloutRequest) (*fleetv1.RolloutSelection, error) {
+func (s *service) DryRunRollout(ctx context.Context, r *fleetv1.DryRunRolloutRequest) (*fleetv1.RolloutSelection, error) {
 	eng, err := s.engine()
 	if err != nil {
 		return nil, Err(err)
@@ -200,7 +200,7 @@ func (s *service) DryRunRollout(_ context.Context, r *fleetv1.DryRunRolloutReque
 	if err != nil {
 		return nil, Err(err)
 	}
-	sel, err := eng.DryRun(p)
+	sel, err := eng.DryRun(ctx, p)
 	if err != nil {
 		return nil, Err(err)
 	}
@@ -501,7 +501,15 @@ func appOf(a boardapi.App) *fleetv1.App {
 }
 
 func artifactOf(a artifact.Artifact) *fleetv1.Artifact {
-	return &fleetv1.Artifact{Sha256: a.SHA256, Size: a.Size, Chip: uint32(a.Chip), App: appOf(a.App), Name: a.Name, Added: ts(a.Added)}
+	out := &fleetv1.Artifact{Sha256: a.SHA256, Size: a.Size, Chip: uint32(a.Chip), App: appOf(a.App), Name: a.Name, Added: ts(a.Added),
+		Trust: a.Trust}
+	for _, sg := range a.Signers {
+		out.Signers = append(out.Signers, &fleetv1.Signer{KeyDigest: sg.KeyDigest, Valid: sg.Valid, Trusted: sg.Trusted, Error: sg.Error})
+	}
+	if out.Trust == "" {
+		out.Trust = artifact.TrustUnsigned
+	}
+	return out
 }
 
 func channelOf(c artifact.Channel) *fleetv1.Channel {

@@ -47,6 +47,7 @@ func fwImage(t testing.TB, version string, size int) []byte {
 // engine over n fleet-mode boards with the update service.
 type fwGateway struct {
 	*testGateway
+	fm   *fleetmode.Fleet
 	ids  []string
 	arts *artifact.Store
 	eng  *rollout.Engine
@@ -57,13 +58,25 @@ type fwGateway struct {
 // no board is driven (the controls test needs nothing more).
 func startFirmwareGateway(t *testing.T, n int, idle bool) *fwGateway {
 	t.Helper()
-	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: t.TempDir(), Parallel: 8, OTA: &fleetmode.OTAOptions{}})
+	return startFirmwareGatewayKeys(t, n, idle, fwKeys{})
+}
+
+// fwKeys are the keys of a firmware test gateway: what board i burns, and
+// what the gateway's store trusts and holds revoked.
+type fwKeys struct {
+	boards           func(i int) []image.KeyDigest
+	trusted, revoked []image.KeyDigest
+}
+
+func startFirmwareGatewayKeys(t *testing.T, n int, idle bool, keys fwKeys) *fwGateway {
+	t.Helper()
+	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: t.TempDir(), Parallel: 8, OTA: &fleetmode.OTAOptions{Keys: keys.boards}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fm.Stop() })
 	ld := lan.New(lan.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-	g := &fwGateway{}
+	g := &fwGateway{fm: fm}
 	for _, b := range fm.Boards() {
 		if err := ld.Add(b.URL, ""); err != nil {
 			t.Fatal(err)
@@ -77,7 +90,7 @@ func startFirmwareGateway(t *testing.T, n int, idle bool) *fwGateway {
 	}
 	g.fl = fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}})
 	g.arts, err = artifact.Open(artifact.Options{Dir: filepath.Join(dir, "artifacts"), DB: db,
-		InUse: func(sha string) bool { return g.eng != nil && g.eng.Uses(sha) }})
+		InUse: func(sha string) bool { return g.eng != nil && g.eng.Uses(sha) }, Trusted: keys.trusted, Revoked: keys.revoked})
 	if err != nil {
 		t.Fatal(err)
 	}

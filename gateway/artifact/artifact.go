@@ -16,6 +16,17 @@
 // file without a record (a crash between the rename and the write) is
 // taken up again by the next upload of the same bytes.
 //
+// Signatures: an image may carry a signature sector (Secure Boot V2 style
+// ECDSA blocks, see firmware/ota/image). The record keeps the sector as
+// uploaded and what each block is (key digest, whether it verifies), so
+// the rollout engine can ask, board by board, what a board with its burned
+// keys would decide (Artifact.Check) without reading the image again. A
+// store given trusted keys (Options.Trusted, holo-gateway --trusted-key)
+// refuses every image without a valid block of one of them (ErrUntrusted)
+// before it writes anything; without keys it keeps unsigned images too and
+// says so in Artifact.Trust. Records written before signatures were kept
+// load as unsigned.
+//
 // Channels are published as release manifests in the board's format
 // (docs/spec-decisions.md "Release channels"): GET <prefix>channels/<name>.json
 // answers {version, image_url, size, sha256, release_url} with image_url
@@ -60,6 +71,23 @@ var (
 	ErrInUse = errors.New("artifact: in use")
 	// ErrTooLarge: the upload is larger than a slot.
 	ErrTooLarge = errors.New("artifact: image too large")
+	// ErrUntrusted: the store has trusted keys and the upload carries no
+	// valid signature block of one of them. The error also wraps the
+	// image package's reason (image.ErrUnsigned, ErrUntrustedKey,
+	// ErrBadSignature, ErrBadBlock).
+	ErrUntrusted = errors.New("artifact: image not trusted")
+)
+
+// Trust verdicts of an artifact (Artifact.Trust).
+const (
+	// TrustTrusted: a block verifies with a key the gateway trusts.
+	TrustTrusted = "trusted"
+	// TrustSigned: blocks verify, but with no key the gateway trusts
+	// (a gateway without --trusted-key trusts none).
+	TrustSigned = "signed"
+	// TrustUnsigned: no block verifies (no signature sector, or only
+	// malformed or wrong blocks, or a malformed sector).
+	TrustUnsigned = "unsigned"
 )
 
 // Bucket names in the store.
@@ -79,6 +107,43 @@ type Artifact struct {
 	// Name is the file name given at upload, for people.
 	Name  string    `json:"name,omitempty"`
 	Added time.Time `json:"added"`
+	// Signature is the image's signature sector; nil when it has none.
+	Signature *Signature `json:"signature,omitempty"`
+	// Signers are the signature blocks in sector order. Valid and Error
+	// are kept with the record; Trusted is filled in when the record is
+	// read, against the store's keys of the moment.
+	Signers []Signer `json:"signers,omitempty"`
+	// Trust is TrustTrusted, TrustSigned or TrustUnsigned, filled in when
+	// the record is read (not stored: the keys may change).
+	Trust string `json:"-"`
+}
+
+// Signature is an image's signature sector as uploaded.
+type Signature struct {
+	// Content is the length of the signed content: where the sector
+	// starts.
+	Content int64 `json:"content"`
+	// Digest is the hex SHA-256 of the signed content.
+	Digest string `json:"digest"`
+	// Sector is the image.SectorSize bytes of the sector.
+	Sector []byte `json:"sector"`
+	// Error says what is wrong with the sector as a whole (data after its
+	// last block); "" when nothing is.
+	Error string `json:"error,omitempty"`
+}
+
+// Signer is one signature block of an artifact.
+type Signer struct {
+	// KeyDigest is the hex key digest the block names (what a board
+	// burns); for a malformed block, whatever its key bytes hash to.
+	KeyDigest string `json:"key_digest"`
+	// Valid is true when the block is well formed, made for this image's
+	// content and its signature verifies with its key.
+	Valid bool `json:"valid"`
+	// Trusted is true when the key is one of the store's trusted keys.
+	Trusted bool `json:"-"`
+	// Error says why the block does not verify.
+	Error string `json:"error,omitempty"`
 }
 
 // Channel is one release channel: the image boards on it should run.
@@ -103,6 +168,14 @@ type Options struct {
 	// InUse, when set, tells whether something else (a rollout) still
 	// needs the artifact; Delete refuses then.
 	InUse func(sha string) bool
+	// Trusted are the key digests the gateway trusts. With any, an upload
+	// must carry a valid signature block of one of them (ErrUntrusted);
+	// without, every good image is kept and marked by Artifact.Trust.
+	Trusted []image.KeyDigest
+	// Revoked are key digests never trusted again, even when Trusted
+	// names them: an image signed only by them is refused as signed by a
+	// revoked key (image.ErrRevokedKey).
+	Revoked []image.KeyDigest
 }
 
 // Store keeps artifacts and channels. It is safe for concurrent use.
@@ -202,9 +275,9 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 	if limit <= 0 {
 		limit = flash.SlotSize
 	}
-	// The verifier stops taking bytes past the image's end; count the
-	// rest so trailing garbage is refused rather than stored.
-	n, err := io.Copy(io.MultiWriter(tmp, h, verifierSink{v}), io.LimitReader(ctxReader{ctx, r}, limit+1))
+	// Every byte goes through the verifier: after the image it takes
+	// 0xFF padding and a signature sector, and refuses anything else.
+	n, err := io.Copy(io.MultiWriter(tmp, h, v), io.LimitReader(ctxReader{ctx, r}, limit+1))
 	if err != nil {
 		if v.Err() != nil {
 			return a, false, invalid(v.Err())
@@ -228,10 +301,18 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 	if wantSHA != "" && sum != wantSHA {
 		return a, false, fmt.Errorf("%w: sha256 is %s, expected %s", ErrInvalid, sum, wantSHA)
 	}
+	if t := s.trust(); t.Enabled() {
+		if _, err := t.Check(im); err != nil {
+			return a, false, s.untrusted(err)
+		}
+	}
 	d := im.Desc
 	a = Artifact{SHA256: sum, Size: n, Chip: im.Header.ChipID, Name: filepath.Base(name),
 		App:   boardapi.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()},
 		Added: s.o.Clock.Now().UTC()}
+	if a.Signature, a.Signers, err = signatureOf(tmp, im); err != nil {
+		return a, false, err
+	}
 	if a.Name == "." || a.Name == "/" {
 		a.Name = ""
 	}
@@ -242,7 +323,7 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 		return a, false, err
 	} else if ok {
 		if _, err := os.Stat(s.path(sum)); err == nil {
-			return old, true, nil
+			return s.annotate(old), true, nil
 		}
 	}
 	if err := tmp.Sync(); err != nil {
@@ -259,7 +340,7 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 	if err := s.arts.Put(sum, a); err != nil {
 		return a, false, err
 	}
-	return a, false, nil
+	return s.annotate(a), false, nil
 }
 
 // invalid wraps a verification error: ErrTooLarge for images larger
@@ -269,22 +350,6 @@ func invalid(err error) error {
 		return fmt.Errorf("%w: %v", ErrTooLarge, err)
 	}
 	return fmt.Errorf("%w: %v", ErrInvalid, err)
-}
-
-// verifierSink feeds the verifier until it is done and swallows what
-// follows (counted by the caller).
-type verifierSink struct{ v *image.Verifier }
-
-func (w verifierSink) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 && !w.v.Done() {
-		k := min(int64(len(p)), max(w.v.Need(), 1))
-		if _, err := w.v.Write(p[:k]); err != nil {
-			return 0, err
-		}
-		p = p[k:]
-	}
-	return n, nil
 }
 
 func syncDir(dir string) {
@@ -308,7 +373,7 @@ func (s *Store) Get(sha string) (Artifact, error) {
 	if !ok {
 		return a, fmt.Errorf("%w: artifact %s", ErrNotFound, sha)
 	}
-	return a, nil
+	return s.annotate(a), nil
 }
 
 // Open opens the artifact's file for reading (the caller closes it).
@@ -336,7 +401,7 @@ func (s *Store) List() ([]Artifact, error) {
 		if ok, err := s.arts.Get(k, &a); err != nil {
 			return nil, err
 		} else if ok {
-			out = append(out, a)
+			out = append(out, s.annotate(a))
 		}
 	}
 	slices.SortStableFunc(out, func(x, y Artifact) int { return y.Added.Compare(x.Added) })

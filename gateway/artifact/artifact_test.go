@@ -91,7 +91,8 @@ func TestAddVerifies(t *testing.T) {
 				return
 			}
 			want := Artifact{SHA256: hexSHA(c.in), Size: int64(len(c.in)), Chip: image.ChipHost, Name: "fw.bin",
-				App: ota.App{Project: "holo-board", Version: "2.0.0", Date: "Jan  1 2026", Time: "00:00:00", IDF: "test", ELFSHA256: a.App.ELFSHA256}, Added: a.Added}
+				App: ota.App{Project: "holo-board", Version: "2.0.0", Date: "Jan  1 2026", Time: "00:00:00", IDF: "test", ELFSHA256: a.App.ELFSHA256}, Added: a.Added,
+				Trust: TrustUnsigned}
 			if d := cmp.Diff(a, want); d != "" || existed {
 				t.Fatalf("artifact (-got +want):\n%s existed %v", d, existed)
 			}
@@ -176,6 +177,18 @@ func FuzzAdd(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:100])
 	f.Add([]byte{0xE9})
+	k, err := image.GenerateKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	signed, err := image.Sign(good, k)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(signed)
+	f.Add(signed[:len(signed)-100])
+	d, _ := image.DigestOf(&k.PublicKey)
+	board := image.Trust{Keys: []image.KeyDigest{d}}
 	s := newStore(f, 1<<16)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, _, err := s.Add(context.Background(), bytes.NewReader(b), "f", "")
@@ -183,8 +196,15 @@ func FuzzAdd(f *testing.F) {
 			t.Fatalf("stored %s for %s", a.SHA256, hexSHA(b))
 		}
 		if err == nil {
-			if _, err := image.VerifyBytes(b, s.Expect()); err != nil {
+			im, err := image.VerifyBytes(b, s.Expect())
+			if err != nil {
 				t.Fatalf("kept an image Verify refuses: %v", err)
+			}
+			// The record decides as the image does.
+			_, recErr := a.Check(board)
+			_, imErr := board.Check(im)
+			if (recErr == nil) != (imErr == nil) {
+				t.Fatalf("record says %v, the image %v", recErr, imErr)
 			}
 		}
 	})

@@ -3,7 +3,9 @@
 // holo-board processes and holoctl can join it as
 // simline:///DIR/line.sock), and a fleet-mode set of boards on that line,
 // in groups, each also reachable over HTTP on the loopback, each with the
-// firmware update service (fleet mode: A/B slots under its data dir).
+// firmware update service (fleet mode: A/B slots under its data dir) and,
+// given Options.Keys, secure boot: the boards burn the keys at their first
+// start and take only firmware signed by one of them.
 //
 // Board i (0-based) has bus address i+1 and is in group i%Groups+1, so
 // eight boards in two groups are 1,3,5,7 in group 1 and 2,4,6,8 in group 2.
@@ -26,6 +28,7 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
+	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // Errors of the demo.
@@ -58,7 +61,12 @@ type Options struct {
 	// most 31).
 	Groups int
 	// Baud is the line's baud rate (default 115200).
-	Baud  int
+	Baud int
+	// Keys are the key digests every board burns into its eFuses at its
+	// first start: the boards then run only firmware one of them signed
+	// (secure boot). Empty leaves new boards open. Boards started before
+	// keep what they burned then.
+	Keys  []image.KeyDigest
 	Clock clock.Clock
 	Log   *slog.Logger
 }
@@ -143,7 +151,7 @@ func Start(ctx context.Context, o Options) (*Installation, error) {
 		Line: line, Groups: func(i int) []int { return []int{i%o.Groups + 1} }, Clock: o.Clock, Log: o.Log,
 		// Every board updates its firmware (A/B slots in its data
 		// directory), so rollouts and the HA update entities work.
-		OTA: &fleetmode.OTAOptions{}})
+		OTA: &fleetmode.OTAOptions{Keys: func(int) []image.KeyDigest { return o.Keys }}})
 	if err != nil {
 		return fail(err)
 	}
@@ -163,6 +171,13 @@ func (in *Installation) Summary() string {
 	fmt.Fprintf(&sb, "simulated installation: %d boards in %d groups on RS485 line %q at %d baud\n",
 		in.opts.Boards, in.opts.Groups, LineName, in.opts.Baud)
 	fmt.Fprintf(&sb, "  line hub: %s (holo-board --uart %s, holoctl --line %s)\n", in.HubPath, in.HubURL, in.HubURL)
+	if len(in.opts.Keys) > 0 {
+		names := make([]string, 0, len(in.opts.Keys))
+		for _, k := range in.opts.Keys {
+			names = append(names, k.Short())
+		}
+		fmt.Fprintf(&sb, "  secure boot: new boards burn %s and run only images it signed (GET /api/v1/ota shows each board's keys)\n", strings.Join(names, ", "))
+	}
 	for _, b := range in.Fleet.Boards() {
 		fmt.Fprintf(&sb, "  board %-3d id %s  group %v  %s\n", b.Address, b.ID, b.Groups, b.URL)
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 func TestInstallation(t *testing.T) {
@@ -101,4 +103,45 @@ func TestBadOptions(t *testing.T) {
 			t.Errorf("Start(%+v): %v, want ErrOptions", o, err)
 		}
 	}
+}
+
+// TestKeys: given keys, every demo board burns them (secure boot on), and
+// keeps them when the demo starts again without keys.
+func TestKeys(t *testing.T) {
+	dir, err := os.MkdirTemp("", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	key := image.KeyDigest{1, 2, 3}
+	secure := func(in *Installation) {
+		t.Helper()
+		for i, b := range in.Boards() {
+			resp, err := http.Get(b.URL + "/api/v1/ota")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st boardapi.OTAStatus
+			json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if !st.SecureBoot.Enabled || len(st.SecureBoot.Keys) != 1 || st.SecureBoot.Keys[0].Digest != key.String() {
+				t.Errorf("board %d secure_boot %+v", i, st.SecureBoot)
+			}
+		}
+	}
+	in, err := Start(context.Background(), Options{Dir: dir, Boards: 2, Keys: []image.KeyDigest{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(in.Summary(), "secure boot: new boards burn "+key.Short()) {
+		t.Errorf("summary:\n%s", in.Summary())
+	}
+	secure(in)
+	in.Close()
+	in, err = Start(context.Background(), Options{Dir: dir, Boards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	secure(in)
 }

@@ -157,8 +157,9 @@ type Bridge struct {
 	// goroutine, read under vmu by commands).
 	vmu    sync.Mutex
 	boards map[string]*boardInfo
-	// latest is the update channel's version as the last snapshot read it.
-	latest string
+	// latest is the update channel's version as the last snapshot read
+	// it, latestSummary its release summary.
+	latest, latestSummary string
 
 	cmds    chan command
 	limits  *limiter

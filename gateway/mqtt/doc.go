@@ -20,7 +20,8 @@
 //	                          network, system, link (what the board reports), info (the gateway's view)
 //	<b>/update                retained firmware state for HA: installed_version, latest_version
 //	                          (a rollout's version while the board is in it, else the update
-//	                          channel's, default stable), in_progress, update_percentage
+//	                          channel's, default stable), in_progress, update_percentage,
+//	                          release_summary (who signed that image, or "unsigned image")
 //	<b>/event/<kind>          happenings, QoS 1, not retained: the board's fields plus event_type,
 //	                          board (id), seq, n (the fleet stream number) and time
 //	<b>/set/<resource>        commands: leds, screen (PATCH bodies), holo (a motion), scene

@@ -25,7 +25,9 @@ type Update struct {
 	// Latest is the version the board should run; "" means the update
 	// channel's (Options.UpdateChannel), or without one the version the
 	// board runs.
-	Latest     string
+	Latest string
+	// Summary is Latest's release summary (who signed the image).
+	Summary    string
 	InProgress bool
 	// Percent is the progress of the running update (nil when unknown).
 	Percent *float64
@@ -63,9 +65,9 @@ func (b *Bridge) follow(ctx context.Context, w *fleet.Watcher) {
 // the bridge lists.
 func (b *Bridge) snapshot() {
 	views := b.o.Fleet.Boards(fleet.Filter{})
-	latest := b.channelVersion()
+	latest, summary := b.channelRelease()
 	b.vmu.Lock()
-	b.latest = latest
+	b.latest, b.latestSummary = latest, summary
 	for _, v := range views {
 		bi := b.boardLocked(v.ID, &v)
 		bi.view = v
@@ -216,9 +218,9 @@ func (b *Bridge) updatePayload(bi *boardInfo) []byte {
 	if x, ok := b.updates.Load(bi.view.ID); ok {
 		u = x.(Update)
 	}
-	latest := u.Latest
+	latest, summary := u.Latest, u.Summary
 	if latest == "" {
-		latest = b.latest
+		latest, summary = b.latest, b.latestSummary
 	}
 	installed := bi.view.Firmware
 	if bi.runs != "" && bi.runsSaw == installed {
@@ -227,8 +229,12 @@ func (b *Bridge) updatePayload(bi *boardInfo) []byte {
 	if latest == "" {
 		latest = installed
 	}
+	var rs any // null: nothing is offered, so nothing to sum up
+	if summary != "" {
+		rs = summary
+	}
 	return mustJSON(map[string]any{"installed_version": installed, "latest_version": latest,
-		"in_progress": u.InProgress, "update_percentage": u.Percent, "title": "holo-board"})
+		"in_progress": u.InProgress, "update_percentage": u.Percent, "title": "holo-board", "release_summary": rs})
 }
 
 // SetUpdate records a board's firmware update state for the HA update

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/artifact"
@@ -13,13 +14,16 @@ import (
 
 // Firmware over MQTT: the bridge follows the rollout engine and shows
 //
-//	bridge/rollout/<id>   retained: the rollout's state, wave, progress counts
-//	                      and every board's phase (by topic name), after each
-//	                      of its events; cleared once Options.KeepRollouts
-//	                      newer rollouts finished
+//	bridge/rollout/<id>   retained: the rollout's state, wave, progress counts,
+//	                      its image's trust ("trusted", "signed", "unsigned")
+//	                      and signers, and every board's phase (by topic
+//	                      name), after each of its events; cleared once
+//	                      Options.KeepRollouts newer rollouts finished
 //	bridge/event          {"type":"rollout", rollout, n, board, board_id,
 //	                      state, phase, wave, note} for every rollout event
-//	<b>/update            the HA update entity (see updatePayload)
+//	<b>/update            the HA update entity (see updatePayload); its
+//	                      release_summary says who signed the offered
+//	                      image ("unsigned image: ..." when no one did)
 //
 // The "rollout" request takes {"action", "id", "plan", "reason"}: create
 // and dry_run a plan (the REST API's JSON; board names may stand for ids),
@@ -40,7 +44,7 @@ const DefaultKeepRollouts = 20
 // RolloutEngine is what the bridge needs of the rollout engine
 // (*rollout.Engine).
 type RolloutEngine interface {
-	DryRun(p rollout.Plan) (rollout.Selection, error)
+	DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error)
 	Create(ctx context.Context, p rollout.Plan) (rollout.Status, error)
 	Get(id string) (rollout.Status, error)
 	List() []rollout.Status
@@ -53,9 +57,11 @@ type RolloutEngine interface {
 }
 
 // FirmwareChannels is what the bridge needs of the firmware store
-// (*artifact.Store): the release channels.
+// (*artifact.Store): the release channels, and the artifacts they name
+// (who signed them, for the update entities' release summary).
 type FirmwareChannels interface {
 	Channels() ([]artifact.Channel, error)
+	Get(sha string) (artifact.Artifact, error)
 }
 
 // Rollout request actions.
@@ -128,7 +134,7 @@ func (b *Bridge) rolloutRequest(ctx context.Context, body json.RawMessage) (any,
 		}
 		b.planIDs(&p)
 		if action == RolloutDryRun {
-			return eng.DryRun(p)
+			return eng.DryRun(ctx, p)
 		}
 		return eng.Create(ctx, p)
 	case RolloutGet:
@@ -196,10 +202,43 @@ func (b *Bridge) channel() (artifact.Channel, bool) {
 	return artifact.Channel{}, false
 }
 
-// channelVersion is the update channel's version ("" when there is none).
-func (b *Bridge) channelVersion() string {
-	c, _ := b.channel()
-	return c.Version
+// channelRelease is the update channel's version ("" when there is
+// none) and the release summary of its image.
+func (b *Bridge) channelRelease() (version, summary string) {
+	c, ok := b.channel()
+	if !ok {
+		return "", ""
+	}
+	a, err := b.o.Firmware.Get(c.SHA256)
+	if err != nil {
+		b.log.Warn("mqtt: reading the update channel's image", "channel", c.Name, "err", err)
+		return c.Version, ""
+	}
+	var signers []string
+	for _, sg := range a.Signers {
+		if sg.Valid && (sg.Trusted || a.Trust != artifact.TrustTrusted) {
+			signers = append(signers, sg.KeyDigest)
+		}
+	}
+	return c.Version, releaseSummary(a.App.Version, a.Trust, signers)
+}
+
+// releaseSummary tells, for HA's release_summary, who signed the image of
+// version: trust is the artifact's verdict (artifact.TrustTrusted, ...),
+// signers the hex digests of the keys that count.
+func releaseSummary(version, trust string, signers []string) string {
+	short := make([]string, 0, len(signers))
+	for _, s := range signers {
+		short = append(short, s[:min(16, len(s))])
+	}
+	keys := strings.Join(short, ", ")
+	switch trust {
+	case artifact.TrustTrusted:
+		return "holo-board " + version + ": signed by " + keys + ", a key the gateway trusts"
+	case artifact.TrustSigned:
+		return "holo-board " + version + ": signed by " + keys + ", not a key the gateway trusts (boards with secure boot check it)"
+	}
+	return "holo-board " + version + ": unsigned image (boards with secure boot refuse it)"
 }
 
 // followRollouts publishes the rollouts' topics, then every rollout event,
@@ -219,7 +258,7 @@ func (b *Bridge) followRollouts(ctx context.Context) {
 		if !st.Finished {
 			if bs, err := eng.Boards(st.ID); err == nil {
 				for _, rb := range bs {
-					b.boardPhase(st.ID, rb.Board, st.Image.App.Version, rb.Phase)
+					b.boardPhase(st.ID, rb.Board, st.Image, rb.Phase)
 				}
 			}
 		}
@@ -259,7 +298,7 @@ func (b *Bridge) rolloutEvent(ev rollout.Event) {
 	st := b.publishRollout(ev.Rollout)
 	switch {
 	case ev.Board != "":
-		b.boardPhase(ev.Rollout, ev.Board, st.Image.App.Version, ev.Phase)
+		b.boardPhase(ev.Rollout, ev.Board, st.Image, ev.Phase)
 	case st.Finished:
 		// A rollout finished: the oldest finished one may fall out of
 		// the kept ones.
@@ -316,7 +355,7 @@ func (b *Bridge) publishRollout(id string) rollout.Status {
 	}
 	p := map[string]any{"id": st.ID, "name": st.Plan.Name, "state": st.State, "reason": st.Reason,
 		"wave": st.Wave, "waves": len(st.Waves), "finished": st.Finished, "artifact": st.Image.SHA256,
-		"version": st.Image.App.Version, "progress": st.Progress, "boards": boards, "refused": st.Refused,
+		"version": st.Image.App.Version, "trust": imageTrust(st.Image), "signers": st.Image.Signers, "progress": st.Progress, "boards": boards, "refused": st.Refused,
 		"created": st.Created, "updated": st.Updated}
 	if !st.SoakUntil.IsZero() {
 		p["soak_until"] = st.SoakUntil
@@ -325,20 +364,31 @@ func (b *Bridge) publishRollout(id string) rollout.Status {
 	return st
 }
 
+// imageTrust is a rollout image's trust; rollouts created before images
+// had one were unsigned (signed images were not kept then).
+func imageTrust(img rollout.Image) string {
+	if img.Trust == "" {
+		return artifact.TrustUnsigned
+	}
+	return img.Trust
+}
+
 // boardPhase sets a board's update entity from its phase in rollout rid
 // of version: pending offers version, a running phase is in progress, a
 // terminal one lets the entity fall back to the channel. A terminal phase
 // that tells what the board runs (succeeded, skipped: version; rolled
 // back, reverted: what it ran before) sets installed_version, since the
 // engine read it from the board's GET /ota (a board's /info may lag).
-func (b *Bridge) boardPhase(rid, id, version, phase string) {
+func (b *Bridge) boardPhase(rid, id string, img rollout.Image, phase string) {
+	version := img.App.Version
 	if !rollout.Terminal(phase) {
+		summary := releaseSummary(version, img.Trust, img.Signers)
 		if phase == rollout.PhasePending {
-			b.SetUpdate(id, Update{Latest: version})
+			b.SetUpdate(id, Update{Latest: version, Summary: summary})
 			return
 		}
 		pc := phasePercent[phase]
-		b.SetUpdate(id, Update{Latest: version, InProgress: true, Percent: &pc})
+		b.SetUpdate(id, Update{Latest: version, Summary: summary, InProgress: true, Percent: &pc})
 		return
 	}
 	b.updates.Delete(id)

@@ -40,10 +40,16 @@ type fwRig struct {
 
 func startFWRig(t *testing.T, url string, n int) *fwRig {
 	t.Helper()
+	return startFWRigKeys(t, url, n, nil)
+}
+
+// startFWRigKeys is startFWRig with a firmware store trusting keys.
+func startFWRigKeys(t *testing.T, url string, n int, keys []image.KeyDigest) *fwRig {
+	t.Helper()
 	fr := &fwRig{}
 	fr.rig = startRig(t, url, rigOptions{n: n, lanOnly: true, ota: true, opts: func(r *rig, o *mqtt.Options) {
 		var err error
-		fr.arts, err = artifact.Open(artifact.Options{Dir: filepath.Join(t.TempDir(), "artifacts"), DB: r.db})
+		fr.arts, err = artifact.Open(artifact.Options{Dir: filepath.Join(t.TempDir(), "artifacts"), DB: r.db, Trusted: keys})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,16 @@
 // confirmed: the image booted and the firmware confirmed it, as an
 // ESP-IDF app confirms itself after a good start.
 //
+// # Signed firmware
+//
+// A board with secure boot on (keys in GET /ota's secure_boot) takes only
+// images one of its trusted, unrevoked keys signed. Dry run and create
+// read every selected board's keys and refuse, with the reason, each board
+// that would refuse the artifact; before the image leaves for a board the
+// worker checks again, so a secure board is never sent an image it does
+// not trust (trust.go). The gateway's own keys (artifact.Options.Trusted)
+// must admit the artifact too.
+//
 // # Crash safety
 //
 // Every decision is written to the store before it is acted on: a board

@@ -32,6 +32,8 @@ type Fleet interface {
 type Artifacts interface {
 	Get(sha string) (artifact.Artifact, error)
 	Open(sha string) (*os.File, artifact.Artifact, error)
+	// Admit tells whether the gateway's own keys allow installing a.
+	Admit(a artifact.Artifact) error
 }
 
 // Options configure an Engine.
@@ -59,6 +61,11 @@ type Options struct {
 	// its retries (default 10 s): a gateway restarted mid-rollout finds
 	// its boards again first.
 	Settle time.Duration
+	// TrustTimeout bounds the reading of the selected boards' trusted
+	// keys (GET /ota) at dry run and create (default
+	// DefaultTrustTimeout); boards not read by then stay selected and are
+	// checked before their image is sent (trust.go).
+	TrustTimeout time.Duration
 	// PullBase is the https URL under which boards find the artifact
 	// handler's images (<PullBase>images/<sha>.bin) for the pull method;
 	// empty refuses pull plans.
@@ -125,6 +132,9 @@ func New(o Options) (*Engine, error) {
 	if o.Settle <= 0 {
 		o.Settle = 10 * time.Second
 	}
+	if o.TrustTimeout <= 0 {
+		o.TrustTimeout = DefaultTrustTimeout
+	}
 	e := &Engine{o: o, j: newJournal(o.DB), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
 	if err := e.load(); err != nil {
@@ -188,8 +198,10 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// prepare checks p and resolves it against the fleet and the store.
-func (e *Engine) prepare(p *Plan) (Selection, Image, error) {
+// prepare checks p and resolves it against the fleet and the store:
+// the artifact must be one the gateway's keys admit, and every selected
+// board that would refuse its signature is refused (trust.go).
+func (e *Engine) prepare(ctx context.Context, p *Plan) (Selection, Image, error) {
 	if err := p.normalise(); err != nil {
 		return Selection{}, Image{}, err
 	}
@@ -200,26 +212,40 @@ func (e *Engine) prepare(p *Plan) (Selection, Image, error) {
 	if err != nil {
 		return Selection{}, Image{}, fmt.Errorf("%w: %w", ErrArtifact, err)
 	}
+	if err := e.o.Artifacts.Admit(a); err != nil {
+		return Selection{}, Image{}, fmt.Errorf("%w: %w", ErrArtifact, err)
+	}
 	p.Artifact = a.SHA256
-	img := Image{SHA256: a.SHA256, Size: a.Size, App: a.App}
+	img := Image{SHA256: a.SHA256, Size: a.Size, App: a.App, Trust: a.Trust}
+	for _, sg := range a.Signers {
+		if sg.Valid {
+			img.Signers = append(img.Signers, sg.KeyDigest)
+		}
+	}
+	views := e.o.Fleet.Boards(fleet.Filter{})
+	online := map[string]bool{}
+	for _, v := range views {
+		online[v.ID] = v.Online
+	}
 	e.mu.Lock()
-	busy := func(id string) string { return e.active[id] }
-	sel, err := selectBoards(p, e.o.Fleet.Boards(fleet.Filter{}), busy)
+	sel, picked := pickBoards(p, views, func(id string) string { return e.active[id] })
 	e.mu.Unlock()
-	return sel, img, err
+	picked = e.checkTrust(ctx, a, picked, online, &sel)
+	return sel, img, sel.formWaves(p, picked)
 }
 
 // DryRun tells who p would update, wave by wave, and who it refuses and
-// why, without writing anything.
-func (e *Engine) DryRun(p Plan) (Selection, error) {
-	sel, _, err := e.prepare(&p)
+// why (boards whose secure boot would refuse the image included),
+// without writing anything.
+func (e *Engine) DryRun(ctx context.Context, p Plan) (Selection, error) {
+	sel, _, err := e.prepare(ctx, &p)
 	return sel, err
 }
 
 // Create checks p, freezes its waves and starts the rollout. Boards in
 // another active rollout are refused (listed in Refused).
 func (e *Engine) Create(ctx context.Context, p Plan) (Status, error) {
-	sel, img, err := e.prepare(&p)
+	sel, img, err := e.prepare(ctx, &p)
 	if err != nil {
 		return Status{}, err
 	}

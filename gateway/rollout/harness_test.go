@@ -104,6 +104,17 @@ type gateway struct {
 
 func startGateway(t testing.TB, dir string, urls []string, tune func(*rollout.Options)) *gateway {
 	t.Helper()
+	return startGatewayOpts(t, dir, urls, nil, tune)
+}
+
+// startGatewayKeys is startGateway with a store that trusts keys.
+func startGatewayKeys(t testing.TB, dir string, urls []string, keys []image.KeyDigest) *gateway {
+	t.Helper()
+	return startGatewayOpts(t, dir, urls, keys, nil)
+}
+
+func startGatewayOpts(t testing.TB, dir string, urls []string, keys []image.KeyDigest, tune func(*rollout.Options)) *gateway {
+	t.Helper()
 	db, err := store.Open(filepath.Join(dir, "gateway.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +126,7 @@ func startGateway(t testing.TB, dir string, urls []string, tune func(*rollout.Op
 		}
 	}
 	g := &gateway{db: db, fleet: fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}})}
-	g.arts, err = artifact.Open(artifact.Options{Dir: filepath.Join(dir, "artifacts"), DB: db})
+	g.arts, err = artifact.Open(artifact.Options{Dir: filepath.Join(dir, "artifacts"), DB: db, Trusted: keys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,11 @@ type Image struct {
 	SHA256 string       `json:"sha256"`
 	Size   int64        `json:"size"`
 	App    boardapi.App `json:"app"`
+	// Trust is the artifact's verdict when the rollout was created
+	// (artifact.TrustTrusted, TrustSigned, TrustUnsigned); Signers are
+	// the hex key digests whose blocks verify.
+	Trust   string   `json:"trust,omitempty"`
+	Signers []string `json:"signers,omitempty"`
 }
 
 // Rollout is one rollout as stored.

@@ -329,6 +329,10 @@ type Refusal struct {
 type Selection struct {
 	Waves   [][]string `json:"waves"`
 	Refused []Refusal  `json:"refused"`
+	// Unchecked are selected boards whose trusted keys could not be read
+	// (GET /ota) when the plan was checked, with why; the image's
+	// signature is checked against them again before it is sent.
+	Unchecked []Refusal `json:"unchecked,omitempty"`
 }
 
 // Boards counts the selected boards.
@@ -340,16 +344,22 @@ func (s Selection) Boards() int {
 	return n
 }
 
-// selectBoards resolves p's target against the fleet. busy tells which
-// board is in another active rollout.
+// selectBoards resolves p's target against the fleet and forms the
+// waves. busy tells which board is in another active rollout.
 func selectBoards(p *Plan, views []fleet.BoardView, busy func(id string) string) (Selection, error) {
+	sel, picked := pickBoards(p, views, busy)
+	return sel, sel.formWaves(p, picked)
+}
+
+// pickBoards resolves p's target against the fleet: the boards it names
+// and may update, sorted, and in sel.Refused those it names and may not.
+// busy tells which board is in another active rollout.
+func pickBoards(p *Plan, views []fleet.BoardView, busy func(id string) string) (sel Selection, picked []string) {
 	t := p.Target
 	known := map[string]fleet.BoardView{}
 	for _, v := range views {
 		known[v.ID] = v
 	}
-	var sel Selection
-	var picked []string
 	seen := map[string]bool{}
 	refuse := func(id, why string) {
 		if !seen[id] {
@@ -387,18 +397,52 @@ func selectBoards(p *Plan, views []fleet.BoardView, busy func(id string) string)
 			picked = append(picked, v.ID)
 		}
 	}
+	slices.Sort(picked)
+	return sel, picked
+}
+
+// refusedWhy is why board id was refused, or "".
+func (s Selection) refusedWhy(id string) string {
+	for _, r := range s.Refused {
+		if r.Board == id {
+			return r.Reason
+		}
+	}
+	return ""
+}
+
+// maxListed bounds the refusals an error names.
+const maxListed = 10
+
+// formWaves checks the canaries against picked (sorted) and sizes the
+// waves into s.Waves.
+func (s *Selection) formWaves(p *Plan, picked []string) error {
 	for _, c := range p.Canaries {
 		if !slices.Contains(picked, c) {
-			return sel, fmt.Errorf("%w: canary %s is not among the selected boards", ErrPlan, c)
+			if why := s.refusedWhy(c); why != "" {
+				return fmt.Errorf("%w: canary %s is refused: %s", ErrPlan, c, why)
+			}
+			return fmt.Errorf("%w: canary %s is not among the selected boards", ErrPlan, c)
 		}
 	}
 	if len(picked) == 0 {
-		return sel, fmt.Errorf("%w: the target selects no board (%d refused)", ErrPlan, len(sel.Refused))
+		var why []string
+		for i, r := range s.Refused {
+			if i == maxListed {
+				why = append(why, fmt.Sprintf("and %d more", len(s.Refused)-maxListed))
+				break
+			}
+			why = append(why, r.Board+": "+r.Reason)
+		}
+		detail := ""
+		if len(why) > 0 {
+			detail = ": " + strings.Join(why, "; ")
+		}
+		return fmt.Errorf("%w: the target selects no board (%d refused%s)", ErrPlan, len(s.Refused), detail)
 	}
-	slices.Sort(picked)
 	if len(p.Canaries) > 0 {
-		sel.Waves = append(sel.Waves, slices.Clone(p.Canaries))
-		picked = slices.DeleteFunc(picked, func(id string) bool { return slices.Contains(p.Canaries, id) })
+		s.Waves = append(s.Waves, slices.Clone(p.Canaries))
+		picked = slices.DeleteFunc(slices.Clone(picked), func(id string) bool { return slices.Contains(p.Canaries, id) })
 	}
 	total := len(picked)
 	last := 0
@@ -418,9 +462,9 @@ func selectBoards(p *Plan, views []fleet.BoardView, busy func(id string) string)
 		if i == len(p.Waves)-1 && p.Growth < 1 {
 			n = len(picked) // the last explicit wave takes the rest
 		}
-		sel.Waves = append(sel.Waves, slices.Clone(picked[:n]))
+		s.Waves = append(s.Waves, slices.Clone(picked[:n]))
 		picked = picked[n:]
 		last = n
 	}
-	return sel, nil
+	return nil
 }

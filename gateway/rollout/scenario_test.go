@@ -35,7 +35,7 @@ func TestCleanThreeWaves(t *testing.T) {
 	a := g.add(t, testImage(t, "2.0.0", 40000))
 	plan := rollout.Plan{Artifact: a.SHA256, Target: rollout.Target{All: true}, Canaries: []string{bs.ids[3]},
 		Waves: []rollout.Wave{{Count: 2}, {Percent: 100}}, MaxInFlight: 2, Soak: rollout.Duration(100 * time.Millisecond)}
-	sel, err := g.eng.DryRun(plan)
+	sel, err := g.eng.DryRun(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestOfflineBoards(t *testing.T) {
 	var sel rollout.Selection
 	for {
 		var err error
-		sel, err = g.eng.DryRun(plan)
+		sel, err = g.eng.DryRun(context.Background(), plan)
 		if err != nil {
 			t.Fatal(err)
 		}

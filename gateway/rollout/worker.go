@@ -273,6 +273,9 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		if busy(v.st.Session.State) {
 			return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
 		}
+		if done, err := w.refuse(ctx, b, v); done {
+			return false, err
+		}
 		b.FromSlot = v.running.Label
 		if v.running.App != nil {
 			b.FromVersion = v.running.App.Version
@@ -416,7 +419,25 @@ func (w *worker) staging(ctx context.Context, b *Board, v view, rstate string) (
 			return false, err
 		}
 	}
+	if done, err := w.refuse(ctx, b, v); done {
+		return false, err
+	}
 	return false, w.transfer(ctx, b)
+}
+
+// refuse ends the board failed, before anything is sent, when its secure
+// boot (as v shows it) would refuse the rollout's image; done reports
+// that it did (or that the check itself failed: err, transient, when the
+// artifact could not be read).
+func (w *worker) refuse(ctx context.Context, b *Board, v view) (done bool, err error) {
+	why, err := w.refusedBy(v)
+	if err != nil {
+		return true, fmt.Errorf("%w: checking the board's keys: %w", errTransient, err)
+	}
+	if why == "" {
+		return false, nil
+	}
+	return true, w.end(ctx, b, PhaseFailed, why)
 }
 
 // afterInline finishes the staging of a board whose upload carried the

@@ -108,7 +108,9 @@ func (f *recFleet) callsMade() []string {
 // context ends; the rest knows no rollout.
 type recRollouts struct{}
 
-func (recRollouts) DryRun(rollout.Plan) (rollout.Selection, error) { return rollout.Selection{}, nil }
+func (recRollouts) DryRun(context.Context, rollout.Plan) (rollout.Selection, error) {
+	return rollout.Selection{}, nil
+}
 func (recRollouts) Create(context.Context, rollout.Plan) (rollout.Status, error) {
 	return rollout.Status{}, rollout.ErrPlan
 }

@@ -21,6 +21,25 @@
 // An image that fails its check is recorded invalid and the other slot is
 // booted when it is confirmed. Every step is one otadata write, so a power
 // cut between two steps leaves a record the next start continues from.
+//
+// # Secure boot
+//
+// With keys burned in the board's eFuses (Config.Fuses, package efuse),
+// an image's check includes its signature: it must carry a block of a
+// trusted, unrevoked key that verifies (image.Trust.Check), as ESP-IDF's
+// bootloader checks an application under Secure Boot V2. A slot that fails
+// is recorded invalid like any image that fails its check, and the other
+// slot boots when it is confirmed and passes: a rollback, never a brick.
+// Two exceptions keep a board bootable:
+//   - The factory firmware runs as is: the image the first start
+//     installs from the executable the board was started with
+//     (Config.Factory, its SHA-256) needs no signature.
+//   - When neither slot may boot, the factory firmware is installed again
+//     into ota_0 and boots (the owner who started the board chose it).
+//
+// When the boot slot is confirmed, the bootloader also applies the
+// revocations its image asks for (ApplyRevocations), so a power cut
+// between the firmware confirming itself and revoking only delays them.
 package bootloader
 
 import (
@@ -33,6 +52,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
@@ -57,6 +77,12 @@ type Config struct {
 	// record (a board's first start).
 	Install func() ([]byte, error)
 	Log     *slog.Logger
+	// Fuses are the board's eFuses; nil is a board with none (open).
+	Fuses *efuse.Fuses
+	// Factory is the SHA-256 of the factory image, the one Install
+	// returns (made from the executable the board was started with): that
+	// image boots without a signature. Zero: no factory image.
+	Factory [32]byte
 }
 
 // Choice is the outcome of one start.
@@ -68,8 +94,33 @@ type Choice struct {
 	Trial bool
 	// RolledBack names the slot whose trial was abandoned at this start.
 	RolledBack string
-	// Installed is true when this start installed the first image.
+	// Installed is true when this start installed the first image (or
+	// installed the factory firmware again, nothing else being bootable).
 	Installed bool
+	// SecureBoot is true when keys are burned: the image was checked
+	// against them.
+	SecureBoot bool
+	// Signers are the keys whose blocks verify over the image, trusted or
+	// not (image.Signers).
+	Signers []image.KeyDigest
+	// Factory is true when the image boots as the factory firmware, with
+	// no block of a trusted key.
+	Factory bool
+	// Revoked lists the keys this start revoked for the confirmed image.
+	Revoked []image.KeyDigest
+}
+
+// trust reads the fuses; an open board (no Fuses) trusts nothing and
+// checks nothing.
+func (cfg Config) trust() (image.Trust, error) {
+	if cfg.Fuses == nil {
+		return image.Trust{}, nil
+	}
+	st, err := cfg.Fuses.Read()
+	if err != nil {
+		return image.Trust{}, err
+	}
+	return st.Trust(), nil
 }
 
 // Choose makes the boot decision and records it in otadata.
@@ -77,6 +128,30 @@ func Choose(cfg Config) (Choice, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Flash.DropStaged()
+	trust, err := cfg.trust()
+	if err != nil {
+		return Choice{}, err
+	}
+	c, err := choose(cfg, trust)
+	if errors.Is(err, ErrNoBootable) && trust.Enabled() && cfg.Install != nil {
+		cfg.Log.Error("bootloader: no slot holds an image this board may boot; installing the factory firmware again", "err", err)
+		if err := reinstall(cfg); err != nil {
+			return c, err
+		}
+		if c, err = choose(cfg, trust); err == nil {
+			c.Installed = true
+		}
+	}
+	if err != nil {
+		return c, err
+	}
+	c.SecureBoot = trust.Enabled()
+	return c, nil
+}
+
+// choose is Choose with the trust read.
+func choose(cfg Config, trust image.Trust) (Choice, error) {
 	odp, err := cfg.Flash.Open(flash.OTAData)
 	if err != nil {
 		return Choice{}, err
@@ -99,7 +174,7 @@ func Choose(cfg Config) (Choice, error) {
 		var next otadata.Record
 		switch rec.States[b] {
 		case otadata.New, otadata.Valid:
-			im, verr := check(cfg, b)
+			im, verr := check(cfg, trust, b, &c)
 			if verr == nil {
 				if rec.States[b] == otadata.New {
 					if rec, err = store.Update(func(cur otadata.Record, _ error) (otadata.Record, error) {
@@ -108,6 +183,10 @@ func Choose(cfg Config) (Choice, error) {
 						return c, err
 					}
 					c.Trial = true
+				} else if trust.Enabled() && len(im.Desc.Revoke) > 0 {
+					if c.Revoked, err = applyRevocations(cfg, store, b, im); err != nil {
+						return c, err
+					}
 				}
 				c.Slot, c.Label, c.Image = b, flash.Slots[b], im
 				return c, nil
@@ -126,8 +205,14 @@ func Choose(cfg Config) (Choice, error) {
 		case otadata.PendingVerify:
 			if rec.States[o] != otadata.Valid {
 				cfg.Log.Warn("bootloader: trial ended unconfirmed, but there is nothing to roll back to; trying again", "slot", flash.Slots[b])
-				im, verr := check(cfg, b)
+				im, verr := check(cfg, trust, b, &c)
 				if verr != nil {
+					cfg.Log.Error("bootloader: image fails its check", "slot", flash.Slots[b], "err", verr)
+					if _, err := store.Update(func(cur otadata.Record, _ error) (otadata.Record, error) {
+						return cur.With(b, otadata.Invalid)
+					}); err != nil {
+						return c, err
+					}
 					return c, fmt.Errorf("%w: %s: %v", ErrNoBootable, flash.Slots[b], verr)
 				}
 				c.Slot, c.Label, c.Image, c.Trial = b, flash.Slots[b], im, true
@@ -155,45 +240,110 @@ func Choose(cfg Config) (Choice, error) {
 	return c, fmt.Errorf("%w: no decision after several passes", ErrNoBootable)
 }
 
-func check(cfg Config, slot int) (*image.Image, error) {
-	p, err := cfg.Flash.Open(flash.Slots[slot])
+// check verifies the image in slot: its structure, then, with keys
+// burned, its signature (or that it is the factory firmware). It fills
+// c's Signers and Factory.
+func check(cfg Config, trust image.Trust, slot int, c *Choice) (*image.Image, error) {
+	im, signers, factory, err := Check(cfg.Flash, slot, cfg.Expect, trust, cfg.Factory)
 	if err != nil {
 		return nil, err
 	}
+	c.Signers, c.Factory = signers, factory
+	return im, nil
+}
+
+// Check verifies the image in slot of fl as the bootloader does before
+// booting it (the update service does the same before activating): its
+// structure (any project: that was checked when it came in), then, when
+// trust has keys, a block of a trusted, unrevoked key, unless the image
+// is the factory image (its SHA-256 is factory). It returns the image,
+// every key whose block verifies (trusted or not), and whether it passed
+// as the factory firmware.
+func Check(fl *flash.Flash, slot int, exp image.Expect, trust image.Trust, factory [32]byte) (*image.Image, []image.KeyDigest, bool, error) {
+	p, err := fl.Open(flash.Slots[slot])
+	if err != nil {
+		return nil, nil, false, err
+	}
 	defer p.Close()
-	exp := cfg.Expect
-	exp.Force = true // the project was checked when the image came in
-	return image.VerifyAt(p, p.Size(), exp)
+	exp.Force = true
+	im, err := image.VerifyAt(p, p.Size(), exp)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	signers := image.Signers(im)
+	if !trust.Enabled() {
+		return im, signers, false, nil
+	}
+	_, terr := trust.Check(im)
+	if terr == nil {
+		return im, signers, false, nil
+	}
+	if factory != ([32]byte{}) && im.SHA256 == factory {
+		return im, signers, true, nil
+	}
+	return nil, nil, false, terr
 }
 
 // install writes the first image into ota_0 and records it confirmed.
 func install(cfg Config, store *otadata.Store) (otadata.Record, error) {
-	if cfg.Install == nil {
-		return otadata.Record{}, fmt.Errorf("%w: otadata is empty and there is nothing to install", ErrInstall)
-	}
-	img, err := cfg.Install()
-	if err != nil {
-		return otadata.Record{}, fmt.Errorf("%w: %v", ErrInstall, err)
-	}
-	p, err := cfg.Flash.Open(flash.Slots[0])
-	if err != nil {
+	if err := writeFactory(cfg); err != nil {
 		return otadata.Record{}, err
-	}
-	defer p.Close()
-	if _, err := p.WriteAt(img, 0); err != nil {
-		return otadata.Record{}, fmt.Errorf("%w: %v", ErrInstall, err)
-	}
-	if err := p.Sync(); err != nil {
-		return otadata.Record{}, fmt.Errorf("%w: %v", ErrInstall, err)
-	}
-	if _, err := image.VerifyAt(p, p.Size(), image.Expect{Chip: cfg.Expect.Chip, ChipRev: cfg.Expect.ChipRev, Force: true}); err != nil {
-		return otadata.Record{}, fmt.Errorf("%w: %v", ErrInstall, err)
 	}
 	cfg.Log.Info("bootloader: first start; installed the running firmware", "slot", flash.Slots[0])
 	return store.Update(func(_ otadata.Record, _ error) (otadata.Record, error) {
 		empty := otadata.Record{States: [2]otadata.State{otadata.Undefined, otadata.Undefined}}
 		return empty.Select(0, otadata.Valid)
 	})
+}
+
+// reinstall writes the factory image into ota_0 again and boots it
+// confirmed; ota_1 keeps its state unless it was selected.
+func reinstall(cfg Config) error {
+	if err := writeFactory(cfg); err != nil {
+		return err
+	}
+	odp, err := cfg.Flash.Open(flash.OTAData)
+	if err != nil {
+		return err
+	}
+	defer odp.Close()
+	_, err = otadata.NewStore(odp).Update(func(cur otadata.Record, rerr error) (otadata.Record, error) {
+		if rerr != nil {
+			cur = otadata.Record{States: [2]otadata.State{otadata.Undefined, otadata.Undefined}}
+		}
+		return cur.Select(0, otadata.Valid)
+	})
+	return err
+}
+
+// writeFactory writes Install's image into ota_0 (staged, then committed
+// in one rename) and checks its structure.
+func writeFactory(cfg Config) error {
+	if cfg.Install == nil {
+		return fmt.Errorf("%w: otadata is empty and there is nothing to install", ErrInstall)
+	}
+	img, err := cfg.Install()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInstall, err)
+	}
+	if _, err := image.VerifyBytes(img, image.Expect{Chip: cfg.Expect.Chip, ChipRev: cfg.Expect.ChipRev, Force: true}); err != nil {
+		return fmt.Errorf("%w: %v", ErrInstall, err)
+	}
+	st, err := cfg.Flash.Stage(flash.Slots[0])
+	if err != nil {
+		return err
+	}
+	if _, err := st.WriteAt(img, 0); err != nil {
+		st.Abort()
+		return fmt.Errorf("%w: %v", ErrInstall, err)
+	}
+	if err := st.Commit(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInstall, err)
+	}
+	if err := cfg.Flash.Durable(flash.Slots[0]); err != nil {
+		return fmt.Errorf("%w: %v", ErrInstall, err)
+	}
+	return nil
 }
 
 // Confirm records that the image in slot is up: a slot on trial becomes
@@ -215,6 +365,68 @@ func Confirm(fl *flash.Flash, slot int) (confirmed bool, err error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// ApplyRevocations applies what the confirmed image in slot asks to
+// revoke (image.Desc.Revoke, under efuse.Revocable's rule), after
+// checking the image against the fuses. When it revokes a key, the other
+// slot, if it holds a confirmed image that no longer passes, is recorded
+// invalid: rolling back to it would be refused anyway. It returns the
+// keys revoked now. The firmware calls it once it has confirmed itself;
+// Choose calls it at every start that boots a confirmed image.
+func ApplyRevocations(cfg Config, slot int) ([]image.KeyDigest, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	trust, err := cfg.trust()
+	if err != nil || !trust.Enabled() {
+		return nil, err
+	}
+	var c Choice
+	im, err := check(cfg, trust, slot, &c)
+	if err != nil {
+		return nil, err
+	}
+	if len(im.Desc.Revoke) == 0 {
+		return nil, nil
+	}
+	odp, err := cfg.Flash.Open(flash.OTAData)
+	if err != nil {
+		return nil, err
+	}
+	defer odp.Close()
+	return applyRevocations(cfg, otadata.NewStore(odp), slot, im)
+}
+
+func applyRevocations(cfg Config, store *otadata.Store, slot int, im *image.Image) ([]image.KeyDigest, error) {
+	trust, err := cfg.trust()
+	if err != nil {
+		return nil, err
+	}
+	signers, err := trust.Check(im)
+	if err != nil {
+		return nil, nil // the factory image: no trusted signer, no say
+	}
+	st, done, err := cfg.Fuses.Revoke(signers, im.Desc.Revoke)
+	if err != nil || len(done) == 0 {
+		return nil, err
+	}
+	for _, k := range done {
+		cfg.Log.Warn("bootloader: key revoked at the request of the confirmed image", "key", k.String(), "slot", flash.Slots[slot], "version", im.Desc.Version)
+	}
+	other := 1 - slot
+	rec, err := store.Read()
+	if err != nil || rec.States[other] != otadata.Valid {
+		return done, nil
+	}
+	var c Choice
+	if _, verr := check(cfg, st.Trust(), other, &c); verr != nil {
+		cfg.Log.Warn("bootloader: the previous image no longer passes; recording it invalid", "slot", flash.Slots[other], "err", verr)
+		_, err = store.Update(func(cur otadata.Record, _ error) (otadata.Record, error) {
+			return cur.With(other, otadata.Invalid)
+		})
+	}
+	return done, err
 }
 
 // Extract writes the executable of the chosen image to

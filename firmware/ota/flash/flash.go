@@ -212,3 +212,151 @@ func (p *Part) Lock() (unlock func(), err error) {
 	}
 	return func() { _ = unix.Flock(int(p.f.Fd()), unix.LOCK_UN) }, nil
 }
+
+// Staged is a slot being rewritten out of place: its bytes go into a file
+// beside the slot's (<label>.incoming) and replace the slot in one atomic
+// rename when committed, so the slot holds its old image until then, and
+// after a cut or an abort. It stands for a staging area a real board would
+// not have: it lets an update be refused after its last byte (a bad
+// signature) without having overwritten the slot.
+//
+// Commit exchanges the two files (renameat2 RENAME_EXCHANGE), so the
+// slot's previous file becomes the next staging file and its pages are
+// written over in place by the next update instead of being freed and
+// allocated again. Whatever an update does not write of that file keeps
+// old bytes, except the 8 KiB after the last byte written, which Commit
+// zeroes: where a reader of the slot looks for a signature sector after
+// an image (image.VerifyAt), only bytes of this update or zeros lie.
+type Staged struct {
+	f     *os.File
+	e     Entry
+	path  string
+	final string
+	dir   string
+	end   int64 // past the last byte written
+}
+
+// StageSuffix ends the name of a staged slot's file.
+const StageSuffix = ".incoming"
+
+// Stage starts rewriting slot label; any earlier staged file of it is
+// discarded. The caller commits or aborts.
+func (f *Flash) Stage(label string) (*Staged, error) {
+	e, err := Lookup(label)
+	if err != nil {
+		return nil, err
+	}
+	if label == OTAData {
+		return nil, fmt.Errorf("%w: %s is not staged", ErrNoPartition, label)
+	}
+	path := filepath.Join(f.dir, label+StageSuffix)
+	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, partFileMode)
+	if err != nil {
+		return nil, fmt.Errorf("flash: %w", err)
+	}
+	return &Staged{f: fh, e: e, path: path, final: filepath.Join(f.dir, label), dir: f.dir}, nil
+}
+
+// DropStaged removes staged files left by a cut; call it when no update
+// runs (at start).
+func (f *Flash) DropStaged() {
+	for _, l := range Slots {
+		_ = os.Remove(filepath.Join(f.dir, l+StageSuffix))
+	}
+}
+
+func (s *Staged) check(off, n int64) error {
+	if off < 0 || n < 0 || off+n > s.e.Size {
+		return fmt.Errorf("%w: %s [%d, %d) of %d", ErrRange, s.e.Label, off, off+n, s.e.Size)
+	}
+	return nil
+}
+
+// WriteAt writes within the slot being staged.
+func (s *Staged) WriteAt(b []byte, off int64) (int, error) {
+	if err := s.check(off, int64(len(b))); err != nil {
+		return 0, err
+	}
+	s.end = max(s.end, off+int64(len(b)))
+	return s.f.WriteAt(b, off)
+}
+
+// ReadAt reads back what was staged.
+func (s *Staged) ReadAt(b []byte, off int64) (int, error) {
+	if err := s.check(off, int64(len(b))); err != nil {
+		return 0, err
+	}
+	return s.f.ReadAt(b, off)
+}
+
+// Size is the slot's size.
+func (s *Staged) Size() int64 { return s.e.Size }
+
+// Sync flushes what was written.
+func (s *Staged) Sync() error { return s.f.Sync() }
+
+// Commit makes the staged bytes the slot: the file is sized to the slot
+// (the rest reads as zeros) and renamed over the slot's file. A cut
+// before the rename leaves the old slot. Commit does not wait for the
+// disk: call Durable before anything points at the slot (otadata
+// selecting it), so that a cut never leaves a selected slot whose bytes
+// did not reach the disk. Until then a cut may leave the slot with the
+// old bytes, the new ones, or a mix; an unselected slot is never booted.
+func (s *Staged) Commit() error {
+	err := s.f.Truncate(s.e.Size)
+	if err == nil && s.end < s.e.Size {
+		_, err = s.f.WriteAt(make([]byte, min(tailClear, s.e.Size-s.end)), s.end)
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat2(unix.AT_FDCWD, s.path, unix.AT_FDCWD, s.final, unix.RENAME_EXCHANGE)
+		if err != nil { // no slot file yet, or a file system without exchange
+			err = os.Rename(s.path, s.final)
+		}
+	}
+	if err != nil {
+		_ = os.Remove(s.path)
+		return fmt.Errorf("flash: committing %s: %w", s.e.Label, err)
+	}
+	return nil
+}
+
+// tailClear is what Commit zeroes after the last byte written: room for
+// the padding and signature sector a reader looks for after an image.
+const tailClear = 8 << 10
+
+// Durable waits until the slot's bytes and its name are on the disk.
+func (f *Flash) Durable(label string) error {
+	p, err := f.Open(label)
+	if err != nil {
+		return err
+	}
+	err = p.Sync()
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(f.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("flash: syncing %s: %w", label, err)
+	}
+	return nil
+}
+
+// Abort drops the staged bytes; the slot keeps its old image. The
+// staging file stays for the next update.
+func (s *Staged) Abort() {
+	_ = s.f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

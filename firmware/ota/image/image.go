@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Sizes and magic numbers of the format.
@@ -155,6 +156,9 @@ type Desc struct {
 	Date          string
 	IDF           string
 	ELFSHA256     [32]byte
+	// Revoke lists the keys (at most MaxRevoke) this image asks the board
+	// to revoke once it has confirmed itself; see the package doc.
+	Revoke []KeyDigest
 }
 
 // ParseDesc decodes the 256-byte application description.
@@ -173,6 +177,13 @@ func ParseDesc(b []byte) (Desc, error) {
 	d.Date = cstring(b[96 : 96+dateLen])
 	d.IDF = cstring(b[112 : 112+idfLen])
 	copy(d.ELFSHA256[:], b[144:176])
+	for i := range MaxRevoke {
+		var k KeyDigest
+		copy(k[:], b[revokeOffset+i*len(k):])
+		if !k.IsZero() {
+			d.Revoke = append(d.Revoke, k)
+		}
+	}
 	return d, nil
 }
 
@@ -196,7 +207,17 @@ func (d Desc) Append(b []byte) ([]byte, error) {
 		b = append(b, field...)
 	}
 	b = append(b, d.ELFSHA256[:]...)
-	return append(b, make([]byte, DescSize-176)...), nil
+	if len(d.Revoke) > MaxRevoke {
+		return b[:start], fmt.Errorf("%w: %d keys to revoke, at most %d", ErrField, len(d.Revoke), MaxRevoke)
+	}
+	b = append(b, make([]byte, revokeOffset-176)...)
+	for _, k := range d.Revoke {
+		if k.IsZero() {
+			return b[:start], fmt.Errorf("%w: a zero key digest cannot be revoked", ErrField)
+		}
+		b = append(b, k[:]...)
+	}
+	return append(b, make([]byte, DescSize-(len(b)-start))...), nil
 }
 
 // ELFSHA256Hex is the ELF SHA-256 as hex.
@@ -280,9 +301,25 @@ type Image struct {
 	// Appended is the appended SHA-256 (zero when HashAppended is 0).
 	Appended [32]byte
 	// SHA256 is the SHA-256 of the whole image as stored (what sha256sum
-	// prints for the file).
+	// prints for the file), signature sector included.
 	SHA256 [32]byte
+	// Content is the length of the signed content, where the signature
+	// sector starts (a multiple of SectorSize); 0 when the image has no
+	// signature sector.
+	Content int64
+	// Digest is the SHA-256 of the signed content (bytes 0 to Content):
+	// what every block must claim and sign. Zero when unsigned.
+	Digest [32]byte
+	// Blocks are the signature sector's blocks, malformed ones with Err
+	// set; see Trust.Check for what makes an image trusted.
+	Blocks []Block
+	// SectorErr is set when the signature sector holds data after its
+	// last block (it wraps ErrBadBlock).
+	SectorErr error
 }
+
+// Signed reports whether the image carries a signature sector.
+func (im *Image) Signed() bool { return im.Content > 0 }
 
 // SHA256Hex is the whole image's SHA-256 as hex.
 func (im *Image) SHA256Hex() string { return hex.EncodeToString(im.SHA256[:]) }
@@ -321,7 +358,11 @@ func Verify(r io.ReaderAt, size int64, exp Expect) (*Image, error) {
 }
 
 // VerifyAt checks the image at the start of r, a slot of size bytes,
-// reading no further than the image's own structure says it ends.
+// reading no further than the image's own structure says it ends. A
+// signature sector is taken to follow the image when the bytes up to the
+// next SectorSize boundary are 0xFF and the sector there begins with
+// SigMagic; otherwise the image is unsigned and what follows it is
+// whatever the slot held before.
 func VerifyAt(r io.ReaderAt, size int64, exp Expect) (*Image, error) {
 	if exp.MaxSize == 0 || exp.MaxSize > size {
 		exp.MaxSize = size
@@ -345,8 +386,36 @@ func VerifyAt(r io.ReaderAt, size int64, exp Expect) (*Image, error) {
 			return nil, err
 		}
 		off += n
+		if v.Done() && !v.Sectored() {
+			tail, ok := sectorAfter(r, off, size)
+			if !ok {
+				break
+			}
+			if _, err := v.Write(tail); err != nil {
+				return nil, err
+			}
+			off += int64(len(tail))
+		}
 	}
 	return v.Finish()
+}
+
+// sectorAfter returns the padding and signature sector following an
+// image that ends at end in a slot of size bytes, when there is one.
+func sectorAfter(r io.ReaderAt, end, size int64) ([]byte, bool) {
+	n := padTo(end) + SectorSize
+	if end+n > size {
+		return nil, false
+	}
+	tail := make([]byte, n)
+	if m, _ := r.ReadAt(tail, end); int64(m) < n {
+		return nil, false
+	}
+	pad := tail[:n-SectorSize]
+	if slices.IndexFunc(pad, func(c byte) bool { return c != erasedByte }) >= 0 || tail[len(pad)] != SigMagic {
+		return nil, false
+	}
+	return tail, true
 }
 
 // VerifyBytes checks a whole image held in memory.

@@ -237,6 +237,9 @@ func FuzzVerify(f *testing.F) {
 	bad := bytes.Clone(good)
 	bad[292] = 0xFF
 	f.Add(bad)
+	key := fixedKey(f, 1)
+	trust := Trust{Keys: []KeyDigest{digestOf(f, key)}}
+	f.Add(mustSign(f, good, key))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		exp := Expect{Chip: ChipHost, Project: "holo-board", MaxSize: 1 << 16, Force: len(b)%2 == 0}
 		im, err := VerifyBytes(b, exp)
@@ -247,6 +250,10 @@ func FuzzVerify(f *testing.F) {
 		if rerr != nil {
 			t.Fatalf("verified but Read fails: %v", rerr)
 		}
+		if signers, err := trust.Check(im); err == nil && (len(signers) != 1 || signers[0] != trust.Keys[0]) {
+			t.Fatalf("trusted signers %v", signers)
+		}
+		_ = Signers(im)
 		// A verified image re-packs to itself when it is a host layout.
 		if len(im.Segments) == 2 && im.Segments[0].Len == DescSize && im.Header == withCount(HostHeader(), 2) {
 			payload := b[im.Segments[1].Offset : im.Segments[1].Offset+int64(im.Segments[1].Len)]

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -67,3 +68,31 @@ func Pack(d Desc, exe []byte) ([]byte, error) {
 
 // PayloadIndex is the segment of a host image that holds the executable.
 const PayloadIndex = 1
+
+// WithRevoke returns img with its description asking to revoke keys (at
+// most MaxRevoke; none clears the request), the checksum and appended
+// SHA-256 made again. The image must not be signed yet: the request is
+// part of the signed content.
+func WithRevoke(img []byte, keys []KeyDigest) ([]byte, error) {
+	im, err := Inspect(img)
+	if err != nil {
+		return nil, err
+	}
+	if im.Signed() {
+		return nil, fmt.Errorf("%w: the image is signed already; revocations go in before the first signature", ErrField)
+	}
+	d := im.Desc
+	d.Revoke = keys
+	desc, err := d.Append(nil)
+	if err != nil {
+		return nil, err
+	}
+	segs := make([]Raw, len(im.Segments))
+	for i, s := range im.Segments {
+		segs[i] = Raw{LoadAddr: s.LoadAddr, Data: img[s.Offset : s.Offset+int64(s.Len)]}
+	}
+	first := bytes.Clone(segs[0].Data)
+	copy(first, desc)
+	segs[0].Data = first
+	return Build(im.Header, segs)
+}

@@ -16,7 +16,10 @@ const (
 	phPad                  // padding before the checksum byte
 	phSum                  // the checksum byte
 	phDigest               // the appended SHA-256
-	phDone                 // the image ended
+	phDone                 // the image ended; a signature sector may follow
+	phSigPad               // 0xFF padding up to the signature sector
+	phSector               // the signature sector
+	phSigned               // the signature sector ended
 )
 
 // Verifier checks an image as its bytes stream by, in one pass: the early
@@ -41,6 +44,11 @@ type Verifier struct {
 	xor   uint64
 	sum   byte
 	app   [HashSize]byte // the hash of everything before the digest
+	// The signature sector: where it starts, the digest of what precedes
+	// it, and its bytes as they arrive.
+	content int64
+	digest  [HashSize]byte
+	sector  []byte
 }
 
 // NewVerifier returns a Verifier checking against exp.
@@ -70,12 +78,21 @@ func (v *Verifier) Need() int64 {
 		return 1
 	case phDigest:
 		return int64(HashSize - v.bufN)
+	case phSigPad:
+		return v.left
+	case phSector:
+		return int64(SectorSize - len(v.sector))
 	}
 	return 0
 }
 
-// Done reports whether the whole image has been taken.
-func (v *Verifier) Done() bool { return v.ph == phDone }
+// Done reports whether the whole image has been taken: the image proper
+// (a signature sector may still follow), or the image and its signature
+// sector.
+func (v *Verifier) Done() bool { return v.ph == phDone || v.ph == phSigned }
+
+// Sectored reports whether the Verifier has begun a signature sector.
+func (v *Verifier) Sectored() bool { return v.ph >= phSigPad }
 
 // Written returns how many bytes the Verifier has taken.
 func (v *Verifier) Written() int64 { return v.off }
@@ -111,7 +128,7 @@ func (v *Verifier) Finish() (*Image, error) {
 	if v.err != nil {
 		return nil, v.err
 	}
-	if v.ph != phDone {
+	if !v.Done() {
 		return nil, fmt.Errorf("%w: image ends after %d bytes, inside its %s", ErrTruncated, v.off, v.ph)
 	}
 	if v.e.Header.HashAppended != 1 {
@@ -119,11 +136,16 @@ func (v *Verifier) Finish() (*Image, error) {
 	}
 	im := &Image{Header: v.e.Header, Segments: v.segs, Desc: v.e.Desc, Size: v.off, Checksum: v.sum, Appended: v.app}
 	copy(im.SHA256[:], v.h.Sum(nil))
+	if v.ph == phSigned {
+		im.Content, im.Digest = v.content, v.digest
+		im.Blocks, im.SectorErr = ParseSector(v.sector)
+	}
 	return im, nil
 }
 
 func (p phase) String() string {
-	return [...]string{"header", "segment header", "segment data", "padding", "checksum", "appended hash", "end"}[p]
+	return [...]string{"header", "segment header", "segment data", "padding", "checksum", "appended hash", "end",
+		"padding before the signature sector", "signature sector", "end of the signature sector"}[p]
 }
 
 // step consumes and hashes a prefix of p (never empty) within the current
@@ -216,9 +238,48 @@ func (v *Verifier) step(p []byte) (int, error) {
 			v.ph = phDone
 		}
 		return k, nil
+	case phDone:
+		// More bytes after the image: 0xFF padding to a SectorSize
+		// boundary, then the signature sector.
+		v.left = padTo(v.off)
+		v.ph = phSigPad
+		if v.left == 0 {
+			v.startSector(v.off)
+		}
+		return 0, nil
+	case phSigPad:
+		k := int(min(v.left, int64(len(p))))
+		for i, c := range p[:k] {
+			if c != erasedByte {
+				return i, fmt.Errorf("%w: byte %d after the image is 0x%02x; only 0xFF padding up to a signature sector may follow", ErrTrailing, v.off+int64(i), c)
+			}
+		}
+		v.h.Write(p[:k])
+		v.left -= int64(k)
+		if v.left == 0 {
+			v.startSector(v.off + int64(k))
+		}
+		return k, nil
+	case phSector:
+		k := min(SectorSize-len(v.sector), len(p))
+		v.sector = append(v.sector, p[:k]...)
+		v.h.Write(p[:k])
+		if len(v.sector) == SectorSize {
+			v.ph = phSigned
+		}
+		return k, nil
 	default:
 		return 0, fmt.Errorf("%w: %d more bytes after %d", ErrTrailing, len(p), v.off)
 	}
+}
+
+// startSector begins the signature sector at offset at, a multiple of
+// SectorSize: everything hashed so far is the signed content.
+func (v *Verifier) startSector(at int64) {
+	v.content = at
+	copy(v.digest[:], v.h.Sum(nil))
+	v.sector = make([]byte, 0, SectorSize)
+	v.ph = phSector
 }
 
 // afterData moves on when the current segment's data is complete; end is
