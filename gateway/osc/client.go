@@ -3,6 +3,7 @@ package osc
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ type client struct {
 	send          func([]byte) error
 
 	mu     sync.Mutex
+	from   *net.UDPAddr // a UDP client's last source address
 	rport  int
 	quiet  bool // /holo/alwaysReply 0
 	subs   []subscription
@@ -27,6 +29,25 @@ type client struct {
 
 func (s *Server) newClient(_ context.Context, network, addr string, send func([]byte) error) *client {
 	return &client{s: s, network: network, addr: addr, send: send}
+}
+
+func (c *client) setFrom(a *net.UDPAddr) {
+	c.mu.Lock()
+	c.from, c.addr = a, a.String()
+	c.mu.Unlock()
+}
+
+// name is the client's address as last seen.
+func (c *client) name() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addr
+}
+
+func (c *client) lastFrom() *net.UDPAddr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.from
 }
 
 func (c *client) replyPort() int {
@@ -57,7 +78,7 @@ func (c *client) reply(address, status string, data any) {
 	}
 	if b := encodeReply(address, status, data); b != nil {
 		if err := c.send(b); err != nil {
-			c.s.log.Debug("osc: reply not sent", "client", c.addr, "err", err)
+			c.s.log.Debug("osc: reply not sent", "client", c.name(), "err", err)
 		}
 	}
 }
@@ -206,7 +227,7 @@ func (c *client) unsubscribe(why string) {
 	if cancel != nil {
 		cancel()
 		c.s.m.subscribers.Dec()
-		c.s.log.Info("osc: subscription ended", "client", c.network+":"+c.addr, "why", why)
+		c.s.log.Info("osc: subscription ended", "client", c.network+":"+c.name(), "why", why)
 	}
 }
 
@@ -277,7 +298,7 @@ func (c *client) sender(ctx context.Context, q <-chan []byte) {
 			return
 		case pkt := <-q:
 			if err := c.send(pkt); err != nil {
-				c.s.log.Debug("osc: feedback not sent", "client", c.addr, "err", err)
+				c.s.log.Debug("osc: feedback not sent", "client", c.name(), "err", err)
 			}
 		}
 	}
@@ -285,7 +306,7 @@ func (c *client) sender(ctx context.Context, q <-chan []byte) {
 
 // drop ends a subscriber that cannot keep up.
 func (c *client) drop(why string) {
-	c.s.log.Warn("osc: subscriber dropped: it cannot keep up", "client", c.network+":"+c.addr, "why", why)
+	c.s.log.Warn("osc: subscriber dropped: it cannot keep up", "client", c.network+":"+c.name(), "why", why)
 	c.s.m.dropped.Inc()
 	c.unsubscribe("dropped: " + why)
 }

@@ -221,18 +221,21 @@ func (s *Server) serveTCP(ctx context.Context, conn *net.TCPConn) {
 // udpClient is the kept state of a UDP sender (or a fresh one when too
 // many are kept).
 func (s *Server) udpClient(ctx context.Context, from *net.UDPAddr) *client {
-	key := "udp:" + from.String()
+	// Settings are kept per source host, not per port: tools like oscsend
+	// send each message from a fresh port.
+	key := "udp:" + from.IP.String()
 	s.mu.Lock()
 	c := s.clients[key]
 	s.mu.Unlock()
 	if c != nil {
+		c.setFrom(from)
 		return c
 	}
 	c = s.newClient(ctx, "udp", from.String(), nil)
 	c.send = func(pkt []byte) error {
-		to := from
+		to := c.lastFrom()
 		if p := c.replyPort(); p > 0 {
-			to = &net.UDPAddr{IP: from.IP, Port: p, Zone: from.Zone}
+			to = &net.UDPAddr{IP: to.IP, Port: p, Zone: to.Zone}
 		}
 		_, err := s.udp.WriteToUDP(pkt, to)
 		return err
@@ -246,6 +249,7 @@ func (s *Server) udpClient(ctx context.Context, from *net.UDPAddr) *client {
 		}
 	}
 	s.mu.Unlock()
+	c.setFrom(from)
 	return c
 }
 
@@ -254,7 +258,7 @@ func (s *Server) packet(ctx context.Context, c *client, b []byte) {
 	p, err := Decode(b)
 	if err != nil {
 		s.m.count(ClassMalformed, StatusError)
-		s.log.Debug("osc: malformed packet", "client", c.addr, "err", err)
+		s.log.Debug("osc: malformed packet", "client", c.name(), "err", err)
 		return
 	}
 	s.dispatch(ctx, c, p)
@@ -291,11 +295,11 @@ func (s *Server) dispatch(ctx context.Context, c *client, p Packet) {
 }
 
 func (s *Server) identity(c *client) auth.Identity {
-	return auth.Identity{Name: "osc:" + c.addr, Role: s.o.Role}
+	return auth.Identity{Name: "osc:" + c.name(), Role: s.o.Role}
 }
 
 func (s *Server) attrs(c *client, m *Message) auth.Attributes {
-	return auth.Attributes{Who: s.identity(c), Surface: auth.SurfaceOSC, Operation: m.Address, Client: c.addr, Agent: c.network}
+	return auth.Attributes{Who: s.identity(c), Surface: auth.SurfaceOSC, Operation: m.Address, Client: c.name(), Agent: c.network}
 }
 
 // message runs one message and answers it.
