@@ -70,4 +70,5 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newRollouts,
 	newMQTT,
 	newConsole,
+	newOSC,
 }

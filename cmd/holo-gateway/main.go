@@ -129,6 +129,8 @@ type options struct {
 	access            accessFlags
 	keyFlags          keyFlags
 	keys              trustKeys // read from keyFlags
+
+	osc               oscFlags
 }
 
 func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
@@ -157,6 +159,8 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json (slog)")
 	addAccessFlags(fs, &o.access)
 	addKeyFlags(fs, &o.keyFlags, isDemo)
+
+	addOSCFlags(fs, &o.osc)
 	if isDemo {
 		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
 		fs.IntVar(&o.demoG, "demo-groups", demo.DefaultGroups, "groups they are spread over")
@@ -184,6 +188,14 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	// over a flag it could have refused at once.
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return o, fmt.Errorf("%w: --listen %q: %v", errUsage, o.listen, err)
+	}
+	if _, err := oscRole(o.osc.access); err != nil {
+		return o, err
+	}
+	if a := o.osc.addr.v; o.osc.addr.set && a != "off" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return o, fmt.Errorf("%w: --osc %q: %v", errUsage, a, err)
+		}
 	}
 	if err := o.mq.check(o.mqtt); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)

@@ -1,0 +1,34 @@
+package osc
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	messages    *prometheus.CounterVec
+	subscribers prometheus.Gauge
+	dropped     prometheus.Counter
+	feedback    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_messages_total",
+			Help: "OSC messages received, by address class and outcome (ok, error, denied)."}, []string{"class", "outcome"}),
+		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "holo_osc_subscribers",
+			Help: "OSC clients subscribed to feedback now."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_osc_subscribers_dropped_total",
+			Help: "OSC subscribers dropped for not keeping up with their feedback."}),
+		feedback: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_osc_feedback_total",
+			Help: "OSC feedback messages queued for subscribers."}),
+	}
+	for _, c := range Classes {
+		for _, o := range []string{StatusOK, StatusError, StatusDenied} {
+			m.messages.WithLabelValues(c, o)
+		}
+	}
+	if reg != nil {
+		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback)
+	}
+	return m
+}
+
+func (m *metrics) count(class, outcome string) { m.messages.WithLabelValues(class, outcome).Inc() }

@@ -1,0 +1,437 @@
+package osc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// Defaults of Options.
+const (
+	DefaultThumpTimeout = 30 * time.Second
+	DefaultQueue        = 1024
+	// MaxClients bounds the UDP clients whose settings are kept.
+	MaxClients = 1024
+)
+
+// Reply statuses.
+const (
+	StatusOK     = "ok"
+	StatusError  = "error"
+	StatusDenied = "denied"
+)
+
+// Fleet is what the server needs of the fleet core.
+type Fleet interface {
+	Boards(f fleet.Filter) []fleet.BoardView
+	Do(ctx context.Context, sel fleet.Selector, a fleet.Action) ([]fleet.Result, error)
+	Watch(ctx context.Context, f fleet.Filter, after uint64) *fleet.Watcher
+}
+
+// Options configure a Server.
+type Options struct {
+	// Addr is where UDP and TCP listen (host:port; port 0 picks one free
+	// for both).
+	Addr  string
+	Fleet Fleet
+	// Guard decides and records; its Authorize is asked with an identity
+	// "osc:<client address>" of Role.
+	Guard *auth.Guard
+	// Role is every OSC client's role (OSC has no authentication):
+	// RoleNone denies everything, RoleViewer lets in subscriptions and
+	// feedback, RoleOperator show actions too.
+	Role  auth.Role
+	Clock clock.Clock
+	Log   *slog.Logger
+	// Registerer takes the metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// ThumpTimeout ends a subscription whose client sent no /holo/thump
+	// (nor subscribed again) for that long (default 30 s).
+	ThumpTimeout time.Duration
+	// Queue is how many messages may wait for one client before a
+	// subscriber is dropped (default 1024).
+	Queue int
+}
+
+// Server is the OSC front door. Make it with Listen, run it with Run.
+type Server struct {
+	o   Options
+	clk clock.Clock
+	log *slog.Logger
+	udp *net.UDPConn
+	tcp *net.TCPListener
+	m   *metrics
+
+	mu      sync.Mutex
+	clients map[string]*client // by "udp:addr" / "tcp:addr"
+	ctx     context.Context
+}
+
+// Listen binds UDP and TCP on the same port.
+func Listen(o Options) (*Server, error) {
+	if o.Fleet == nil || o.Guard == nil {
+		return nil, errors.New("osc: Fleet and Guard are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.ThumpTimeout <= 0 {
+		o.ThumpTimeout = DefaultThumpTimeout
+	}
+	if o.Queue <= 0 {
+		o.Queue = DefaultQueue
+	}
+	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background()}
+	var err error
+	for range 20 { // port 0: TCP picks one, UDP must get the same
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", o.Addr); err != nil {
+			return nil, fmt.Errorf("osc: %w", err)
+		}
+		tl := ln.(*net.TCPListener)
+		port := tl.Addr().(*net.TCPAddr).Port
+		host, _, _ := net.SplitHostPort(o.Addr)
+		var ua *net.UDPAddr
+		if ua, err = net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
+			tl.Close()
+			return nil, fmt.Errorf("osc: %w", err)
+		}
+		if s.udp, err = net.ListenUDP("udp", ua); err == nil {
+			s.tcp = tl
+			break
+		}
+		tl.Close()
+		if _, p, _ := net.SplitHostPort(o.Addr); p != "0" {
+			return nil, fmt.Errorf("osc: udp: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("osc: udp: %w", err)
+	}
+	s.m = newMetrics(o.Registerer)
+	return s, nil
+}
+
+// Addr is the address UDP and TCP listen on.
+func (s *Server) Addr() string { return s.tcp.Addr().String() }
+
+// Run serves until ctx ends, then closes the sockets.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-ctx.Done()
+		s.udp.Close()
+		s.tcp.Close()
+	})
+	wg.Go(func() { s.serveUDP(ctx) })
+	for {
+		conn, err := s.tcp.AcceptTCP()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("osc: accept", "err", err)
+				cancel()
+			}
+			break
+		}
+		wg.Go(func() { s.serveTCP(ctx, conn) })
+	}
+	wg.Wait()
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.stop()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) serveUDP(ctx context.Context) {
+	buf := make([]byte, MaxPacket)
+	for {
+		n, from, err := s.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("osc: udp read", "err", err)
+			}
+			return
+		}
+		c := s.udpClient(ctx, net.UDPAddrFromAddrPort(from))
+		s.packet(ctx, c, buf[:n])
+	}
+}
+
+func (s *Server) serveTCP(ctx context.Context, conn *net.TCPConn) {
+	addr := conn.RemoteAddr().(*net.TCPAddr)
+	c := s.newClient(ctx, "tcp", addr.String(), nil)
+	r := NewStreamReader(conn)
+	var wmu sync.Mutex
+	c.send = func(pkt []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, err := conn.Write(AppendFrame(nil, r.Framing(), pkt))
+		return err
+	}
+	key := "tcp:" + addr.String()
+	s.mu.Lock()
+	s.clients[key] = c
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.clients, key)
+		s.mu.Unlock()
+		c.stop()
+		conn.Close()
+	}()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	for {
+		pkt, err := r.Next()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+				s.log.Debug("osc: tcp client gone", "client", addr.String(), "err", err)
+			}
+			return
+		}
+		s.packet(ctx, c, pkt)
+	}
+}
+
+// udpClient is the kept state of a UDP sender (or a fresh one when too
+// many are kept).
+func (s *Server) udpClient(ctx context.Context, from *net.UDPAddr) *client {
+	// Settings are kept per source host, not per port: tools like oscsend
+	// send each message from a fresh port.
+	key := "udp:" + from.IP.String()
+	s.mu.Lock()
+	c := s.clients[key]
+	s.mu.Unlock()
+	if c != nil {
+		c.setFrom(from)
+		return c
+	}
+	c = s.newClient(ctx, "udp", from.String(), nil)
+	c.send = func(pkt []byte) error {
+		to := c.lastFrom()
+		if p := c.replyPort(); p > 0 {
+			to = &net.UDPAddr{IP: to.IP, Port: p, Zone: to.Zone}
+		}
+		_, err := s.udp.WriteToUDP(pkt, to)
+		return err
+	}
+	s.mu.Lock()
+	if len(s.clients) < MaxClients {
+		if old := s.clients[key]; old != nil {
+			c = old
+		} else {
+			s.clients[key] = c
+		}
+	}
+	s.mu.Unlock()
+	c.setFrom(from)
+	return c
+}
+
+// packet decodes and dispatches one packet.
+func (s *Server) packet(ctx context.Context, c *client, b []byte) {
+	p, err := Decode(b)
+	if err != nil {
+		s.m.count(ClassMalformed, StatusError)
+		s.log.Debug("osc: malformed packet", "client", c.name(), "err", err)
+		return
+	}
+	s.dispatch(ctx, c, p)
+}
+
+// dispatch runs a packet: a message now, a bundle's elements in order, at
+// once for Immediately or a time tag not in the future, else at that time
+// on the gateway's clock.
+func (s *Server) dispatch(ctx context.Context, c *client, p Packet) {
+	switch v := p.(type) {
+	case *Message:
+		s.message(ctx, c, v)
+	case *Bundle:
+		run := func() {
+			for _, e := range v.Elements {
+				s.dispatch(ctx, c, e)
+			}
+		}
+		if v.Time == Immediately {
+			run()
+			return
+		}
+		d := v.Time.Time().Sub(s.clk.Now())
+		if d <= 0 {
+			run()
+			return
+		}
+		s.clk.AfterFunc(d, func() {
+			if ctx.Err() == nil {
+				run()
+			}
+		})
+	}
+}
+
+func (s *Server) identity(c *client) auth.Identity {
+	return auth.Identity{Name: "osc:" + c.name(), Role: s.o.Role}
+}
+
+func (s *Server) attrs(c *client, m *Message) auth.Attributes {
+	return auth.Attributes{Who: s.identity(c), Surface: auth.SurfaceOSC, Operation: m.Address, Client: c.name(), Agent: c.network}
+}
+
+// message runs one message and answers it.
+func (s *Server) message(ctx context.Context, c *client, m *Message) {
+	class, status, data := s.handle(ctx, c, m)
+	s.m.count(class, status)
+	c.reply(m.Address, status, data)
+}
+
+func errData(err error) map[string]string { return map[string]string{"error": err.Error()} }
+
+func (s *Server) handle(ctx context.Context, c *client, m *Message) (string, string, any) {
+	switch m.Address {
+	case "/holo/replyPort":
+		if len(m.Args) != 1 {
+			return ClassSession, StatusError, errData(fmt.Errorf("%w: replyPort takes one int (0: the source port)", ErrBadRequest))
+		}
+		p, ok := m.Args[0].(int32)
+		if !ok || p < 0 || p > 65535 {
+			return ClassSession, StatusError, errData(fmt.Errorf("%w: replyPort takes a port 0-65535 (i)", ErrBadRequest))
+		}
+		c.setReplyPort(int(p))
+		return ClassSession, StatusOK, map[string]int32{"replyPort": p}
+	case "/holo/alwaysReply":
+		if len(m.Args) != 1 {
+			return ClassSession, StatusError, errData(fmt.Errorf("%w: alwaysReply takes one int: 1 or 0", ErrBadRequest))
+		}
+		v, ok := m.Args[0].(int32)
+		if !ok {
+			return ClassSession, StatusError, errData(fmt.Errorf("%w: alwaysReply takes an int (i)", ErrBadRequest))
+		}
+		c.setAlwaysReply(v != 0)
+		return ClassSession, StatusOK, map[string]bool{"alwaysReply": v != 0}
+	case "/holo/thump":
+		c.thump()
+		return ClassSession, StatusOK, "thump"
+	case "/holo/unsubscribe":
+		c.unsubscribe("unsubscribed")
+		return ClassSession, StatusOK, nil
+	case "/holo/subscribe":
+		st, data := s.subscribe(ctx, c, m)
+		return ClassSubscribe, st, data
+	}
+	sa, ok, err := parseShow(m)
+	if !ok {
+		return ClassUnknown, StatusError, errData(fmt.Errorf("%w: no such address %q (docs/osc.md)", ErrBadRequest, m.Address))
+	}
+	a := s.attrs(c, m)
+	a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResActions, sa.Action.Kind
+	if err != nil {
+		s.o.Guard.Record(a, false, "InvalidArgument", err.Error())
+		return sa.Class, StatusError, errData(err)
+	}
+	sel, err := selector(sa.Target, s.o.Fleet.Boards(fleet.Filter{}))
+	if err != nil {
+		s.o.Guard.Record(a, false, "InvalidArgument", err.Error())
+		return sa.Class, StatusError, errData(err)
+	}
+	a.Boards = sel.Boards
+	if len(sel.Groups) > 0 || sel.All {
+		a.Selector = selectorText(sel)
+	}
+	p, err := s.o.Guard.Check(a)
+	if err != nil {
+		return sa.Class, StatusDenied, errData(err)
+	}
+	res, err := s.o.Fleet.Do(ctx, sel, sa.Action)
+	if err != nil {
+		code := "Unknown"
+		if errors.Is(err, fleet.ErrBadAction) || errors.Is(err, fleet.ErrBadSelector) {
+			code = "InvalidArgument"
+		}
+		p.Done(code)
+		return sa.Class, StatusError, errData(err)
+	}
+	p.Done(auth.CodeOK)
+	for _, r := range res {
+		if r.Error != "" {
+			return sa.Class, StatusError, map[string]any{"results": res}
+		}
+	}
+	return sa.Class, StatusOK, map[string]any{"results": res}
+}
+
+func selectorText(sel fleet.Selector) string {
+	if sel.All {
+		return "all"
+	}
+	var g []string
+	for _, n := range sel.Groups {
+		g = append(g, strconv.Itoa(n))
+	}
+	return "groups=" + strings.Join(g, ",")
+}
+
+// subscribe adds a pattern to the client's subscription.
+func (s *Server) subscribe(ctx context.Context, c *client, m *Message) (string, any) {
+	a := s.attrs(c, m)
+	a.Verb, a.Resource = auth.VerbWatch, auth.ResEvents
+	if len(m.Args) != 1 {
+		return StatusError, errData(fmt.Errorf("%w: subscribe takes one string: an address pattern", ErrBadRequest))
+	}
+	pat, ok := m.Args[0].(string)
+	if !ok {
+		return StatusError, errData(fmt.Errorf("%w: subscribe takes a string (s)", ErrBadRequest))
+	}
+	sub, err := parseSubscription(pat)
+	if err != nil {
+		return StatusError, errData(err)
+	}
+	if _, err := s.o.Guard.Check(a); err != nil {
+		return StatusDenied, errData(err)
+	}
+	c.subscribe(ctx, sub)
+	return StatusOK, map[string]string{"pattern": pat}
+}
+
+// reply is the JSON argument of a /reply message.
+type reply struct {
+	Address string `json:"address"`
+	Status  string `json:"status"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func encodeReply(address, status string, data any) []byte {
+	j, err := json.Marshal(reply{Address: address, Status: status, Data: data})
+	if err != nil {
+		j, _ = json.Marshal(reply{Address: address, Status: StatusError})
+	}
+	b, err := Encode(&Message{Address: "/reply" + address, Args: []any{string(j)}})
+	if err != nil { // an address holding NUL cannot come from Decode
+		return nil
+	}
+	return b
+}
