@@ -130,7 +130,7 @@ type options struct {
 	keyFlags          keyFlags
 	keys              trustKeys // read from keyFlags
 
-	osc               oscFlags
+	osc oscFlags
 }
 
 func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
