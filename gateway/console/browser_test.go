@@ -159,10 +159,24 @@ func testStable(t *testing.T, g *demoGW, br *browser) {
 	} {
 		tb.run(chromedp.Navigate(g.URL + "/" + pg.hash))
 		tb.wait("the page", fmt.Sprintf(`document.querySelectorAll(%q).length > 1`, pg.sel), 10*time.Second)
-		time.Sleep(800 * time.Millisecond) // the board page's first reads land
+		// The page's first reads land (a loaded machine answers them
+		// late): the layout must hold still for 600 ms before events
+		// start, or the test would blame the events for the first paint.
 		var before, after string
 		var shift float64
 		tb.eval(fmt.Sprintf(rects, pg.sel), &before)
+		for settle := time.Now().Add(15 * time.Second); ; {
+			time.Sleep(600 * time.Millisecond)
+			var now string
+			tb.eval(fmt.Sprintf(rects, pg.sel), &now)
+			if now == before {
+				break
+			}
+			if time.Now().After(settle) {
+				t.Fatalf("%s never settled before events: %s then %s", pg.hash, before, now)
+			}
+			before = now
+		}
 		tb.eval(observe, nil)
 		stream()
 		tb.eval(fmt.Sprintf(rects, pg.sel), &after)
