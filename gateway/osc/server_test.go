@@ -636,7 +636,7 @@ func TestMessageMetrics(t *testing.T) {
 		{auth.RoleOperator, func(p *udpPeer) {
 			p.call("/holo/board/b1/scene", "intro")
 			p.call("/holo/group/1/scene", int32(2))
-			p.call("/holo/board/b1/scene")                  // no argument
+			p.call("/holo/board/b1/scene")                    // no argument
 			p.call("/holo/board/nothing*/leds/colour", "red") // matches no board
 			p.call("/holo/all/screen/off")
 			p.call("/holo/all/holo/center")
@@ -779,4 +779,50 @@ func sameJSON(a json.RawMessage, b string) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// TestAccessNoneDeniesEverything: under --osc-access none every request,
+// session settings and bad requests included, is answered denied, changes
+// nothing and is recorded as a refusal.
+func TestAccessNoneDeniesEverything(t *testing.T) {
+	r := newRig(t, auth.RoleNone, nil)
+	p := r.udp(t)
+	msgs := []struct {
+		addr  string
+		args  []any
+		class string
+	}{
+		{"/holo/replyPort", []any{int32(9)}, ClassSession},   // would send replies elsewhere
+		{"/holo/alwaysReply", []any{int32(0)}, ClassSession}, // would silence them
+		{"/holo/thump", nil, ClassSession},
+		{"/holo/unsubscribe", nil, ClassSession},
+		{"/holo/subscribe", []any{"/holo/all"}, ClassSubscribe},
+		{"/holo/board/b1/scene", nil, ClassScene},
+		{"/holo/board/zz/leds/off", nil, ClassLEDs},
+		{"/nowhere", nil, ClassUnknown},
+	}
+	for _, m := range msgs {
+		// Replies keep coming to the source port: nothing was set.
+		if rep := p.call(m.addr, m.args...); rep.Status != StatusDenied {
+			t.Errorf("%s: %+v, want denied", m.addr, rep)
+		}
+	}
+	for _, m := range msgs {
+		if v := testutil.ToFloat64(r.s.m.messages.WithLabelValues(m.class, StatusDenied)); v == 0 {
+			t.Errorf("%s: not counted as %s denied", m.addr, m.class)
+		}
+	}
+	if calls := r.fleet.takeCalls(); len(calls) != 0 {
+		t.Errorf("the fleet got %+v", calls)
+	}
+	recs := r.audit.records()
+	if len(recs) != len(msgs) {
+		t.Fatalf("%d records for %d refused requests: %+v", len(recs), len(msgs), recs)
+	}
+	for i, rec := range recs {
+		if rec.Allowed || rec.Code != auth.CodePermissionDenied || rec.Operation != msgs[i].addr ||
+			rec.Surface != auth.SurfaceOSC || rec.Who.Name != "osc:"+p.name() {
+			t.Errorf("record %d: %+v", i, rec)
+		}
+	}
 }
