@@ -193,7 +193,7 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	if a := o.osc.addr.v; o.osc.addr.set && a != "off" {
-		if _, _, err := net.SplitHostPort(a); err != nil {
+		if err := checkOSCAddr(a); err != nil {
 			return o, fmt.Errorf("%w: --osc %q: %v", errUsage, a, err)
 		}
 	}

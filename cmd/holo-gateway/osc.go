@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"strconv"
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/osc"
@@ -31,6 +34,20 @@ func oscRole(access string) (auth.Role, error) {
 		return auth.RoleOperator, nil
 	}
 	return 0, fmt.Errorf("%w: --osc-access %q: none, read or show", errUsage, access)
+}
+
+// checkOSCAddr refuses an --osc value that is not host:port with a port
+// number 0-65535 (a service name or an out-of-range port would only fail
+// when the front door starts).
+func checkOSCAddr(a string) error {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return errors.New("want host:port, the port a number 0-65535")
+	}
+	return nil
 }
 
 // newOSC starts the OSC front door (gateway/osc) when --osc is given (or

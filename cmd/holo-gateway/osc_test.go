@@ -238,3 +238,35 @@ func TestOSCDemo(t *testing.T) {
 		t.Fatalf("the bundle applied after %v, before its time tag", d)
 	}
 }
+
+// TestOSCFlags: bad --osc and --osc-access values are usage errors (exit
+// 2) before anything starts.
+func TestOSCFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--osc-access", "admin"},
+		{"--osc-access", ""},
+		{"--osc-access", "SHOW"},
+		{"--osc", "127.0.0.1:0", "--osc-access", "write"},
+		{"--osc", "no-port"},
+		{"--osc", ""},
+		{"--osc", "127.0.0.1:99999"},
+		{"--osc", "127.0.0.1:-1"},
+		{"--osc", "127.0.0.1:osc"},
+		{"--osc", "127.0.0.1:53000:1"},
+	} {
+		var out, errb syncBuffer
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		start := time.Now()
+		code := run(ctx, append([]string{"--data", t.TempDir(), "--listen", "127.0.0.1:0", "--no-mqtt"}, args...), &out, &errb)
+		cancel()
+		if code != 2 || errb.String() == "" {
+			t.Errorf("%q: exit %d %s", args, code, errb.String())
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%q: took %v to refuse", args, d)
+		}
+		if strings.Contains(out.String(), "API:") || strings.Contains(out.String(), "osc:") {
+			t.Errorf("%q: started before refusing:\n%s", args, out.String())
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -311,7 +312,40 @@ func (s *Server) message(ctx context.Context, c *client, m *Message) {
 
 func errData(err error) map[string]string { return map[string]string{"error": err.Error()} }
 
+// sessionAddresses are the addresses of class session.
+var sessionAddresses = []string{"/holo/replyPort", "/holo/alwaysReply", "/holo/thump", "/holo/unsubscribe"}
+
+// refuseAll answers a client of role none: every request, session ones,
+// malformed and unknown ones included, is decided (and so recorded) as a
+// refusal and answered denied (docs/osc.md). It reports false if the
+// policy let the request in after all.
+func (s *Server) refuseAll(c *client, m *Message) (class string, data any, refused bool) {
+	a := s.attrs(c, m)
+	a.Verb, a.Resource = auth.VerbWatch, auth.ResEvents
+	switch {
+	case slices.Contains(sessionAddresses, m.Address):
+		class = ClassSession
+	case m.Address == "/holo/subscribe":
+		class = ClassSubscribe
+	default:
+		class = ClassUnknown
+		if sa, ok, _ := parseShow(m); ok {
+			class = sa.Class
+			a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResActions, sa.Action.Kind
+		}
+	}
+	if _, err := s.o.Guard.Check(a); err != nil {
+		return class, errData(err), true
+	}
+	return class, nil, false
+}
+
 func (s *Server) handle(ctx context.Context, c *client, m *Message) (string, string, any) {
+	if s.o.Role == auth.RoleNone {
+		if class, data, refused := s.refuseAll(c, m); refused {
+			return class, StatusDenied, data
+		}
+	}
 	switch m.Address {
 	case "/holo/replyPort":
 		if len(m.Args) != 1 {
