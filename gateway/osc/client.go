@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -25,6 +26,11 @@ type client struct {
 	subs   []subscription
 	cancel context.CancelFunc // the running subscription's
 	timer  clock.Timer
+	// gen numbers the subscriptions (a timer of an ended one must not
+	// end the next); deadline is when the running one expires unless
+	// thumped.
+	gen      uint64
+	deadline time.Time
 }
 
 func (s *Server) newClient(_ context.Context, network, addr string, send func([]byte) error) *client {
@@ -193,7 +199,10 @@ func (c *client) subscribe(ctx context.Context, sub subscription) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
-	c.timer = c.s.clk.AfterFunc(c.s.o.ThumpTimeout, func() { c.unsubscribe("no /holo/thump for " + c.s.o.ThumpTimeout.String()) })
+	c.gen++
+	gen := c.gen
+	c.deadline = c.s.clk.Now().Add(c.s.o.ThumpTimeout)
+	c.timer = c.s.clk.AfterFunc(c.s.o.ThumpTimeout, func() { c.expire(gen) })
 	c.s.m.subscribers.Inc()
 	w := c.s.o.Fleet.Watch(ctx, fleet.Filter{}, 0)
 	q := make(chan []byte, c.s.o.Queue)
@@ -203,8 +212,24 @@ func (c *client) subscribe(ctx context.Context, sub subscription) {
 
 func (c *client) resetTimerLocked() {
 	if c.timer != nil {
+		c.deadline = c.s.clk.Now().Add(c.s.o.ThumpTimeout)
 		c.timer.Reset(c.s.o.ThumpTimeout)
 	}
+}
+
+// expire ends subscription gen when its deadline has passed. The timer's
+// callback runs on its own goroutine: a thump (or a new subscription)
+// that came between the timer firing and this call keeps it (the reset
+// timer calls again later).
+func (c *client) expire(gen uint64) {
+	c.mu.Lock()
+	if c.gen != gen || c.cancel == nil || c.s.clk.Now().Before(c.deadline) {
+		c.mu.Unlock()
+		return
+	}
+	cancel := c.endLocked()
+	c.mu.Unlock()
+	c.ended(cancel, "no /holo/thump for "+c.s.o.ThumpTimeout.String())
 }
 
 // thump keeps the subscription alive.
@@ -217,13 +242,24 @@ func (c *client) thump() {
 // unsubscribe ends the feedback (why is logged).
 func (c *client) unsubscribe(why string) {
 	c.mu.Lock()
+	cancel := c.endLocked()
+	c.mu.Unlock()
+	c.ended(cancel, why)
+}
+
+// endLocked forgets the running subscription and returns its cancel.
+func (c *client) endLocked() context.CancelFunc {
 	cancel := c.cancel
 	c.cancel, c.subs = nil, nil
 	if c.timer != nil {
 		c.timer.Stop()
 		c.timer = nil
 	}
-	c.mu.Unlock()
+	return cancel
+}
+
+// ended stops a subscription endLocked took.
+func (c *client) ended(cancel context.CancelFunc, why string) {
 	if cancel != nil {
 		cancel()
 		c.s.m.subscribers.Dec()

@@ -826,3 +826,45 @@ func TestAccessNoneDeniesEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestLateTimerCallback: the thump timer's callback runs on its own
+// goroutine, so it may run after a thump (or a new subscription) that
+// came once the timer had fired. It must then leave the subscription
+// alone: only a deadline that has passed, for the subscription the timer
+// was set for, ends it.
+func TestLateTimerCallback(t *testing.T) {
+	const timeout = 30 * time.Second
+	r := newRig(t, auth.RoleViewer, func(o *Options) { o.ThumpTimeout = timeout })
+	c := r.s.newClient(context.Background(), "udp", "127.0.0.1:9", func([]byte) error { return nil })
+	defer c.stop()
+	c.subscribe(context.Background(), subscription{pattern: "/holo/all", scope: "all"})
+	r.fleet.nextWatch(t)
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+
+	// The timer fires at the deadline, a thump lands, then the callback.
+	r.clk.Advance(timeout - time.Millisecond)
+	c.thump()
+	c.expire(gen)
+	c.mu.Lock()
+	alive := c.cancel != nil
+	c.mu.Unlock()
+	if !alive {
+		t.Fatal("a late callback ended a subscription thumped after the timer fired")
+	}
+	// A callback of an ended subscription leaves the next one alone.
+	c.unsubscribe("test")
+	c.subscribe(context.Background(), subscription{pattern: "/holo/all", scope: "all"})
+	r.fleet.nextWatch(t)
+	r.clk.Advance(timeout + time.Second) // past the old deadline; the new timer fires and ends it
+	r.clk.Advance(0)
+	c.expire(gen) // the old subscription's late callback: a no-op either way
+	// Silence past the deadline does end it.
+	c.mu.Lock()
+	ended := c.cancel == nil || !r.clk.Now().Before(c.deadline)
+	c.mu.Unlock()
+	if !ended {
+		t.Fatal("the subscription outlived its deadline")
+	}
+}
