@@ -30,7 +30,7 @@ func TestMeasure(t *testing.T) {
 		{"asymmetric: slow request", Sample{0, 5900, 5950, 1050}, 5400, 1000, nil},
 		{"negative offset", Sample{1_700_000_000_000_000, 2_000_100, 2_000_300, 1_700_000_000_000_400}, -1_699_999_998_000_000, 200, nil},
 		{"odd sum rounds down", Sample{0, 1, 1, 0}, 1, 0, nil}, // (1 + 1)/2
-		{"odd negative", Sample{0, 0, 0, 1}, -1, 1, nil},      // -1/2 floors to -1
+		{"odd negative", Sample{0, 0, 0, 1}, -1, 1, nil},       // -1/2 floors to -1
 		{"zero delay", Sample{10, 20, 20, 10}, 10, 0, nil},
 		{"t4 before t1", Sample{100, 0, 0, 50}, 0, 0, ErrBadSample},
 		{"t3 before t2", Sample{0, 100, 50, 200}, 0, 0, ErrBadSample},
@@ -64,8 +64,8 @@ func TestFilter(t *testing.T) {
 		{"one symmetric sample", 0, []Sample{exchange(0, truth, 300, 50, 300)},
 			want{truth, 300, 600, 1, false}},
 		{"the shortest round trip wins over an asymmetric outlier", 0, []Sample{
-			exchange(0, truth, 300, 50, 9_000),      // reply queued: offset off by -4350
-			exchange(100_000, truth, 400, 50, 400),  // the sharpest
+			exchange(0, truth, 300, 50, 9_000),       // reply queued: offset off by -4350
+			exchange(100_000, truth, 400, 50, 400),   // the sharpest
 			exchange(200_000, truth, 8_000, 50, 500), // request queued: off by +3750
 		}, want{truth, 400 + 6, 800, 3, false}}, // 107.7 ms of age at 50 ppm: 6 µs
 		{"equal least delays average, spread widens", 0, []Sample{
