@@ -20,6 +20,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/longop"
 	"github.com/holofleet/holofleet/firmware/openapi"
 	"github.com/holofleet/holofleet/firmware/settings"
+	"github.com/holofleet/holofleet/firmware/timesync"
 	"github.com/holofleet/holofleet/firmware/web"
 )
 
@@ -178,6 +179,7 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot.AddFeature("", ws.Routes()...)
 	boot.AddFeature("events", boot.Hub.Route())
 	boot.AddFeature("", boot.deviceRoutes()...)
+	boot.AddFeature("time", timesync.New(b.clk, boot.Started).Route())
 	boot.AddFeature("", openapi.Route(boot.HTTP, func() string { return boot.App().Version }))
 	stop := boot.Hub.Every(events.KindSystem, events.SystemPeriod, func() (any, bool) { return boot.System(), true })
 	boot.OnClose(stop)

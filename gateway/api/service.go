@@ -284,6 +284,10 @@ func boardOf(v fleet.BoardView) *fleetv1.Board {
 	if !v.LastSeen.IsZero() {
 		b.LastSeen = timestamppb.New(v.LastSeen)
 	}
+	if c := v.Clock; c != nil {
+		b.ClockOffsetUs, b.ClockUncertaintyUs = c.OffsetUS, c.UncertaintyUS
+		b.ClockSyncedAt = timestamppb.New(c.SyncedAt)
+	}
 	return b
 }
 

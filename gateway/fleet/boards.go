@@ -42,6 +42,9 @@ type refState struct {
 	online bool
 	reason string
 	epoch  uint64 // the board epoch this ref last reported a restart for
+	// clock is the last clock estimate measured here (nil: none since
+	// the board's boot began).
+	clock *BoardClock
 }
 
 func newBoardState(rec registry.Record) *boardState {
@@ -82,7 +85,25 @@ func (b *boardState) view() BoardView {
 	rec := b.rec
 	return BoardView{ID: rec.ID, Hostname: rec.Hostname, Address: rec.Address, Line: rec.Line, URL: rec.URL,
 		Groups: slices.Clone(rec.Groups), Labels: maps.Clone(rec.Labels), Online: b.online,
-		OfflineReason: b.offlineReason(), Firmware: rec.Firmware, LastSeen: rec.LastSeen, Transports: b.transports()}
+		OfflineReason: b.offlineReason(), Firmware: rec.Firmware, LastSeen: rec.LastSeen, Transports: b.transports(),
+		Clock: b.clock()}
+}
+
+// clock is the sharpest clock estimate among the places that reach the
+// board now (nil when none has one).
+func (b *boardState) clock() *BoardClock {
+	var best *BoardClock
+	for _, st := range b.refs {
+		if st.online && st.clock != nil && (best == nil || st.clock.UncertaintyUS < best.UncertaintyUS ||
+			(st.clock.UncertaintyUS == best.UncertaintyUS && st.clock.Via < best.Via)) {
+			best = st.clock
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	c := *best
+	return &c
 }
 
 func (b *boardState) offlineReason() string {

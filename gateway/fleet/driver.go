@@ -144,3 +144,23 @@ type LineStats struct {
 	Busy                time.Duration // time the line carried our bytes
 	Boards              int
 }
+
+// BoardClock is how a board's clock stands against the gateway's, as a
+// driver measured it (gateway/timesync): board time = gateway time +
+// OffsetUS, give or take UncertaintyUS. The gateway's time is Unix
+// microseconds running on its monotonic clock; the board's is its
+// monotonic clock, microseconds since its current boot started.
+type BoardClock struct {
+	OffsetUS      int64     `json:"offset_us"`
+	UncertaintyUS int64     `json:"uncertainty_us"`
+	SyncedAt      time.Time `json:"synced_at"`
+	// Via names the driver that measured it ("lan", "rs485:line0").
+	Via string `json:"via"`
+}
+
+// ClockSink is a Sink that also takes clock estimates. A driver whose
+// sink is one reports each new estimate of a board (the fleet core is
+// one); a sink that is not one is not told.
+type ClockSink interface {
+	Clock(ref Ref, c BoardClock)
+}

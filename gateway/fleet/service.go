@@ -25,6 +25,9 @@ type BoardView struct {
 	LastSeen      time.Time `json:"last_seen"`
 	// Transports lists the drivers that reach it now ("rs485:line0", "lan").
 	Transports []string `json:"transports"`
+	// Clock is the board's clock against the gateway's, from the sharpest
+	// place that reaches it now; nil until one measured it in this boot.
+	Clock *BoardClock `json:"clock,omitempty"`
 }
 
 // Filter selects boards in listings and event watches; zero values match

@@ -205,6 +205,9 @@ func (f *Fleet) Restarted(ref Ref) {
 	st.epoch = b.epoch
 	b.window = seqWindow{}
 	clear(b.states)
+	for _, rs := range b.refs {
+		rs.clock = nil // the board's monotonic clock started over
+	}
 	f.emitLocked(b, Event{Type: EventRestarted})
 	f.log.Info("fleet: board restarted", refAttrs(b.rec.ID, ref, "new boot reported")...)
 	for r := range b.refs {
@@ -364,4 +367,21 @@ func (w *seqWindow) add(seq uint16) bool {
 		w.n++
 	}
 	return true
+}
+
+// Clock implements ClockSink: the estimate is kept for the place it was
+// measured at, until the board restarts.
+func (f *Fleet) Clock(ref Ref, c BoardClock) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.boardAtLocked(ref)
+	if b == nil {
+		return
+	}
+	if st := b.refs[ref]; st != nil {
+		if c.Via == "" {
+			c.Via = ref.Driver
+		}
+		st.clock = &c
+	}
 }

@@ -55,10 +55,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/timesync"
 )
 
 // Errors of this package; calls also return fleet.ErrUnknownBoard,
@@ -106,6 +108,14 @@ type Options struct {
 	// StreamIdle is how long a stream may stay silent before it is taken
 	// for dead.
 	StreamIdle time.Duration
+	// ClockEvery is the period of clock alignment rounds: every online
+	// board gets ClockSamples exchanges of GET /time per round, at most
+	// ClockParallel boards at once (defaults 5 s, 3, 8; a negative
+	// ClockEvery turns alignment off). Estimates go to the sink when it
+	// is a fleet.ClockSink.
+	ClockEvery    time.Duration
+	ClockSamples  int
+	ClockParallel int
 }
 
 // LAN is the driver of boards on the network. Its methods are safe for
@@ -114,6 +124,7 @@ type LAN struct {
 	o      Options
 	stream *http.Client
 	log    *slog.Logger
+	stamp  *timesync.Stamper
 
 	mu      sync.Mutex
 	boards  map[string]*lanBoard
@@ -136,6 +147,8 @@ type lanBoard struct {
 	ipHost   bool   // the URL's host is an IP literal
 	cancel   context.CancelFunc
 	done     chan struct{}
+	online   atomic.Bool // the watcher holds a session
+	clock    clockState
 }
 
 // New makes a LAN driver.
@@ -158,12 +171,22 @@ func New(o Options) *LAN {
 	if o.StreamIdle <= 0 {
 		o.StreamIdle = DefaultStreamIdle
 	}
+	if o.ClockEvery == 0 {
+		o.ClockEvery = DefaultClockEvery
+	}
+	if o.ClockSamples <= 0 {
+		o.ClockSamples = DefaultClockSamples
+	}
+	if o.ClockParallel <= 0 {
+		o.ClockParallel = DefaultClockParallel
+	}
 	sc := *o.Client
 	sc.Timeout = 0
 	if sc.Transport == nil {
 		sc.Transport = streamTransport()
 	}
-	return &LAN{o: o, stream: &sc, log: o.Log.With("transport", "lan"), boards: map[string]*lanBoard{}}
+	return &LAN{o: o, stream: &sc, log: o.Log.With("transport", "lan"), boards: map[string]*lanBoard{},
+		stamp: timesync.NewStamper(o.Clock)}
 }
 
 // Buffers of a stream connection. A stream sends one request of a few
@@ -261,6 +284,11 @@ func (l *LAN) Run(ctx context.Context, sink fleet.Sink) error {
 	for _, b := range l.boards {
 		l.startLocked(b)
 	}
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		l.syncClocks(ctx, sink)
+	}()
 	l.mu.Unlock()
 	<-ctx.Done()
 	// Add starts watchers under l.mu only while ctx is alive, so once

@@ -40,6 +40,7 @@ func (w *watcher) run(ctx context.Context) {
 		w.opened = time.Time{}
 		reason := w.session(ctx, &backoff)
 		if ctx.Err() != nil {
+			w.b.online.Store(false)
 			// Removed while the driver still runs: say so. At shutdown,
 			// boards are not lost, the gateway is.
 			if w.online && w.parent.Err() == nil {
@@ -62,6 +63,7 @@ func (w *watcher) run(ctx context.Context) {
 		}
 		if w.online {
 			w.online = false
+			w.b.online.Store(false)
 			w.l.log.Warn("lan: board lost", "url", w.b.url, "board", w.id(), "reason", reason)
 			w.sink.Lost(w.b.ref, reason)
 		} else {
@@ -127,6 +129,7 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 		w.l.log.Info("lan: board found", "url", w.b.url, "board", id.ID)
 	}
 	w.online = true
+	w.b.online.Store(true)
 	w.replayCheck = true
 	w.sink.Seen(w.b.ref, info)
 	for _, s := range StatePaths {
@@ -147,6 +150,7 @@ func (w *watcher) restarted(why string) {
 	w.l.log.Info("lan: board restarted", "url", w.b.url, "board", w.id(), "why", why)
 	w.sink.Restarted(w.b.ref)
 	w.lastSeq = 0
+	w.b.clock.reset.Store(true)
 }
 
 // id is the board's id as last read (for logs).

@@ -56,6 +56,8 @@ type BoardsOptions struct {
 //	holo_gateway_board_heap_free_bytes{board}   free memory
 //	holo_gateway_board_wifi_rssi_dbm{board}     station signal, when connected
 //	holo_gateway_board_link_*_total{board}      the board's own link counters
+//	holo_gateway_board_clock_offset_seconds{board}       board clock - gateway clock
+//	holo_gateway_board_clock_uncertainty_seconds{board}  give or take
 //
 // Uptime, memory and signal come from the boards' system state events, or
 // from GET /info for boards that send none; they are exported while the
@@ -73,6 +75,7 @@ type Boards struct {
 	boards map[string]*boardSample
 
 	uptime, heapFree, rssi *prometheus.Desc
+	clockOffset, clockUnc  *prometheus.Desc
 	link                   []linkMetric
 }
 
@@ -111,6 +114,10 @@ func NewBoards(src BoardsSource, o BoardsOptions) *Boards {
 		uptime:   prometheus.NewDesc(name("board_uptime_seconds"), "Time since the board started, from its last system report.", []string{"board"}, nil),
 		heapFree: prometheus.NewDesc(name("board_heap_free_bytes"), "Free memory of the board, from its last system report.", []string{"board"}, nil),
 		rssi:     prometheus.NewDesc(name("board_wifi_rssi_dbm"), "Signal strength of the board's Wi-Fi station link, in dBm, while connected.", []string{"board"}, nil),
+		clockOffset: prometheus.NewDesc(name("board_clock_offset_seconds"),
+			"The board's monotonic clock (time since its boot) minus the gateway's (Unix time), as last aligned, while online.", []string{"board"}, nil),
+		clockUnc: prometheus.NewDesc(name("board_clock_uncertainty_seconds"),
+			"How far the true clock offset may be from board_clock_offset_seconds.", []string{"board"}, nil),
 	}
 	l := func(n, help string, get func(boardapi.LinkCounters) uint64) linkMetric {
 		return linkMetric{prometheus.NewDesc(name("board_link_"+n), help+" (the board's count since it started).", []string{"board"}, nil), get}
@@ -320,6 +327,8 @@ func (b *Boards) Describe(ch chan<- *prometheus.Desc) {
 	ch <- b.uptime
 	ch <- b.heapFree
 	ch <- b.rssi
+	ch <- b.clockOffset
+	ch <- b.clockUnc
 	for _, m := range b.link {
 		ch <- m.desc
 	}
@@ -334,6 +343,10 @@ func (b *Boards) Collect(ch chan<- prometheus.Metric) {
 	known := make(map[string]bool, len(views))
 	for _, v := range views {
 		known[v.ID] = true
+		if c := v.Clock; c != nil && v.Online {
+			ch <- prometheus.MustNewConstMetric(b.clockOffset, prometheus.GaugeValue, float64(c.OffsetUS)/1e6, v.ID)
+			ch <- prometheus.MustNewConstMetric(b.clockUnc, prometheus.GaugeValue, float64(c.UncertaintyUS)/1e6, v.ID)
+		}
 		bs := b.boards[v.ID]
 		if bs == nil {
 			continue

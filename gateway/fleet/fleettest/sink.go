@@ -21,6 +21,8 @@ type Sink struct {
 	Infos      map[string]json.RawMessage   // the last info Seen carried
 	LostWhy    map[string][]string          // Lost reasons, in order
 	RestartedN map[string]int               // Restarted calls
+	Clocks     map[string]fleet.BoardClock  // last clock estimate per address
+	ClockN     map[string]int               // Clock calls
 	Hs         map[string][]fleet.Happening // every happening, in order
 	States     map[string]map[string]json.RawMessage
 	// Log lists the reports in order, for failure messages.
@@ -36,7 +38,7 @@ var _ fleet.Sink = (*Sink)(nil)
 // NewSink returns an empty Sink.
 func NewSink() *Sink {
 	return &Sink{SeenN: map[string]int{}, Infos: map[string]json.RawMessage{}, LostWhy: map[string][]string{},
-		RestartedN: map[string]int{}, Hs: map[string][]fleet.Happening{}, States: map[string]map[string]json.RawMessage{}}
+		RestartedN: map[string]int{}, ClockN: map[string]int{}, Hs: map[string][]fleet.Happening{}, States: map[string]map[string]json.RawMessage{}}
 }
 
 func (s *Sink) Seen(ref fleet.Ref, info json.RawMessage) {
@@ -83,6 +85,17 @@ func (s *Sink) Changed(ref fleet.Ref, kind string, state json.RawMessage) {
 		s.States[ref.Addr] = m
 	}
 	m[kind] = state
+}
+
+// Clock implements fleet.ClockSink: the last estimate per address.
+func (s *Sink) Clock(ref fleet.Ref, c fleet.BoardClock) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if s.Clocks == nil {
+		s.Clocks = map[string]fleet.BoardClock{}
+	}
+	s.Clocks[ref.Addr] = c
+	s.ClockN[ref.Addr]++
 }
 
 func (s *Sink) Restarted(ref fleet.Ref) {

@@ -52,7 +52,16 @@ type Board struct {
 	Firmware string                 `protobuf:"bytes,10,opt,name=firmware,proto3" json:"firmware,omitempty"`
 	LastSeen *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
 	// Drivers that reach the board now ("rs485:line0", "lan").
-	Transports    []string `protobuf:"bytes,12,rep,name=transports,proto3" json:"transports,omitempty"`
+	Transports []string `protobuf:"bytes,12,rep,name=transports,proto3" json:"transports,omitempty"`
+	// The board's clock against the gateway's, by NTP's four-timestamp
+	// method over the sharpest transport that reaches it: board time (µs
+	// since its boot started) = gateway time (Unix µs) + clock_offset_us,
+	// give or take clock_uncertainty_us. Both are 0 and clock_synced_at is
+	// unset until a measurement in the board's current boot.
+	ClockOffsetUs      int64 `protobuf:"varint,13,opt,name=clock_offset_us,json=clockOffsetUs,proto3" json:"clock_offset_us,omitempty"`
+	ClockUncertaintyUs int64 `protobuf:"varint,14,opt,name=clock_uncertainty_us,json=clockUncertaintyUs,proto3" json:"clock_uncertainty_us,omitempty"`
+	// When the newest sample of the estimate was taken.
+	ClockSyncedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=clock_synced_at,json=clockSyncedAt,proto3" json:"clock_synced_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -167,6 +176,27 @@ func (x *Board) GetLastSeen() *timestamppb.Timestamp {
 func (x *Board) GetTransports() []string {
 	if x != nil {
 		return x.Transports
+	}
+	return nil
+}
+
+func (x *Board) GetClockOffsetUs() int64 {
+	if x != nil {
+		return x.ClockOffsetUs
+	}
+	return 0
+}
+
+func (x *Board) GetClockUncertaintyUs() int64 {
+	if x != nil {
+		return x.ClockUncertaintyUs
+	}
+	return 0
+}
+
+func (x *Board) GetClockSyncedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ClockSyncedAt
 	}
 	return nil
 }
@@ -4438,7 +4468,7 @@ var File_holo_fleet_v1_fleet_proto protoreflect.FileDescriptor
 
 const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\n" +
-	"\x19holo/fleet/v1/fleet.proto\x12\rholo.fleet.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\x03\n" +
+	"\x19holo/fleet/v1/fleet.proto\x12\rholo.fleet.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x04\n" +
 	"\x05Board\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x18\n" +
@@ -4454,7 +4484,10 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\tlast_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\x1e\n" +
 	"\n" +
 	"transports\x18\f \x03(\tR\n" +
-	"transports\x1a9\n" +
+	"transports\x12&\n" +
+	"\x0fclock_offset_us\x18\r \x01(\x03R\rclockOffsetUs\x120\n" +
+	"\x14clock_uncertainty_us\x18\x0e \x01(\x03R\x12clockUncertaintyUs\x12B\n" +
+	"\x0fclock_synced_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\rclockSyncedAt\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9b\x01\n" +
@@ -4896,116 +4929,117 @@ var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
 	68, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
 	73, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
-	0,  // 2: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	69, // 3: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	74, // 4: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	70, // 5: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
-	7,  // 6: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	74, // 7: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
-	10, // 8: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	73, // 9: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	73, // 10: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
-	13, // 11: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
-	13, // 12: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
-	22, // 13: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	73, // 14: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
-	24, // 15: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
-	23, // 16: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
-	23, // 17: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	73, // 18: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
-	32, // 19: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
-	39, // 20: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
-	40, // 21: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
-	41, // 22: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
-	42, // 23: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
-	43, // 24: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	71, // 25: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
-	44, // 26: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
-	45, // 27: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
-	38, // 28: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	38, // 29: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	22, // 30: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	72, // 31: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
-	38, // 32: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
-	49, // 33: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
-	44, // 34: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
-	45, // 35: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	73, // 36: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	73, // 37: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	73, // 38: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
-	50, // 39: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
-	51, // 40: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	73, // 41: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	73, // 42: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	73, // 43: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
-	56, // 44: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
-	57, // 45: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	73, // 46: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	73, // 47: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	73, // 48: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
-	67, // 49: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
-	73, // 50: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	1,  // 51: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 52: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 53: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 54: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 55: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 56: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 57: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 58: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	17, // 59: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
-	20, // 60: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	25, // 61: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	27, // 62: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	29, // 63: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	30, // 64: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	33, // 65: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	34, // 66: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	36, // 67: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	47, // 68: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	48, // 69: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	52, // 70: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	54, // 71: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	55, // 72: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	59, // 73: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	60, // 74: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	61, // 75: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	62, // 76: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	63, // 77: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	65, // 78: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
-	2,  // 79: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 80: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 81: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 82: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 83: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 84: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 85: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	19, // 86: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	18, // 87: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
-	21, // 88: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	26, // 89: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	28, // 90: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	23, // 91: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	31, // 92: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	32, // 93: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	35, // 94: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	37, // 95: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	46, // 96: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	51, // 97: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	53, // 98: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	51, // 99: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	58, // 100: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	51, // 101: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 102: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 103: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 104: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	64, // 105: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	66, // 106: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
-	79, // [79:107] is the sub-list for method output_type
-	51, // [51:79] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	73, // 2: holo.fleet.v1.Board.clock_synced_at:type_name -> google.protobuf.Timestamp
+	0,  // 3: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
+	69, // 4: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	74, // 5: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	70, // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	7,  // 7: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
+	74, // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	10, // 9: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
+	73, // 10: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	73, // 11: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	13, // 12: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
+	13, // 13: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
+	22, // 14: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
+	73, // 15: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	24, // 16: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
+	23, // 17: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
+	23, // 18: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
+	73, // 19: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	32, // 20: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
+	39, // 21: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
+	40, // 22: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
+	41, // 23: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
+	42, // 24: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
+	43, // 25: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
+	71, // 26: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	44, // 27: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
+	45, // 28: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
+	38, // 29: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	38, // 30: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	22, // 31: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
+	72, // 32: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	38, // 33: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
+	49, // 34: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
+	44, // 35: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
+	45, // 36: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
+	73, // 37: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	73, // 38: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	73, // 39: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	50, // 40: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
+	51, // 41: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
+	73, // 42: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	73, // 43: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	73, // 44: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	56, // 45: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
+	57, // 46: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
+	73, // 47: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	73, // 48: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	73, // 49: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
+	67, // 50: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
+	73, // 51: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	1,  // 52: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,  // 53: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,  // 54: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,  // 55: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,  // 56: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11, // 57: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14, // 58: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16, // 59: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	17, // 60: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
+	20, // 61: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	25, // 62: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	27, // 63: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	29, // 64: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	30, // 65: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	33, // 66: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	34, // 67: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	36, // 68: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	47, // 69: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	48, // 70: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	52, // 71: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	54, // 72: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	55, // 73: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	59, // 74: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	60, // 75: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	61, // 76: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	62, // 77: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	63, // 78: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	65, // 79: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
+	2,  // 80: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 81: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 82: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 83: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 84: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 85: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 86: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	19, // 87: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	18, // 88: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
+	21, // 89: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	26, // 90: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	28, // 91: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	23, // 92: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	31, // 93: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	32, // 94: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	35, // 95: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	37, // 96: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	46, // 97: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	51, // 98: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	53, // 99: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	51, // 100: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	58, // 101: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	51, // 102: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 103: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 104: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 105: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	64, // 106: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	66, // 107: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
+	80, // [80:108] is the sub-list for method output_type
+	52, // [52:80] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }
