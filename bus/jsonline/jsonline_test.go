@@ -295,6 +295,7 @@ func TestServed(t *testing.T) {
 		"GET /settings", "PATCH /settings", "DELETE /settings",
 		"GET /events",
 		"GET /link", "PATCH /link", "GET /link/events", "PATCH /link/events",
+		"GET /time",
 		// query and prefix are ignored
 		"PUT /scenes/scene?name=a", "GET /api/v1/info", "GET /events?after=3&kinds=touch",
 	}

@@ -49,6 +49,8 @@ func knownPath(p []byte) (string, bool) {
 		return "/link", true
 	case "/link/events":
 		return "/link/events", true
+	case "/time":
+		return "/time", true
 	}
 	return "", false
 }
@@ -56,7 +58,8 @@ func knownPath(p []byte) (string, bool) {
 // Served reports whether the link serves method on path. The path may
 // carry APIPrefix and a query; both are ignored. Files, uploads, firmware
 // updates, the network, web settings and servo calibration and policy are
-// HTTP only.
+// HTTP only. GET /time (this firmware's clock-alignment extension) is
+// served on both.
 func Served(method, path string) bool {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
@@ -67,7 +70,7 @@ func Served(method, path string) bool {
 	get, put, post, patch, del := method == MethodGet, method == MethodPut,
 		method == MethodPost, method == MethodPatch, method == MethodDelete
 	switch path {
-	case "/info", "/media", "/media/info", "/holo", "/servos", "/scenes", "/events":
+	case "/info", "/media", "/media/info", "/holo", "/servos", "/scenes", "/events", "/time":
 		return get
 	case "/restart", "/screen/show", "/holo/motion", "/servos/move", "/servos/release",
 		"/scenes/apply", "/scenes/end":
