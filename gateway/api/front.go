@@ -82,38 +82,32 @@ func DefaultLimits() Limits {
 
 // withDefaults fills zero fields and turns negative ones into "none" (0
 // for net/http and the limiters).
+// orDefault is a limit as given: zero takes the default, a negative value
+// means none (0).
+func orDefault[T int | time.Duration](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	pick := func(v, def time.Duration) time.Duration {
-		switch {
-		case v == 0:
-			return def
-		case v < 0:
-			return 0
-		}
-		return v
-	}
-	l.ReadHeaderTimeout = pick(l.ReadHeaderTimeout, d.ReadHeaderTimeout)
-	l.ReadTimeout = pick(l.ReadTimeout, d.ReadTimeout)
-	l.WriteTimeout = pick(l.WriteTimeout, d.WriteTimeout)
-	l.IdleTimeout = pick(l.IdleTimeout, d.IdleTimeout)
+	l.ReadHeaderTimeout = orDefault(l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	l.ReadTimeout = orDefault(l.ReadTimeout, d.ReadTimeout)
+	l.WriteTimeout = orDefault(l.WriteTimeout, d.WriteTimeout)
+	l.IdleTimeout = orDefault(l.IdleTimeout, d.IdleTimeout)
 	switch {
 	case l.MaxBody == 0:
 		l.MaxBody = d.MaxBody
 	case l.MaxBody < 0:
 		l.MaxBody = 1<<31 - 1 // gRPC's own ceiling
 	}
-	ints := func(v, def int) int {
-		switch {
-		case v == 0:
-			return def
-		case v < 0:
-			return 0
-		}
-		return v
-	}
-	l.StreamsPerToken = ints(l.StreamsPerToken, d.StreamsPerToken)
-	l.Streams = ints(l.Streams, d.Streams)
+	l.StreamsPerToken = orDefault(l.StreamsPerToken, d.StreamsPerToken)
+	l.Streams = orDefault(l.Streams, d.Streams)
 	switch {
 	case l.Rate == 0:
 		l.Rate = d.Rate
