@@ -24,7 +24,8 @@
 //  2. follow-ups for a board: reading GET /info and GET /link of a board
 //     just found, enabling its happenings (PATCH /link/events), fetching
 //     happenings it reported pending, re-reading a resource whose state
-//     changed;
+//     changed, and last, once every Options.ClockEvery after a poll, one
+//     GET /time to measure its clock (see clock.go);
 //  3. the initial discovery sweep (a native PING to every address of
 //     Options.Addresses, with the short Options.DiscoverWait);
 //  4. the poll cycle: one native STATUS (every Options.PingEvery-th poll a
@@ -38,7 +39,7 @@
 //	exchange            wait                      retries on timeout
 //	command (Call...)   Options.ReplyWait (2 s)   Options.Retries (2)
 //	poll (STATUS/PING)  Options.PollWait          1
-//	follow-up           Options.PollWait          1 (event fetch from the queue: none)
+//	follow-up           Options.PollWait          1 (event fetch from the queue, GET /time: none)
 //	discovery PING      Options.DiscoverWait      none
 //
 // The spec lets a board take up to 2 s to answer a request, so commands

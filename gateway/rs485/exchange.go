@@ -129,9 +129,18 @@ func (l *Line) lineHeard(data []byte) {
 // lineOnce sends one JSON-line request to a board and waits for the
 // reply with its address and tag.
 func (l *Line) lineOnce(ctx context.Context, req jsonline.Request, wait time.Duration) (jsonline.Reply, error) {
+	return l.lineExchange(ctx, req, wait, nil)
+}
+
+// lineExchange is lineOnce that also notes, when tm is not nil, the
+// exchange's wire lengths and when its reply arrived.
+func (l *Line) lineExchange(ctx context.Context, req jsonline.Request, wait time.Duration, tm *lineTimes) (jsonline.Reply, error) {
 	l.tagN++
 	req.Tag = "m" + strconv.FormatUint(l.tagN, 36)
 	wire := jsonline.AppendRequest(l.wbuf[:0], req)
+	if tm != nil {
+		tm.out = len(wire)
+	}
 	if err := l.send(wire, true); err != nil {
 		return jsonline.Reply{}, err
 	}
@@ -151,6 +160,9 @@ func (l *Line) lineOnce(ctx context.Context, req jsonline.Request, wait time.Dur
 			if r.Addr != req.Addr || r.Tag != req.Tag {
 				l.st.stray.Add(1)
 				return false
+			}
+			if tm != nil {
+				tm.t4, tm.in = l.stamp.Now(), replyWireLen(it.Data)
 			}
 			r.Body = append([]byte(nil), r.Body...)
 			rep = r

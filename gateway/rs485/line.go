@@ -17,6 +17,7 @@ import (
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/stream"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/timesync"
 )
 
 // Errors of this package. Calls also return the fleet errors
@@ -97,6 +98,10 @@ type Options struct {
 	PingEvery int
 	// Kinds are the happenings to enable (default HappeningKinds).
 	Kinds []string
+	// ClockEvery is how often each online board's clock is measured, one
+	// GET /time exchange a time, when the sink is a fleet.ClockSink
+	// (default DefaultClockEvery; negative for never).
+	ClockEvery time.Duration
 }
 
 // Line is the master of one RS485 line. Create it with New and start it
@@ -112,8 +117,9 @@ type Line struct {
 	closed  chan struct{}
 	close   sync.Once
 
-	recv *stream.Receiver
-	st   counters
+	recv  *stream.Receiver
+	st    counters
+	stamp *timesync.Stamper // the gateway's clock for clock samples
 
 	// wire is held by whoever writes and awaits on the line: the
 	// scheduler for each of its steps, or Group on its fast path.
@@ -191,6 +197,10 @@ func New(o Options) *Line {
 	if o.Kinds == nil {
 		l.o.Kinds = HappeningKinds
 	}
+	if o.ClockEvery == 0 {
+		l.o.ClockEvery = DefaultClockEvery
+	}
+	l.stamp = timesync.NewStamper(l.clk)
 	l.recv = stream.New(stream.Config{Mode: stream.Auto, BufferSize: 64 << 10, MaxLine: 64 << 10})
 	return l
 }

@@ -27,6 +27,7 @@ const (
 	needEvents                  // PATCH /link/events
 	needReplay                  // GET /events after a restart
 	needFetch                   // GET /link/events
+	needClock                   // GET /time: one clock sample, after everything else
 )
 
 // kinds is a set of resources to re-read.
@@ -74,6 +75,8 @@ type board struct {
 	fetchFailed bool   // no fetch reply believed since one may have been lost: fetch by seq
 	doubts      int    // fetch replies doubted since happenings last reached the sink
 	groups      []int
+
+	clock boardClock
 
 	needs   need
 	hold    time.Time // follow-ups wait until then after one got no reply
@@ -247,6 +250,7 @@ func (l *Line) restarted(b *board) {
 	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed, b.doubts = 0, false, false, false, false, 0
 	b.needs |= needStatus | needInfo | needLink | needEvents | needReplay
 	b.dirty |= kAll
+	b.clock = boardClock{} // its clock started over: forget the samples, measure soon
 }
 
 // missed counts a poll or follow-up without reply.
@@ -295,6 +299,9 @@ func (l *Line) poll(ctx context.Context, a int) {
 	}
 	b.dirty |= b.recheck
 	b.recheck = 0
+	if l.clockDue(b) {
+		b.needs |= needClock
+	}
 }
 
 func (l *Line) gotStatus(b *board, sb frame.StatusBlock) {
@@ -464,6 +471,9 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			}
 			return
 		}
+	case b.needs&needClock != 0:
+		b.needs &^= needClock
+		l.measureClock(ctx, b)
 	}
 }
 

@@ -1,0 +1,114 @@
+package rs485
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/timesync"
+)
+
+// DefaultClockEvery is how often each online board's clock is measured:
+// one GET /time exchange per board per period.
+const DefaultClockEvery = 30 * time.Second
+
+// boardClock is a board's clock filter, owned by the scheduler.
+type boardClock struct {
+	filter timesync.Filter
+	next   time.Time // no exchange before then
+	noTime bool      // the board answered 404 to GET /time (older firmware)
+}
+
+// lineTimes are the timings of one JSON-line exchange: the gateway's time
+// when the reply's last byte was taken off the line, and the bytes each
+// way on the wire.
+type lineTimes struct {
+	t4      int64
+	out, in int
+}
+
+// clockDue reports whether b's clock is to be measured now: the line
+// measures clocks, its sink takes them, and b's period has passed.
+func (l *Line) clockDue(b *board) bool {
+	if l.o.ClockEvery < 0 || b.clock.noTime {
+		return false
+	}
+	if _, ok := l.sched.sink.(fleet.ClockSink); !ok {
+		return false
+	}
+	return !l.clk.Now().Before(b.clock.next)
+}
+
+// measureClock runs one GET /time exchange with b, feeds the sample, with
+// the wire times of the request and the reply taken out, to b's filter and
+// reports the estimate. A lost or refused exchange waits for the next
+// period: clock samples never cost the line retries.
+func (l *Line) measureClock(ctx context.Context, b *board) {
+	b.clock.next = l.clk.Now().Add(l.o.ClockEvery)
+	cs, ok := l.sched.sink.(fleet.ClockSink)
+	if !ok {
+		return
+	}
+	var tm lineTimes
+	t1 := l.stamp.Now()
+	rep, err := l.lineExchange(ctx, l.req(b, http.MethodGet, "/time?t1="+strconv.FormatInt(t1, 10), nil), l.o.PollWait, &tm)
+	if err != nil {
+		if errors.Is(err, errTimeout) {
+			l.st.timeouts.Add(1)
+			err = fmt.Errorf("%w: %v GET /time", fleet.ErrNoReply, b.addr)
+		}
+		l.failed(b, err, 0)
+		return
+	}
+	l.heard(b.addr, rep.Pending)
+	if rep.Status == http.StatusNotFound {
+		b.clock.noTime = true
+		l.log.Info("rs485: board has no GET /time; its clock is not aligned", "addr", b.addr, "board", b.id)
+		return
+	}
+	var tr boardapi.TimeReply
+	if rep.Status != http.StatusOK || json.Unmarshal(rep.Body, &tr) != nil || tr.T1 == nil || *tr.T1 != t1 {
+		l.st.badReply.Add(1)
+		l.log.Debug("rs485: clock sample: bad reply", "addr", b.addr, "status", rep.Status, "body", string(rep.Body))
+		return
+	}
+	s := clockSample(t1, tm, tr, l.wireTime)
+	e, stepped, err := b.clock.filter.Add(s)
+	if err != nil {
+		l.log.Debug("rs485: clock sample", "addr", b.addr, "board", b.id, "err", err)
+		return
+	}
+	if stepped {
+		l.log.Info("rs485: board clock stepped", "addr", b.addr, "board", b.id)
+	}
+	if ctx.Err() == nil {
+		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
+			SyncedAt: l.stamp.Time(e.At), Via: l.name})
+	}
+}
+
+// clockSample makes the sample of an exchange sent at t1: the board's t2
+// is taken once it has the whole request, which is on the wire for
+// wire(out) after its first byte left at t1, and its t3 before the reply's
+// first byte leaves, which is wire(in) before its last byte arrived at
+// t4. Both corrections are at most the true wire times (the line runs at
+// its baud rate or slower, a byte takes 10 bit times), so the true offset
+// stays within the sample's bounds; what is left of the round trip is the
+// turn-arounds on both ends.
+func clockSample(t1 int64, tm lineTimes, tr boardapi.TimeReply, wire func(int) time.Duration) timesync.Sample {
+	return timesync.Sample{T1: t1 + wire(tm.out).Microseconds(), T2: tr.T2, T3: tr.T3,
+		T4: tm.t4 - wire(tm.in).Microseconds()}
+}
+
+// replyWireLen is the bytes a reply line took on the wire: its text and
+// one line feed (fewer than it may have taken, never more).
+func replyWireLen(data []byte) int {
+	return len(bytes.TrimRight(data, "\r\n")) + 1
+}
