@@ -66,58 +66,55 @@ const (
 	SchemeSimline = "simline"
 )
 
-// Open opens the stream addr names. ctx bounds the opening only (dialing,
-// handshakes); the stream lives until it is closed.
-func Open(ctx context.Context, addr string) (io.ReadWriteCloser, error) {
+// target is an address parsed and checked, ready to open.
+type target struct {
+	scheme string // SchemePty, SchemeTCP, SchemeTCPDial, SchemeSerial or SchemeSimline
+	host   string // tcp, tcp+dial
+	path   string // serial device, simline hub socket
+	serial serialport.Config
+	node   simline.NodeOptions
+}
+
+// parse reads addr into a target, or fails with ErrBadAddress or
+// ErrUnknownScheme. It opens nothing.
+func parse(addr string) (target, error) {
 	switch {
 	case addr == SchemePty || addr == "pty:" || addr == "pty://":
-		p, err := pty.Open()
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
+		return target{scheme: SchemePty}, nil
 	case strings.HasPrefix(addr, "/"):
-		return openSerial(addr, url.Values{})
+		cfg, err := serialConfig(url.Values{})
+		return target{scheme: SchemeSerial, path: addr, serial: cfg}, err
 	}
 	u, err := url.Parse(addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
+		return target{}, fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
 	}
+	t := target{scheme: u.Scheme, host: u.Host, path: u.Path}
 	switch u.Scheme {
 	case SchemeTCP, SchemeTCPDial:
 		if u.Host == "" || u.Path != "" || u.RawQuery != "" {
-			return nil, fmt.Errorf("%w: %q: want %s://HOST:PORT", ErrBadAddress, addr, u.Scheme)
+			return t, fmt.Errorf("%w: %q: want %s://HOST:PORT", ErrBadAddress, addr, u.Scheme)
 		}
-		if u.Scheme == SchemeTCP {
-			return tcplink.Listen(ctx, u.Host)
-		}
-		c, err := tcplink.Dial(ctx, u.Host)
-		if err != nil {
-			return nil, err
-		}
-		return namedConn{c, u.Host}, nil
 	case SchemeSerial:
 		if u.Host != "" || u.Path == "" {
-			return nil, fmt.Errorf("%w: %q: want serial:///dev/NAME", ErrBadAddress, addr)
+			return t, fmt.Errorf("%w: %q: want serial:///dev/NAME", ErrBadAddress, addr)
 		}
-		return openSerial(u.Path, u.Query())
+		if t.serial, err = serialConfig(u.Query()); err != nil {
+			return t, fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
+		}
 	case SchemeSimline:
 		if u.Host != "" || u.Path == "" {
-			return nil, fmt.Errorf("%w: %q: want simline:///path/to/hub.sock", ErrBadAddress, addr)
+			return t, fmt.Errorf("%w: %q: want simline:///path/to/hub.sock", ErrBadAddress, addr)
 		}
-		opts, err := nodeOptions(u.Query())
-		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
+		if t.node, err = nodeOptions(u.Query()); err != nil {
+			return t, fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
 		}
-		r, err := simline.Dial(ctx, u.Path, opts)
-		if err != nil {
-			return nil, err
-		}
-		return namedRemote{r, u.Path}, nil
 	case "":
-		return nil, fmt.Errorf("%w: %q has no scheme", ErrUnknownScheme, addr)
+		return t, fmt.Errorf("%w: %q has no scheme", ErrUnknownScheme, addr)
+	default:
+		return t, fmt.Errorf("%w: %q", ErrUnknownScheme, u.Scheme)
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownScheme, u.Scheme)
+	return t, nil
 }
 
 // Check reports whether addr is an address Open would try, without
@@ -125,42 +122,41 @@ func Open(ctx context.Context, addr string) (io.ReadWriteCloser, error) {
 // or ErrUnknownScheme, so a command line can be refused before a binary
 // starts. Whether the device, socket or port is there is Open's to find.
 func Check(addr string) error {
-	switch {
-	case addr == SchemePty || addr == "pty:" || addr == "pty://":
-		return nil
-	case strings.HasPrefix(addr, "/"):
-		return nil
-	}
-	u, err := url.Parse(addr)
+	_, err := parse(addr)
+	return err
+}
+
+// Open opens the stream addr names. ctx bounds the opening only (dialing,
+// handshakes); the stream lives until it is closed.
+func Open(ctx context.Context, addr string) (io.ReadWriteCloser, error) {
+	t, err := parse(addr)
 	if err != nil {
-		return fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
+		return nil, err
 	}
-	switch u.Scheme {
-	case SchemeTCP, SchemeTCPDial:
-		if u.Host == "" || u.Path != "" || u.RawQuery != "" {
-			return fmt.Errorf("%w: %q: want %s://HOST:PORT", ErrBadAddress, addr, u.Scheme)
+	switch t.scheme {
+	case SchemePty:
+		p, err := pty.Open()
+		if err != nil {
+			return nil, err
 		}
-		return nil
+		return p, nil
+	case SchemeTCP:
+		return tcplink.Listen(ctx, t.host)
+	case SchemeTCPDial:
+		c, err := tcplink.Dial(ctx, t.host)
+		if err != nil {
+			return nil, err
+		}
+		return namedConn{c, t.host}, nil
 	case SchemeSerial:
-		if u.Host != "" || u.Path == "" {
-			return fmt.Errorf("%w: %q: want serial:///dev/NAME", ErrBadAddress, addr)
+		return serialport.Open(t.path, t.serial)
+	default: // SchemeSimline
+		r, err := simline.Dial(ctx, t.path, t.node)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := serialConfig(u.Query()); err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
-		}
-		return nil
-	case SchemeSimline:
-		if u.Host != "" || u.Path == "" {
-			return fmt.Errorf("%w: %q: want simline:///path/to/hub.sock", ErrBadAddress, addr)
-		}
-		if _, err := nodeOptions(u.Query()); err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrBadAddress, addr, err)
-		}
-		return nil
-	case "":
-		return fmt.Errorf("%w: %q has no scheme", ErrUnknownScheme, addr)
+		return namedRemote{r, t.path}, nil
 	}
-	return fmt.Errorf("%w: %q", ErrUnknownScheme, u.Scheme)
 }
 
 type namedConn struct {
@@ -235,14 +231,6 @@ func (p *params) known(keys ...string) {
 			p.fail(k, errors.New("unknown"))
 		}
 	}
-}
-
-func openSerial(path string, q url.Values) (io.ReadWriteCloser, error) {
-	cfg, err := serialConfig(q)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadAddress, path, err)
-	}
-	return serialport.Open(path, cfg)
 }
 
 func serialConfig(q url.Values) (serialport.Config, error) {

@@ -350,7 +350,7 @@ func (g *gate) logDone(ctx context.Context, c *call, err error) {
 		attrs = append(attrs, slog.String("err", status.Convert(err).Message()))
 	}
 	level := slog.LevelInfo
-	if openMethod(c.method) {
+	if rules[c.method].public {
 		level = slog.LevelDebug
 	}
 	g.log.LogAttrs(ctx, level, "api: request", attrs...)

@@ -67,20 +67,6 @@ type Probe struct {
 	Checks  map[string]string `json:"checks,omitempty"`
 }
 
-// openServices are the gRPC services any caller may use without a token:
-// the health service (probes run without credentials) and server
-// reflection (it tells what /v1/openapi.json tells REST clients).
-var openServices = []string{
-	"/" + healthpb.Health_ServiceDesc.ServiceName + "/",
-	"/grpc.reflection.v1.ServerReflection/",
-	"/grpc.reflection.v1alpha.ServerReflection/",
-}
-
-// openMethod reports whether a full gRPC method name needs no token.
-func openMethod(full string) bool {
-	return slices.ContainsFunc(openServices, func(p string) bool { return strings.HasPrefix(full, p) })
-}
-
 // ready runs every check and returns the probe body and an ErrNotReady
 // error naming the parts that are not ready.
 func (s *Server) ready(ctx context.Context) (Probe, error) {

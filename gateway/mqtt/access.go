@@ -69,16 +69,8 @@ type Policy struct {
 // NewPolicy returns the policy of the topics under base and haPrefix
 // (empty: the defaults).
 func NewPolicy(base, haPrefix string) (*Policy, error) {
-	if base == "" {
-		base = DefaultBase
-	}
-	if haPrefix == "" {
-		haPrefix = DefaultHAPrefix
-	}
-	if err := validRoot(base); err != nil {
-		return nil, err
-	}
-	if err := validRoot(haPrefix); err != nil {
+	base, haPrefix = rootsOrDefault(base, haPrefix)
+	if err := checkRoots(base, haPrefix); err != nil {
 		return nil, err
 	}
 	return &Policy{t: topics{base, haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil

@@ -190,17 +190,9 @@ func New(o Options) (*Bridge, error) {
 	if o.Fleet == nil {
 		return nil, fmt.Errorf("%w: no fleet", ErrConfig)
 	}
-	if o.Base == "" {
-		o.Base = DefaultBase
-	}
-	if o.HAPrefix == "" {
-		o.HAPrefix = DefaultHAPrefix
-	}
-	if err := validRoot(o.Base); err != nil {
-		return nil, fmt.Errorf("%w: --mqtt-base: %w", ErrConfig, err)
-	}
-	if err := validRoot(o.HAPrefix); err != nil {
-		return nil, fmt.Errorf("%w: --ha-prefix: %w", ErrConfig, err)
+	o.Base, o.HAPrefix = rootsOrDefault(o.Base, o.HAPrefix)
+	if err := checkRoots(o.Base, o.HAPrefix); err != nil {
+		return nil, err
 	}
 	if o.ClientID == "" {
 		// Unique per run: two gateways on one broker must not take each
@@ -252,7 +244,7 @@ func New(o Options) (*Bridge, error) {
 		return nil, err
 	}
 	if b.policy, err = NewPolicy(o.Base, o.HAPrefix); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, err
 	}
 	if o.Accept != "" {
 		b.policy.Guard = o.Guard

@@ -11,17 +11,9 @@ import (
 // anything. An empty o.Broker skips the broker checks (the embedded
 // broker's URL is known only once it listens).
 func Check(o Options) error {
-	if o.Base == "" {
-		o.Base = DefaultBase
-	}
-	if o.HAPrefix == "" {
-		o.HAPrefix = DefaultHAPrefix
-	}
-	if err := validRoot(o.Base); err != nil {
-		return fmt.Errorf("%w: --mqtt-base: %w", ErrConfig, err)
-	}
-	if err := validRoot(o.HAPrefix); err != nil {
-		return fmt.Errorf("%w: --ha-prefix: %w", ErrConfig, err)
+	o.Base, o.HAPrefix = rootsOrDefault(o.Base, o.HAPrefix)
+	if err := checkRoots(o.Base, o.HAPrefix); err != nil {
+		return err
 	}
 	if o.Broker == "" {
 		if (o.CertFile == "") != (o.KeyFile == "") {
@@ -32,4 +24,26 @@ func Check(o Options) error {
 	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, log: slog.New(slog.DiscardHandler)}
 	_, err := b.clientOptions()
 	return err
+}
+
+// rootsOrDefault fills empty topic roots with the defaults.
+func rootsOrDefault(base, haPrefix string) (string, string) {
+	if base == "" {
+		base = DefaultBase
+	}
+	if haPrefix == "" {
+		haPrefix = DefaultHAPrefix
+	}
+	return base, haPrefix
+}
+
+// checkRoots refuses a topic root the bridge cannot use, naming its flag.
+func checkRoots(base, haPrefix string) error {
+	if err := validRoot(base); err != nil {
+		return fmt.Errorf("%w: --mqtt-base: %w", ErrConfig, err)
+	}
+	if err := validRoot(haPrefix); err != nil {
+		return fmt.Errorf("%w: --ha-prefix: %w", ErrConfig, err)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package security_test
+package security
 
 import (
 	"bufio"
@@ -19,42 +19,14 @@ import (
 	"time"
 )
 
-// The holo-gateway binary, built once per run.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-	buildOut  []byte
-)
-
-// mqttBinDir is where the MQTT tests build their holo-gateway; the
-// package's TestMain (fixture_test.go) removes it after the run.
-func mqttBinDir() string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("holofleet-security-mqtt-%d", os.Getpid()))
-}
-
-// gatewayBin builds holo-gateway (once) and returns its path.
+// gatewayBin is the holo-gateway binary the MQTT tests run
+// (gatewayBinary: built once per run, or HOLO_SECURITY_GATEWAY).
 func gatewayBin(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs holo-gateway")
 	}
-	if p := os.Getenv("HOLO_SECURITY_GATEWAY"); p != "" {
-		return p // a holo-gateway built elsewhere (a release, an older commit)
-	}
-	buildOnce.Do(func() {
-		binDir, buildErr = mqttBinDir(), os.MkdirAll(mqttBinDir(), 0o700)
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/holo-gateway")
-		cmd.Dir = filepath.Join("..", "..")
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
-	}
-	return filepath.Join(binDir, "holo-gateway")
+	return gatewayBinary(t)
 }
 
 // lockedBuffer collects a process's output.
@@ -83,9 +55,9 @@ type gateway struct {
 }
 
 var (
-	apiLine   = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
-	mqttLine  = regexp.MustCompile(`embedded broker (tcp://\S+)`)
-	tokenLine = regexp.MustCompile(`first admin token \(shown once, stored hashed\): (holo_\S+)`)
+	mqttAPILine = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
+	mqttLine    = regexp.MustCompile(`embedded broker (tcp://\S+)`)
+	tokenLine   = regexp.MustCompile(`first admin token \(shown once, stored hashed\): (holo_\S+)`)
 )
 
 // startGateway runs `holo-gateway demo` (two simulated boards in group 1)
@@ -124,7 +96,7 @@ func startGateway(t *testing.T, extra ...string) *gateway {
 	defer deadline.Stop()
 	for sc.Scan() {
 		l := sc.Text()
-		if m := apiLine.FindStringSubmatch(l); m != nil {
+		if m := mqttAPILine.FindStringSubmatch(l); m != nil {
 			g.api = m[1]
 		}
 		if m := mqttLine.FindStringSubmatch(l); m != nil {

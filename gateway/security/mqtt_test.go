@@ -1,4 +1,4 @@
-package security_test
+package security
 
 // Attacks on the MQTT surface of holo-gateway with its embedded broker.
 //
