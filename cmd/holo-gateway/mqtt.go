@@ -269,7 +269,15 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		lines = append(lines, "mqtt:     broker "+redact(brokerURL)+"  (topics under "+f.base+"/, HA discovery under "+f.haPrefix+"/)")
 		lines = append(lines, "mqtt:     commands taken as "+accept+" (--mqtt-accept): the broker's ACLs decide who may publish them")
 	}
-	o := mqtt.Options{Fleet: e.fleet, Guard: e.guard, Broker: brokerURL, Username: user, Password: password,
+	// The embedded broker records each client's commands under its real
+	// identity; the bridge's own check (Accept) records only when it
+	// decides something of its own: always with an external broker, and
+	// with the embedded one only when --mqtt-accept was given.
+	guard := e.guard
+	if br != nil && !f.accept.set {
+		guard = nil
+	}
+	o := mqtt.Options{Fleet: e.fleet, Guard: guard, Broker: brokerURL, Username: user, Password: password,
 		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, ClientID: f.clientID, Base: f.base, HAPrefix: f.haPrefix,
 		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer,
 		UpdateChannel: f.channel, Accept: accept}

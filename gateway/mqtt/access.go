@@ -373,9 +373,12 @@ func mayMatchUnder(filter string, root []string) bool {
 	return len(fl) > len(root)
 }
 
-// Publish decides whether who may publish payload on topic.
-func (p *Policy) Publish(who auth.Identity, topic string, payload []byte) auth.Decision {
+// Publish decides whether who, connected from client (host:port; "" when
+// unknown), may publish payload on topic. Refusals and changes are
+// audited with the client's address.
+func (p *Policy) Publish(who auth.Identity, client, topic string, payload []byte) auth.Decision {
 	a := p.PublishAttributes(who, topic, payload)
+	a.Client = client
 	d := auth.Authorize(a)
 	if !d.Allowed || a.Changing() {
 		p.audit(a, d)
@@ -400,9 +403,11 @@ func (p *Policy) Read(who auth.Identity, topic string) auth.Decision {
 	return auth.Authorize(p.ReadAttributes(who, topic))
 }
 
-// Subscribe decides whether who may subscribe to filter.
-func (p *Policy) Subscribe(who auth.Identity, filter string) auth.Decision {
+// Subscribe decides whether who, connected from client, may subscribe to
+// filter; refusals are audited with the client's address.
+func (p *Policy) Subscribe(who auth.Identity, client, filter string) auth.Decision {
 	a := p.SubscribeAttributes(who, filter)
+	a.Client = client
 	d := auth.Authorize(a)
 	if !d.Allowed {
 		p.audit(a, d)
@@ -455,7 +460,7 @@ func ParseAccept(s string) (auth.Role, error) {
 // taken to have that role, may send.
 func (b *Bridge) admit(c command) error {
 	who := auth.Identity{Name: "mqtt-accept", Role: b.accept}
-	return b.policy.Publish(who, c.topic, c.payload).Err()
+	return b.policy.Publish(who, "", c.topic, c.payload).Err()
 }
 
 // Command reports whether topic is a command (set, group set or bridge

@@ -80,7 +80,7 @@ func TestPolicyPublish(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, who := range []auth.Identity{nobody, viewer, operator, admin} {
-			d := p.Publish(who, tt.topic, []byte(tt.payload))
+			d := p.Publish(who, "", tt.topic, []byte(tt.payload))
 			want := tt.need != auth.RoleNone && who.Role.Allows(tt.need)
 			if d.Allowed != want {
 				t.Errorf("%v publishes %s %s: %+v, want allowed=%v", who.Role, tt.topic, tt.payload, d, want)
@@ -131,10 +131,10 @@ func TestPolicyRead(t *testing.T) {
 		for _, who := range []auth.Identity{nobody, viewer, operator, admin} {
 			var d auth.Decision
 			if strings.ContainsAny(tt.topic, "+#") || strings.HasPrefix(tt.topic, "$share/") {
-				d = p.Subscribe(who, tt.topic)
+				d = p.Subscribe(who, "", tt.topic)
 			} else {
 				d = p.Read(who, tt.topic)
-				if s := p.Subscribe(who, tt.topic); s.Allowed != d.Allowed {
+				if s := p.Subscribe(who, "", tt.topic); s.Allowed != d.Allowed {
 					t.Errorf("subscribing to %s and reading it differ: %+v %+v", tt.topic, s, d)
 				}
 			}
@@ -246,7 +246,7 @@ func BenchmarkPolicy(b *testing.B) {
 		b.ReportAllocs()
 		payload := []byte(`{"board":"kitchen","method":"PATCH","path":"/leds","body":{"mode":"off"},"transaction":"t"}`)
 		for b.Loop() {
-			p.Publish(operator, "holo/bridge/request/call", payload)
+			p.Publish(operator, "", "holo/bridge/request/call", payload)
 		}
 	})
 }

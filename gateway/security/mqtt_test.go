@@ -247,6 +247,21 @@ func TestMQTTViewerCannotSet(t *testing.T) {
 		body := string(raw)
 		if code == 200 && strings.Contains(body, `"dash"`) && strings.Contains(body, `"desk"`) &&
 			strings.Contains(body, `"mqtt"`) && strings.Contains(body, "PermissionDenied") {
+			// Each MQTT record says where the client connected from.
+			var got []struct{ Token, Surface, Client string }
+			if err := json.Unmarshal(raw, &got); err != nil {
+				t.Fatalf("audit body: %v: %s", err, body)
+			}
+			for _, e := range got {
+				// The embedded broker records the publisher; the bridge
+				// must not record the same command again as its own.
+				if e.Token == "mqtt-accept" {
+					t.Errorf("a command recorded twice, the second time as the bridge's: %+v", e)
+				}
+				if e.Surface == "mqtt" && (e.Token == "dash" || e.Token == "desk") && !strings.HasPrefix(e.Client, "127.0.0.1:") {
+					t.Errorf("MQTT audit record of %s without the client's address: %+v", e.Token, e)
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -115,11 +115,13 @@ type Tokens interface {
 
 // Policy decides what sessions may do (*mqtt.Policy).
 type Policy interface {
-	// Publish decides whether who may publish payload on topic.
-	Publish(who auth.Identity, topic string, payload []byte) auth.Decision
-	// Subscribe decides whether who may subscribe to filter, or be sent
-	// a message on topic (a filter without wildcards).
-	Subscribe(who auth.Identity, filter string) auth.Decision
+	// Publish decides whether who, connected from client (host:port),
+	// may publish payload on topic.
+	Publish(who auth.Identity, client, topic string, payload []byte) auth.Decision
+	// Subscribe decides whether who, connected from client, may
+	// subscribe to filter, or be sent a message on topic (a filter
+	// without wildcards).
+	Subscribe(who auth.Identity, client, filter string) auth.Decision
 	// Gateway reports whether the gateway's bridge may publish on topic
 	// (publish) or subscribe to or be sent it.
 	Gateway(topic string, publish bool) bool
@@ -360,6 +362,7 @@ func (b *Broker) sweep() {
 type session struct {
 	cl      *mochi.Client // the connection that logged in
 	id      auth.Identity
+	remote  string // the connection's address (host:port), for the audit log
 	gateway bool
 	sha     string // the token's hash; "" for anonymous and the bridge
 	revoked atomic.Bool
@@ -425,7 +428,7 @@ const (
 // will may be sent and whether there is room, and refuses it otherwise.
 func (h *hook) OnConnect(cl *mochi.Client, pk packets.Packet) error {
 	user := string(pk.Connect.Username)
-	s := &session{}
+	s := &session{remote: cl.Net.Remote}
 	switch {
 	case h.o.Gateway.Username != "" && user == h.o.Gateway.Username:
 		if subtle.ConstantTimeCompare(pk.Connect.Password, []byte(h.o.Gateway.Password)) != 1 {
@@ -528,7 +531,7 @@ func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	if s.gateway {
 		return h.o.Policy.Gateway(topic, false)
 	}
-	return h.o.Policy.Subscribe(s.id, topic).Allowed
+	return h.o.Policy.Subscribe(s.id, cl.Net.Remote, topic).Allowed
 }
 
 // OnPublish decides a publication: the policy, then the retained limits.
@@ -569,7 +572,7 @@ func (h *hook) mayPublish(s *session, topic string, payload []byte, retain bool)
 		}
 		return packets.CodeSuccess, ""
 	}
-	if d := h.o.Policy.Publish(s.id, topic, payload); !d.Allowed {
+	if d := h.o.Policy.Publish(s.id, s.remote, topic, payload); !d.Allowed {
 		return packets.ErrNotAuthorized, d.Reason
 	}
 	if retain && len(payload) > 0 && !h.o.Policy.Command(topic) {
@@ -663,12 +666,12 @@ func (h *hook) revokeGone() {
 type Generic struct{}
 
 // Publish needs admin.
-func (Generic) Publish(who auth.Identity, _ string, _ []byte) auth.Decision {
+func (Generic) Publish(who auth.Identity, _, _ string, _ []byte) auth.Decision {
 	return auth.Authorize(auth.Attributes{Who: who, Surface: auth.SurfaceMQTT, Verb: auth.VerbAct, Resource: auth.ResBridge})
 }
 
 // Subscribe needs viewer.
-func (Generic) Subscribe(who auth.Identity, _ string) auth.Decision {
+func (Generic) Subscribe(who auth.Identity, _, _ string) auth.Decision {
 	return auth.Authorize(auth.Attributes{Who: who, Surface: auth.SurfaceMQTT, Verb: auth.VerbWatch, Resource: auth.ResEvents})
 }
 
