@@ -87,6 +87,7 @@ type Servo struct {
 	chip    *Chip
 	channel int
 	model   *sim.Servo
+	lo, hi  int
 }
 
 var _ hal.Servo = (*Servo)(nil)
@@ -97,13 +98,23 @@ func (c *Chip) Servo(channel int, clk clock.Clock) (*Servo, error) {
 	if channel < 0 || channel >= Channels {
 		return nil, fmt.Errorf("servo channel %d: want 0-%d: %w", channel, Channels-1, ErrRange)
 	}
-	return &Servo{chip: c, channel: channel, model: sim.NewServo(clk)}, nil
+	return &Servo{chip: c, channel: channel, model: sim.NewServo(clk), lo: MinPulse, hi: MaxPulse}, nil
+}
+
+// SetLimits narrows the pulses the servo accepts to lo-hi µs (within
+// MinPulse-MaxPulse), for servos that strain outside a smaller range.
+func (s *Servo) SetLimits(lo, hi int) error {
+	if lo < MinPulse || hi > MaxPulse || lo >= hi {
+		return fmt.Errorf("servo limits %d-%d µs: %w", lo, hi, ErrRange)
+	}
+	s.lo, s.hi = lo, hi
+	return nil
 }
 
 // Drive sends pulses of us microseconds until told otherwise.
 func (s *Servo) Drive(us int) error {
-	if us < MinPulse || us > MaxPulse {
-		return fmt.Errorf("servo pulse %d µs: %w", us, ErrRange)
+	if us < s.lo || us > s.hi {
+		return fmt.Errorf("servo pulse %d µs outside %d-%d: %w", us, s.lo, s.hi, ErrRange)
 	}
 	s.chip.mu.Lock()
 	err := s.chip.dev.SetPwm(s.channel, 0, gpio.Duty(Ticks(us)))

@@ -206,3 +206,26 @@ func FuzzTicks(f *testing.F) {
 		}
 	})
 }
+
+func TestLimits(t *testing.T) {
+	chip := pca9685test.New(0x40)
+	c, err := servo.NewChip(chip, 0x40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Servo(0, clock.NewFake(t0))
+	if err := s.SetLimits(900, 2100); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drive(800); !errors.Is(err, servo.ErrRange) {
+		t.Errorf("800 µs under a 900 limit: %v", err)
+	}
+	if err := s.Drive(2100); err != nil {
+		t.Error(err)
+	}
+	for _, l := range [][2]int{{400, 2000}, {1000, 2600}, {1500, 1500}} {
+		if err := s.SetLimits(l[0], l[1]); !errors.Is(err, servo.ErrRange) {
+			t.Errorf("SetLimits%v: %v", l, err)
+		}
+	}
+}
