@@ -2,6 +2,7 @@ package linux
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"periph.io/x/conn/v3/gpio"
@@ -37,8 +38,11 @@ func (h *PeriphHost) SPI(name string) (spi.PortCloser, error) {
 		return nil, err
 	}
 	p, err := spireg.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w (is SPI on? dtparam=spi=on in config.txt; a second bus needs dtoverlay=spi1-1cs)", err)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "no port found"):
+		return nil, fmt.Errorf("no SPI port %s on this machine (is SPI on? dtparam=spi=on in config.txt; a second bus needs dtoverlay=spi1-1cs)", name)
+	case err != nil:
+		return nil, err
 	}
 	return p, nil
 }
@@ -49,8 +53,11 @@ func (h *PeriphHost) I2C(name string) (i2c.BusCloser, error) {
 		return nil, err
 	}
 	b, err := i2creg.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w (is I2C on? dtparam=i2c_arm=on in config.txt)", err)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "no bus found"):
+		return nil, fmt.Errorf("no I2C bus %s on this machine (is I2C on? dtparam=i2c_arm=on in config.txt)", name)
+	case err != nil:
+		return nil, err
 	}
 	return b, nil
 }
