@@ -213,3 +213,17 @@ func TestStripCountLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExampleDescription: the description docs/hardware.md shows (kept in
+// deploy/) is valid, and opens on the fakes but for the parts the fakes
+// do not have (the touch controller).
+func TestExampleDescription(t *testing.T) {
+	d, err := linux.Load("../../../deploy/hardware.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Touch = nil
+	if _, err := linux.Open(d, linuxtest.New(), linux.Options{Sleep: noSleep}); err != nil {
+		t.Fatal(err)
+	}
+}
