@@ -42,7 +42,7 @@ func linuxTarget(t *testing.T) target {
 	h := linuxtest.New()
 	d := open(t, h, clock.Real)
 	return target{
-		hw: &board.Hardware{Display: d.Display, Touch: d.Touch, Strip: d.Strip, Pan: d.Pan, Tilt: d.Tilt, LEDGPIO: d.LEDGPIO, Attn: d.Attn},
+		hw:    &board.Hardware{Display: d.Display, Touch: d.Touch, Strip: d.Strip, Pan: d.Pan, Tilt: d.Tilt, LEDGPIO: d.LEDGPIO, Attn: d.Attn},
 		noI2C: "no target mode", glass: h.Glass, leds: h.LEDColours,
 		pan:        func() (int, bool) { return h.Pulse(linuxtest.PanCh) },
 		colourStep: 8, pulseStep: 3, refusesI2C: true, description: "linux",
@@ -139,4 +139,3 @@ func nearColour(a, b color.RGBA, step int) bool {
 	n := func(x, y uint8) bool { d := int(x) - int(y); return d <= step && d >= -step }
 	return n(a.R, b.R) && n(a.G, b.G) && n(a.B, b.B)
 }
-
