@@ -2,15 +2,18 @@ package linux_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/hal/linux/linuxtest"
@@ -138,4 +141,39 @@ func TestFeaturesOnBothHALs(t *testing.T) {
 func nearColour(a, b color.RGBA, step int) bool {
 	n := func(x, y uint8) bool { d := int(x) - int(y); return d <= step && d >= -step }
 	return n(a.R, b.R) && n(a.G, b.G) && n(a.B, b.B)
+}
+
+// TestLinkI2CFeature: /info lists link-i2c only on a board that can be an
+// I2C target (a simulated board on a simulated bus), never on the Linux
+// HAL, which cannot.
+func TestLinkI2CFeature(t *testing.T) {
+	features := func(o boardtest.InProcOptions) []string {
+		b := boardtest.StartInProcess(t, o)
+		defer b.Stop()
+		resp, err := http.Get(b.URL + "/api/v1/info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var info struct{ Features []string }
+		if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+			t.Fatal(err)
+		}
+		return info.Features
+	}
+	lt := linuxTarget(t)
+	for _, tc := range []struct {
+		name string
+		o    boardtest.InProcOptions
+		want bool
+	}{
+		{"sim on an I2C bus", boardtest.InProcOptions{I2C: i2creg.NewBus()}, true},
+		{"sim without a bus", boardtest.InProcOptions{}, false},
+		{"linux", boardtest.InProcOptions{Hardware: lt.hw, NoI2CTarget: lt.noI2C}, false},
+	} {
+		f := features(tc.o)
+		if slices.Contains(f, "link-i2c") != tc.want || !slices.Contains(f, "link") {
+			t.Errorf("%s: features %v, want link and link-i2c %v", tc.name, f, tc.want)
+		}
+	}
 }

@@ -2,10 +2,12 @@ package linux_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"image/color"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -226,4 +228,32 @@ func TestExampleDescription(t *testing.T) {
 	if _, err := linux.Open(d, linuxtest.New(), linux.Options{Sleep: noSleep}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzParse: the description parser never panics, and what it accepts
+// survives a round trip through JSON unchanged.
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("../../../deploy/hardware.example.json"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"display":{"spi":"a","dc":"GPIO1"},"attn":"GPIO1"}`))
+	f.Add([]byte(`{"servos":{"i2c":"b","pan":0,"tilt":1,"min_us":600}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := linux.Parse(b)
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d2, err := linux.Parse(again)
+		if err != nil {
+			t.Fatalf("re-parse of %s: %v", again, err)
+		}
+		if !reflect.DeepEqual(d, d2) {
+			t.Fatalf("round trip changed %+v to %+v", d, d2)
+		}
+	})
 }
