@@ -163,10 +163,15 @@ build: ## Build every binary into bin/, plus linux/arm64 and linux/arm cross-bui
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -ldflags "$$ldflags" -o $(BIN)/linux-arm/$$c ./cmd/$$c || exit 1; \
 	done
 
+# make image GOARCH=arm64 (or GOARCH=arm GOARM=7) packs a holo-board for a
+# Linux board: holoctl itself is built for this machine (GOOS/GOARCH
+# cleared), and the holo-board it builds and packs inherits GOARCH.
+HOST_GO := GOOS= GOARCH= GOARM= $(GO)
+
 .PHONY: image
-image: ## Build holo-board with VERSION, pack and sign it: $(BIN)/holo-board-VERSION.bin (KEY=private key PEM, default a dev key)
+image: ## Build holo-board with VERSION, pack and sign it: $(BIN)/holo-board-VERSION.bin (KEY=private key PEM, default a dev key; GOARCH=arm64 for a Pi)
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/holoctl ./cmd/holoctl
+	$(HOST_GO) build -o $(BIN)/holoctl ./cmd/holoctl
 	$(BIN)/holoctl image pack --version $(VERSION) -o $(BIN)/holo-board-$(VERSION).bin
 	@key='$(KEY)'; \
 	if [ -z "$$key" ]; then \

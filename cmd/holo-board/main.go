@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/holofleet/holofleet/firmware/assemble"
@@ -41,7 +42,8 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	stall := fs.Duration("stall-timeout", longop.DefaultIdle, "cut an upload, pull or download whose client sends or takes no byte for this long")
 	consoleAddr := fs.String("console", "", "console transport: stdio, pty, tcp://ADDR or a serial device (default stdio when stdin is a terminal)")
-	proc := processFlags(fs, data) // process mode: bootloader, slots, OTA (boot.go)
+	proc := processFlags(fs, data)  // process mode: bootloader, slots, OTA (boot.go)
+	hwFlags := newHardwareFlags(fs) // --hal, --hardware (hardware.go)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,6 +55,9 @@ func run(args []string) error {
 	lv.Set(level)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 	proc.powerCut = func() { powerCut(proc) }
+	if err := hwFlags.check(); err != nil { // before any boot: a bad description never crash-loops
+		return err
+	}
 	if done, err := proc.start(log, args, *httpAddr); done || err != nil {
 		return err
 	}
@@ -69,6 +74,23 @@ func run(args []string) error {
 		return fmt.Errorf("--stall-timeout must be positive, not %s", *stall)
 	}
 	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log, OnRestart: proc.onRestart(), StallTimeout: *stall}
+	var running atomic.Pointer[board.Board] // for the BOOT button, once open
+	hw, devs, err := hwFlags.open(ctx, log, func() *board.Boot {
+		if r := running.Load(); r != nil {
+			return r.Current()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if devs != nil {
+		defer devs.Close()
+		cfg.Hardware = hw
+		if *uart == "" {
+			*uart = devs.Link
+		}
+	}
 	cfg.OnReady = func(addr net.Addr) {
 		// Tests and tools read this line to learn the port of --http :0.
 		fmt.Printf("holo-board %s listening on http://%s\n", b.Current().Web.Hostname(), addr)
@@ -98,12 +120,13 @@ func run(args []string) error {
 	netOpts := assemble.NetworkOptions{APAddr: *apHTTP, MDNS: *mdnsOn, OnAPOpen: func(a net.Addr) {
 		fmt.Printf("holo-board access point on http://%s\n", a) // tests read this line
 	}}
-	cfg.Features = features(options{network: netOpts, dataDir: *data, volumeSize: *volumeSize, port: port})
+	cfg.Features = features(options{network: netOpts, dataDir: *data, volumeSize: *volumeSize, port: port, linuxHAL: devs != nil})
 	cfg.Features = append([]board.Feature{assemble.PowerCut(func() { powerCut(proc) })}, cfg.Features...)
 	b, err = board.Open(cfg)
 	if err != nil {
 		return err
 	}
+	running.Store(b)
 	ln, err := proc.listen(*httpAddr)
 	if err != nil {
 		b.DB().Close()

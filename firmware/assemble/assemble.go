@@ -27,6 +27,9 @@ type Options struct {
 	Port *link.Port
 	// I2C is the simulated I2C bus the board sits on; nil when none.
 	I2C *i2creg.Bus
+	// NoI2CTarget, when set, says why the board can never be an I2C
+	// target (the Linux HAL): the link refuses mode i2c with it.
+	NoI2CTarget string
 	// Network holds the network feature's command-line settings.
 	Network NetworkOptions
 	// VolumeSize is the storage volume's capacity (0: fs.DefaultCapacity).
@@ -44,13 +47,24 @@ func Features(o Options) []board.Feature {
 	// The screen reads the storage volume and scenes drive the screen,
 	// LEDs and holo.
 	fs = append(fs, Screen, Scenes)
-	return append(fs, Link(o.Port, o.I2C))
+	link := Link(o.Port, o.I2C)
+	if o.NoI2CTarget != "" {
+		link = LinkWithout(o.Port, o.NoI2CTarget)
+	}
+	return append(fs, link)
 }
 
-// Link installs the host link on the board's port or I2C bus.
-func Link(port *link.Port, bus *i2creg.Bus) board.Feature {
+// Link installs the host link on the board's port or I2C bus. A board on
+// an I2C bus lists link-i2c in /info's features: it can be an I2C target.
+func Link(port *link.Port, bus *i2creg.Bus) board.Feature { return linkFeature(port, bus, "") }
+
+// LinkWithout installs the host link of a board that can never be an I2C
+// target (why says why); PATCH /link refuses mode i2c.
+func LinkWithout(port *link.Port, why string) board.Feature { return linkFeature(port, nil, why) }
+
+func linkFeature(port *link.Port, bus *i2creg.Bus, noI2C string) board.Feature {
 	return func(b *board.Boot) error {
-		srv, err := link.New(link.Options{
+		srv, err := link.New(link.Options{NoI2CTarget: noI2C,
 			Port: port, I2C: bus, Lookup: b.HTTP.Lookup, Hub: b.Hub, Store: b.Board.DB().Bucket("link"),
 			LEDGPIO: b.Board.Hardware().LEDGPIO, Status: b.StatusBlock, Version: b.App().Version,
 			Uptime: b.Uptime, Attn: b.Board.Hardware().Attn, Clock: b.Clock, Log: b.Log.With("part", "link"),
@@ -59,6 +73,9 @@ func Link(port *link.Port, bus *i2creg.Bus) board.Feature {
 			return err
 		}
 		b.AddFeature("link", srv.Routes()...)
+		if bus != nil {
+			b.AddFeature("link-i2c")
+		}
 		if err := srv.Start(); err != nil {
 			return err
 		}

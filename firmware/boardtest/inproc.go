@@ -34,6 +34,11 @@ type InProcOptions struct {
 	Addr string
 	// Extra features installed after the built-in ones.
 	Extra []board.Feature
+	// Hardware is the board's devices (nil: simulated ones).
+	Hardware *board.Hardware
+	// NoI2CTarget, when set, makes a board that can never be an I2C
+	// target, as on the Linux HAL (see assemble.Options).
+	NoI2CTarget string
 }
 
 // InProc is a board running in the test's own process.
@@ -111,8 +116,8 @@ func StartInProcess(t testing.TB, o InProcOptions) *InProc {
 	}
 	ready := make(chan struct{})
 	b, err := board.Open(board.Config{DataDir: o.Dir,
-		Features: assemble.Features(assemble.Options{Port: port, I2C: o.I2C, Extra: o.Extra}),
-		OnReady:  func(net.Addr) { close(ready) }})
+		Features: assemble.Features(assemble.Options{Port: port, I2C: o.I2C, Extra: o.Extra, NoI2CTarget: o.NoI2CTarget}),
+		Hardware: o.Hardware, OnReady: func(net.Addr) { close(ready) }})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

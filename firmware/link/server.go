@@ -36,6 +36,10 @@ type Options struct {
 	Port *Port
 	// I2C is the (simulated) I2C bus the board is a target on in I2C mode.
 	I2C *i2creg.Bus
+	// NoI2CTarget, when set, says why this board can never be an I2C
+	// target (Linux user space has no target mode): PATCH /link refuses
+	// mode i2c with it.
+	NoI2CTarget string
 	// Lookup finds the API route for a method and path (the HTTP
 	// server's table): requests over the link run the same handlers.
 	Lookup func(method, path string) (api.Route, bool)

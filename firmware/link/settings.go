@@ -295,6 +295,10 @@ func (srv *Server) settingsRoutes() []api.Route {
 					api.WriteError(w, err)
 					return
 				}
+				if p.Mode != nil && *p.Mode == ModeI2C && srv.o.NoI2CTarget != "" {
+					api.WriteError(w, api.Errorf(api.ErrBadRequest, "mode i2c is not available on this board: %s", srv.o.NoI2CTarget))
+					return
+				}
 				if _, err := srv.settings.patch(p); err != nil {
 					api.WriteError(w, err)
 					return

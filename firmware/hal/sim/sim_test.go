@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/hal"
+	"github.com/holofleet/holofleet/firmware/hal/haltest"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -227,4 +228,18 @@ func TestTouchPendingUntilHandled(t *testing.T) {
 	if got := d.Pending(); got != 0 {
 		t.Fatalf("handled: Pending %d, want 0", got)
 	}
+}
+
+// TestConformance runs the hal conformance suite on the simulator; the
+// Linux HAL runs the same suite on periph's fakes.
+func TestConformance(t *testing.T) {
+	haltest.Run(t, func(t *testing.T) haltest.Rig {
+		clk := clock.NewFake(haltest.T0)
+		d, strip, servo := NewDisplay(), NewLEDStrip(), NewServo(clk)
+		return haltest.Rig{Display: d, Strip: strip, Servo: servo, Clock: clk, LEDGPIO: 18,
+			Glass: d.Snapshot,
+			LEDs:  func() ([]color.RGBA, error) { return strip.Pixels(), nil },
+			Pulse: func() (int, bool) { _, on := servo.Position(); return servo.Target(), on },
+		}
+	})
 }
