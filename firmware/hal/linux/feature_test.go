@@ -16,6 +16,7 @@ import (
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/boardtest"
+	"github.com/holofleet/holofleet/firmware/hal/linux"
 	"github.com/holofleet/holofleet/firmware/hal/linux/linuxtest"
 	"github.com/holofleet/holofleet/firmware/hal/sim"
 )
@@ -175,5 +176,52 @@ func TestLinkI2CFeature(t *testing.T) {
 		if slices.Contains(f, "link-i2c") != tc.want || !slices.Contains(f, "link") {
 			t.Errorf("%s: features %v, want link and link-i2c %v", tc.name, f, tc.want)
 		}
+	}
+}
+
+// TestNoSimEndpointsOnRealBoards: a board on the Linux HAL that leaves
+// every part out runs them on simulated stand-ins, but never serves the
+// simulator's endpoints (a power cut, a BOOT press or touches for anyone
+// on the network); the simulator's own board does.
+func TestNoSimEndpointsOnRealBoards(t *testing.T) {
+	d, err := linux.Open(linux.Description{}, linuxtest.New(), linux.Options{Sleep: func(time.Duration) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	bare := &board.Hardware{Display: d.Display, Touch: d.Touch, Strip: d.Strip, Pan: d.Pan, Tilt: d.Tilt, LEDGPIO: d.LEDGPIO}
+	for _, tc := range []struct {
+		name string
+		hw   *board.Hardware
+		want int
+	}{
+		{"sim", board.SimHardware(clock.Real), http.StatusNoContent},
+		{"linux, every part a stand-in", bare, http.StatusNotFound},
+	} {
+		b := boardtest.StartInProcess(t, boardtest.InProcOptions{Hardware: tc.hw, NoI2CTarget: "no target mode"})
+		for _, p := range []string{"/sim/boot", "/sim/power", "/sim/touch", "/sim/screen.png", "/sim/leds"} {
+			method := http.MethodPost
+			if p == "/sim/screen.png" || p == "/sim/leds" {
+				method = http.MethodGet
+			}
+			body := ""
+			if p == "/sim/touch" {
+				body = `{"action":"tap","x":120,"y":120}`
+			}
+			req, _ := http.NewRequest(method, b.URL+"/api/v1"+p, bytes.NewReader([]byte(body)))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if tc.want == http.StatusNotFound && resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s: %s %s answered %d, want 404", tc.name, method, p, resp.StatusCode)
+			}
+			if tc.want != http.StatusNotFound && p == "/sim/leds" && resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: %s %s answered %d, want 200", tc.name, method, p, resp.StatusCode)
+			}
+		}
+		b.Stop()
 	}
 }

@@ -120,21 +120,24 @@ func Open(desc Description, host Host, o Options) (*Devices, error) {
 		_ = d.Close()
 		return nil, err
 	}
-	// Absent parts run on the simulator's stand-ins.
+	// Absent parts run on the simulator's stand-ins, wrapped so that the
+	// firmware does not take them for a simulated board: a real board
+	// never serves the simulator's /sim endpoints (power cut, BOOT press,
+	// touches), whatever it left out.
 	if d.Display == nil {
 		sd := sim.NewDisplay()
-		d.Display = sd
+		d.Display = standInDisplay{sd}
 		if d.Touch == nil {
-			d.Touch = sd
+			d.Touch = standInTouch{sd}
 		}
 		d.Absent = append(d.Absent, "display")
 	}
 	if d.Strip == nil {
-		d.Strip, d.LEDGPIO = sim.NewLEDStrip(), 0
+		d.Strip, d.LEDGPIO = standInStrip{sim.NewLEDStrip()}, 0
 		d.Absent = append(d.Absent, "leds")
 	}
 	if d.Pan == nil {
-		d.Pan, d.Tilt = sim.NewServo(o.Clock), sim.NewServo(o.Clock)
+		d.Pan, d.Tilt = standInServo{sim.NewServo(o.Clock)}, standInServo{sim.NewServo(o.Clock)}
 		d.Absent = append(d.Absent, "servos")
 	}
 	if desc.Touch == nil {
@@ -296,3 +299,12 @@ func (op *opener) touch(t *TouchDesc, o Options) {
 		op.d.touch, op.d.Touch = dev, dev
 	}
 }
+
+// Stand-ins for parts the description leaves out: the simulator's parts
+// behind the hal interfaces only.
+type (
+	standInDisplay struct{ hal.Display }
+	standInTouch   struct{ hal.Touch }
+	standInStrip   struct{ hal.LEDStrip }
+	standInServo   struct{ hal.Servo }
+)
