@@ -1,8 +1,11 @@
 package cluster_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -198,7 +201,130 @@ func TestCluster(t *testing.T) {
 					t.Errorf("by id: %+v", r)
 				}
 			}
-			_ = json.Marshal
+
+			testEvents(t, tc, boards)
 		})
+	}
+}
+
+// eventJSON is an event as /v1/events streams it.
+type eventJSON struct {
+	N     string `json:"n"`
+	Board string `json:"board"`
+	Type  string `json:"type"`
+	Kind  string `json:"kind"`
+	Data  string `json:"data"`
+}
+
+// watchEvents streams /v1/events?after=after from g into the returned
+// channel until the test ends.
+func watchEvents(t *testing.T, g *gwProc, after uint64) <-chan eventJSON {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/events?after=%d", g.base(), after), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s /v1/events: %d", g.name, resp.StatusCode)
+	}
+	ch := make(chan eventJSON, 4096)
+	go func() {
+		defer resp.Body.Close()
+		defer close(ch)
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var m struct {
+				Result eventJSON `json:"result"`
+			}
+			if dec.Decode(&m) != nil {
+				return
+			}
+			ch <- m.Result
+		}
+	}()
+	return ch
+}
+
+// collect reads events from ch until pred is true of what was read, or d.
+func collect(t *testing.T, ch <-chan eventJSON, d time.Duration, what string, pred func([]eventJSON) bool) []eventJSON {
+	t.Helper()
+	var got []eventJSON
+	timeout := time.After(d)
+	for !pred(got) {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: stream ended after %d events", what, len(got))
+			}
+			got = append(got, e)
+		case <-timeout:
+			t.Fatalf("%s: %d events after %v: %+v", what, len(got), d, got)
+		}
+	}
+	return got
+}
+
+func num(t *testing.T, e eventJSON) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(e.N, 10, 64)
+	if err != nil {
+		t.Fatalf("event n %q", e.N)
+	}
+	return n
+}
+
+// testEvents: /v1/events on one gateway streams every gateway's events,
+// numbered in one order, and a client resumes after a number on another
+// gateway, also one restarted since.
+func testEvents(t *testing.T, tc *testCluster, boards []boardJSON) {
+	gw1, gw2 := tc.gws[0], tc.gws[1]
+	ch := watchEvents(t, gw1, 0)
+	time.Sleep(300 * time.Millisecond) // the watch is in place
+	var res struct {
+		Results []struct{ Board, Error string } `json:"results"`
+	}
+	gw2.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"all": true},
+		"body": map[string]any{"mode": "solid", "brightness": 64}}, &res)
+	leds := func(b string) func([]eventJSON) bool {
+		return func(es []eventJSON) bool {
+			return slices.ContainsFunc(es, func(e eventJSON) bool {
+				return e.Board == b && e.Type == "state" && e.Kind == "leds" && strings.Contains(e.Data, `"brightness":64`)
+			})
+		}
+	}
+	all := func(es []eventJSON) bool {
+		for _, b := range boards {
+			if !leds(b.ID)(es) {
+				return false
+			}
+		}
+		return true
+	}
+	got := collect(t, ch, 20*time.Second, "gw1 sees every board's leds state", all)
+	for i := 1; i < len(got); i++ {
+		if num(t, got[i]) <= num(t, got[i-1]) {
+			t.Fatalf("event numbers not increasing: %s after %s", got[i].N, got[i-1].N)
+		}
+	}
+	first := num(t, got[0])
+	// The same events, with the same numbers, replayed on gw2 from
+	// before the first.
+	replay := collect(t, watchEvents(t, gw2, first-1), 10*time.Second, "replay on gw2", func(es []eventJSON) bool { return len(es) >= len(got) })
+	for i := range got {
+		if replay[i] != got[i] {
+			t.Fatalf("replay %d on gw2: %+v, gw1 streamed %+v", i, replay[i], got[i])
+		}
+	}
+	// Across a restart of the gateway serving the stream.
+	gw2.kill()
+	gw2.start(t)
+	replay = collect(t, watchEvents(t, gw2, first-1), 20*time.Second, "replay on gw2 restarted", func(es []eventJSON) bool { return len(es) >= len(got) })
+	for i := range got {
+		if replay[i] != got[i] {
+			t.Fatalf("replay %d on restarted gw2: %+v, want %+v", i, replay[i], got[i])
+		}
 	}
 }
