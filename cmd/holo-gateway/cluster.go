@@ -86,6 +86,9 @@ func newCluster(ctx context.Context, e *env) (component, error) {
 		return component{}, err
 	}
 	e.cluster = cl
+	if e.tokens != nil {
+		cl.ShareTokens(e.tokens)
+	}
 	// Every series the gateway's components export carries its name.
 	e.registerer = prometheus.WrapRegistererWith(prometheus.Labels{"gateway": f.name}, e.registerer)
 	lines := []string{fmt.Sprintf("cluster:  gateway %q on the %s (%d replicas)", f.name, eng.Where(), eng.Replicas())}

@@ -264,7 +264,13 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	guard := &auth.Guard{Tokens: tokens, Insecure: o.insecureLab, LoopbackFree: isDemo, Audit: auditLog}
 	var firstSecret string
 	if tokens.Len() == 0 && !o.insecureLab {
-		if firstSecret, _, err = tokens.Create("admin", auth.RoleAdmin); err != nil {
+		// In a cluster every gateway's tokens are shared: each names its
+		// first admin after itself.
+		first := "admin"
+		if o.cluster.url != "" {
+			first += "-" + o.cluster.name
+		}
+		if firstSecret, _, err = tokens.Create(first, auth.RoleAdmin); err != nil {
 			return err
 		}
 	}

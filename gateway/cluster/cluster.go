@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -115,6 +116,8 @@ type Cluster struct {
 	lastBeat time.Time       // last heartbeat the engine acknowledged
 	setupErr error
 
+	tokens *auth.Tokens // shared with the cluster (ShareTokens), or nil
+
 	wake chan struct{} // asks the sync loop for a round now
 	st   stats
 	ev   *events
@@ -188,6 +191,9 @@ func (c *Cluster) Run(ctx context.Context) error {
 	wg.Go(func() { c.heartbeatLoop(ctx) })
 	wg.Go(func() { c.syncLoop(ctx) })
 	wg.Go(func() { c.ev.publishLoop(ctx) })
+	if c.tokens != nil {
+		wg.Go(func() { c.shareTokens(ctx) })
+	}
 	wg.Wait()
 	return nil
 }

@@ -166,22 +166,35 @@ type gwProc struct {
 	exited     chan struct{}
 	api        string // http://127.0.0.1:port
 	join       string // the embedded engine's join URL
+	admin      string // the first admin token's secret (without --insecure-lab)
+	token      string // the bearer token rest sends ("" none)
 	out, log   *syncBuf
 }
 
 var (
 	apiLine  = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
 	joinLine = regexp.MustCompile(`others join with --cluster (\S+)`)
+	tokLine  = regexp.MustCompile(`first admin token \(shown once, stored hashed\): (holo_\S+)`)
 )
 
 // startGateway runs holo-gateway --name name --cluster url with the site's
 // line and boards (and extra flags) until the test ends.
 func startGateway(t testing.TB, name, url string, s *site, extra ...string) *gwProc {
 	t.Helper()
+	return startGatewayAuth(t, name, url, s, false, extra...)
+}
+
+// startGatewayAuth is startGateway with bearer tokens required (secure)
+// instead of --insecure-lab.
+func startGatewayAuth(t testing.TB, name, url string, s *site, secure bool, extra ...string) *gwProc {
+	t.Helper()
 	g := &gwProc{name: name, data: t.TempDir()}
-	g.args = []string{"--data", g.data, "--listen", "127.0.0.1:0", "--no-mqtt", "--insecure-lab",
-		"--name", name, "--cluster", url, "--cluster-listen", "127.0.0.1:0",
-		"--cluster-heartbeat", "250ms", "--cluster-dead-after", "1500ms", "--cluster-lease", "1500ms"}
+	g.args = []string{"--data", g.data, "--listen", "127.0.0.1:0", "--no-mqtt"}
+	if !secure {
+		g.args = append(g.args, "--insecure-lab")
+	}
+	g.args = append(g.args, "--name", name, "--cluster", url, "--cluster-listen", "127.0.0.1:0",
+		"--cluster-heartbeat", "250ms", "--cluster-dead-after", "1500ms", "--cluster-lease", "1500ms")
 	if s != nil {
 		if s.hubURL != "" {
 			g.args = append(g.args, "--line", s.hubURL)
@@ -226,6 +239,9 @@ func (g *gwProc) start(t testing.TB) {
 		}
 		if m := joinLine.FindStringSubmatch(l); m != nil {
 			g.join = m[1]
+		}
+		if m := tokLine.FindStringSubmatch(l); m != nil {
+			g.admin = m[1]
 		}
 		if strings.Contains(l, "Ctrl-C stops.") {
 			break
@@ -304,6 +320,9 @@ func (g *gwProc) rest(t testing.TB, method, path string, body any) (int, []byte)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if g.token != "" {
+		req.Header.Set("Authorization", "Bearer "+g.token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, []byte(err.Error())
@@ -378,3 +397,5 @@ func httpJSON(url string, out any) error {
 	}
 	return json.Unmarshal(b, out)
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
