@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +31,13 @@ const (
 // engine, or on a three-node cluster of nats-server processes.
 func startCluster(t *testing.T, engine string, extra ...string) *testCluster {
 	t.Helper()
+	return startClusterVia(t, engine, nil, extra...)
+}
+
+// startClusterVia is startCluster where via may change the engine URL
+// each gateway joins with (a proxy in front of the engine, say).
+func startClusterVia(t *testing.T, engine string, via func(i int, url string) string, extra ...string) *testCluster {
+	t.Helper()
 	tc := &testCluster{owner: map[string]string{}}
 	for range 3 {
 		tc.sites = append(tc.sites, startSite(t, lineBoards, lanBoards))
@@ -48,6 +55,9 @@ func startCluster(t *testing.T, engine string, extra ...string) *testCluster {
 			if i > 0 {
 				u = tc.gws[0].join
 			}
+		}
+		if via != nil {
+			u = via(i, u)
 		}
 		g := startGateway(t, name, u, s, extra...)
 		if engine == "embedded" && i == 0 && g.join == "" {

@@ -110,14 +110,7 @@ func (ev *events) follow(ctx context.Context) {
 // queue adds a local event for publishing unless another gateway owns
 // its board.
 func (ev *events) queue(e fleet.Event) {
-	c := ev.c
-	c.mu.Lock()
-	standby := c.standby[e.Board]
-	if r := c.records[e.Board]; r != nil && !r.gone && r.View.Gateway != c.name {
-		standby = true
-	}
-	c.mu.Unlock()
-	if standby {
+	if !ev.c.ownsLocal(e.Board) {
 		return
 	}
 	ev.mu.Lock()
@@ -260,8 +253,74 @@ func (c *Cluster) Watch(ctx context.Context, f fleet.Filter, after uint64) *flee
 	return &fleet.Watcher{C: ch, Dropped: dropped.Load}
 }
 
-// watch feeds ch from the stream until ctx ends or ch is full.
+// watch feeds ch from the stream until ctx ends or ch is full. While
+// this gateway is cut off from the engine, its own boards' events are
+// also handed out at once, numbered with the last stream number handed
+// out; when they reach the stream later they are not handed out again.
 func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch chan<- fleet.Event, dropped *atomic.Uint64) {
+	c := ev.c
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fromStream := make(chan streamEvent, 64)
+	go ev.readStream(ctx, f, after, fromStream, dropped)
+	local := c.o.Local.Watch(ctx, f, 0)
+	direct := map[string]bool{} // ids of events handed out directly
+	last := after
+	send := func(e fleet.Event) bool {
+		select {
+		case ch <- e:
+			return true
+		default:
+			dropped.Add(1)
+			return false
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case se, ok := <-fromStream:
+			if !ok {
+				return
+			}
+			if direct[se.id] {
+				delete(direct, se.id)
+				continue
+			}
+			last = se.e.N
+			if !c.passes(f, se.e.Board) {
+				continue
+			}
+			if !send(se.e) {
+				return
+			}
+		case e, ok := <-local.C:
+			if !ok {
+				local = c.o.Local.Watch(ctx, f, 0) // fell behind: what matters is the stream
+				continue
+			}
+			if !c.Partitioned() || !c.ownsLocal(e.Board) {
+				continue
+			}
+			direct[c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10)] = true
+			e.N = last
+			if !send(e) {
+				return
+			}
+		}
+	}
+}
+
+// streamEvent is an event read from the stream and its message id.
+type streamEvent struct {
+	e  fleet.Event
+	id string
+}
+
+// readStream reads the stream after after (from now when 0) into out,
+// until ctx ends; it closes out when it stops.
+func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, out chan<- streamEvent, dropped *atomic.Uint64) {
+	defer close(out)
 	c := ev.c
 	// Wait until the stream is there (a gateway still joining).
 	for ev.streamOf() == nil {
@@ -310,17 +369,24 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 			continue
 		}
 		e.N = md.Sequence.Stream
-		if !c.passes(f, e.Board) {
-			continue
-		}
 		select {
-		case ch <- e:
-		default:
-			dropped.Add(1)
-			it.Stop()
+		case out <- streamEvent{e: e, id: m.Headers().Get(jetstream.MsgIDHeader)}:
+		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// ownsLocal reports whether this gateway owns board id (or no record
+// names an owner yet).
+func (c *Cluster) ownsLocal(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.standby[id] {
+		return false
+	}
+	r := c.records[id]
+	return r == nil || r.gone || r.View.Gateway == c.name
 }
 
 func (ev *events) streamOf() jetstream.Stream {

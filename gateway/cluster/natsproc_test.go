@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -95,7 +96,10 @@ func startNATSCluster(t testing.TB, n int) *natsCluster {
 		dir := filepath.Join(t.TempDir(), name)
 		args := []string{"-n", name, "-a", "127.0.0.1", "-p", fmt.Sprint(ports[i]), "-js", "-sd", dir}
 		if n > 1 {
-			args = append(args, "--cluster_name", "holo-test", "--cluster", routes[i], "--routes", strings.Join(routes, ","))
+			args = append(args, "--cluster_name", "holo-test", "--cluster", routes[i], "--routes", strings.Join(routes, ","),
+				// Clients use the URLs they are given only, so a test can
+				// cut one off through a proxy.
+				"--no_advertise=true")
 		}
 		node := &natsNode{name: name, args: args, client: ports[i], bin: bin, dir: dir, out: &syncBuf{}, clusterOf: c}
 		c.nodes = append(c.nodes, node)
@@ -186,4 +190,69 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// proxy forwards TCP connections to target until cut: then it drops
+// every connection and refuses new ones until healed. A gateway joined
+// through it is partitioned from the engine by cut.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cutOff bool
+	conns  []net.Conn
+}
+
+func startProxy(t testing.TB, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.cutOff {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// URL is the proxy's address as an engine URL.
+func (p *proxy) URL() string { return "nats://" + p.ln.Addr().String() }
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutOff = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) heal() {
+	p.mu.Lock()
+	p.cutOff = false
+	p.mu.Unlock()
 }
