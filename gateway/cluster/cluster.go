@@ -116,7 +116,10 @@ type Cluster struct {
 	lastBeat time.Time       // last heartbeat the engine acknowledged
 	setupErr error
 
-	tokens *auth.Tokens // shared with the cluster (ShareTokens), or nil
+	tokens  *auth.Tokens // shared with the cluster (ShareTokens), or nil
+	arts    *Artifacts   // the firmware store (Artifacts), or nil
+	callers callers      // routed requests being served, by caller
+	co      *coordinator // rollouts (RunRollouts), or nil
 
 	wake chan struct{} // asks the sync loop for a round now
 	st   stats
@@ -193,6 +196,9 @@ func (c *Cluster) Run(ctx context.Context) error {
 	wg.Go(func() { c.ev.publishLoop(ctx) })
 	if c.tokens != nil {
 		wg.Go(func() { c.shareTokens(ctx) })
+	}
+	if c.co != nil {
+		wg.Go(func() { c.co.run(ctx) })
 	}
 	wg.Wait()
 	return nil

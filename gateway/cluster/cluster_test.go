@@ -87,7 +87,7 @@ func (tc *testCluster) waitListing(t *testing.T, d time.Duration) []boardJSON {
 			}
 			for _, b := range bs {
 				want := tc.owner[b.URL]
-				if !b.Online || b.Gateway != want {
+				if !b.Online || b.Gateway != want || (b.Line != "" && len(b.Groups) == 0) {
 					return fmt.Errorf("board %s (%s): online %v gateway %q, want %q (%s)", b.ID, b.URL, b.Online, b.Gateway, want, b.OfflineReason)
 				}
 			}

@@ -299,7 +299,7 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 				local = c.o.Local.Watch(ctx, f, 0) // fell behind: what matters is the stream
 				continue
 			}
-			if !c.Partitioned() || !c.ownsLocal(e.Board) {
+			if !c.cutOff() || !c.ownsLocal(e.Board) {
 				continue
 			}
 			direct[c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10)] = true

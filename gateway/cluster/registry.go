@@ -121,6 +121,17 @@ func (c *Cluster) partitionReason() string {
 	return ""
 }
 
+// cutOff reports whether this gateway has lost the engine it had
+// (partitioned, and not merely still joining).
+func (c *Cluster) cutOff() bool {
+	if ok, _ := c.eng.Connected(); !ok {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.lastBeat.IsZero() && c.clk.Since(c.lastBeat) > c.o.DeadAfter
+}
+
 // Partitioned reports whether this gateway is cut off from the engine.
 func (c *Cluster) Partitioned() bool { return c.partitionReason() != "" }
 
@@ -194,8 +205,6 @@ func (c *Cluster) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// isCoordinator is overridden by the rollout coordinator (coordinator.go).
-func (c *Cluster) isCoordinator() bool { return false }
 
 // watchGateways follows every gateway's heartbeat.
 func (c *Cluster) watchGateways(ctx context.Context) {
@@ -311,6 +320,7 @@ func (c *Cluster) syncLoop(ctx context.Context) {
 		case <-c.wake:
 		}
 		c.syncOnce(ctx)
+		c.endCallers()
 	}
 }
 
