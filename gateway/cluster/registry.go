@@ -205,7 +205,6 @@ func (c *Cluster) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-
 // watchGateways follows every gateway's heartbeat.
 func (c *Cluster) watchGateways(ctx context.Context) {
 	c.watch(ctx, c.kvGW, func(e jetstream.KeyValueEntry, initial bool) {
