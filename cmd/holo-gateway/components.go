@@ -11,6 +11,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/audit"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -39,6 +40,9 @@ type env struct {
 	// rollouts component; nil leaves them unimplemented).
 	artifacts api.Artifacts
 	rollouts  api.Rollouts
+	// cluster is this gateway's member of a cluster of gateways (set by
+	// newCluster with --cluster; nil when it runs alone).
+	cluster *cluster.Cluster
 }
 
 // handle serves h under prefix on the API listener.
@@ -65,6 +69,7 @@ type component struct {
 // line. Each lives in its own file of this package. The rollouts come
 // before MQTT: the bridge follows the engine newRollouts puts in env.
 var components = []func(ctx context.Context, e *env) (component, error){
+	newCluster,
 	newMDNS,
 	newMetrics,
 	newRollouts,

@@ -131,6 +131,8 @@ type options struct {
 	keys              trustKeys // read from keyFlags
 
 	osc oscFlags
+
+	cluster clusterFlags
 }
 
 func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
@@ -161,6 +163,7 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	addKeyFlags(fs, &o.keyFlags, isDemo)
 
 	addOSCFlags(fs, &o.osc)
+	addClusterFlags(fs, &o.cluster)
 	if isDemo {
 		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
 		fs.IntVar(&o.demoG, "demo-groups", demo.DefaultGroups, "groups they are spread over")
@@ -199,6 +202,9 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	}
 	if err := o.mq.check(o.mqtt); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := o.cluster.check(); err != nil {
+		return o, err
 	}
 	for _, l := range o.lines {
 		if err := transport.Check(l); err != nil {
@@ -258,7 +264,13 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	guard := &auth.Guard{Tokens: tokens, Insecure: o.insecureLab, LoopbackFree: isDemo, Audit: auditLog}
 	var firstSecret string
 	if tokens.Len() == 0 && !o.insecureLab {
-		if firstSecret, _, err = tokens.Create("admin", auth.RoleAdmin); err != nil {
+		// In a cluster every gateway's tokens are shared: each names its
+		// first admin after itself.
+		first := "admin"
+		if o.cluster.url != "" {
+			first += "-" + o.cluster.name
+		}
+		if firstSecret, _, err = tokens.Create(first, auth.RoleAdmin); err != nil {
 			return err
 		}
 	}
@@ -287,7 +299,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	}
 
 	srv, err := api.New(api.Config{
-		Fleet: fl, Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
+		Fleet: e.service(), Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
 		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
 		Artifacts: e.artifacts, Rollouts: e.rollouts,
@@ -302,6 +314,9 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
+	}
+	if e.cluster != nil {
+		e.cluster.SetAPI(ln.Addr().String())
 	}
 	var extra []string
 	for _, c := range comps {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -18,6 +19,9 @@ const firmwarePrefix = "/firmware/"
 // /v1/channels, /v1/rollouts) and registers the rollout metrics. Its
 // goroutine is the engine, which resumes interrupted rollouts at start.
 func newRollouts(_ context.Context, e *env) (component, error) {
+	if e.cluster != nil {
+		return newClusterRollouts(e)
+	}
 	var eng *rollout.Engine
 	arts, err := artifact.Open(artifact.Options{Dir: filepath.Join(e.opts.data, "artifacts"), DB: e.db,
 		InUse: func(sha string) bool { return eng != nil && eng.Uses(sha) }, Trusted: e.opts.keys.trusted, Revoked: e.opts.keys.revoked})
@@ -35,4 +39,22 @@ func newRollouts(_ context.Context, e *env) (component, error) {
 	e.artifacts, e.rollouts = arts, eng
 	return component{name: "rollouts", run: eng.Run,
 		banner: []string{"firmware: images and release manifests under " + firmwarePrefix, e.opts.keys.banner()}}, nil
+}
+
+// newClusterRollouts is newRollouts for a gateway of a cluster: its own
+// firmware store, shared with the others through the cluster; rollouts
+// run on the elected coordinator, which this gateway may become.
+func newClusterRollouts(e *env) (component, error) {
+	arts, err := artifact.Open(artifact.Options{Dir: filepath.Join(e.opts.data, "artifacts"), DB: e.db,
+		Trusted: e.opts.keys.trusted, Revoked: e.opts.keys.revoked})
+	if err != nil {
+		return component{}, err
+	}
+	shared := e.cluster.Artifacts(arts)
+	e.cluster.RunRollouts(cluster.RolloutOptions{})
+	e.handle(firmwarePrefix, arts.Handler(firmwarePrefix))
+	e.artifacts, e.rollouts = shared, e.cluster.Rollouts()
+	return component{name: "rollouts",
+		banner: []string{"firmware: images and release manifests under " + firmwarePrefix + "; rollouts run on the cluster's elected coordinator",
+			e.opts.keys.banner()}}, nil
 }

@@ -273,7 +273,7 @@ func boardOf(v fleet.BoardView) *fleetv1.Board {
 	b := &fleetv1.Board{
 		Id: v.ID, Hostname: v.Hostname, Address: int32(v.Address), Line: v.Line, Url: v.URL,
 		Labels: v.Labels, Online: v.Online, OfflineReason: v.OfflineReason, Firmware: v.Firmware,
-		Transports: v.Transports,
+		Transports: v.Transports, Gateway: v.Gateway,
 	}
 	if b.Labels == nil {
 		b.Labels = map[string]string{}

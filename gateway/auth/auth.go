@@ -127,8 +127,9 @@ type Tokens struct {
 	bucket *store.Bucket
 	now    func() time.Time
 
-	mu     sync.RWMutex
-	byHash map[string]Token // hex SHA-256 -> token
+	mu      sync.RWMutex
+	replica Replica          // nil: tokens of this gateway only
+	byHash  map[string]Token // hex SHA-256 -> token
 	// bound are the contexts tied to each token's name (Bind); Revoke
 	// cancels them.
 	bound  map[string]map[uint64]context.CancelCauseFunc
@@ -199,6 +200,11 @@ func (t *Tokens) Create(name string, role Role) (string, Token, error) {
 			return "", Token{}, fmt.Errorf("%w: %q", ErrExists, name)
 		}
 	}
+	if t.replica != nil {
+		if err := t.replica.Created(tok); err != nil {
+			return "", Token{}, err
+		}
+	}
 	rec := record{Name: name, Role: role.String(), SHA256: tok.SHA256, Created: tok.Created}
 	if err := t.bucket.Put(name, rec); err != nil {
 		return "", Token{}, fmt.Errorf("auth: save token: %w", err)
@@ -241,11 +247,22 @@ func (t *Tokens) Revoke(name string) error {
 }
 
 func (t *Tokens) revoke(name string) ([]context.CancelCauseFunc, error) {
+	return t.remove(name, true)
+}
+
+// remove deletes token name and returns the cancels of its bound
+// contexts; tell asks the replica first.
+func (t *Tokens) remove(name string, tell bool) ([]context.CancelCauseFunc, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for h, tok := range t.byHash {
 		if tok.Name != name {
 			continue
+		}
+		if tell && t.replica != nil {
+			if err := t.replica.Revoked(name); err != nil {
+				return nil, err
+			}
 		}
 		if err := t.bucket.Delete(name); err != nil {
 			return nil, fmt.Errorf("auth: delete token: %w", err)
@@ -324,4 +341,65 @@ func (t *Tokens) Lookup(secret string) (Token, error) {
 		return Token{}, ErrBadToken
 	}
 	return tok, nil
+}
+
+// Replica keeps tokens the same on several gateways (gateway/cluster):
+// it is told of each token made or revoked here before the change is
+// kept, and its error refuses the change (ErrExists for a name taken
+// elsewhere). It must not call back into Tokens.
+type Replica interface {
+	Created(tok Token) error
+	Revoked(name string) error
+}
+
+// SetReplica makes r told of every token made or revoked from now on.
+func (t *Tokens) SetReplica(r Replica) {
+	t.mu.Lock()
+	t.replica = r
+	t.mu.Unlock()
+}
+
+// Put keeps a token made elsewhere (its hash, never a secret), replacing
+// one of the same name; the replica is not told.
+func (t *Tokens) Put(tok Token) error {
+	if !validName(tok.Name) {
+		return fmt.Errorf("%w %q", ErrBadName, tok.Name)
+	}
+	if tok.Role < RoleViewer || tok.Role > RoleAdmin {
+		return fmt.Errorf("%w %v", ErrBadRole, tok.Role)
+	}
+	t.mu.Lock()
+	for h, o := range t.byHash {
+		if o.Name == tok.Name {
+			if o == tok {
+				t.mu.Unlock()
+				return nil
+			}
+			delete(t.byHash, h)
+		}
+	}
+	rec := record{Name: tok.Name, Role: tok.Role.String(), SHA256: tok.SHA256, Created: tok.Created}
+	err := t.bucket.Put(tok.Name, rec)
+	if err == nil {
+		t.byHash[tok.SHA256] = tok
+	}
+	t.mu.Unlock()
+	return err
+}
+
+// Drop revokes a token revoked elsewhere (its bound contexts end as with
+// Revoke); the replica is not told. Dropping an unknown name is no error.
+func (t *Tokens) Drop(name string) error {
+	cancels, err := t.remove(name, false)
+	if errors.Is(err, ErrUnknownToken) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cause := fmt.Errorf("%w: token %q was revoked", ErrBadToken, name)
+	for _, c := range cancels {
+		c(cause)
+	}
+	return nil
 }

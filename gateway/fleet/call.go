@@ -269,6 +269,9 @@ func (f *Fleet) plan(sel Selector) ([]groupSend, []string, error) {
 		}
 	}
 	ids := sortedKeys(f.boards)
+	if len(sel.Except) > 0 {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(sel.Except, id) })
+	}
 	var single []string
 	if sel.All {
 		add(0, ids)
@@ -299,6 +302,9 @@ func (f *Fleet) plan(sel Selector) ([]groupSend, []string, error) {
 	for _, id := range sel.Boards {
 		if _, ok := f.boards[id]; !ok {
 			return nil, nil, fmt.Errorf("%w: %q", ErrUnknownBoard, id)
+		}
+		if slices.Contains(sel.Except, id) {
+			continue
 		}
 		if !covered[id] && !slices.Contains(single, id) {
 			single = append(single, id)

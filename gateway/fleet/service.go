@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/action"
@@ -28,6 +29,9 @@ type BoardView struct {
 	// Clock is the board's clock against the gateway's, from the sharpest
 	// place that reaches it now; nil until one measured it in this boot.
 	Clock *BoardClock `json:"clock,omitempty"`
+	// Gateway names the gateway that owns the board in a cluster of
+	// gateways (gateway/cluster); "" on a gateway running alone.
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // Filter selects boards in listings and event watches; zero values match
@@ -40,6 +44,29 @@ type Filter struct {
 	IDs      []string // one of these boards
 }
 
+// Matches reports whether a board with view v passes f, as Boards and
+// Watch decide it (a cluster applies the same rule to views it holds).
+func (f Filter) Matches(v BoardView) bool {
+	if len(f.IDs) > 0 && !slices.Contains(f.IDs, v.ID) {
+		return false
+	}
+	if f.Group != 0 && !slices.Contains(v.Groups, f.Group) {
+		return false
+	}
+	if f.Firmware != "" && v.Firmware != f.Firmware {
+		return false
+	}
+	if f.Online != nil && *f.Online != v.Online {
+		return false
+	}
+	for k, want := range f.Labels {
+		if got, ok := v.Labels[k]; !ok || got != want {
+			return false
+		}
+	}
+	return true
+}
+
 // Selector names the targets of a fleet action: boards by id, groups, a
 // label selector, or every board. Group targets go out as one group frame
 // per line where the action has a native form.
@@ -48,6 +75,11 @@ type Selector struct {
 	Groups []int             `json:"groups,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
 	All    bool              `json:"all,omitempty"`
+	// Except leaves these boards out of the boards called one by one
+	// even when the rest selects them (a gateway of a cluster acts only
+	// on the boards it owns). A group frame on a line still reaches every
+	// member on that line.
+	Except []string `json:"except,omitempty"`
 }
 
 // Action kinds; package action holds the body of each.

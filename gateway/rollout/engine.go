@@ -36,9 +36,21 @@ type Artifacts interface {
 	Admit(a artifact.Artifact) error
 }
 
+// Store keeps the engine's records (the store.Bucket of DB by default;
+// a cluster of gateways keeps them in its engine). Batch writes every
+// key at once or none (nil values delete) and returns once they are
+// durable.
+type Store interface {
+	Keys() ([]string, error)
+	Get(key string, v any) (bool, error)
+	Batch(puts map[string]any) error
+}
+
 // Options configure an Engine.
 type Options struct {
-	DB        *store.DB
+	DB *store.DB
+	// Store, when set, keeps the records instead of DB.
+	Store     Store
 	Fleet     Fleet
 	Artifacts Artifacts
 	Clock     clock.Clock
@@ -108,8 +120,11 @@ type run struct {
 
 // New returns an engine over o.DB. Call Load (or Run) before use.
 func New(o Options) (*Engine, error) {
-	if o.DB == nil || o.Fleet == nil || o.Artifacts == nil {
-		return nil, errors.New("rollout: DB, Fleet and Artifacts are required")
+	if (o.DB == nil && o.Store == nil) || o.Fleet == nil || o.Artifacts == nil {
+		return nil, errors.New("rollout: DB (or Store), Fleet and Artifacts are required")
+	}
+	if o.Store == nil {
+		o.Store = o.DB.Bucket(bucket)
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real
@@ -135,7 +150,7 @@ func New(o Options) (*Engine, error) {
 	if o.TrustTimeout <= 0 {
 		o.TrustTimeout = DefaultTrustTimeout
 	}
-	e := &Engine{o: o, j: newJournal(o.DB), runs: map[string]*run{}, active: map[string]string{},
+	e := &Engine{o: o, j: newJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
 	if err := e.load(); err != nil {
 		return nil, err
@@ -145,7 +160,7 @@ func New(o Options) (*Engine, error) {
 
 // load reads every rollout from the store.
 func (e *Engine) load() error {
-	bk := e.o.DB.Bucket(bucket)
+	bk := e.o.Store
 	keys, err := bk.Keys()
 	if err != nil {
 		return err

@@ -3,15 +3,13 @@ package rollout
 import (
 	"context"
 	"sync"
-
-	"github.com/holofleet/holofleet/store"
 )
 
 // journal writes records durably with group commits: writers that arrive
 // while a transaction is being written wait and go together in the next
 // one. put returns once the records are on disk.
 type journal struct {
-	bk *store.Bucket
+	bk Store
 
 	mu      sync.Mutex
 	pending map[string]any
@@ -19,8 +17,8 @@ type journal struct {
 	writing bool
 }
 
-func newJournal(db *store.DB) *journal {
-	return &journal{bk: db.Bucket(bucket), pending: map[string]any{}}
+func newJournal(st Store) *journal {
+	return &journal{bk: st, pending: map[string]any{}}
 }
 
 // put writes kv (nil values delete) and waits until it is durable.

@@ -62,6 +62,9 @@ type Board struct {
 	ClockUncertaintyUs int64 `protobuf:"varint,14,opt,name=clock_uncertainty_us,json=clockUncertaintyUs,proto3" json:"clock_uncertainty_us,omitempty"`
 	// When the newest sample of the estimate was taken.
 	ClockSyncedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=clock_synced_at,json=clockSyncedAt,proto3" json:"clock_synced_at,omitempty"`
+	// The gateway that owns the board when gateways run as one cluster
+	// (--cluster); empty on a gateway running alone.
+	Gateway       string `protobuf:"bytes,16,opt,name=gateway,proto3" json:"gateway,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,6 +202,13 @@ func (x *Board) GetClockSyncedAt() *timestamppb.Timestamp {
 		return x.ClockSyncedAt
 	}
 	return nil
+}
+
+func (x *Board) GetGateway() string {
+	if x != nil {
+		return x.Gateway
+	}
+	return ""
 }
 
 type ListBoardsRequest struct {
@@ -4468,7 +4478,7 @@ var File_holo_fleet_v1_fleet_proto protoreflect.FileDescriptor
 
 const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\n" +
-	"\x19holo/fleet/v1/fleet.proto\x12\rholo.fleet.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x04\n" +
+	"\x19holo/fleet/v1/fleet.proto\x12\rholo.fleet.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x04\n" +
 	"\x05Board\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x18\n" +
@@ -4487,7 +4497,8 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"transports\x12&\n" +
 	"\x0fclock_offset_us\x18\r \x01(\x03R\rclockOffsetUs\x120\n" +
 	"\x14clock_uncertainty_us\x18\x0e \x01(\x03R\x12clockUncertaintyUs\x12B\n" +
-	"\x0fclock_synced_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\rclockSyncedAt\x1a9\n" +
+	"\x0fclock_synced_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\rclockSyncedAt\x12\x18\n" +
+	"\agateway\x18\x10 \x01(\tR\agateway\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9b\x01\n" +

@@ -1,0 +1,418 @@
+package cluster
+
+// The installation's events: every gateway publishes the events of the
+// boards it owns to the HOLO_EVENTS stream (subject holo.ev.<gw>.<board>),
+// and Watch on any gateway reads the stream. An event's N is its stream
+// sequence, so numbers are the same on every gateway and a client resumes
+// with after = the last N it got (SSE Last-Event-ID) on any gateway, also
+// across restarts, as far back as the stream keeps events.
+//
+// Publishing keeps each board's order: a board has at most one event in
+// flight, the next leaves when the engine acknowledged the previous one.
+// Events wait in memory while the engine cannot be reached (up to
+// maxQueued; older ones are dropped then, counted) and leave when it is
+// back, each with a message id the engine uses to drop a repeat.
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+const (
+	// maxQueued bounds the events waiting for the engine.
+	maxQueued = 1 << 18
+	// maxInFlight bounds the events published and not yet acknowledged
+	// (one per board at most).
+	maxInFlight = 1024
+	// watchQueue is how many events may wait for one watcher before it
+	// is cut off (as fleet.DefaultWatcherQueue).
+	watchQueue = fleet.DefaultWatcherQueue
+	// retryAfter is how long a board's event waits after a failed
+	// publish before it is tried again.
+	retryAfter = 250 * time.Millisecond
+)
+
+// events publishes this gateway's events and serves Watch.
+type events struct {
+	c      *Cluster
+	stream jetstream.Stream
+
+	mu      sync.Mutex
+	queues  map[string][]fleet.Event // per board, oldest first
+	queued  int
+	lost    uint64
+	kick    chan struct{}
+	pub     atomic.Uint64
+	pending atomic.Uint64
+}
+
+func newEvents(c *Cluster) *events {
+	return &events{c: c, queues: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
+}
+
+// setup creates or binds the events stream.
+func (ev *events) setup(ctx context.Context) error {
+	c := ev.c
+	cfg := jetstream.StreamConfig{Name: StreamEvents, Description: "holo board events of every gateway",
+		Subjects: []string{subjectEvents + ".>"}, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld,
+		MaxAge: c.o.EventsMaxAge, MaxBytes: c.o.EventsMaxBytes, Duplicates: 2 * time.Minute,
+		Replicas: c.eng.Replicas(), Storage: jetstream.FileStorage}
+	return retry(ctx, c.log, "stream "+StreamEvents, func(ctx context.Context) error {
+		st, err := c.js.CreateOrUpdateStream(ctx, cfg)
+		if err == nil {
+			c.mu.Lock()
+			ev.stream = st
+			c.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// counts returns the events published and those waiting.
+func (ev *events) counts() (published, pending uint64) {
+	return ev.pub.Load(), ev.pending.Load()
+}
+
+// publishLoop follows the local fleet's events and publishes those of
+// the boards this gateway owns, until ctx ends.
+func (ev *events) publishLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { ev.follow(ctx) })
+	wg.Go(func() { ev.send(ctx) })
+	wg.Wait()
+}
+
+// follow queues the local fleet's events, watching again from the last
+// one received when the watch is cut.
+func (ev *events) follow(ctx context.Context) {
+	var last uint64
+	for ctx.Err() == nil {
+		w := ev.c.o.Local.Watch(ctx, fleet.Filter{}, last)
+		for e := range w.C {
+			last = e.N
+			ev.queue(e)
+		}
+		if ctx.Err() == nil {
+			ev.c.log.Warn("cluster: fell behind the local events; resuming", "after", last)
+		}
+	}
+}
+
+// queue adds a local event for publishing unless another gateway owns
+// its board.
+func (ev *events) queue(e fleet.Event) {
+	if !ev.c.ownsLocal(e.Board) {
+		return
+	}
+	ev.mu.Lock()
+	ev.queues[e.Board] = append(ev.queues[e.Board], e)
+	ev.queued++
+	for ev.queued > maxQueued {
+		ev.dropOldestLocked()
+	}
+	ev.pending.Store(uint64(ev.queued))
+	ev.mu.Unlock()
+	select {
+	case ev.kick <- struct{}{}:
+	default:
+	}
+}
+
+// dropOldestLocked drops the oldest queued event of the longest queue.
+func (ev *events) dropOldestLocked() {
+	var worst string
+	for b, q := range ev.queues {
+		if worst == "" || len(q) > len(ev.queues[worst]) {
+			worst = b
+		}
+	}
+	q := ev.queues[worst]
+	ev.queues[worst] = q[1:]
+	if len(q) == 1 {
+		delete(ev.queues, worst)
+	}
+	ev.queued--
+	ev.lost++
+}
+
+// ackResult is the outcome of one publish.
+type ackResult struct {
+	board string
+	n     uint64
+	err   error
+}
+
+// send publishes the queued events, one in flight per board.
+func (ev *events) send(ctx context.Context) {
+	c := ev.c
+	inFlight := map[string]bool{}
+	retryAt := map[string]time.Time{}
+	results := make(chan ackResult, maxInFlight)
+	var waiters sync.WaitGroup
+	defer waiters.Wait()
+	tick := time.NewTicker(retryAfter)
+	defer tick.Stop()
+	for {
+		// Start the head of every idle board's queue.
+		if ok, _ := c.eng.Connected(); ok {
+			now := time.Now()
+			ev.mu.Lock()
+			for b, q := range ev.queues {
+				if len(inFlight) >= maxInFlight {
+					break
+				}
+				if inFlight[b] || len(q) == 0 || now.Before(retryAt[b]) {
+					continue
+				}
+				e := q[0]
+				fut, err := ev.publish(e)
+				if err != nil {
+					retryAt[b] = now.Add(retryAfter)
+					continue
+				}
+				inFlight[b] = true
+				waiters.Go(func() {
+					var r ackResult
+					select {
+					case <-fut.Ok():
+						r = ackResult{board: b, n: e.N}
+					case err := <-fut.Err():
+						r = ackResult{board: b, n: e.N, err: err}
+					case <-ctx.Done():
+						r = ackResult{board: b, n: e.N, err: ctx.Err()}
+					}
+					results <- r
+				})
+			}
+			ev.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ev.kick:
+		case <-tick.C:
+		case r := <-results:
+			delete(inFlight, r.board)
+			if r.err != nil {
+				retryAt[r.board] = time.Now().Add(retryAfter)
+				c.log.Debug("cluster: event not published yet", "board", r.board, "err", r.err)
+				continue
+			}
+			delete(retryAt, r.board)
+			ev.mu.Lock()
+			if q := ev.queues[r.board]; len(q) > 0 && q[0].N == r.n {
+				if len(q) == 1 {
+					delete(ev.queues, r.board)
+				} else {
+					ev.queues[r.board] = q[1:]
+				}
+				ev.queued--
+			}
+			ev.pending.Store(uint64(ev.queued))
+			ev.mu.Unlock()
+			ev.pub.Add(1)
+		}
+	}
+}
+
+// publish sends one event; its message id (gateway, boot, local number)
+// lets the engine drop a repeat sent after a lost acknowledgement.
+func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
+	c := ev.c
+	data, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	m := nats.NewMsg(subjectEvents + "." + c.name + "." + key(e.Board))
+	m.Data = data
+	m.Header.Set(jetstream.MsgIDHeader, c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10))
+	return c.js.PublishMsgAsync(m)
+}
+
+// Watch implements fleet.Service: the installation's events matching f
+// from the stream, from now or (after > 0) from the event after N =
+// after. A watcher that lets watchQueue events pile up is cut off (C
+// closes; Dropped counts one). Events a replay asks for that the stream
+// no longer holds count in Dropped without closing C.
+func (c *Cluster) Watch(ctx context.Context, f fleet.Filter, after uint64) *fleet.Watcher {
+	ch := make(chan fleet.Event, watchQueue)
+	var dropped atomic.Uint64
+	go func() {
+		defer close(ch)
+		c.ev.watch(ctx, f, after, ch, &dropped)
+	}()
+	return &fleet.Watcher{C: ch, Dropped: dropped.Load}
+}
+
+// watch feeds ch from the stream until ctx ends or ch is full. While
+// this gateway is cut off from the engine, its own boards' events are
+// also handed out at once, numbered with the last stream number handed
+// out; when they reach the stream later they are not handed out again.
+func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch chan<- fleet.Event, dropped *atomic.Uint64) {
+	c := ev.c
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fromStream := make(chan streamEvent, 64)
+	go ev.readStream(ctx, f, after, fromStream, dropped)
+	local := c.o.Local.Watch(ctx, f, 0)
+	direct := map[string]bool{} // ids of events handed out directly
+	last := after
+	send := func(e fleet.Event) bool {
+		select {
+		case ch <- e:
+			return true
+		default:
+			dropped.Add(1)
+			return false
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case se, ok := <-fromStream:
+			if !ok {
+				return
+			}
+			if direct[se.id] {
+				delete(direct, se.id)
+				continue
+			}
+			last = se.e.N
+			if !c.passes(f, se.e.Board) {
+				continue
+			}
+			if !send(se.e) {
+				return
+			}
+		case e, ok := <-local.C:
+			if !ok {
+				local = c.o.Local.Watch(ctx, f, 0) // fell behind: what matters is the stream
+				continue
+			}
+			if !c.cutOff() || !c.ownsLocal(e.Board) {
+				continue
+			}
+			direct[c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10)] = true
+			e.N = last
+			if !send(e) {
+				return
+			}
+		}
+	}
+}
+
+// streamEvent is an event read from the stream and its message id.
+type streamEvent struct {
+	e  fleet.Event
+	id string
+}
+
+// readStream reads the stream after after (from now when 0) into out,
+// until ctx ends; it closes out when it stops.
+func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, out chan<- streamEvent, dropped *atomic.Uint64) {
+	defer close(out)
+	c := ev.c
+	// Wait until the stream is there (a gateway still joining).
+	for ev.streamOf() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	st := ev.streamOf()
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+		if info, err := st.Info(ctx); err == nil && info.State.FirstSeq > after+1 && info.State.LastSeq > after {
+			dropped.Add(info.State.FirstSeq - after - 1)
+		}
+	}
+	if len(f.IDs) == 1 {
+		cfg.FilterSubjects = []string{subjectEvents + ".*." + key(f.IDs[0])}
+	}
+	var cons jetstream.Consumer
+	err := retry(ctx, c.log, "events consumer", func(actx context.Context) error {
+		var err error
+		cons, err = st.OrderedConsumer(actx, cfg)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return
+	}
+	context.AfterFunc(ctx, it.Stop)
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		var e fleet.Event
+		if json.Unmarshal(m.Data(), &e) != nil {
+			continue
+		}
+		e.N = md.Sequence.Stream
+		select {
+		case out <- streamEvent{e: e, id: m.Headers().Get(jetstream.MsgIDHeader)}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ownsLocal reports whether this gateway owns board id (or no record
+// names an owner yet).
+func (c *Cluster) ownsLocal(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.standby[id] {
+		return false
+	}
+	r := c.records[id]
+	return r == nil || r.gone || r.View.Gateway == c.name
+}
+
+func (ev *events) streamOf() jetstream.Stream {
+	ev.c.mu.Lock()
+	defer ev.c.mu.Unlock()
+	return ev.stream
+}
+
+// passes reports whether board id passes f as the board is now.
+func (c *Cluster) passes(f fleet.Filter, id string) bool {
+	if f.Group == 0 && f.Firmware == "" && f.Online == nil && len(f.Labels) == 0 {
+		if len(f.IDs) == 0 {
+			return true
+		}
+		return fleet.Filter{IDs: f.IDs}.Matches(fleet.BoardView{ID: id})
+	}
+	v, err := c.Board(id)
+	if err != nil {
+		return false
+	}
+	return f.Matches(v)
+}
+
+// lostEvents is how many events were dropped while waiting for the engine.
+func (ev *events) lostEvents() uint64 {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return ev.lost
+}

@@ -1,0 +1,401 @@
+package cluster_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/firmware/fleetmode"
+	"github.com/holofleet/holofleet/firmware/ota"
+)
+
+// The holo-gateway binary, built once per test binary.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildOut  []byte
+)
+
+func gatewayBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("HOLO_CLUSTER_GATEWAY"); p != "" {
+		return p
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "holo-cluster")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "holo-gateway")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/holo-gateway")
+		cmd.Dir = filepath.Join("..", "..")
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// site is one gateway's simulated installation, run by the test: an
+// RS485 line with a hub socket the gateway masters, boards on it (also
+// reachable over HTTP, as demo boards are), and LAN-only boards.
+type site struct {
+	hubURL   string
+	lineURLs []string // the line boards' HTTP URLs
+	lanURLs  []string // the LAN-only boards
+	line     *simline.Line
+	fms      []*fleetmode.Fleet
+
+	mu    sync.Mutex
+	boots map[string][]string // versions booted, by board URL
+}
+
+// startSite runs lineN boards on a line and lanN LAN-only boards; board
+// i of each kind is in group i%2+1.
+func startSite(t testing.TB, lineN, lanN int) *site {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "holo-site") // short: the hub socket path has a length limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &site{boots: map[string][]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		for _, fm := range s.fms {
+			fm.Stop()
+		}
+		cancel()
+		wg.Wait()
+		if s.line != nil {
+			s.line.Close()
+		}
+	})
+	groups := func(i int) []int { return []int{i%2 + 1} }
+	ota := func(kind string) *fleetmode.OTAOptions {
+		return &fleetmode.OTAOptions{OnBoot: func(i int, a ota.App) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			k := fmt.Sprintf("%s%d", kind, i)
+			s.boots[k] = append(s.boots[k], a.Version)
+		}}
+	}
+	if lineN > 0 {
+		s.line, err = simline.New(simline.Config{Baud: 115200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hub := filepath.Join(dir, "line.sock")
+		ln, err := net.Listen("unix", hub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = simline.ServeHub(ctx, s.line, ln) })
+		s.hubURL = "simline://" + hub
+		fm, err := fleetmode.Start(ctx, fleetmode.Options{N: lineN, BaseDir: filepath.Join(dir, "line"), Line: s.line,
+			Groups: groups, OTA: ota("line")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.fms = append(s.fms, fm)
+		for _, b := range fm.Boards() {
+			s.lineURLs = append(s.lineURLs, b.URL)
+		}
+	}
+	if lanN > 0 {
+		fm, err := fleetmode.Start(ctx, fleetmode.Options{N: lanN, BaseDir: filepath.Join(dir, "lan"), Groups: groups,
+			OTA: ota("lan")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.fms = append(s.fms, fm)
+		for _, b := range fm.Boards() {
+			s.lanURLs = append(s.lanURLs, b.URL)
+		}
+	}
+	return s
+}
+
+// bootsOf returns the versions the board at url booted, in order.
+func (s *site) bootsOf(url string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for kind, urls := range map[string][]string{"line": s.lineURLs, "lan": s.lanURLs} {
+		for i, u := range urls {
+			if u == url {
+				return append([]string(nil), s.boots[fmt.Sprintf("%s%d", kind, i)]...)
+			}
+		}
+	}
+	return nil
+}
+
+// gwProc is a holo-gateway process of a test cluster.
+type gwProc struct {
+	name, data string
+	args       []string
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	api        string // http://127.0.0.1:port
+	join       string // the embedded engine's join URL
+	admin      string // the first admin token's secret (without --insecure-lab)
+	token      string // the bearer token rest sends ("" none)
+	out, log   *syncBuf
+}
+
+var (
+	apiLine  = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
+	joinLine = regexp.MustCompile(`others join with --cluster (\S+)`)
+	tokLine  = regexp.MustCompile(`first admin token \(shown once, stored hashed\): (holo_\S+)`)
+)
+
+// startGateway runs holo-gateway --name name --cluster url with the site's
+// line and boards (and extra flags) until the test ends.
+func startGateway(t testing.TB, name, url string, s *site, extra ...string) *gwProc {
+	t.Helper()
+	return startGatewayAuth(t, name, url, s, false, extra...)
+}
+
+// startGatewayAuth is startGateway with bearer tokens required (secure)
+// instead of --insecure-lab.
+func startGatewayAuth(t testing.TB, name, url string, s *site, secure bool, extra ...string) *gwProc {
+	t.Helper()
+	g := &gwProc{name: name, data: t.TempDir()}
+	g.args = []string{"--data", g.data, "--listen", "127.0.0.1:0", "--no-mqtt"}
+	if !secure {
+		g.args = append(g.args, "--insecure-lab")
+	}
+	g.args = append(g.args, "--name", name, "--cluster", url, "--cluster-listen", "127.0.0.1:0",
+		"--cluster-heartbeat", "250ms", "--cluster-dead-after", "1500ms", "--cluster-lease", "1500ms")
+	if s != nil {
+		if s.hubURL != "" {
+			g.args = append(g.args, "--line", s.hubURL)
+		}
+		for _, u := range append(append([]string{}, s.lineURLs...), s.lanURLs...) {
+			g.args = append(g.args, "--board", u)
+		}
+	}
+	g.args = append(g.args, extra...)
+	g.start(t)
+	t.Cleanup(g.stop)
+	return g
+}
+
+func (g *gwProc) start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(gatewayBinary(t), g.args...)
+	g.out, g.log = &syncBuf{}, &syncBuf{}
+	pr, pw := io.Pipe()
+	cmd.Stdout = io.MultiWriter(g.out, pw)
+	cmd.Stderr = g.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		pw.Close()
+		close(exited)
+	}()
+	g.mu.Lock()
+	g.cmd, g.exited = cmd, exited
+	g.mu.Unlock()
+	sc := bufio.NewScanner(pr)
+	timer := time.AfterFunc(60*time.Second, func() { pw.CloseWithError(fmt.Errorf("timeout")) })
+	defer timer.Stop()
+	api := ""
+	for sc.Scan() {
+		l := sc.Text()
+		if m := apiLine.FindStringSubmatch(l); m != nil {
+			api = m[1]
+		}
+		if m := joinLine.FindStringSubmatch(l); m != nil {
+			g.join = m[1]
+		}
+		if m := tokLine.FindStringSubmatch(l); m != nil {
+			g.admin = m[1]
+		}
+		if strings.Contains(l, "Ctrl-C stops.") {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if api == "" {
+		t.Fatalf("gateway %s did not start:\n%s\n%s", g.name, g.out.String(), g.log.String())
+	}
+	g.mu.Lock()
+	g.api = api
+	g.mu.Unlock()
+}
+
+// base is the gateway's API base URL.
+func (g *gwProc) base() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.api
+}
+
+// kill stops the gateway with SIGKILL.
+func (g *gwProc) kill() {
+	g.mu.Lock()
+	cmd, exited := g.cmd, g.exited
+	g.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+func (g *gwProc) stop() {
+	g.mu.Lock()
+	cmd, exited := g.cmd, g.exited
+	g.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// signal sends sig to the gateway process.
+func (g *gwProc) signal(sig syscall.Signal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd != nil {
+		_ = g.cmd.Process.Signal(sig)
+	}
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// rest calls the gateway's REST API and returns the status and body.
+func (g *gwProc) rest(t testing.TB, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, g.base()+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if g.token != "" {
+		req.Header.Set("Authorization", "Bearer "+g.token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// restJSON calls the API and decodes a 200 answer into out.
+func (g *gwProc) restJSON(t testing.TB, method, path string, body, out any) {
+	t.Helper()
+	code, b := g.rest(t, method, path, body)
+	if code != 200 {
+		t.Fatalf("%s %s %s: %d %s", g.name, method, path, code, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+// boardJSON is a board as the REST API lists it.
+type boardJSON struct {
+	ID            string            `json:"id"`
+	Hostname      string            `json:"hostname"`
+	URL           string            `json:"url"`
+	Line          string            `json:"line"`
+	Groups        []int             `json:"groups"`
+	Labels        map[string]string `json:"labels"`
+	Online        bool              `json:"online"`
+	OfflineReason string            `json:"offline_reason"`
+	Firmware      string            `json:"firmware"`
+	Gateway       string            `json:"gateway"`
+	Transports    []string          `json:"transports"`
+}
+
+func (g *gwProc) boards(t testing.TB, query string) []boardJSON {
+	t.Helper()
+	var out []boardJSON
+	g.restJSON(t, "GET", "/v1/boards"+query, nil, &out)
+	return out
+}
+
+// eventually retries f until it returns nil or d passes.
+func eventually(t testing.TB, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// httpJSON GETs url and decodes the answer.
+func httpJSON(url string, out any) error {
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, out)
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

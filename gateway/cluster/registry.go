@@ -1,0 +1,498 @@
+package cluster
+
+// The registry: every gateway's heartbeat (holo_gateways) and every
+// board's record (holo_boards), written by the board's owner and watched
+// by every gateway into memory.
+//
+// Ownership, decided by each gateway for the boards its fleet core knows,
+// and made safe by compare-and-set on the record's revision:
+//   - a board no record names yet goes to the first gateway that writes it;
+//   - a board stays with its owner while the owner lives, unless the
+//     record says it is offline and another gateway reaches it online;
+//   - when the owner is dead (no heartbeat for DeadAfter), a gateway that
+//     reaches the board online takes it over. Line boards are reached by
+//     one gateway only, so in practice only LAN boards change hands.
+// A gateway that reaches a board another owns keeps it in standby: it
+// neither publishes its record nor its events, nor acts on it.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// Heartbeat is what a gateway publishes about itself every
+// Options.Heartbeat.
+type Heartbeat struct {
+	Name    string    `json:"name"`
+	Boot    string    `json:"boot"`
+	API     string    `json:"api,omitempty"`
+	Started time.Time `json:"started"`
+	Time    time.Time `json:"time"`
+	// Boards is how many boards it owns.
+	Boards int `json:"boards"`
+	// Coordinator is set on the gateway running rollouts.
+	Coordinator bool `json:"coordinator,omitempty"`
+}
+
+// gwState is one gateway as this one sees it.
+type gwState struct {
+	hb    Heartbeat
+	heard time.Time // by this gateway's clock; zero: never heard alive
+}
+
+// record is a board's record in the engine.
+type record struct {
+	View fleet.BoardView `json:"view"` // View.Gateway is the owner
+	Boot string          `json:"boot"` // the owner's boot when it wrote it
+	rev  uint64
+	gone bool // deleted from the bucket
+}
+
+// GatewayStatus is one gateway of the cluster as this one sees it.
+type GatewayStatus struct {
+	Name  string `json:"name"`
+	Alive bool   `json:"alive"`
+	// Boards is how many boards it owns (by the records).
+	Boards  int       `json:"boards"`
+	API     string    `json:"api,omitempty"`
+	Boot    string    `json:"boot,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	// Coordinator is set on the gateway that runs rollouts.
+	Coordinator bool `json:"coordinator,omitempty"`
+}
+
+// Status is the cluster as this gateway sees it.
+type Status struct {
+	Name string `json:"name"`
+	// Partitioned: this gateway is cut off from the engine (or has not
+	// joined it yet); it serves its own boards only.
+	Partitioned bool   `json:"partitioned"`
+	Reason      string `json:"reason,omitempty"`
+	// Boards counts the installation's boards; Owned those of this
+	// gateway; Standby the ones it reaches but another owns.
+	Boards, Owned, Standby int
+	Gateways               []GatewayStatus `json:"gateways"`
+	// Reconnects counts engine connections regained.
+	Reconnects uint64
+	// Counters.
+	RecordWrites, WriteConflicts, RoutedOut, RoutedIn, Takeovers uint64
+	EventsPublished, EventsPending                               uint64
+}
+
+// stats are counters guarded by Cluster.mu.
+type stats struct {
+	writes, conflicts, routedOut, routedIn, takeovers uint64
+}
+
+// aliveLocked reports whether gateway name is alive by its heartbeats.
+func (c *Cluster) aliveLocked(name string) bool {
+	if name == c.name {
+		return true
+	}
+	g := c.gateways[name]
+	return g != nil && !g.heard.IsZero() && c.clk.Since(g.heard) < c.o.DeadAfter
+}
+
+// partitionReason says why this gateway is cut off ("" when it is not).
+func (c *Cluster) partitionReason() string {
+	if ok, _ := c.eng.Connected(); !ok {
+		return "no connection to the engine"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.kvBoards == nil:
+		return "joining: the engine's buckets are not set up yet"
+	case !c.loaded:
+		return "joining: reading the board records"
+	case c.lastBeat.IsZero() || c.clk.Since(c.lastBeat) > c.o.DeadAfter:
+		return "the engine does not acknowledge this gateway's heartbeat"
+	}
+	return ""
+}
+
+// cutOff reports whether this gateway has lost the engine it had
+// (partitioned, and not merely still joining).
+func (c *Cluster) cutOff() bool {
+	if ok, _ := c.eng.Connected(); !ok {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.lastBeat.IsZero() && c.clk.Since(c.lastBeat) > c.o.DeadAfter
+}
+
+// Partitioned reports whether this gateway is cut off from the engine.
+func (c *Cluster) Partitioned() bool { return c.partitionReason() != "" }
+
+// Status reports the cluster as this gateway sees it.
+func (c *Cluster) Status() Status {
+	reason := c.partitionReason()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Status{Name: c.name, Partitioned: reason != "", Reason: reason, Standby: len(c.standby),
+		Reconnects: c.eng.reconnects.Load(), RecordWrites: c.st.writes, WriteConflicts: c.st.conflicts,
+		RoutedOut: c.st.routedOut, RoutedIn: c.st.routedIn, Takeovers: c.st.takeovers}
+	owned := map[string]int{}
+	for _, r := range c.records {
+		if r.gone {
+			continue
+		}
+		st.Boards++
+		owned[r.View.Gateway]++
+	}
+	st.Owned = owned[c.name]
+	names := map[string]bool{c.name: true}
+	for n := range c.gateways {
+		names[n] = true
+	}
+	for n := range owned {
+		names[n] = true
+	}
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		g := GatewayStatus{Name: n, Alive: c.aliveLocked(n), Boards: owned[n]}
+		if s := c.gateways[n]; s != nil {
+			g.API, g.Boot, g.Started, g.Coordinator = s.hb.API, s.hb.Boot, s.hb.Started, s.hb.Coordinator
+		}
+		st.Gateways = append(st.Gateways, g)
+	}
+	pub, pending := c.ev.counts()
+	st.EventsPublished, st.EventsPending = pub, pending
+	return st
+}
+
+// heartbeatLoop puts this gateway's heartbeat every Heartbeat.
+func (c *Cluster) heartbeatLoop(ctx context.Context) {
+	started := c.clk.Now().UTC()
+	t := c.clk.NewTicker(c.o.Heartbeat)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		kv, api := c.kvGW, c.o.API
+		owned := 0
+		for _, r := range c.records {
+			if !r.gone && r.View.Gateway == c.name {
+				owned++
+			}
+		}
+		c.mu.Unlock()
+		hb := Heartbeat{Name: c.name, Boot: c.boot, API: api, Started: started, Time: c.clk.Now().UTC(), Boards: owned,
+			Coordinator: c.isCoordinator()}
+		data, _ := json.Marshal(hb)
+		actx, cancel := context.WithTimeout(ctx, c.o.Heartbeat)
+		_, err := kv.Put(actx, c.name, data)
+		cancel()
+		if err == nil {
+			c.mu.Lock()
+			c.lastBeat = c.clk.Now()
+			c.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// watchGateways follows every gateway's heartbeat.
+func (c *Cluster) watchGateways(ctx context.Context) {
+	c.watch(ctx, c.kvGW, func(e jetstream.KeyValueEntry, initial bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if e.Operation() != jetstream.KeyValuePut {
+			delete(c.gateways, e.Key())
+			return
+		}
+		var hb Heartbeat
+		if json.Unmarshal(e.Value(), &hb) != nil {
+			return
+		}
+		g := &gwState{hb: hb, heard: c.clk.Now()}
+		// A heartbeat read at start counts only when it is recent by the
+		// engine's time stamp: a gateway stopped long ago is dead.
+		if initial && time.Since(e.Created()) > c.o.DeadAfter {
+			g.heard = time.Time{}
+		}
+		c.gateways[hb.Name] = g
+	}, nil)
+}
+
+// watchBoards follows every board's record.
+func (c *Cluster) watchBoards(ctx context.Context) {
+	c.watch(ctx, c.kvBoards, func(e jetstream.KeyValueEntry, _ bool) {
+		id := idOf(e.Key())
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		old := c.records[id]
+		if old != nil && old.rev >= e.Revision() {
+			return // this gateway's own write, already applied
+		}
+		if e.Operation() != jetstream.KeyValuePut {
+			c.records[id] = &record{rev: e.Revision(), gone: true}
+			return
+		}
+		var r record
+		if json.Unmarshal(e.Value(), &r) != nil {
+			return
+		}
+		r.rev = e.Revision()
+		c.records[id] = &r
+		if old != nil && old.View.Gateway == c.name && r.View.Gateway != c.name {
+			c.log.Info("cluster: board taken over by another gateway", "board", id, "gateway", r.View.Gateway)
+			c.poke()
+		}
+	}, func() {
+		c.mu.Lock()
+		c.loaded = true
+		c.mu.Unlock()
+		c.poke()
+	})
+}
+
+// watch runs a watcher on every key of kv, calling put for each entry
+// (initial for the values present when the watch started) and loaded
+// once those are in, and starts it again if it ends before ctx.
+func (c *Cluster) watch(ctx context.Context, kv jetstream.KeyValue, put func(e jetstream.KeyValueEntry, initial bool), loaded func()) {
+	for ctx.Err() == nil {
+		w, err := kv.WatchAll(ctx)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		initial := true
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case e, ok := <-w.Updates():
+				if !ok {
+					break loop
+				}
+				if e == nil {
+					if initial && loaded != nil {
+						loaded()
+					}
+					initial = false
+					continue
+				}
+				put(e, initial)
+			}
+		}
+		_ = w.Stop()
+	}
+}
+
+func (c *Cluster) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// syncLoop publishes this gateway's boards: every SyncEvery, when a
+// board's event says something changed, and when the records or
+// gateways change in ways that move ownership.
+func (c *Cluster) syncLoop(ctx context.Context) {
+	t := c.clk.NewTicker(c.o.SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		case <-c.wake:
+		}
+		c.syncOnce(ctx)
+		c.endCallers()
+	}
+}
+
+// write is one record this gateway is about to put.
+type write struct {
+	id    string
+	rec   record
+	rev   uint64 // expected revision (0: the key must not exist)
+	claim bool   // taking the board from another gateway
+}
+
+// syncOnce compares the local boards with their records and writes what
+// changed, and the boards this gateway takes over.
+func (c *Cluster) syncOnce(ctx context.Context) {
+	c.mu.Lock()
+	ready := c.kvBoards != nil && c.loaded
+	c.mu.Unlock()
+	if !ready || c.Partitioned() {
+		return
+	}
+	views := c.o.Local.Boards(fleet.Filter{})
+	now := c.clk.Now()
+	var writes []write
+	var adopt []write
+	c.mu.Lock()
+	standby := map[string]bool{}
+	for _, v := range views {
+		v.Gateway = c.name
+		r := c.records[v.ID]
+		switch {
+		case r == nil || r.gone:
+		case r.View.Gateway == c.name:
+			if sameRecord(r.View, v) && now.Sub(c.written[v.ID]) < c.o.SeenEvery && r.Boot == c.boot {
+				continue
+			}
+		case !v.Online:
+			standby[v.ID] = true
+			continue
+		case !c.aliveLocked(r.View.Gateway) || !r.View.Online:
+			// Take it over: its owner is dead, or cannot reach it.
+		default:
+			standby[v.ID] = true
+			continue
+		}
+		w := write{id: v.ID, rec: record{View: v, Boot: c.boot}}
+		if r != nil {
+			w.rev = r.rev
+			w.claim = !r.gone && r.View.Gateway != c.name
+			if w.claim && !maps.Equal(r.View.Labels, v.Labels) {
+				// The labels follow the board to its new gateway.
+				w.rec.View.Labels = maps.Clone(r.View.Labels)
+				adopt = append(adopt, w)
+			}
+		}
+		writes = append(writes, w)
+	}
+	c.standby = standby
+	c.mu.Unlock()
+	for _, w := range adopt {
+		if _, err := c.o.Local.SetLabels(w.id, w.rec.View.Labels); err != nil {
+			c.log.Warn("cluster: labels of a board taken over", "board", w.id, "err", err)
+		}
+	}
+	if len(writes) > 0 {
+		c.putRecords(ctx, writes)
+	}
+}
+
+// sameRecord reports whether two views of a board differ only in what is
+// rewritten every SeenEvery (last seen, clock).
+func sameRecord(a, b fleet.BoardView) bool {
+	return a.Hostname == b.Hostname && a.Address == b.Address && a.Line == b.Line && a.URL == b.URL &&
+		slices.Equal(a.Groups, b.Groups) && maps.Equal(a.Labels, b.Labels) && a.Online == b.Online &&
+		a.OfflineReason == b.OfflineReason && a.Firmware == b.Firmware && slices.Equal(a.Transports, b.Transports) &&
+		a.Gateway == b.Gateway
+}
+
+// putRecords writes records with compare-and-set on their revisions, all
+// in flight at once, and applies each acknowledged one to the cache.
+func (c *Cluster) putRecords(ctx context.Context, ws []write) {
+	type pending struct {
+		w   write
+		ack jetstream.PubAckFuture
+	}
+	var ps []pending
+	for _, w := range ws {
+		data, err := json.Marshal(w.rec)
+		if err != nil {
+			continue
+		}
+		m := nats.NewMsg("$KV." + BucketBoards + "." + key(w.id))
+		m.Data = data
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(w.rev, 10))
+		ack, err := c.js.PublishMsgAsync(m)
+		if err != nil {
+			break
+		}
+		ps = append(ps, pending{w, ack})
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for _, p := range ps {
+		select {
+		case a := <-p.ack.Ok():
+			c.mu.Lock()
+			c.st.writes++
+			if r := c.records[p.w.id]; r == nil || r.rev < a.Sequence {
+				rec := p.w.rec
+				rec.rev = a.Sequence
+				c.records[p.w.id] = &rec
+			}
+			c.written[p.w.id] = c.clk.Now()
+			if p.w.claim {
+				c.st.takeovers++
+				c.log.Info("cluster: took over a board", "board", p.w.id)
+			}
+			c.mu.Unlock()
+		case err := <-p.ack.Err():
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+				c.mu.Lock()
+				c.st.conflicts++
+				c.mu.Unlock()
+			} else {
+				c.log.Debug("cluster: board record not written", "board", p.w.id, "err", err)
+			}
+		case <-timeout.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// view is the cluster's view of a board from its record: offline, with
+// the reason, when its gateway is dead or this one is cut off. Called
+// with c.mu held.
+func (c *Cluster) viewLocked(r *record, partitioned bool) fleet.BoardView {
+	v := r.View
+	v.Groups, v.Labels, v.Transports = slices.Clone(v.Groups), maps.Clone(v.Labels), slices.Clone(v.Transports)
+	if v.Clock != nil {
+		cl := *v.Clock
+		v.Clock = &cl
+	}
+	switch {
+	case partitioned:
+		v.Online, v.OfflineReason, v.Transports = false, "gateway "+c.name+" is cut off from the cluster; "+v.Gateway+" owns this board", []string{}
+	case !c.aliveLocked(v.Gateway):
+		v.Online, v.OfflineReason, v.Transports = false, "its gateway "+v.Gateway+" does not answer", []string{}
+	}
+	if v.Labels == nil {
+		v.Labels = map[string]string{}
+	}
+	if v.Groups == nil {
+		v.Groups = []int{}
+	}
+	if v.Transports == nil {
+		v.Transports = []string{}
+	}
+	return v
+}
+
+// owner names the gateway that answers for board id: its record's owner,
+// or this gateway for a board only it knows; "" for an unknown board.
+func (c *Cluster) owner(id string) string {
+	c.mu.Lock()
+	r := c.records[id]
+	c.mu.Unlock()
+	if r != nil && !r.gone {
+		return r.View.Gateway
+	}
+	if _, err := c.o.Local.Board(id); err == nil {
+		return c.name
+	}
+	return ""
+}

@@ -1,0 +1,241 @@
+package cluster_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/firmware/ota/image"
+)
+
+// testImage packs a host image of holo-board with version and size bytes
+// of payload.
+func testImage(t testing.TB, version string, size int) []byte {
+	t.Helper()
+	exe := bytes.Repeat([]byte(version+"|"), size/(len(version)+1)+1)[:size]
+	b, err := image.Pack(image.Desc{Version: version, Project: buildinfo.Project, Date: "Jan  1 2026", Time: "00:00:00", IDF: "test"}, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// upload posts an image to g's firmware store and returns its SHA-256.
+func upload(g *gwProc, img []byte) (string, error) {
+	sum := sha256.Sum256(img)
+	sha := hex.EncodeToString(sum[:])
+	req, _ := http.NewRequest("POST", g.base()+"/v1/artifacts?name=fw.bin&sha256="+sha, bytes.NewReader(img))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return "", fmt.Errorf("upload to %s: %d %s", g.name, resp.StatusCode, b)
+	}
+	return sha, nil
+}
+
+var coordinatorMetric = regexp.MustCompile(`holo_gateway_cluster_coordinator\{gateway="([^"]+)"\} 1`)
+
+// coordinator returns the gateway that says it coordinates rollouts, or
+// nil.
+func (tc *testCluster) coordinator() *gwProc {
+	for _, g := range tc.gws {
+		if _, m := get(g.base() + "/metrics"); coordinatorMetric.MatchString(m) {
+			return g
+		}
+	}
+	return nil
+}
+
+type rolloutJSON struct {
+	ID       string `json:"id"`
+	State    string `json:"state"`
+	Reason   string `json:"reason"`
+	Finished bool   `json:"finished"`
+	Progress struct {
+		Phases map[string]int `json:"phases"`
+	} `json:"progress"`
+}
+
+// TestRolloutKills runs rollouts across three gateways on a three-node
+// engine cluster and kills the rollout coordinator with SIGKILL at random
+// moments (at least minKills times), starting it again at once or a
+// little later (so another gateway takes over). Every rollout must
+// finish with every board of every gateway running the new image,
+// confirmed, having booted it exactly once, and none left staged.
+func TestRolloutKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills gateway processes")
+	}
+	const minKills = 50
+	tc := startCluster(t, "three-nodes")
+	boards := tc.waitListing(t, 60*time.Second)
+	urls := map[string]string{} // board id -> URL
+	siteOf := map[string]*site{}
+	for _, b := range boards {
+		urls[b.ID] = b.URL
+		for _, s := range tc.sites {
+			if slices.Contains(s.lineURLs, b.URL) || slices.Contains(s.lanURLs, b.URL) {
+				siteOf[b.ID] = s
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+	start := time.Now()
+	kills, midway, takeovers := 0, 0, 0
+	booted := map[string][]string{}
+	for id := range urls {
+		booted[id] = siteOf[id].bootsOf(urls[id])
+		if len(booted[id]) != 1 {
+			t.Fatalf("board %s booted %v before any rollout", id, booted[id])
+		}
+	}
+	for round := 0; kills < minKills; round++ {
+		version := fmt.Sprintf("%d.0.0", round+2)
+		img := testImage(t, version, 8<<10)
+		var sha string
+		eventually(t, 30*time.Second, "upload "+version, func() error {
+			var err error
+			sha, err = upload(tc.gws[rng.IntN(3)], img)
+			return err
+		})
+		plan := map[string]any{"artifact": sha, "target": map[string]any{"all": true}, "waves": []map[string]any{{"percent": 100}},
+			"max_in_flight": 3, "bandwidth": 24 << 10, "retries": 20, "backoff": "100ms"}
+		var ro rolloutJSON
+		eventually(t, 30*time.Second, "create rollout "+version, func() error {
+			code, b := tc.gws[rng.IntN(3)].rest(t, "POST", "/v1/rollouts", plan)
+			if code != 200 {
+				return fmt.Errorf("%d %s", code, b)
+			}
+			return jsonUnmarshal(b, &ro)
+		})
+		deadline := time.Now().Add(3 * time.Minute)
+		for !ro.Finished {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: rollout %s not finished after %d kills: %+v", round, ro.ID, kills, ro)
+			}
+			// Kill the coordinator at a random moment.
+			var co *gwProc
+			eventually(t, 30*time.Second, "a coordinator", func() error {
+				if co = tc.coordinator(); co == nil {
+					return fmt.Errorf("none")
+				}
+				return nil
+			})
+			time.Sleep(time.Duration(50+rng.IntN(700)) * time.Millisecond)
+			var before rolloutJSON
+			for _, g := range tc.gws {
+				if g == co {
+					continue
+				}
+				if code, b := g.rest(t, "GET", "/v1/rollouts/"+ro.ID, nil); code == 200 && jsonUnmarshal(b, &before) == nil {
+					break
+				}
+			}
+			co.kill()
+			kills++
+			if !before.Finished && before.Progress.Phases["pending"] < len(boards) {
+				midway++
+			}
+			if rng.IntN(2) == 0 {
+				// Another gateway takes over before it is back.
+				takeovers++
+				eventually(t, 20*time.Second, "another coordinator", func() error {
+					if n := tc.coordinator(); n == nil || n == co {
+						return fmt.Errorf("none yet")
+					}
+					return nil
+				})
+			}
+			co.start(t)
+			var other *gwProc
+			for _, g := range tc.gws {
+				if g != co {
+					other = g
+				}
+			}
+			eventually(t, 30*time.Second, "rollout status", func() error {
+				code, b := other.rest(t, "GET", "/v1/rollouts/"+ro.ID, nil)
+				if code != 200 {
+					return fmt.Errorf("%d %s", code, b)
+				}
+				return jsonUnmarshal(b, &ro)
+			})
+			// Between kills, let the rollout go on.
+			for range 20 {
+				if ro.Finished {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+				if code, b := other.rest(t, "GET", "/v1/rollouts/"+ro.ID, nil); code == 200 {
+					_ = jsonUnmarshal(b, &ro)
+				}
+			}
+		}
+		if ro.State != "done" {
+			t.Fatalf("round %d: rollout %s: %s (%s)", round, ro.ID, ro.State, ro.Reason)
+		}
+		var rbs []struct{ Board, Phase, Error string }
+		eventually(t, 30*time.Second, "rollout boards", func() error {
+			code, b := tc.gws[rng.IntN(3)].rest(t, "GET", "/v1/rollouts/"+ro.ID+"/boards", nil)
+			if code != 200 {
+				return fmt.Errorf("%d %s", code, b)
+			}
+			return jsonUnmarshal(b, &rbs)
+		})
+		if len(rbs) != len(boards) {
+			t.Fatalf("round %d: %d boards in the rollout, want %d", round, len(rbs), len(boards))
+		}
+		for _, b := range rbs {
+			if b.Phase != "succeeded" {
+				t.Errorf("round %d: board %s: %s (%s)", round, b.Board, b.Phase, b.Error)
+			}
+		}
+		for id, u := range urls {
+			booted[id] = append(booted[id], version)
+			if got := siteOf[id].bootsOf(u); !slices.Equal(got, booted[id]) {
+				t.Errorf("round %d: board %s booted %v, want %v", round, id, got, booted[id])
+			}
+			var st struct {
+				Session struct{ State string } `json:"session"`
+				Slots   []struct {
+					Running bool
+					State   *string
+					App     *struct{ Version string }
+				} `json:"slots"`
+			}
+			if err := httpJSON(u+"/api/v1/ota", &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Session.State == "staged" {
+				t.Errorf("round %d: board %s left staged", round, id)
+			}
+			for _, s := range st.Slots {
+				if s.Running && (s.App == nil || s.App.Version != version || s.State == nil || *s.State != "confirmed") {
+					t.Errorf("round %d: board %s runs %+v", round, id, s)
+				}
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		t.Logf("round %d: rollout of %s across %d boards done; %d kills so far", round, version, len(boards), kills)
+	}
+	t.Logf("%d kills of the coordinator (%d with another gateway taking over, %d mid-rollout), every rollout correct, in %v",
+		kills, takeovers, midway, time.Since(start).Round(time.Second))
+	_ = strings.Contains
+}
