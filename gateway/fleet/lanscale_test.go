@@ -353,7 +353,7 @@ const memTargetPerBoard = 100 << 10
 //	boards-cpu-us/board/s   the same of the board processes (for scale)
 //
 // FLEET_LAN_PROFILE=dir writes the gateway's heap and goroutine profiles
-// there at the measuring point.
+// there at the measuring point, and its CPU profile over the idle window.
 func BenchmarkLAN10000(b *testing.B) {
 	n := envInt(b, "FLEET_LAN_BOARDS", 10000)
 	settleFor := envDuration(b, "FLEET_LAN_SETTLE", 5*time.Second)
@@ -393,8 +393,11 @@ func lanScale(b *testing.B, n int, settleFor, idle time.Duration) {
 	time.Sleep(settleFor)
 	settle()
 	all, goAll := readGatewayMem(b), runtime.NumGoroutine()
-	if dir := os.Getenv("FLEET_LAN_PROFILE"); dir != "" {
-		writeProfiles(b, dir)
+	profDir := os.Getenv("FLEET_LAN_PROFILE")
+	if profDir != "" {
+		writeProfiles(b, profDir)
+		stop := startCPUProfile(b, profDir)
+		defer stop()
 	}
 	cpu := idleCPUOf(b, idle, func() (time.Duration, error) { return cpuTime(), nil })
 	boardsCPU := idleCPUOf(b, min(idle, 5*time.Second), bp.cpu)
@@ -427,6 +430,22 @@ func writeProfiles(tb testing.TB, dir string) {
 		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 			tb.Fatal(err)
 		}
+		f.Close()
+	}
+}
+
+// startCPUProfile profiles the CPU into dir/cpu.pprof until stop.
+func startCPUProfile(tb testing.TB, dir string) (stop func()) {
+	f, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		tb.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
 		f.Close()
 	}
 }

@@ -113,7 +113,7 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 	if w.lastSeq != 0 {
 		req.Header.Set("Last-Event-ID", strconv.Itoa(int(w.lastSeq)))
 	}
-	resp, err := w.l.stream.Do(req)
+	resp, err := w.l.openStream(sctx, req)
 	if err != nil {
 		return fmt.Sprintf("%v: %v", ErrStream, err)
 	}
@@ -130,6 +130,7 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 	}
 	w.online = true
 	w.b.online.Store(true)
+	w.l.clockSoon(w.b)
 	w.replayCheck = true
 	w.sink.Seen(w.b.ref, info)
 	for _, s := range StatePaths {
@@ -151,6 +152,7 @@ func (w *watcher) restarted(why string) {
 	w.sink.Restarted(w.b.ref)
 	w.lastSeq = 0
 	w.b.clock.reset.Store(true)
+	w.l.clockSoon(w.b)
 }
 
 // id is the board's id as last read (for logs).
