@@ -340,24 +340,27 @@ const memTargetPerBoard = 100 << 10
 // BenchmarkLAN10000 is the scale check of one gateway: FLEET_LAN_BOARDS
 // (default 10,000) fleet-mode boards in child processes, and a gateway core
 // in this process following all of them over the LAN. Once every board is
-// online with a clock estimate, and FLEET_LAN_SETTLE (default 5 s) more
-// have passed, it reports per board, at idle, of the gateway process only:
+// online with a clock estimate, and FLEET_LAN_SETTLE (default 10 s: the
+// boards' clock estimates settle) more have passed, it reports per board,
+// at idle, of the gateway process only:
 //
 //	gateway-B/board         Go heap in use + goroutine stacks it added
 //	gateway-rss-B/board     resident memory it added
 //	mem-target-ratio        the larger of the two against 100 KB
 //	goroutines/board        goroutines it added
 //	cpu-us/board/s          its CPU time over an idle window of
-//	                        FLEET_LAN_IDLE (default 20 s), in microseconds
-//	                        per board per second
+//	                        FLEET_LAN_IDLE (default 30 s, the longest
+//	                        period of the clock rounds, so each board's
+//	                        steady round is in it), in microseconds per
+//	                        board per second
 //	boards-cpu-us/board/s   the same of the board processes (for scale)
 //
 // FLEET_LAN_PROFILE=dir writes the gateway's heap and goroutine profiles
 // there at the measuring point, and its CPU profile over the idle window.
 func BenchmarkLAN10000(b *testing.B) {
 	n := envInt(b, "FLEET_LAN_BOARDS", 10000)
-	settleFor := envDuration(b, "FLEET_LAN_SETTLE", 5*time.Second)
-	idle := envDuration(b, "FLEET_LAN_IDLE", 20*time.Second)
+	settleFor := envDuration(b, "FLEET_LAN_SETTLE", 10*time.Second)
+	idle := envDuration(b, "FLEET_LAN_IDLE", lan.DefaultClockMaxEvery)
 	if lim, err := raiseNoFile(2*n + 1024); err != nil || lim < uint64(n+1024) {
 		b.Logf("open files limited to %d (%v): the gateway holds one stream per board", lim, err)
 	}

@@ -1,10 +1,12 @@
 package lan
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -248,8 +250,30 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 	b.clock.filter.MaxAge = 2 * l.o.ClockEvery
 	var e timesync.Estimate
 	got := false
+	// The round's exchanges go one after another on a connection of the
+	// round's own, closed after it (a new one if the board closes it).
+	var c *boardConn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
 	for range l.o.ClockSamples {
-		s, err := l.sample(ctx, b)
+		if c == nil {
+			var err error
+			if c, err = l.dial(ctx, b.u); err != nil {
+				l.log.Debug("lan: clock round", "url", b.url, "err", err)
+				break
+			}
+		}
+		s, again, err := l.sample(ctx, c, b)
+		if !again {
+			c.Close()
+			c = nil
+		}
+		if b.clock.noTime {
+			break
+		}
 		if err != nil {
 			l.log.Debug("lan: clock sample", "url", b.url, "err", err)
 			continue
@@ -276,29 +300,38 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 	return l.o.Clock.Now().Add(l.clockPeriod(e, got, b.clock.rounds)), true
 }
 
-// sample is one exchange of GET /time?t1=.
-func (l *LAN) sample(ctx context.Context, b *lanBoard) (timesync.Sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.o.ClockEvery)
-	defer cancel()
+// sample is one exchange of GET /time?t1= on c; again reports whether c
+// may carry the next one.
+func (l *LAN) sample(ctx context.Context, c *boardConn, b *lanBoard) (s timesync.Sample, again bool, err error) {
 	t1 := l.stamp.Now()
 	req, err := l.request(ctx, b, http.MethodGet, "/time?t1="+strconv.FormatInt(t1, 10), nil)
 	if err != nil {
-		return timesync.Sample{}, err
+		return s, true, err
 	}
-	rep, err := l.do(req, b)
-	t4 := l.stamp.Now()
+	_ = c.conn.SetDeadline(time.Now().Add(l.o.ClockEvery))
+	resp, err := c.send(req)
 	if err != nil {
-		return timesync.Sample{}, err
+		return s, false, fmt.Errorf("%w: %s GET /time: %v", fleet.ErrUnreachable, b.url, err)
 	}
-	if rep.Status == http.StatusNotFound {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTimeReply+1))
+	t4 := l.stamp.Now()
+	resp.Body.Close()
+	if err != nil || len(body) > maxTimeReply {
+		return s, false, fmt.Errorf("%w: %s GET /time: reading the reply: %v", fleet.ErrBadReply, b.url, err)
+	}
+	again = !resp.Close
+	if resp.StatusCode == http.StatusNotFound {
 		b.clock.noTime = true
 	}
-	if rep.Status != http.StatusOK {
-		return timesync.Sample{}, fmt.Errorf("%w: GET /time: %d %s", fleet.ErrBadReply, rep.Status, rep.Body)
+	if resp.StatusCode != http.StatusOK {
+		return s, again, fmt.Errorf("%w: GET /time: %d %s", fleet.ErrBadReply, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	var tr boardapi.TimeReply
-	if err := json.Unmarshal(rep.Body, &tr); err != nil || tr.T1 == nil || *tr.T1 != t1 {
-		return timesync.Sample{}, fmt.Errorf("%w: GET /time: %s", fleet.ErrBadReply, rep.Body)
+	if err := json.Unmarshal(body, &tr); err != nil || tr.T1 == nil || *tr.T1 != t1 {
+		return s, again, fmt.Errorf("%w: GET /time: %s", fleet.ErrBadReply, bytes.TrimSpace(body))
 	}
-	return timesync.Sample{T1: t1, T2: tr.T2, T3: tr.T3, T4: t4}, nil
+	return timesync.Sample{T1: t1, T2: tr.T2, T3: tr.T3, T4: t4}, again, nil
 }
+
+// maxTimeReply bounds the reply to GET /time read (it is about 70 bytes).
+const maxTimeReply = 4 << 10

@@ -147,6 +147,7 @@ type runState struct {
 
 type lanBoard struct {
 	url      string
+	u        *url.URL // url parsed
 	ref      fleet.Ref
 	password string
 	hostname string // from /info, for the Host header
@@ -224,7 +225,7 @@ func (l *LAN) Add(baseURL, password string) error {
 		b.password = password
 		return nil
 	}
-	b := &lanBoard{url: key, ref: fleet.Ref{Driver: "lan", Addr: key}, password: password,
+	b := &lanBoard{url: key, u: u, ref: fleet.Ref{Driver: "lan", Addr: key}, password: password,
 		ipHost: net.ParseIP(strings.Trim(u.Hostname(), "[]")) != nil}
 	b.clock.index = -1
 	l.boards[key] = b
