@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,6 +355,9 @@ const memTargetPerBoard = 100 << 10
 //	                        steady round is in it), in microseconds per
 //	                        board per second
 //	boards-cpu-us/board/s   the same of the board processes (for scale)
+//	clock-uncertainty-p90-us the boards' clock estimates after the window:
+//	clock-age-max-s         the 90th percentile of their uncertainty, and
+//	                        the longest since one was measured
 //
 // FLEET_LAN_PROFILE=dir writes the gateway's heap and goroutine profiles
 // there at the measuring point, and its CPU profile over the idle window.
@@ -407,6 +411,7 @@ func lanScale(b *testing.B, n int, settleFor, idle time.Duration) {
 	if st := g.f.Stats(); st.Online != n {
 		b.Errorf("after idling: %d of %d online", st.Online, n)
 	}
+	cq := clockQuality(g.f.Boards(fleet.Filter{}), time.Now())
 
 	per := func(v int64) float64 { return float64(v) / float64(n) }
 	b.Logf("per board: heap %.0f B, stacks %.0f B, resident %.0f B, %.2f goroutines; CPU at idle %.1f µs/s (boards %.1f µs/s)",
@@ -418,6 +423,36 @@ func lanScale(b *testing.B, n int, settleFor, idle time.Duration) {
 	b.ReportMetric(per(int64(goAll-goBase)), "goroutines/board")
 	b.ReportMetric(1e6*cpu/float64(n), "cpu-us/board/s")
 	b.ReportMetric(1e6*boardsCPU/float64(n), "boards-cpu-us/board/s")
+	b.Logf("clocks: %d of %d boards; uncertainty p50 %d µs, p90 %d µs, max %d µs; measured p50 %v, max %v ago",
+		cq.n, n, cq.uncP50, cq.uncP90, cq.uncMax, cq.ageP50.Round(time.Millisecond), cq.ageMax.Round(time.Millisecond))
+	b.ReportMetric(float64(cq.uncP90), "clock-uncertainty-p90-us")
+	b.ReportMetric(cq.ageMax.Seconds(), "clock-age-max-s")
+}
+
+// clocks sums up the boards' clock estimates at now: their uncertainty
+// and how long ago they were measured.
+type clocks struct {
+	n                      int
+	uncP50, uncP90, uncMax int64
+	ageP50, ageMax         time.Duration
+}
+
+func clockQuality(views []fleet.BoardView, now time.Time) clocks {
+	var unc []int64
+	var age []time.Duration
+	for _, v := range views {
+		if v.Clock != nil {
+			unc = append(unc, v.Clock.UncertaintyUS)
+			age = append(age, now.Sub(v.Clock.SyncedAt))
+		}
+	}
+	if len(unc) == 0 {
+		return clocks{}
+	}
+	slices.Sort(unc)
+	slices.Sort(age)
+	return clocks{n: len(unc), uncP50: unc[len(unc)/2], uncP90: unc[len(unc)*9/10], uncMax: unc[len(unc)-1],
+		ageP50: age[len(age)/2], ageMax: age[len(age)-1]}
 }
 
 // writeProfiles writes the heap and goroutine profiles into dir.

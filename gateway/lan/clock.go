@@ -123,6 +123,9 @@ func (l *LAN) clockAt(b *lanBoard, at time.Time) {
 // clockSoon queues a round of b within ClockEvery, at a random moment so
 // that boards coming online together are not measured in one burst.
 func (l *LAN) clockSoon(b *lanBoard) {
+	if l.o.ClockEvery <= 0 {
+		return // alignment off
+	}
 	l.clockAt(b, l.o.Clock.Now().Add(rand.N(l.o.ClockEvery)))
 }
 

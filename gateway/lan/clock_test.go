@@ -134,3 +134,19 @@ func TestClockQueue(t *testing.T) {
 		t.Fatalf("empty queue gave %v %v", x, wait)
 	}
 }
+
+// TestClockOff: with alignment off a board is watched and never measured.
+func TestClockOff(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	l, sink := startLAN(t, Options{ClockEvery: -1})
+	if err := l.Add(tb.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.Wait(t, 10*time.Second, "seen with states", func(s *recSink) bool { return s.SeenN[tb.URL] == 1 && len(s.States[tb.URL]) >= 6 })
+	time.Sleep(100 * time.Millisecond)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if n := sink.ClockN[tb.URL]; n != 0 {
+		t.Fatalf("%d clock estimates with alignment off", n)
+	}
+}
