@@ -499,3 +499,31 @@ func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// TestLANMemoryPerBoard is the quick form of BenchmarkLAN10000: 200 boards
+// in a child process, and the gateway following them holds under 100 KB
+// of Go heap and goroutine stacks per board once idle (the resident size
+// is logged, not checked: under the race detector it holds the detector's
+// shadow memory). At this size the gateway's fixed costs (the idle call
+// connections net/http keeps, up to 100) weigh more per board than at
+// 10,000.
+func TestLANMemoryPerBoard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 200 boards")
+	}
+	const n = 200
+	dir := t.TempDir()
+	bp := startBoards(t, n, n, filepath.Join(dir, "boards"))
+	settle()
+	base, goBase := readGatewayMem(t), runtime.NumGoroutine()
+	g := startGateway(t, bp.urls, filepath.Join(dir, "gateway"), lan.Options{})
+	g.waitOnline(t, n, 2*time.Minute)
+	settle()
+	all, goAll := readGatewayMem(t), runtime.NumGoroutine()
+	per := (all.heapStacks - base.heapStacks) / n
+	t.Logf("per board: heap+stacks %d B (stacks %d B), resident %d B, %.2f goroutines",
+		per, (all.stacks-base.stacks)/n, (all.rss-base.rss)/n, float64(goAll-goBase)/n)
+	if per > memTargetPerBoard {
+		t.Errorf("the gateway holds %d B per idle board, over %d", per, memTargetPerBoard)
+	}
+}

@@ -138,6 +138,7 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 		resp.Body.Close()
 		return nil, fmt.Sprintf("%v: status %d %s", ErrStream, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
 	}
+	resp.Header = nil // read; the body refers to the reply, kept for the stream's life
 	*backoff = w.l.o.MinBackoff
 	w.opened = w.l.o.Clock.Now()
 	if !w.online {
