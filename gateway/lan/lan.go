@@ -40,6 +40,15 @@
 // reported), carries the board's password as a bearer token when one was
 // given to Add, and Content-Type application/json when it has a JSON body.
 // The reply's status and body come back as the board sent them.
+//
+// # Clocks and connections
+//
+// Each online board's clock is measured in rounds of GET /time exchanges
+// (timesync), paced per board on one schedule (clock.go; Options.Clock*).
+// Calls go through Options.Client; the event streams and the clock rounds
+// use connections of the driver's own (stream.go), so that a followed
+// board costs the gateway one goroutine and a small buffer
+// (docs/scale.md).
 package lan
 
 import (
