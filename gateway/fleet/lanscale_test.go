@@ -35,7 +35,9 @@ import (
 // are read in this process and nothing of the boards is in them. The
 // boards run in several children (boardsPerProcess each) because a board
 // holds several files open (its listener, its stores, its side of each
-// connection) and one process may open only so many.
+// connection) and one process may open only so many: each process raises
+// its soft limit to what it needs, up to the hard limit, and says so when
+// that is too low.
 
 // Environment of a board process.
 const (
@@ -43,8 +45,27 @@ const (
 	boardsDirEnv = "HOLOFLEET_TEST_BOARDS_DIR" // their data directory
 )
 
-// boardsPerProcess is how many boards one child runs at most.
-const boardsPerProcess = 2500
+// Open files: a fleet-mode board holds up to filesPerBoard (its listener,
+// its stores, its side of the stream and of the calls at its start-up),
+// a board process filesSpare more; the gateway one stream per board and
+// filesSpare more (idle call connections, clock rounds, its store).
+const (
+	filesPerBoard = 6
+	filesSpare    = 256
+	// maxPerProcess bounds the boards of one process.
+	maxPerProcess = 2500
+)
+
+// boardsPerProcess is how many boards one child runs: maxPerProcess, or
+// fewer when the hard open-files limit (which children inherit) is lower
+// than they would need.
+func boardsPerProcess() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return maxPerProcess
+	}
+	return max(1, min(maxPerProcess, (int(min(lim.Max, 1<<30))-filesSpare)/filesPerBoard))
+}
 
 // TestMain runs the test binary as a board process when boardsEnv is set.
 func TestMain(m *testing.M) {
@@ -65,8 +86,10 @@ func boardsProcess(count, dir string) int {
 		fmt.Fprintf(os.Stderr, "boards process: %s=%q %s=%q\n", boardsEnv, count, boardsDirEnv, dir)
 		return 2
 	}
-	if lim, err := raiseNoFile(8*n + 1024); err != nil || lim < uint64(4*n) {
-		fmt.Fprintf(os.Stderr, "boards process: open files limited to %d (%v)\n", lim, err)
+	if lim, err := raiseNoFile(2 * (filesPerBoard*n + filesSpare)); err != nil || lim < uint64(filesPerBoard*n+filesSpare) {
+		fmt.Fprintf(os.Stderr, "boards process: open files limited to %d (%v); %d boards need about %d\n",
+			lim, err, n, filesPerBoard*n+filesSpare)
+		return 1
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -365,8 +388,9 @@ func BenchmarkLAN10000(b *testing.B) {
 	n := envInt(b, "FLEET_LAN_BOARDS", 10000)
 	settleFor := envDuration(b, "FLEET_LAN_SETTLE", 10*time.Second)
 	idle := envDuration(b, "FLEET_LAN_IDLE", lan.DefaultClockMaxEvery)
-	if lim, err := raiseNoFile(2*n + 1024); err != nil || lim < uint64(n+1024) {
-		b.Logf("open files limited to %d (%v): the gateway holds one stream per board", lim, err)
+	if lim, err := raiseNoFile(2 * (n + filesSpare)); err != nil || lim < uint64(n+filesSpare) {
+		b.Fatalf("open files limited to %d (%v): the gateway holds one stream per board and needs about %d; raise the hard limit (ulimit -Hn)",
+			lim, err, n+filesSpare)
 	}
 	for b.Loop() { // once: ns/op is the whole scenario
 		lanScale(b, n, settleFor, idle)
@@ -376,7 +400,7 @@ func BenchmarkLAN10000(b *testing.B) {
 func lanScale(b *testing.B, n int, settleFor, idle time.Duration) {
 	dir := b.TempDir()
 	t0 := time.Now()
-	bp := startBoards(b, n, boardsPerProcess, filepath.Join(dir, "boards"))
+	bp := startBoards(b, n, boardsPerProcess(), filepath.Join(dir, "boards"))
 	b.Logf("%d boards started in %d processes in %v", n, len(bp.procs), time.Since(t0).Round(time.Millisecond))
 
 	settle()
