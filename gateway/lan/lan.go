@@ -106,16 +106,16 @@ var StatePaths = []struct{ Kind, Path string }{
 // Options configure a LAN driver.
 type Options struct {
 	// Client sends calls; nil means a client with DefaultCallTimeout.
-	// Event streams do not use it: each is a connection of its own (see
-	// openStream), with the TLS settings of the client's transport when
-	// it is an *http.Transport.
+	// Event streams and clock rounds do not use it: they run on
+	// connections of the driver's own (stream.go), with the TLS settings
+	// of the client's transport when it is an *http.Transport.
 	Client *http.Client
 	Clock  clock.Clock
 	Log    *slog.Logger
 	// MinBackoff and MaxBackoff bound the wait before reconnecting.
 	MinBackoff, MaxBackoff time.Duration
 	// StreamIdle is how long a stream may stay silent before it is taken
-	// for dead.
+	// for dead (and how long its reply's head may take).
 	StreamIdle time.Duration
 	// Clock alignment: a round of ClockSamples exchanges of GET /time
 	// measures a board, at most ClockParallel boards at once (defaults 3
