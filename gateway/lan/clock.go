@@ -1,9 +1,13 @@
 package lan
 
 import (
+	"bytes"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -17,12 +21,24 @@ import (
 
 // Defaults of the clock alignment.
 const (
-	// DefaultClockEvery is the period of the measuring rounds.
+	// DefaultClockEvery is the period of a board's measuring rounds while
+	// its estimate settles or is not sharp enough.
 	DefaultClockEvery = 5 * time.Second
+	// DefaultClockMaxEvery is the longest period between two rounds of an
+	// online board.
+	DefaultClockMaxEvery = 30 * time.Second
+	// DefaultClockTarget is the uncertainty a board's estimate, aged at
+	// the crystal tolerance (timesync.MaxDrift) until the next round, is
+	// kept within when the network allows it.
+	DefaultClockTarget = 2 * time.Millisecond
 	// DefaultClockSamples is the exchanges per board per round.
 	DefaultClockSamples = 3
 	// DefaultClockParallel is how many boards are measured at once.
 	DefaultClockParallel = 8
+	// clockSettle is how many rounds after a board comes online (or
+	// restarts) run at ClockEvery whatever their estimate: the second one
+	// checks the first against it (a step restarts the window).
+	clockSettle = 2
 )
 
 // clockState is a board's clock filter, held by one measuring round at a
@@ -32,60 +48,235 @@ type clockState struct {
 	filter timesync.Filter
 	reset  atomic.Bool // the board restarted: forget the samples
 	noTime bool        // the board answered 404 to GET /time (older firmware)
+	rounds int         // rounds with an estimate since the last reset
+
+	// next and index belong to the schedule (clockQueue.mu): when the
+	// board's next round is due, and its place in the queue (-1: not
+	// queued).
+	next  time.Time
+	index int
 }
 
-// syncClocks measures every online board each ClockEvery until ctx ends.
+// clockQueue is the schedule of the measuring rounds: the online boards
+// ordered by when their next round is due. One goroutine takes the due
+// ones off it and hands them to ClockParallel workers, which queue each
+// board again after its round, so the driver runs the same few goroutines
+// and one timer for any number of boards, and each board's rounds keep
+// their own pace and phase (no fleet-wide bursts).
+type clockQueue struct {
+	mu   sync.Mutex
+	on   bool // Run is measuring (alignment on, the sink takes clocks)
+	h    clockHeap
+	wake chan struct{} // the head of the queue changed
+}
+
+// clockHeap is a min-heap of boards by clock.next.
+type clockHeap []*lanBoard
+
+func (h clockHeap) Len() int           { return len(h) }
+func (h clockHeap) Less(i, j int) bool { return h[i].clock.next.Before(h[j].clock.next) }
+func (h clockHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].clock.index, h[j].clock.index = i, j
+}
+func (h *clockHeap) Push(x any) {
+	b := x.(*lanBoard)
+	b.clock.index = len(*h)
+	*h = append(*h, b)
+}
+func (h *clockHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	b.clock.index = -1
+	return b
+}
+
+// clockAt queues b's next round at at, or earlier when it is queued for
+// earlier already.
+func (l *LAN) clockAt(b *lanBoard, at time.Time) {
+	q := &l.clockQ
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.on {
+		return
+	}
+	switch {
+	case b.clock.index < 0:
+		b.clock.next = at
+		heap.Push(&q.h, b)
+	case at.Before(b.clock.next):
+		b.clock.next = at
+		heap.Fix(&q.h, b.clock.index)
+	default:
+		return
+	}
+	if b.clock.index == 0 {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// clockSoon queues a round of b within ClockEvery, at a random moment so
+// that boards coming online together are not measured in one burst.
+func (l *LAN) clockSoon(b *lanBoard) {
+	if l.o.ClockEvery <= 0 {
+		return // alignment off
+	}
+	l.clockAt(b, l.o.Clock.Now().Add(rand.N(l.o.ClockEvery)))
+}
+
+// due takes the first board whose round is due off the queue, or tells how
+// long until one is (ok false; wait < 0: the queue is empty).
+func (l *LAN) due() (b *lanBoard, wait time.Duration) {
+	q := &l.clockQ
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.h) == 0 {
+		return nil, -1
+	}
+	if wait := q.h[0].clock.next.Sub(l.o.Clock.Now()); wait > 0 {
+		return nil, wait
+	}
+	return heap.Pop(&q.h).(*lanBoard), 0
+}
+
+// syncClocks runs the measuring rounds of the online boards until ctx
+// ends: each board is measured within ClockEvery of coming online (or
+// restarting), then again after the period clockPeriod gives.
 func (l *LAN) syncClocks(ctx context.Context, sink fleet.Sink) {
 	cs, ok := sink.(fleet.ClockSink)
 	if !ok || l.o.ClockEvery < 0 {
 		return
 	}
-	t := l.o.Clock.NewTicker(l.o.ClockEvery)
-	defer t.Stop()
+	q := &l.clockQ
+	q.mu.Lock()
+	q.on = true
+	q.mu.Unlock()
+	l.mu.Lock()
+	for _, b := range l.boards {
+		if b.online.Load() {
+			l.clockSoon(b)
+		}
+	}
+	l.mu.Unlock()
+	work := make(chan *lanBoard)
+	var wg sync.WaitGroup
+	for range l.o.ClockParallel {
+		wg.Go(func() {
+			for b := range work {
+				if next, ok := l.measure(ctx, b, cs); ok {
+					l.clockAt(b, next)
+				}
+			}
+		})
+	}
+	t := l.o.Clock.NewTimer(time.Hour)
+	defer func() {
+		t.Stop()
+		close(work)
+		wg.Wait()
+		q.mu.Lock()
+		q.on = false
+		for _, b := range q.h {
+			b.clock.index = -1
+		}
+		q.h = nil
+		q.mu.Unlock()
+	}()
 	for {
+		b, wait := l.due()
+		if b != nil {
+			if !b.online.Load() {
+				continue // queued again when it comes back
+			}
+			select {
+			case work <- b:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		var tick <-chan time.Time
+		if wait > 0 {
+			t.Reset(wait)
+			tick = t.C()
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
+		case <-tick:
+		case <-q.wake:
+			t.Stop()
 		}
-		l.mu.Lock()
-		var due []*lanBoard
-		for _, b := range l.boards {
-			if b.online.Load() {
-				due = append(due, b)
-			}
-		}
-		l.mu.Unlock()
-		sem := make(chan struct{}, l.o.ClockParallel)
-		var wg sync.WaitGroup
-		for _, b := range due {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				l.measure(ctx, b, cs)
-			}()
-		}
-		wg.Wait()
 	}
 }
 
-// measure runs ClockSamples exchanges with b and reports the estimate.
-func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) {
+// clockPeriod is how long after a round the next one of a board is due:
+// ClockEvery while its estimate settles (the first clockSettle rounds
+// after it came online or restarted) or when the round gave none;
+// otherwise as long as its uncertainty, growing by timesync.MaxDrift with
+// the estimate's age, stays within ClockTarget, bounded by ClockEvery and
+// ClockMaxEvery. The period is then shortened by up to a tenth at random,
+// so that boards measured together drift apart.
+func (l *LAN) clockPeriod(e timesync.Estimate, got bool, rounds int) time.Duration {
+	p := l.o.ClockEvery
+	if got && rounds >= clockSettle {
+		// The estimate may age room µs at MaxDrift µs per µs.
+		if room := l.o.ClockTarget.Microseconds() - e.Uncertainty; room > 0 {
+			p = time.Duration(min(float64(room)/timesync.MaxDrift*float64(time.Microsecond), float64(l.o.ClockMaxEvery)))
+			p = max(p, l.o.ClockEvery)
+		}
+	}
+	return p - rand.N(p/10+1)
+}
+
+// measure runs a round of ClockSamples exchanges with b, reports the
+// estimate, and returns when the next round is due (ok false: never,
+// until the board restarts).
+func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (next time.Time, ok bool) {
 	b.clock.mu.Lock()
 	defer b.clock.mu.Unlock()
 	if b.clock.reset.Swap(false) {
 		b.clock.filter.Reset()
 		b.clock.noTime = false
+		b.clock.rounds = 0
 	}
 	if b.clock.noTime {
-		return
+		return time.Time{}, false
 	}
+	// A round leans on no sample older than two fast periods: once the
+	// rounds are further apart, each estimate is the round's own.
+	b.clock.filter.MaxAge = 2 * l.o.ClockEvery
 	var e timesync.Estimate
 	got := false
+	// The round's exchanges go one after another on a connection of the
+	// round's own, closed after it (a new one if the board closes it).
+	var c *boardConn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
 	for range l.o.ClockSamples {
-		s, err := l.sample(ctx, b)
+		if c == nil {
+			var err error
+			if c, err = l.dial(ctx, b.u); err != nil {
+				l.log.Debug("lan: clock round", "url", b.url, "err", err)
+				break
+			}
+		}
+		s, again, err := l.sample(ctx, c, b)
+		if !again {
+			c.Close()
+			c = nil
+		}
+		if b.clock.noTime {
+			break
+		}
 		if err != nil {
 			l.log.Debug("lan: clock sample", "url", b.url, "err", err)
 			continue
@@ -102,36 +293,48 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) {
 	}
 	if b.clock.noTime {
 		l.log.Info("lan: board has no GET /time; its clock is not aligned", "url", b.url)
+		return time.Time{}, false
 	}
 	if got && ctx.Err() == nil {
+		b.clock.rounds++
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
 			SyncedAt: l.stamp.Time(e.At), Via: "lan"})
 	}
+	return l.o.Clock.Now().Add(l.clockPeriod(e, got, b.clock.rounds)), true
 }
 
-// sample is one exchange of GET /time?t1=.
-func (l *LAN) sample(ctx context.Context, b *lanBoard) (timesync.Sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.o.ClockEvery)
-	defer cancel()
+// sample is one exchange of GET /time?t1= on c; again reports whether c
+// may carry the next one.
+func (l *LAN) sample(ctx context.Context, c *boardConn, b *lanBoard) (s timesync.Sample, again bool, err error) {
 	t1 := l.stamp.Now()
 	req, err := l.request(ctx, b, http.MethodGet, "/time?t1="+strconv.FormatInt(t1, 10), nil)
 	if err != nil {
-		return timesync.Sample{}, err
+		return s, true, err
 	}
-	rep, err := l.do(req, b)
-	t4 := l.stamp.Now()
+	_ = c.conn.SetDeadline(time.Now().Add(l.o.ClockEvery))
+	resp, err := c.send(req)
 	if err != nil {
-		return timesync.Sample{}, err
+		return s, false, fmt.Errorf("%w: %s GET /time: %v", fleet.ErrUnreachable, b.url, err)
 	}
-	if rep.Status == http.StatusNotFound {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTimeReply+1))
+	t4 := l.stamp.Now()
+	resp.Body.Close()
+	if err != nil || len(body) > maxTimeReply {
+		return s, false, fmt.Errorf("%w: %s GET /time: reading the reply: %v", fleet.ErrBadReply, b.url, err)
+	}
+	again = !resp.Close
+	if resp.StatusCode == http.StatusNotFound {
 		b.clock.noTime = true
 	}
-	if rep.Status != http.StatusOK {
-		return timesync.Sample{}, fmt.Errorf("%w: GET /time: %d %s", fleet.ErrBadReply, rep.Status, rep.Body)
+	if resp.StatusCode != http.StatusOK {
+		return s, again, fmt.Errorf("%w: GET /time: %d %s", fleet.ErrBadReply, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	var tr boardapi.TimeReply
-	if err := json.Unmarshal(rep.Body, &tr); err != nil || tr.T1 == nil || *tr.T1 != t1 {
-		return timesync.Sample{}, fmt.Errorf("%w: GET /time: %s", fleet.ErrBadReply, rep.Body)
+	if err := json.Unmarshal(body, &tr); err != nil || tr.T1 == nil || *tr.T1 != t1 {
+		return s, again, fmt.Errorf("%w: GET /time: %s", fleet.ErrBadReply, bytes.TrimSpace(body))
 	}
-	return timesync.Sample{T1: t1, T2: tr.T2, T3: tr.T3, T4: t4}, nil
+	return timesync.Sample{T1: t1, T2: tr.T2, T3: tr.T3, T4: t4}, again, nil
 }
+
+// maxTimeReply bounds the reply to GET /time read (it is about 70 bytes).
+const maxTimeReply = 4 << 10

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
 
@@ -13,7 +14,7 @@ import (
 // gateway's time at that start.
 func TestClockAligned(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
-	l, sink := startLAN(t, Options{ClockEvery: 50 * time.Millisecond, ClockSamples: 4})
+	l, sink := startLAN(t, Options{ClockEvery: 50 * time.Millisecond, ClockMaxEvery: 100 * time.Millisecond, ClockSamples: 4})
 	if err := l.Add(tb.URL, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -36,4 +37,116 @@ func TestClockAligned(t *testing.T) {
 // readings of both.
 func gatewayMicros(s *timesync.Stamper, t time.Time) int64 {
 	return s.Now() - time.Since(t).Microseconds()
+}
+
+// TestClockPaced: a board is measured quickly while its estimate settles,
+// then at the slow pace its estimate allows, and quickly again once it
+// restarted.
+func TestClockPaced(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	// The restart shows as the uptime (whole seconds) going backwards.
+	time.Sleep(1100 * time.Millisecond)
+	// A target of a second leaves room for the longest period.
+	l, sink := startLAN(t, Options{ClockEvery: 50 * time.Millisecond, ClockMaxEvery: 3 * time.Second,
+		ClockTarget: time.Second, ClockSamples: 2})
+	if err := l.Add(tb.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		sink.Mu.Lock()
+		defer sink.Mu.Unlock()
+		return sink.ClockN[tb.URL]
+	}
+	sink.Wait(t, 5*time.Second, "two settling rounds", func(s *recSink) bool { return s.ClockN[tb.URL] >= 2 })
+	n := count()
+	time.Sleep(time.Second)
+	if got := count(); got != n {
+		t.Fatalf("%d rounds in the second after settling; the next is due 2.7-3 s after the last", got-n)
+	}
+	tb.Board.Restart(0)
+	t0 := time.Now()
+	sink.Wait(t, 10*time.Second, "restarted", func(s *recSink) bool { return s.RestartedN[tb.URL] == 1 })
+	sink.Wait(t, 2*time.Second, "two quick rounds after the restart", func(s *recSink) bool { return s.ClockN[tb.URL] >= n+2 })
+	t.Logf("two rounds %v after the restart", time.Since(t0).Round(time.Millisecond))
+}
+
+// TestClockPeriod: the next round is due as late as keeps the aged
+// uncertainty within the target, between ClockEvery and ClockMaxEvery,
+// less up to a tenth at random.
+func TestClockPeriod(t *testing.T) {
+	l := New(Options{ClockEvery: 5 * time.Second, ClockMaxEvery: 30 * time.Second, ClockTarget: 2 * time.Millisecond})
+	for _, tc := range []struct {
+		name   string
+		uncUS  int64
+		got    bool
+		rounds int
+		want   time.Duration
+	}{
+		{"no estimate", 100, false, 5, 5 * time.Second},
+		{"settling", 100, true, 1, 5 * time.Second},
+		{"sharp: the longest", 100, true, 2, 30 * time.Second},
+		{"room for 10 s", 1500, true, 3, 10 * time.Second},
+		{"room for 2 s: the shortest", 1900, true, 3, 5 * time.Second},
+		{"beyond the target", 3000, true, 3, 5 * time.Second},
+	} {
+		for range 20 {
+			p := l.clockPeriod(timesync.Estimate{Uncertainty: tc.uncUS}, tc.got, tc.rounds)
+			if p > tc.want || p < tc.want-tc.want/10 {
+				t.Fatalf("%s: period %v, want %v less up to a tenth", tc.name, p, tc.want)
+			}
+		}
+	}
+}
+
+// TestClockQueue: boards come off the schedule in the order they are due,
+// an earlier time replaces a later one, and nothing is queued while the
+// driver does not measure.
+func TestClockQueue(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	l := New(Options{Clock: clk})
+	for _, u := range []string{"http://a", "http://b", "http://c"} {
+		if err := l.Add(u, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b, c := l.boards["http://a"], l.boards["http://b"], l.boards["http://c"]
+	now := clk.Now()
+	l.clockAt(a, now)
+	if x, wait := l.due(); x != nil || wait >= 0 {
+		t.Fatalf("queued while not measuring: %v %v", x, wait)
+	}
+	l.clockQ.on = true
+	l.clockAt(a, now.Add(3*time.Second))
+	l.clockAt(b, now.Add(time.Second))
+	l.clockAt(c, now.Add(2*time.Second))
+	l.clockAt(a, now.Add(5*time.Second)) // later: stays at 3 s
+	l.clockAt(c, now.Add(500*time.Millisecond))
+	if x, wait := l.due(); x != nil || wait != 500*time.Millisecond {
+		t.Fatalf("due %v, wait %v; want nothing for 500ms", x, wait)
+	}
+	clk.Advance(3 * time.Second)
+	for i, want := range []*lanBoard{c, b, a} {
+		if x, _ := l.due(); x != want {
+			t.Fatalf("#%d: %v, want %s", i, x, want.url)
+		}
+	}
+	if x, wait := l.due(); x != nil || wait >= 0 {
+		t.Fatalf("empty queue gave %v %v", x, wait)
+	}
+}
+
+// TestClockOff: with alignment off a board is watched and never measured.
+func TestClockOff(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	l, sink := startLAN(t, Options{ClockEvery: -1})
+	if err := l.Add(tb.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.Wait(t, 10*time.Second, "seen with states", func(s *recSink) bool { return s.SeenN[tb.URL] == 1 && len(s.States[tb.URL]) >= 6 })
+	time.Sleep(100 * time.Millisecond)
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if n := sink.ClockN[tb.URL]; n != 0 {
+		t.Fatalf("%d clock estimates with alignment off", n)
+	}
 }

@@ -40,6 +40,15 @@
 // reported), carries the board's password as a bearer token when one was
 // given to Add, and Content-Type application/json when it has a JSON body.
 // The reply's status and body come back as the board sent them.
+//
+// # Clocks and connections
+//
+// Each online board's clock is measured in rounds of GET /time exchanges
+// (timesync), paced per board on one schedule (clock.go; Options.Clock*).
+// Calls go through Options.Client; the event streams and the clock rounds
+// use connections of the driver's own (stream.go), so that a followed
+// board costs the gateway one goroutine and a small buffer
+// (docs/scale.md).
 package lan
 
 import (
@@ -97,23 +106,29 @@ var StatePaths = []struct{ Kind, Path string }{
 // Options configure a LAN driver.
 type Options struct {
 	// Client sends calls; nil means a client with DefaultCallTimeout.
-	// Streams use the client's transport without the client's timeout;
-	// a client on the default transport (nil Transport) gets a transport
-	// of its own for streams, with small buffers (see streamTransport).
+	// Event streams and clock rounds do not use it: they run on
+	// connections of the driver's own (stream.go), with the TLS settings
+	// of the client's transport when it is an *http.Transport.
 	Client *http.Client
 	Clock  clock.Clock
 	Log    *slog.Logger
 	// MinBackoff and MaxBackoff bound the wait before reconnecting.
 	MinBackoff, MaxBackoff time.Duration
 	// StreamIdle is how long a stream may stay silent before it is taken
-	// for dead.
+	// for dead (and how long its reply's head may take).
 	StreamIdle time.Duration
-	// ClockEvery is the period of clock alignment rounds: every online
-	// board gets ClockSamples exchanges of GET /time per round, at most
-	// ClockParallel boards at once (defaults 5 s, 3, 8; a negative
-	// ClockEvery turns alignment off). Estimates go to the sink when it
-	// is a fleet.ClockSink.
+	// Clock alignment: a round of ClockSamples exchanges of GET /time
+	// measures a board, at most ClockParallel boards at once (defaults 3
+	// and 8). A board is measured within ClockEvery of coming online or
+	// restarting, every ClockEvery while its estimate settles or is not
+	// sharp enough, and otherwise as rarely as keeps its uncertainty,
+	// aged at the crystal tolerance, within ClockTarget, at most
+	// ClockMaxEvery apart (defaults 5 s, 2 ms, 30 s; see clockPeriod). A
+	// negative ClockEvery turns alignment off. Estimates go to the sink
+	// when it is a fleet.ClockSink.
 	ClockEvery    time.Duration
+	ClockMaxEvery time.Duration
+	ClockTarget   time.Duration
 	ClockSamples  int
 	ClockParallel int
 }
@@ -121,10 +136,11 @@ type Options struct {
 // LAN is the driver of boards on the network. Its methods are safe for
 // concurrent use.
 type LAN struct {
-	o      Options
-	stream *http.Client
-	log    *slog.Logger
-	stamp  *timesync.Stamper
+	o     Options
+	log   *slog.Logger
+	stamp *timesync.Stamper
+	// clockQ schedules the clock rounds (clock.go).
+	clockQ clockQueue
 
 	mu      sync.Mutex
 	boards  map[string]*lanBoard
@@ -140,6 +156,7 @@ type runState struct {
 
 type lanBoard struct {
 	url      string
+	u        *url.URL // url parsed
 	ref      fleet.Ref
 	password string
 	hostname string // from /info, for the Host header
@@ -174,38 +191,21 @@ func New(o Options) *LAN {
 	if o.ClockEvery == 0 {
 		o.ClockEvery = DefaultClockEvery
 	}
+	if o.ClockMaxEvery <= 0 {
+		o.ClockMaxEvery = DefaultClockMaxEvery
+	}
+	o.ClockMaxEvery = max(o.ClockMaxEvery, o.ClockEvery)
+	if o.ClockTarget <= 0 {
+		o.ClockTarget = DefaultClockTarget
+	}
 	if o.ClockSamples <= 0 {
 		o.ClockSamples = DefaultClockSamples
 	}
 	if o.ClockParallel <= 0 {
 		o.ClockParallel = DefaultClockParallel
 	}
-	sc := *o.Client
-	sc.Timeout = 0
-	if sc.Transport == nil {
-		sc.Transport = streamTransport()
-	}
-	return &LAN{o: o, stream: &sc, log: o.Log.With("transport", "lan"), boards: map[string]*lanBoard{},
-		stamp: timesync.NewStamper(o.Clock)}
-}
-
-// Buffers of a stream connection. A stream sends one request of a few
-// headers and reads short lines, and a gateway holds one per board, so
-// net/http's 4 KB per direction would be most of what a watched board
-// costs the gateway in buffers.
-const (
-	streamWriteBuffer = 512
-	streamReadBuffer  = 1 << 10
-	// scanBuffer is the initial line buffer of a stream; it grows up to
-	// MaxReply for long messages.
-	scanBuffer = 512
-)
-
-// streamTransport is the default transport with stream-sized buffers.
-func streamTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.WriteBufferSize, t.ReadBufferSize = streamWriteBuffer, streamReadBuffer
-	return t
+	return &LAN{o: o, log: o.Log.With("transport", "lan"), boards: map[string]*lanBoard{},
+		stamp: timesync.NewStamper(o.Clock), clockQ: clockQueue{wake: make(chan struct{}, 1)}}
 }
 
 // Name is "lan".
@@ -234,8 +234,9 @@ func (l *LAN) Add(baseURL, password string) error {
 		b.password = password
 		return nil
 	}
-	b := &lanBoard{url: key, ref: fleet.Ref{Driver: "lan", Addr: key}, password: password,
+	b := &lanBoard{url: key, u: u, ref: fleet.Ref{Driver: "lan", Addr: key}, password: password,
 		ipHost: net.ParseIP(strings.Trim(u.Hostname(), "[]")) != nil}
+	b.clock.index = -1
 	l.boards[key] = b
 	if l.run != nil && l.run.ctx.Err() == nil {
 		l.startLocked(b)

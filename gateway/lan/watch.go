@@ -82,10 +82,27 @@ func (w *watcher) run(ctx context.Context) {
 
 // session reads the board's identity, opens its stream, re-reads its
 // states and follows the stream until it ends; it returns why it ended.
+// The stream is followed from this small frame once open's large one has
+// returned: a gateway holds one watcher per board blocked in a read, and
+// the runtime shrinks a goroutine's stack to a size that is at least four
+// times what is in use.
 func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	resp, reason := w.open(ctx, sctx, backoff)
+	if resp == nil {
+		return reason
+	}
+	defer resp.Body.Close()
+	return w.follow(sctx, cancel, resp)
+}
+
+// open reads the board's identity, opens its stream in sctx and re-reads
+// its states; it returns the stream, or nil and why it failed.
+func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http.Response, string) {
 	info, err := w.l.get(ctx, w.b, "/info")
 	if err != nil {
-		return fmt.Sprintf("GET /info: %v", err)
+		return nil, fmt.Sprintf("GET /info: %v", err)
 	}
 	var id struct {
 		ID       string `json:"id"`
@@ -93,7 +110,7 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 		UptimeS  *int64 `json:"uptime_s"`
 	}
 	if err := json.Unmarshal(info, &id); err != nil || id.UptimeS == nil {
-		return fmt.Sprintf("GET /info: %v: no uptime_s", fleet.ErrBadReply)
+		return nil, fmt.Sprintf("GET /info: %v: no uptime_s", fleet.ErrBadReply)
 	}
 	if w.haveUptime && *id.UptimeS < w.uptime {
 		w.restarted("uptime went backwards")
@@ -103,26 +120,25 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 	w.b.hostname, w.b.id = id.Hostname, id.ID
 	w.l.mu.Unlock()
 
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	req, err := w.l.request(sctx, w.b, http.MethodGet, "/events", nil)
 	if err != nil {
-		return err.Error()
+		return nil, err.Error()
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if w.lastSeq != 0 {
 		req.Header.Set("Last-Event-ID", strconv.Itoa(int(w.lastSeq)))
 	}
-	resp, err := w.l.stream.Do(req)
+	resp, err := w.l.openStream(sctx, req)
 	if err != nil {
-		return fmt.Sprintf("%v: %v", ErrStream, err)
+		return nil, fmt.Sprintf("%v: %v", ErrStream, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		var buf bytes.Buffer
 		_, _ = buf.ReadFrom(http.MaxBytesReader(nil, resp.Body, 4096))
-		return fmt.Sprintf("%v: status %d %s", ErrStream, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
+		resp.Body.Close()
+		return nil, fmt.Sprintf("%v: status %d %s", ErrStream, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
 	}
+	resp.Header = nil // read; the body refers to the reply, kept for the stream's life
 	*backoff = w.l.o.MinBackoff
 	w.opened = w.l.o.Clock.Now()
 	if !w.online {
@@ -130,20 +146,22 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 	}
 	w.online = true
 	w.b.online.Store(true)
+	w.l.clockSoon(w.b)
 	w.replayCheck = true
 	w.sink.Seen(w.b.ref, info)
 	for _, s := range StatePaths {
 		state, err := w.l.get(ctx, w.b, s.Path)
 		if err != nil {
 			if ctx.Err() != nil {
-				return "stopped"
+				resp.Body.Close()
+				return nil, "stopped"
 			}
 			w.l.log.Debug("lan: reading a state", "url", w.b.url, "path", s.Path, "err", err)
 			continue
 		}
 		w.sink.Changed(w.b.ref, s.Kind, state)
 	}
-	return w.follow(sctx, cancel, resp)
+	return resp, ""
 }
 
 func (w *watcher) restarted(why string) {
@@ -151,6 +169,7 @@ func (w *watcher) restarted(why string) {
 	w.sink.Restarted(w.b.ref)
 	w.lastSeq = 0
 	w.b.clock.reset.Store(true)
+	w.l.clockSoon(w.b)
 }
 
 // id is the board's id as last read (for logs).
