@@ -132,6 +132,18 @@ type Line interface {
 	Stats() LineStats
 }
 
+// TimedLine is a Line that times group sends: each ends (its last byte
+// leaves the wire, and the boards take it) at a requested moment on the
+// line's clock, with the line kept free before it. Both return the moment
+// the last byte left the wire. The fleet core fires timed actions on such
+// lines (Action.At); on a Line that is not one it waits for the moment
+// and sends then.
+type TimedLine interface {
+	Line
+	GroupAt(ctx context.Context, group int, req frame.Request, at time.Time) (time.Time, error)
+	GroupCallAt(ctx context.Context, group int, method, path string, body []byte, at time.Time) (time.Time, error)
+}
+
 // LineStats are a line driver's counters (metrics read them).
 type LineStats struct {
 	BytesOut, BytesIn   uint64

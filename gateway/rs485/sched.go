@@ -85,7 +85,11 @@ type board struct {
 }
 
 type scheduler struct {
-	sink       fleet.Sink
+	sink fleet.Sink
+	// queue holds callers' commands in arrival order; timed holds the
+	// timed sends by start (timed.go).
+	queue      []*job
+	timed      []*job
 	sweep      []int // initial discovery left
 	cycle      []int // boards left in this poll cycle
 	cycleStart time.Time
@@ -101,28 +105,57 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 	l.sched.sink = sink
 	for ctx.Err() == nil {
 		l.applyMarks()
-		select {
-		case j := <-l.cmds:
+		l.drainCmds()
+		budget, next := l.budget(l.clk.Now())
+		if next != nil && budget <= fireReady {
+			l.fire(ctx, next)
+			continue
+		}
+		if j := l.takeFitting(budget); j != nil {
 			l.lockedJob(ctx, j)
 			continue
-		default:
 		}
-		l.wire.Lock()
-		did := l.step(ctx)
-		l.wire.Unlock()
+		did := false
+		if budget > l.stepCost() {
+			l.wire.Lock()
+			did = l.step(ctx)
+			l.wire.Unlock()
+		}
 		if did {
 			continue
 		}
 		wait := l.o.PollInterval - l.clk.Since(l.sched.cycleStart)
 		wait = max(wait, time.Millisecond)
+		if next != nil {
+			// Wake in time to do what still fits (a poll, once the
+			// timed send is done) and to wait for the moment.
+			if budget <= l.stepCost() {
+				wait = budget - fireReady
+			} else {
+				wait = min(wait, budget-fireReady)
+			}
+		}
 		t := l.clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case j := <-l.cmds:
-			l.lockedJob(ctx, j)
+			l.queued(j)
 		case <-t.C():
 		}
 		t.Stop()
+	}
+}
+
+// drainCmds takes every command waiting on the channel into the
+// scheduler's queues.
+func (l *Line) drainCmds() {
+	for {
+		select {
+		case j := <-l.cmds:
+			l.queued(j)
+		default:
+			return
+		}
 	}
 }
 
