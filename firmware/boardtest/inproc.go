@@ -34,6 +34,9 @@ type InProcOptions struct {
 	Addr string
 	// Extra features installed after the built-in ones.
 	Extra []board.Feature
+	// Hardware is the board's devices; nil means a new simulated set
+	// (tests wrap one to see when the board drives them).
+	Hardware *board.Hardware
 }
 
 // InProc is a board running in the test's own process.
@@ -110,7 +113,7 @@ func StartInProcess(t testing.TB, o InProcOptions) *InProc {
 		port = link.NewPort(o.Port, o.PortName)
 	}
 	ready := make(chan struct{})
-	b, err := board.Open(board.Config{DataDir: o.Dir,
+	b, err := board.Open(board.Config{DataDir: o.Dir, Hardware: o.Hardware,
 		Features: assemble.Features(assemble.Options{Port: port, I2C: o.I2C, Extra: o.Extra}),
 		OnReady:  func(net.Addr) { close(ready) }})
 	if err != nil {
