@@ -168,6 +168,21 @@ type BoardClock struct {
 	SyncedAt      time.Time `json:"synced_at"`
 	// Via names the driver that measured it ("lan", "rs485:line0").
 	Via string `json:"via"`
+	// Epoch is the moment the board's clock read 0 (its boot), on the
+	// gateway's clock (with its monotonic reading): the board's time at a
+	// gateway moment t is t.Sub(Epoch) in µs. Drivers set it from their
+	// own stamper, so it needs no common base of gateway µs; zero when
+	// unknown (a board's clock without it is not used to time a fire).
+	Epoch time.Time `json:"-"`
+}
+
+// BoardTime is the board's clock (µs since its boot) at the gateway
+// moment t; ok is false without an Epoch.
+func (c BoardClock) BoardTime(t time.Time) (us int64, ok bool) {
+	if c.Epoch.IsZero() {
+		return 0, false
+	}
+	return t.Sub(c.Epoch).Microseconds(), true
 }
 
 // ClockSink is a Sink that also takes clock estimates. A driver whose

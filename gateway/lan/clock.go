@@ -105,7 +105,7 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) {
 	}
 	if got && ctx.Err() == nil {
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
-			SyncedAt: l.stamp.Time(e.At), Via: "lan"})
+			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: "lan"})
 	}
 }
 

@@ -137,10 +137,11 @@ type Line struct {
 	cycle  time.Duration
 
 	// owned by the scheduler goroutine
-	seq   uint8
-	tagN  uint64
-	wbuf  []byte
-	sched scheduler
+	seq     uint8
+	tagN    uint64
+	wbuf    []byte
+	sched   scheduler
+	noCosts [1]time.Duration
 }
 
 type counters struct {

@@ -107,35 +107,33 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 		l.applyMarks()
 		l.drainCmds()
 		budget, next := l.budget(l.clk.Now())
-		if next != nil && budget <= fireReady {
+		var costs []time.Duration
+		if next != nil {
+			for _, j := range l.sched.queue {
+				costs = append(costs, l.jobCost(j))
+			}
+		} else if len(l.sched.queue) > 0 {
+			costs = l.noCosts[:1] // without a timed send, the first goes
+		}
+		p := pick(budget, next != nil, costs, l.stepCost())
+		switch {
+		case p.fire:
 			l.fire(ctx, next)
 			continue
-		}
-		if j := l.takeFitting(budget); j != nil {
+		case p.job >= 0:
+			j := l.sched.queue[p.job]
+			l.sched.queue = slices.Delete(l.sched.queue, p.job, p.job+1)
 			l.lockedJob(ctx, j)
 			continue
-		}
-		did := false
-		if budget > l.stepCost() {
+		case p.step:
 			l.wire.Lock()
-			did = l.step(ctx)
+			did := l.step(ctx)
 			l.wire.Unlock()
-		}
-		if did {
-			continue
-		}
-		wait := l.o.PollInterval - l.clk.Since(l.sched.cycleStart)
-		wait = max(wait, time.Millisecond)
-		if next != nil {
-			// Wake in time to do what still fits (a poll, once the
-			// timed send is done) and to wait for the moment.
-			if budget <= l.stepCost() {
-				wait = budget - fireReady
-			} else {
-				wait = min(wait, budget-fireReady)
+			if did {
+				continue
 			}
 		}
-		t := l.clk.NewTimer(wait)
+		t := l.clk.NewTimer(idle(budget, next != nil, l.o.PollInterval-l.clk.Since(l.sched.cycleStart), l.stepCost()))
 		select {
 		case <-ctx.Done():
 		case j := <-l.cmds:

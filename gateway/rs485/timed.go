@@ -158,17 +158,45 @@ func (l *Line) fits(cost time.Duration) bool {
 	return l.clk.Now().Add(cost).Before(l.sched.timed[0].start)
 }
 
-// takeFitting returns the first queued command that ends before the next
-// timed start, removing it from the queue; nil when none does.
-func (l *Line) takeFitting(budget time.Duration) *job {
-	s := &l.sched
-	for i, j := range s.queue {
-		if l.jobCost(j) < budget {
-			s.queue = slices.Delete(s.queue, i, i+1)
-			return j
+// picked is what the scheduler does next: the timed send, the queued
+// command at index job (-1: none), or a background step.
+type picked struct {
+	fire bool
+	job  int
+	step bool
+}
+
+// pick decides the scheduler's next move from the time left before the
+// next timed send (budget; timed says whether there is one), what each
+// queued command may cost, and what a background step may: the timed
+// send once within fireReady of its start, else the first command that
+// ends before the start, else a step when one fits. Commands come before
+// steps, as the package doc says.
+func pick(budget time.Duration, timed bool, costs []time.Duration, step time.Duration) picked {
+	if timed && budget <= fireReady {
+		return picked{fire: true, job: -1}
+	}
+	for i, c := range costs {
+		if !timed || c < budget {
+			return picked{job: i}
 		}
 	}
-	return nil
+	return picked{job: -1, step: !timed || budget > step}
+}
+
+// idle is how long the scheduler sleeps when it has nothing to do:
+// until the next poll cycle is due (untilPoll), but no later than it must
+// start waiting for a timed send; while no step fits before the send,
+// until then.
+func idle(budget time.Duration, timed bool, untilPoll, step time.Duration) time.Duration {
+	wait := max(untilPoll, time.Millisecond)
+	if !timed {
+		return wait
+	}
+	if budget <= step {
+		return max(budget-fireReady, 0)
+	}
+	return max(min(wait, budget-fireReady), 0)
 }
 
 // fire runs the first timed job: it holds the wire, waits for the start
