@@ -162,6 +162,12 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 			return nil, fmt.Errorf("%w: group %d (groups are 1-%d)", ErrBadSelector, g, frame.MaxGroup)
 		}
 	}
+	if a.Lead != 0 {
+		if !a.At.IsZero() || a.Lead < 0 {
+			return nil, fmt.Errorf("%w: a lead of %v (0-%v, and not with a moment)", ErrBadTime, a.Lead, MaxFireLead)
+		}
+		a.At = f.clk.Now().Add(a.Lead)
+	}
 	if !a.At.IsZero() {
 		if err := f.checkFireTime(a.At); err != nil {
 			return nil, err

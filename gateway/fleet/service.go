@@ -69,6 +69,9 @@ type Action struct {
 	// at most MaxFireLead ahead; a moment passed (up to MaxFirePast)
 	// fires at once. Zero fires now.
 	At time.Time `json:"at,omitzero"`
+	// Lead, instead of At, is the moment as a lead from when Do takes
+	// the action, on the fleet's clock (0-MaxFireLead; 0 fires now).
+	Lead time.Duration `json:"lead,omitempty"`
 }
 
 // Result is one board's outcome of an action. Boards reached by a group
