@@ -18,7 +18,7 @@ const fireSamples = 200
 
 // BenchmarkTimedFire fires LED colours (a native LEDS frame on the lines)
 // at a moment 40 ms ahead on group 1: two simulated 115200-baud lines of
-// 4 boards each, and 8 LAN boards with clocks aligned by the LAN driver
+// 4 boards each, polled as usual (every 100 ms), and 8 LAN boards with clocks aligned by the LAN driver
 // (told fire_at). A board's change is the moment its LED strip latched
 // the new frame (boardtest.StripWatch, on the process's clock, which the
 // in-process boards and the gateway share); a line's frame end is its
@@ -37,7 +37,7 @@ const fireSamples = 200
 // skew-lines-vs-char-ratio (one character, 87 µs, the ideal),
 // skew-all-vs-2ms-ratio (each under 1 is met).
 func BenchmarkTimedFire(b *testing.B) {
-	r := newRig(b, rigOptions{Lines: 2, PerLine: 4, LAN: 8, PollInterval: time.Hour})
+	r := newRig(b, rigOptions{Lines: 2, PerLine: 4, LAN: 8})
 	b.StopTimer()
 	var probes []*fleettest.FrameProbe
 	for _, l := range r.lines {
