@@ -28,6 +28,10 @@ const (
 	needReplay                  // GET /events after a restart
 	needFetch                   // GET /link/events
 	needClock                   // GET /time: one clock sample, after everything else
+	// needPolled: a STATUS compared with the last block, after a poll
+	// that was a PING (which carries none), so that a change is seen
+	// within the cycle it happened in.
+	needPolled
 )
 
 // kinds is a set of resources to re-read.
@@ -325,6 +329,7 @@ func (l *Line) poll(ctx context.Context, a int) {
 	switch m := body.(type) {
 	case *frame.PingReply:
 		l.gotUptime(b, m.UptimeS)
+		b.needs |= needPolled
 	case *frame.StatusReply:
 		l.gotStatus(b, m.Block)
 	}
@@ -388,6 +393,15 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		}
 		if m, ok := body.(*frame.StatusReply); ok {
 			b.haveStatus = false // a baseline: the states are read next
+			l.gotStatus(b, m.Block)
+		}
+	case b.needs&needPolled != 0:
+		b.needs &^= needPolled
+		_, body, err := l.native(ctx, frame.Address(b.addr), &frame.StatusRequest{}, l.o.PollWait, 1)
+		if l.failed(b, err, 0) {
+			return
+		}
+		if m, ok := body.(*frame.StatusReply); ok {
 			l.gotStatus(b, m.Block)
 		}
 	case b.needs&needInfo != 0:
