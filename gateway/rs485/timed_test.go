@@ -230,16 +230,18 @@ func TestGroupAtLandsOnTime(t *testing.T) {
 		}
 		errs = append(errs, heardAt(t, p, i).Sub(at))
 	}
-	// On a loaded machine (two cores, the race detector, five goroutines
-	// woken by every byte) the scheduler may be preempted just as it
-	// starts a write; the median holds to a character time.
+	// On a loaded machine (two cores shared, the race detector, five
+	// goroutines woken by every byte) the scheduler may be preempted just
+	// as it starts a write; the median holds to a character time.
 	sorted := slices.Clone(errs)
 	slices.Sort(sorted)
 	if med := sorted[len(sorted)/2]; med < -char || med > char {
 		t.Errorf("median last byte %v from the moment, want within %v (all %v)", med, char, errs)
 	}
+	// No frame waited for a poll (whose reply wait is 300 ms here); a few
+	// milliseconds late is a loaded machine's scheduler, not the line.
 	for _, e := range errs {
-		if e < -char || e > 5*time.Millisecond {
+		if e < -char || e > 100*time.Millisecond {
 			t.Errorf("a last byte %v from the moment (all %v)", e, errs)
 			break
 		}
