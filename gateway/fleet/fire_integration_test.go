@@ -52,10 +52,12 @@ func checkFire(t *testing.T, r *rig, i int, how map[bool]string) {
 		if res.Error != "" || res.Fire != how[b.lan] {
 			t.Errorf("board %s (lan %v): %+v, want fired by %s", b.id, b.lan, res, how[b.lan])
 		}
-		if d := ch.Sub(at); d < -3*time.Millisecond || d > 30*time.Millisecond {
+		// Not before the moment (sent 300 ms ahead, it waited), and not
+		// long after (a shared machine's scheduler may add milliseconds).
+		if d := ch.Sub(at); d < -3*time.Millisecond || d > 100*time.Millisecond {
 			t.Errorf("board %s (lan %v, %s): changed %v from the moment", b.id, b.lan, res.Fire, d)
 		}
-		if d := res.FiredAt.Sub(at); d < -3*time.Millisecond || d > 30*time.Millisecond {
+		if d := res.FiredAt.Sub(at); d < -3*time.Millisecond || d > 100*time.Millisecond {
 			t.Errorf("board %s: the gateway reports the change %v from the moment", b.id, d)
 		}
 	}
