@@ -162,8 +162,13 @@ func (f *Fleet) doAt(ctx context.Context, a Action, ab action.Body, sends []grou
 	for _, ss := range byLine {
 		wg.Go(func() {
 			for _, s := range ss {
-				start := f.clk.Now()
 				end, err := f.groupAt(ctx, s, hasNative, native, req, at)
+				// A timed frame's command time runs from its moment (the
+				// lead is no work of the line's).
+				start := at
+				if now := f.clk.Now(); now.Before(at) {
+					start = now
+				}
 				f.observe(ViaGroup, a.Kind, start, err)
 				for _, id := range s.members {
 					r := Result{Board: id, Via: ViaGroup}
