@@ -44,6 +44,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -148,10 +149,7 @@ func (s *Scheduler) Wrap(r api.Route) api.Route {
 
 // When reads a request's moment: how far from now (negative: past) and
 // the board time it stands for. ok is false when the request names none.
-func (s *Scheduler) When(q interface {
-	Has(string) bool
-	Get(string) string
-}) (lead time.Duration, at int64, ok bool, err error) {
+func (s *Scheduler) When(q url.Values) (lead time.Duration, at int64, ok bool, err error) {
 	hasAt, hasMS := q.Has(boardapi.QueryFireAt), q.Has(boardapi.QueryAtMS)
 	if !hasAt && !hasMS {
 		return 0, 0, false, nil

@@ -269,3 +269,34 @@ func TestWrapLeavesOthers(t *testing.T) {
 		t.Errorf("wrapped: accepted %v query %+v", got.Accepted, got.Query)
 	}
 }
+
+// FuzzWhen: any query is read without panicking; a moment it takes is
+// within the bounds, and at stands for now plus the lead.
+func FuzzWhen(f *testing.F) {
+	for _, q := range []string{"", "at_ms=0", "at_ms=60000", "fire_at=5000100", "fire_at=-9223372036854775808",
+		"fire_at=1&at_ms=1", "at_ms=%zz", "fire_at=9223372036854775807"} {
+		f.Add(q)
+	}
+	s, _ := newSchedFuzz()
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		lead, at, ok, err := s.When(q)
+		if err != nil || !ok {
+			return
+		}
+		if lead > MaxLead || lead < -MaxLate {
+			t.Fatalf("%q: lead %v out of bounds", raw, lead)
+		}
+		if now := s.o.Board.Micros(); at-now != lead.Microseconds() {
+			t.Fatalf("%q: at %d is not now %d plus the lead %v", raw, at, now, lead)
+		}
+	})
+}
+
+func newSchedFuzz() (*Scheduler, *clock.Fake) {
+	clk := clock.NewFake(boot.Add(5 * time.Second))
+	return New(Options{Clock: clk, Board: timesync.New(clk, boot)}), clk
+}

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -74,4 +75,38 @@ func TestTimedAction(t *testing.T) {
 			t.Errorf("%s %s: %+v %v", tc.resource, tc.body, a, err)
 		}
 	}
+}
+
+// FuzzTakeFireTime: any payload is read without panicking; what it
+// leaves is the payload without the two keys.
+func FuzzTakeFireTime(f *testing.F) {
+	for _, p := range []string{`{"colour":"red"}`, `{"fire_at":"2026-03-01T20:00:00Z","mode":"off"}`, `{"lead_ms":250}`,
+		`{"lead_ms":1e3}`, `{"fire_at":null}`, `{"lead_ms":1,"scene":{"fire_at":1}}`, `[]`, `nope`} {
+		f.Add([]byte(p))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		rest, ft, timed, err := takeFireTime(payload)
+		if !timed {
+			if string(rest) != string(payload) {
+				t.Fatalf("untimed payload changed: %q -> %q", payload, rest)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+		if ft.lead < 0 || ft.lead > 60*time.Second {
+			t.Fatalf("lead %v", ft.lead)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(rest, &m); err != nil {
+			t.Fatalf("rest %q: %v", rest, err)
+		}
+		if _, ok := m[keyFireAt]; ok {
+			t.Fatalf("fire_at left in %q", rest)
+		}
+		if _, ok := m[keyLeadMS]; ok {
+			t.Fatalf("lead_ms left in %q", rest)
+		}
+	})
 }

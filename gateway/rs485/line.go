@@ -137,11 +137,10 @@ type Line struct {
 	cycle  time.Duration
 
 	// owned by the scheduler goroutine
-	seq     uint8
-	tagN    uint64
-	wbuf    []byte
-	sched   scheduler
-	noCosts [1]time.Duration
+	seq   uint8
+	tagN  uint64
+	wbuf  []byte
+	sched scheduler
 }
 
 type counters struct {

@@ -111,15 +111,7 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 		l.applyMarks()
 		l.drainCmds()
 		budget, next := l.budget(l.clk.Now())
-		var costs []time.Duration
-		if next != nil {
-			for _, j := range l.sched.queue {
-				costs = append(costs, l.jobCost(j))
-			}
-		} else if len(l.sched.queue) > 0 {
-			costs = l.noCosts[:1] // without a timed send, the first goes
-		}
-		p := pick(budget, next != nil, costs, l.stepCost())
+		p := pick(budget, next != nil, len(l.sched.queue), l.queuedCost, l.stepCost())
 		switch {
 		case p.fire:
 			l.fire(ctx, next)

@@ -2,7 +2,7 @@ package rs485
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"slices"
 	"time"
 
@@ -41,7 +41,7 @@ const (
 )
 
 // ErrBadTime: a timed send without a moment (the zero time).
-var ErrBadTime = fmt.Errorf("rs485: timed send without a time")
+var ErrBadTime = errors.New("rs485: timed send without a time")
 
 // GroupAt sends req as one frame to a group (1-31) or to every board (0),
 // as Group does, so that its last byte leaves the wire at the moment at
@@ -108,6 +108,9 @@ func (l *Line) jobCost(j *job) time.Duration {
 	return l.o.ReplyWait
 }
 
+// queuedCost is jobCost of the i-th queued command.
+func (l *Line) queuedCost(i int) time.Duration { return l.jobCost(l.sched.queue[i]) }
+
 // stepCost is the longest a background step (poll, probe, follow-up)
 // holds the wire with one attempt.
 func (l *Line) stepCost() time.Duration {
@@ -167,21 +170,28 @@ type picked struct {
 }
 
 // pick decides the scheduler's next move from the time left before the
-// next timed send (budget; timed says whether there is one), what each
-// queued command may cost, and what a background step may: the timed
-// send once within fireReady of its start, else the first command that
-// ends before the start, else a step when one fits. Commands come before
-// steps, as the package doc says.
-func pick(budget time.Duration, timed bool, costs []time.Duration, step time.Duration) picked {
-	if timed && budget <= fireReady {
+// next timed send (budget; timed says whether there is one), the n
+// queued commands and what each may cost (asked only when a timed send
+// waits), and what a background step may cost: the timed send once
+// within fireReady of its start, else the first command that ends before
+// the start, else a step when one fits. Commands come before steps, as
+// the package doc says.
+func pick(budget time.Duration, timed bool, n int, cost func(i int) time.Duration, step time.Duration) picked {
+	if !timed {
+		if n > 0 {
+			return picked{job: 0}
+		}
+		return picked{job: -1, step: true}
+	}
+	if budget <= fireReady {
 		return picked{fire: true, job: -1}
 	}
-	for i, c := range costs {
-		if !timed || c < budget {
+	for i := range n {
+		if cost(i) < budget {
 			return picked{job: i}
 		}
 	}
-	return picked{job: -1, step: !timed || budget > step}
+	return picked{job: -1, step: budget > step}
 }
 
 // idle is how long the scheduler sleeps when it has nothing to do:

@@ -88,7 +88,8 @@ func TestPick(t *testing.T) {
 		{"within fireReady: fire", fireReady, true, []time.Duration{ms}, picked{fire: true, job: -1}},
 		{"late: fire", -3 * ms, true, nil, picked{fire: true, job: -1}},
 	} {
-		if got := pick(tc.budget, tc.timed, tc.costs, step); got != tc.want {
+		cost := func(i int) time.Duration { return tc.costs[i] }
+		if got := pick(tc.budget, tc.timed, len(tc.costs), cost, step); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
