@@ -237,6 +237,7 @@ func BenchmarkFeedback(b *testing.B) {
 			buf := make([]byte, MaxPacket)
 			client := &http.Client{Timeout: 10 * time.Second}
 			var ds []time.Duration
+			lost := 0
 			lastThump := time.Now()
 			rng := rand.New(rand.NewPCG(7, 9))
 			one := func() {
@@ -265,11 +266,15 @@ func BenchmarkFeedback(b *testing.B) {
 				}
 				want := []byte(`"colour":"` + colour + `"`)
 				addr := "/holo/board/" + r.ids[k] + "/leds"
-				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 				for {
 					n, err := c.Read(buf)
 					if err != nil {
-						b.Fatalf("no feedback: %v", err)
+						// Counted, not fatal: one in a long run would
+						// end the report; many are a failure below.
+						lost++
+						b.Logf("no feedback for %s %s within 2 s: %v", r.ids[k], colour, err)
+						break
 					}
 					got := time.Now()
 					p, err := Decode(buf[:n])
@@ -296,6 +301,10 @@ func BenchmarkFeedback(b *testing.B) {
 			for len(ds) < benchSamples {
 				one()
 			}
+			if lost*100 > len(ds) {
+				b.Fatalf("%d feedback messages lost of %d", lost, len(ds)+lost)
+			}
+			b.ReportMetric(float64(lost), "lost")
 			p99 := quantile(ds, .99)
 			b.ReportMetric(float64(quantile(ds, .5).Microseconds()), "p50-µs")
 			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
