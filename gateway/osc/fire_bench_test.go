@@ -190,7 +190,7 @@ func BenchmarkOSCToLastBit(b *testing.B) {
 				}
 				ds = append(ds, end.Sub(start))
 				b.StopTimer()
-				time.Sleep(2 * time.Millisecond) // the boards take it
+				time.Sleep(20 * time.Millisecond) // the boards take it and repaint
 				b.StartTimer()
 			}
 			b.ReportAllocs()
