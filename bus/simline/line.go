@@ -271,6 +271,14 @@ type NodeOptions struct {
 	Echo     bool   // hear its own bytes as the line carried them
 	Silent   bool   // transmitter disconnected
 	RxBuffer int    // receive buffer size; 0 means DefaultRxBuffer
+	// Tap, when set, is called with every run of bytes the node receives
+	// from another node and the moment the run's last byte arrived by
+	// the wire's schedule (the sender's start plus the bytes' wire time),
+	// not when a reader took it: a probe's view of the wire that no
+	// goroutine's wake-up delays. It is called with the line's lock
+	// held: it must be quick and must not use the line. Local nodes only
+	// (a hub's remote nodes ignore it).
+	Tap func(b []byte, at time.Time)
 }
 
 // NodeStats are one node's counters.
@@ -295,6 +303,7 @@ type Node struct {
 	echo   bool
 	silent atomic.Bool
 	rx     *rxQueue
+	tap    func([]byte, time.Time)
 
 	txMu sync.Mutex // one Write on the wire at a time
 
@@ -328,7 +337,7 @@ func (l *Line) Attach(opts NodeOptions) (*Node, error) {
 	if opts.Name == "" {
 		opts.Name = fmt.Sprintf("node-%d", l.nodeSeen)
 	}
-	n := &Node{line: l, name: opts.Name, echo: opts.Echo, rx: newRxQueue(opts.RxBuffer), closed: make(chan struct{})}
+	n := &Node{line: l, name: opts.Name, echo: opts.Echo, rx: newRxQueue(opts.RxBuffer), closed: make(chan struct{}), tap: opts.Tap}
 	n.silent.Store(opts.Silent || l.silent[opts.Name])
 	l.nodes = append(l.nodes, n)
 	return n, nil
@@ -563,9 +572,13 @@ func (l *Line) transmit(tx *transmission, b []byte, offset int) {
 			l.stats.NoiseBytes += int64(k)
 		}
 	}
+	arrived := tx.start.Add(wireTime(offset+len(b), l.baud))
 	for _, r := range l.nodes {
 		if r != n || n.echo {
 			r.rx.push(out)
+			if r.tap != nil && len(out) > 0 {
+				r.tap(out, arrived)
+			}
 		}
 	}
 	l.scratch = out[:0]

@@ -37,6 +37,51 @@ type Route struct {
 	// Errors lists the error codes the route may answer with, beyond the
 	// ones every route of its method has.
 	Errors []*Error
+
+	// Prepare, on a changing route, is the route split in two: it reads
+	// and checks the request, changing nothing, and returns the change to
+	// make. The board can then make the change at once (Handler, which
+	// is Prepared(Prepare) for such routes) or at a moment the request
+	// names (fire_at, at_ms: firmware/fire wraps such routes). Nil for
+	// routes that change nothing or cannot be scheduled.
+	Prepare func(r *http.Request) (Change, error)
+	// Accepted is a value of the type of a 202 reply of its own (a
+	// scheduled change), for openapi.json; nil when there is none.
+	Accepted any
+}
+
+// Change is a checked change a request makes, ready to be made.
+type Change struct {
+	// Apply makes the change and returns the reply's status and body.
+	Apply func() (status int, reply any, err error)
+	// Discard, when set, releases what Apply would have used (an open
+	// file), for a change that will not be made.
+	Discard func()
+}
+
+// Drop discards a change that will not be made.
+func (c Change) Drop() {
+	if c.Discard != nil {
+		c.Discard()
+	}
+}
+
+// Prepared is the handler of a route with Prepare: it checks the request
+// and makes the change at once, replying as Apply says.
+func Prepared(prepare func(r *http.Request) (Change, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := prepare(r)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		status, v, err := c.Apply()
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		WriteJSON(w, status, v)
+	})
 }
 
 // Param is a query parameter of a route.

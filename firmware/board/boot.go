@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/metrics"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/events"
+	"github.com/holofleet/holofleet/firmware/fire"
 	"github.com/holofleet/holofleet/firmware/httpapi"
 	"github.com/holofleet/holofleet/firmware/longop"
 	"github.com/holofleet/holofleet/firmware/openapi"
@@ -40,6 +42,9 @@ type Boot struct {
 	Network NetworkInfo
 	// Long is the board-wide lock of long operations (409 busy).
 	Long *longop.Lock
+	// Fire makes the changes requests scheduled (fire_at, at_ms) at their
+	// moments; AddFeature installs it on every route with Prepare.
+	Fire *fire.Scheduler
 	// Firmware, when set, is the description of the image this boot runs
 	// (fleet mode boots images from its slots inside one process, whose
 	// own description would be wrong); nil means the running executable.
@@ -175,11 +180,15 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	}
 	boot.Settings = st
 	boot.HTTP = httpapi.New(ws, httpapi.Options{Log: b.log.With("part", "http"), Clock: b.clk})
+	boardClock := timesync.New(b.clk, boot.Started)
+	boot.Fire = fire.New(fire.Options{Clock: b.clk, Board: boardClock, Log: b.log.With("part", "fire")})
+	boot.Go(boot.Fire.Run)
+	boot.AddFeature("fire")
 	boot.AddFeature("settings", st.Routes()...)
 	boot.AddFeature("", ws.Routes()...)
 	boot.AddFeature("events", boot.Hub.Route())
 	boot.AddFeature("", boot.deviceRoutes()...)
-	boot.AddFeature("time", timesync.New(b.clk, boot.Started).Route())
+	boot.AddFeature("time", boardClock.Route())
 	boot.AddFeature("", openapi.Route(boot.HTTP, func() string { return boot.App().Version }))
 	stop := boot.Hub.Every(events.KindSystem, events.SystemPeriod, func() (any, bool) { return boot.System(), true })
 	boot.OnClose(stop)
@@ -198,13 +207,20 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 }
 
 // AddFeature registers routes; a non-empty name is listed in /info's
-// features.
+// features. Routes with Prepare also take a moment to make their change
+// at (boot.Fire).
 func (boot *Boot) AddFeature(name string, routes ...api.Route) {
 	boot.mu.Lock()
 	if name != "" {
 		boot.features[name] = true
 	}
 	boot.mu.Unlock()
+	if boot.Fire != nil {
+		routes = slices.Clone(routes)
+		for i, r := range routes {
+			routes[i] = boot.Fire.Wrap(r)
+		}
+	}
 	boot.HTTP.Handle(routes...)
 }
 

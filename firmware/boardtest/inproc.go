@@ -34,7 +34,8 @@ type InProcOptions struct {
 	Addr string
 	// Extra features installed after the built-in ones.
 	Extra []board.Feature
-	// Hardware is the board's devices (nil: simulated ones).
+	// Hardware is the board's devices; nil means a new simulated set
+	// (tests wrap one to see when the board drives them).
 	Hardware *board.Hardware
 	// NoI2CTarget, when set, makes a board that can never be an I2C
 	// target, as on the Linux HAL (see assemble.Options).

@@ -27,14 +27,7 @@ func (c *Controller) Routes() []api.Route {
 				return http.StatusOK, c.State(), nil
 			})},
 		{Method: http.MethodPost, Path: "/holo/motion", Link: true, Summary: "Start a holo motion or behaviour (202), or stop/off (200)",
-			Handler: h(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-				var m MotionRequest
-				if err := api.Decode(r, &m, false); err != nil {
-					return 0, nil, err
-				}
-				st, err := c.Motion(m)
-				return motionStatus(m.Motion), st, err
-			})},
+			Prepare: c.prepareMotion, Handler: api.Prepared(c.prepareMotion)},
 		{Method: http.MethodGet, Path: "/servos", Link: true, Summary: "Servo pulses, positions, calibration and drive policy",
 			Handler: h(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 				return http.StatusOK, c.Servos(), nil
@@ -124,4 +117,28 @@ func (c *Controller) queryID(r *http.Request) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// prepareMotion reads and checks a POST /holo/motion body, and that the
+// horns can move for a motion that moves them; the change is Motion.
+func (c *Controller) prepareMotion(r *http.Request) (api.Change, error) {
+	var m MotionRequest
+	if err := api.Decode(r, &m, false); err != nil {
+		return api.Change{}, err
+	}
+	if _, err := m.Validate(); err != nil {
+		return api.Change{}, err
+	}
+	if m.Motion != MotionStop && m.Motion != MotionOff {
+		c.mu.Lock()
+		ok, reason := c.readyLocked()
+		c.mu.Unlock()
+		if !ok {
+			return api.Change{}, &apiError{api.Errorf(api.ErrNotReady, "holo cannot move: %s", reason), ErrNotReady}
+		}
+	}
+	return api.Change{Apply: func() (int, any, error) {
+		st, err := c.Motion(m)
+		return motionStatus(m.Motion), st, err
+	}}, nil
 }

@@ -41,6 +41,23 @@ type Patch struct {
 	Brightness *int    `json:"brightness,omitempty"`
 }
 
+// Check checks the patch as Patch does, changing nothing: the mode, the
+// colour and the brightness (1-100).
+func (p Patch) Check() error {
+	if p.Mode != nil && ModeNumber(*p.Mode) == 0xFF {
+		return badRequest(ErrMode, "mode %q is not one of off, solid, wipe, rainbow, flicker", *p.Mode)
+	}
+	if p.Colour != nil {
+		if _, err := ParseColour(*p.Colour); err != nil {
+			return badRequest(ErrColour, "colour %q: want #rrggbb, R,G,B (each 0-255) or a colour name such as red or warm white", *p.Colour)
+		}
+	}
+	if p.Brightness != nil && (*p.Brightness < 1 || *p.Brightness > 100) {
+		return badRequest(ErrBrightness, "brightness %d: want a percent from 1 to 100 (use mode off to turn the strip dark)", *p.Brightness)
+	}
+	return nil
+}
+
 // Publisher receives state changes; the board's event hub implements it.
 type Publisher interface{ SetState(kind string, state any) }
 
@@ -160,31 +177,21 @@ func (c *Controller) stateLocked() State {
 // colour or loop starts the animation again; a change of brightness alone
 // does not.
 func (c *Controller) Patch(p Patch) (State, error) {
+	if err := p.Check(); err != nil {
+		return State{}, err
+	}
 	c.mu.Lock()
 	next := c.look
 	if p.Mode != nil {
-		if ModeNumber(*p.Mode) == 0xFF {
-			c.mu.Unlock()
-			return State{}, badRequest(ErrMode, "mode %q is not one of off, solid, wipe, rainbow, flicker", *p.Mode)
-		}
 		next.mode = *p.Mode
 	}
 	if p.Colour != nil {
-		col, err := ParseColour(*p.Colour)
-		if err != nil {
-			c.mu.Unlock()
-			return State{}, badRequest(ErrColour, "colour %q: want #rrggbb, R,G,B (each 0-255) or a colour name such as red or warm white", *p.Colour)
-		}
-		next.colour = col
+		next.colour, _ = ParseColour(*p.Colour)
 	}
 	if p.Loop != nil {
 		next.loop = *p.Loop
 	}
 	if p.Brightness != nil {
-		if *p.Brightness < 1 || *p.Brightness > 100 {
-			c.mu.Unlock()
-			return State{}, badRequest(ErrBrightness, "brightness %d: want a percent from 1 to 100 (use mode off to turn the strip dark)", *p.Brightness)
-		}
 		next.brightness = *p.Brightness
 	}
 	restart := next.mode != c.look.mode || next.colour != c.look.colour || next.loop != c.look.loop

@@ -14,18 +14,21 @@ func (c *Controller) Routes() []api.Route {
 				api.WriteJSON(w, http.StatusOK, c.State())
 			})},
 		{Method: http.MethodPatch, Path: "/leds", Link: true, Summary: "Change the LED strip's mode, colour, loop or brightness",
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var p Patch
-				if err := api.Decode(r, &p, false); err != nil {
-					api.WriteError(w, err)
-					return
-				}
-				st, err := c.Patch(p)
-				if err != nil {
-					api.WriteError(w, err)
-					return
-				}
-				api.WriteJSON(w, http.StatusOK, st)
-			})},
+			Prepare: c.preparePatch, Handler: api.Prepared(c.preparePatch)},
 	}
+}
+
+// preparePatch reads and checks a PATCH /leds body; the change is Patch.
+func (c *Controller) preparePatch(r *http.Request) (api.Change, error) {
+	var p Patch
+	if err := api.Decode(r, &p, false); err != nil {
+		return api.Change{}, err
+	}
+	if err := p.Check(); err != nil {
+		return api.Change{}, err
+	}
+	return api.Change{Apply: func() (int, any, error) {
+		st, err := c.Patch(p)
+		return http.StatusOK, st, err
+	}}, nil
 }

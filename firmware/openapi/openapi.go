@@ -123,6 +123,12 @@ func (g *gen) operation(r api.Route) map[string]any {
 		}
 		responses[fmt.Sprint(st)] = ok
 	}
+	if r.Accepted != nil {
+		if _, taken := responses["202"]; !taken {
+			responses["202"] = map[string]any{"description": "Accepted: scheduled (fire_at, at_ms)",
+				"content": map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(r.Accepted))}}}
+		}
+	}
 	for _, code := range errorStatuses(r) {
 		responses[fmt.Sprint(code)] = map[string]any{
 			"description": http.StatusText(code),

@@ -45,25 +45,38 @@ func (m *Manager) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/scenes/apply", Link: true,
 			Summary: "Apply a saved scene ({name} or {slot}) or a given one ({scene}); screen, then LEDs, then holo",
 			Request: ApplyRequest{}, Response: Applied{}, Errors: partErrors,
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req ApplyRequest
-				if err := api.Decode(r, &req, false); err != nil {
-					api.WriteError(w, err)
-					return
-				}
-				a, err := m.Apply(req)
-				reply(w, a, err)
-			})},
+			Prepare: m.prepareApply, Handler: api.Prepared(m.prepareApply)},
 		{Method: http.MethodPost, Path: "/scenes/end", Link: true, Summary: "End the scene running to its end; its then is done",
 			Response: Ended{}, Errors: []*api.Error{api.ErrNotRunning},
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var none struct{}
-				if err := api.Decode(r, &none, true); err != nil {
-					api.WriteError(w, err)
-					return
-				}
-				e, err := m.End()
-				reply(w, e, err)
-			})},
+			Prepare: m.prepareEnd, Handler: api.Prepared(m.prepareEnd)},
 	}
+}
+
+// prepareApply reads a POST /scenes/apply body and checks it (Check); the
+// change is Apply, which checks the screen's file when it runs.
+func (m *Manager) prepareApply(r *http.Request) (api.Change, error) {
+	var req ApplyRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return api.Change{}, err
+	}
+	if err := m.Check(req); err != nil {
+		return api.Change{}, err
+	}
+	return api.Change{Apply: func() (int, any, error) {
+		a, err := m.Apply(req)
+		return http.StatusOK, a, err
+	}}, nil
+}
+
+// prepareEnd reads POST /scenes/end's empty body. Whether a scene runs is
+// the change's to find: one scheduled to start before it may not run yet.
+func (m *Manager) prepareEnd(r *http.Request) (api.Change, error) {
+	var none struct{}
+	if err := api.Decode(r, &none, true); err != nil {
+		return api.Change{}, err
+	}
+	return api.Change{Apply: func() (int, any, error) {
+		e, err := m.End()
+		return http.StatusOK, e, err
+	}}, nil
 }

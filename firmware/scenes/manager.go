@@ -391,6 +391,37 @@ func (m *Manager) resolve(req ApplyRequest) (*string, Scene, error) {
 	return nil, Scene{}, api.Errorf(api.ErrBadRequest, "give name, slot, or scene (with an optional name)")
 }
 
+// Check checks an apply request as Apply does before anything changes,
+// changing nothing: the form, that a named scene exists, and its parts;
+// the screen's file is not opened (Apply checks it).
+func (m *Manager) Check(req ApplyRequest) error {
+	_, s, err := m.resolve(req)
+	if err != nil {
+		return err
+	}
+	if s.Screen != nil {
+		if err := s.Screen.Check(); err != nil {
+			return partError("screen", err)
+		}
+	}
+	if s.LEDs != nil {
+		if err := checkLEDs(*s.LEDs); err != nil {
+			return partError("leds", err)
+		}
+	}
+	if s.Holo != nil {
+		if _, err := s.Holo.Validate(); err != nil {
+			return partError("holo", err)
+		}
+		if mo := s.Holo.Motion; mo != holo.MotionStop && mo != holo.MotionOff {
+			if st := m.holo.State(); !st.Ready {
+				return partError("holo", api.Errorf(api.ErrNotReady, "holo cannot move: %s", st.Reason))
+			}
+		}
+	}
+	return nil
+}
+
 // ApplyName applies the saved scene called name (the boot scene).
 func (m *Manager) ApplyName(name string) (Applied, error) {
 	return m.Apply(ApplyRequest{Name: &name})

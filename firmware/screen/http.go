@@ -43,22 +43,36 @@ func (c *Controller) Routes() []api.Route {
 				reply(w, st, err)
 			})},
 		{Method: http.MethodDelete, Path: "/screen", Link: true, Summary: "Stop what is shown, sleep the panel, backlight off",
-			Response: State{},
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				reply(w, c.Off(), nil)
-			})},
+			Response: State{}, Prepare: c.prepareOff, Handler: api.Prepared(c.prepareOff)},
 		{Method: http.MethodPost, Path: "/screen/show", Link: true,
 			Summary: "Show a clip or image (path, with loop or loops), a colour, or the calibration crosshair: exactly one",
 			Request: ShowRequest{}, Response: State{},
-			Errors: []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrIsADirectory, api.ErrNotADirectory, api.ErrNotFound, api.ErrNotPlayable},
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req ShowRequest
-				if err := api.Decode(r, &req, false); err != nil {
-					api.WriteError(w, err)
-					return
-				}
-				st, err := c.Show(req)
-				reply(w, st, err)
-			})},
+			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrIsADirectory, api.ErrNotADirectory, api.ErrNotFound, api.ErrNotPlayable},
+			Prepare: c.prepareShow, Handler: api.Prepared(c.prepareShow)},
 	}
+}
+
+// prepareOff is DELETE /screen, which has nothing to check.
+func (c *Controller) prepareOff(*http.Request) (api.Change, error) {
+	return api.Change{Apply: func() (int, any, error) { return http.StatusOK, c.Off(), nil }}, nil
+}
+
+// prepareShow reads a POST /screen/show body and prepares it (its file
+// opened and checked); the change presents it.
+func (c *Controller) prepareShow(r *http.Request) (api.Change, error) {
+	var req ShowRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return api.Change{}, err
+	}
+	p, err := c.Prepare(req, false)
+	if err != nil {
+		return api.Change{}, err
+	}
+	return api.Change{
+		Apply: func() (int, any, error) {
+			st, _, err := c.Present(p)
+			return http.StatusOK, st, err
+		},
+		Discard: p.Discard,
+	}, nil
 }

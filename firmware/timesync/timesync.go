@@ -37,6 +37,9 @@ func New(clk clock.Clock, origin time.Time) Clock { return Clock{clk: clk, origi
 // Micros is the time since origin in microseconds.
 func (c Clock) Micros() int64 { return c.clk.Since(c.origin).Microseconds() }
 
+// Time is the moment on the underlying clock that reads us on this one.
+func (c Clock) Time(us int64) time.Time { return c.origin.Add(time.Duration(us) * time.Microsecond) }
+
 // Route returns GET /time. The optional t1 query parameter (an integer,
 // any clock of the client's) is echoed back; anything else there is a
 // 400 bad_request.

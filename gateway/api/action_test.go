@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/holofleet/holofleet/firmware/fleetmode"
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -136,5 +138,46 @@ func TestActionBoardRefusalREST(t *testing.T) {
 		`{"selector":{"boards":["`+ids[1]+`"]},"kind":"leds","body":{"mode":"solid","brightness":5}}`)
 	if code != 200 || !strings.Contains(body, `"error":""`) || !strings.Contains(body, `"status":200`) {
 		t.Errorf("good action: %d %s", code, body)
+	}
+}
+
+// TestActionFireTime: fire_at and lead_ms reach the fleet as the
+// action's moment or lead, over REST and gRPC; a result's fire and
+// fired_at come back; both at once, a lead out of range, and the fleet's
+// ErrBadTime are invalid arguments (400).
+func TestActionFireTime(t *testing.T) {
+	g := startGateway(t)
+	fired := time.Date(2026, 3, 1, 20, 0, 0, 500_000_000, time.UTC)
+	g.fake.set(func(f *fakeFleet) {
+		f.results = []fleet.Result{{Board: "b1", Via: "group", Fire: fleet.FireLine, FiredAt: fired}}
+	})
+	const head = `{"selector":{"groups":[1]},"kind":"leds","body":{"mode":"solid","loop":true}`
+	code, body := g.rest(t, "operator", "POST", "/v1/actions", head+`,"fire_at":"2026-03-01T20:00:00.5Z"}`)
+	if code != 200 || !g.fake.action.At.Equal(fired) || g.fake.action.Lead != 0 {
+		t.Fatalf("fire_at: %d %s; the fleet got at %v lead %v", code, body, g.fake.action.At, g.fake.action.Lead)
+	}
+	if !strings.Contains(body, `"fire":"line"`) || !strings.Contains(body, `"fired_at":"2026-03-01T20:00:00.500Z"`) {
+		t.Errorf("result without its fire: %s", body)
+	}
+	code, body = g.rest(t, "operator", "POST", "/v1/actions", head+`,"lead_ms":250}`)
+	if code != 200 || !g.fake.action.At.IsZero() || g.fake.action.Lead != 250*time.Millisecond {
+		t.Fatalf("lead_ms: %d %s; the fleet got at %v lead %v", code, body, g.fake.action.At, g.fake.action.Lead)
+	}
+	for _, tc := range []struct{ extra, reason string }{
+		{`,"fire_at":"2026-03-01T20:00:00Z","lead_ms":5`, "not both"},
+		{`,"lead_ms":-1`, "lead_ms -1"},
+		{`,"lead_ms":"60001"`, "lead_ms 60001"},
+	} {
+		g.fake.set(func(f *fakeFleet) { f.action = fleet.Action{} })
+		code, body := g.rest(t, "operator", "POST", "/v1/actions", head+tc.extra+`}`)
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.reason) || g.fake.action.Kind != "" {
+			t.Errorf("%s: %d %s (the fleet got %q)", tc.extra, code, body, g.fake.action.Kind)
+		}
+	}
+	g.fake.set(func(f *fakeFleet) { f.err = fmt.Errorf("%w: 2m0s ahead", fleet.ErrBadTime) })
+	_, err := g.client.DoAction(g.ctx(t, "operator"), &fleetv1.DoActionRequest{Selector: &fleetv1.Selector{All: true},
+		Kind: "scene_end", FireAt: timestamppb.New(fired)})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("ErrBadTime over gRPC: %v", err)
 	}
 }

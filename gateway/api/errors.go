@@ -60,6 +60,7 @@ const ReasonTooLarge = "too_large"
 //	auth.ErrForbidden                                              PermissionDenied
 //	auth.ErrExists                                                 AlreadyExists
 //	ErrBadRequest, auth.ErrBadRole, ErrBadName                     InvalidArgument
+//	fleet.ErrBadAction, ErrBadSelector, ErrBadTime                 InvalidArgument
 //	ErrFellBehind                                                  ResourceExhausted
 //	auth.ErrLimited (rate, streams)                                ResourceExhausted, with RetryInfo
 //	rollout.ErrPlan, ErrArtifact (even when the artifact is unknown) InvalidArgument
@@ -168,7 +169,7 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, auth.ErrExists):
 		return codes.AlreadyExists
 	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName),
-		errors.Is(err, fleet.ErrBadAction), errors.Is(err, fleet.ErrBadSelector):
+		errors.Is(err, fleet.ErrBadAction), errors.Is(err, fleet.ErrBadSelector), errors.Is(err, fleet.ErrBadTime):
 		return codes.InvalidArgument
 	case errors.Is(err, ErrFellBehind), errors.Is(err, auth.ErrLimited):
 		return codes.ResourceExhausted

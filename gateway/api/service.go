@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -123,14 +124,31 @@ func (s *service) DoAction(ctx context.Context, r *fleetv1.DoActionRequest) (*fl
 	if !sel.All && len(sel.Boards) == 0 && len(sel.Groups) == 0 && len(sel.Labels) == 0 {
 		return nil, Err(fmt.Errorf("%w: the selector names no boards (set boards, groups, labels or all)", ErrBadRequest))
 	}
-	results, err := s.fleet.Do(ctx, sel, fleet.Action{Kind: r.GetKind(), Body: body})
+	act := fleet.Action{Kind: r.GetKind(), Body: body}
+	switch {
+	case r.GetFireAt() != nil && r.GetLeadMs() != 0:
+		return nil, Err(fmt.Errorf("%w: give fire_at or lead_ms, not both", ErrBadRequest))
+	case r.GetFireAt() != nil:
+		if err := r.GetFireAt().CheckValid(); err != nil {
+			return nil, Err(fmt.Errorf("%w: fire_at: %v", ErrBadRequest, err))
+		}
+		act.At = r.GetFireAt().AsTime()
+	case r.GetLeadMs() < 0 || r.GetLeadMs() > fleet.MaxFireLead.Milliseconds():
+		return nil, Err(fmt.Errorf("%w: lead_ms %d (0-%d)", ErrBadRequest, r.GetLeadMs(), fleet.MaxFireLead.Milliseconds()))
+	default:
+		act.Lead = time.Duration(r.GetLeadMs()) * time.Millisecond
+	}
+	results, err := s.fleet.Do(ctx, sel, act)
 	if err != nil {
 		return nil, Err(err)
 	}
 	out := &fleetv1.DoActionResponse{Results: make([]*fleetv1.Result, 0, len(results))}
 	for _, res := range results {
 		pr := &fleetv1.Result{Board: res.Board, Via: res.Via, Status: int32(res.Reply.Status),
-			Body: string(res.Reply.Body), Error: res.Error, Message: res.Message}
+			Body: string(res.Reply.Body), Error: res.Error, Message: res.Message, Fire: res.Fire}
+		if !res.FiredAt.IsZero() {
+			pr.FiredAt = timestamppb.New(res.FiredAt)
+		}
 		var be *boardapi.Error
 		if res.Error == "" && errors.As(res.Reply.Err(), &be) {
 			pr.Error, pr.Message = be.Code, be.Message

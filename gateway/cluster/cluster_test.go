@@ -212,6 +212,43 @@ func TestCluster(t *testing.T) {
 				}
 			}
 
+			// A timed fire across the three gateways: the lead becomes one
+			// moment where the action comes in, and every gateway fires
+			// its members at it (not at its own lead from when the
+			// routed part arrived).
+			var timed struct {
+				Results []struct {
+					Board, Error, Fire string
+					FiredAt            time.Time `json:"fired_at"`
+				} `json:"results"`
+			}
+			sent := time.Now()
+			gw1.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"groups": []int{1}},
+				"body": map[string]any{"mode": "solid", "brightness": 55}, "lead_ms": 400}, &timed)
+			if len(timed.Results) != len(group1) {
+				t.Fatalf("timed group fire: %d results for %d members: %+v", len(timed.Results), len(group1), timed.Results)
+			}
+			var first, last time.Time
+			for _, r := range timed.Results {
+				if r.Error != "" || r.Fire == "" || r.FiredAt.IsZero() {
+					t.Errorf("timed fire result %+v, want fired", r)
+					continue
+				}
+				if r.FiredAt.Before(sent.Add(350 * time.Millisecond)) {
+					t.Errorf("board %s fired at %v, %v after the request: before its moment", r.Board, r.FiredAt, r.FiredAt.Sub(sent))
+				}
+				if first.IsZero() || r.FiredAt.Before(first) {
+					first = r.FiredAt
+				}
+				if r.FiredAt.After(last) {
+					last = r.FiredAt
+				}
+			}
+			t.Logf("timed fire across three gateways: %d boards changed within %v", len(timed.Results), last.Sub(first))
+			if last.Sub(first) > 150*time.Millisecond {
+				t.Errorf("timed fire across gateways spread over %v", last.Sub(first))
+			}
+
 			testEvents(t, tc, boards)
 		})
 	}

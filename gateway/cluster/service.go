@@ -163,6 +163,22 @@ func (c *Cluster) Do(ctx context.Context, sel fleet.Selector, a fleet.Action) ([
 			return nil, fmt.Errorf("%w: group %d (groups are 1-%d)", fleet.ErrBadSelector, g, frame.MaxGroup)
 		}
 	}
+	// A lead becomes its moment here, once, so that every gateway's part
+	// fires at the same moment however long the routing took (the
+	// gateways' clocks are their hosts', kept by NTP; docs/cluster.md).
+	a, err := fleet.FireTime(a, c.clk.Now())
+	if err != nil {
+		return nil, err
+	}
+	if !a.At.IsZero() {
+		// The owners answer once their part has fired: the routed calls
+		// wait for the moment as well as for the call.
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, a.At.Add(c.o.CallTimeout))
+			defer cancel()
+		}
+	}
 	parts, expect, down, err := c.split(sel)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,8 @@ type boardState struct {
 
 	dirty  bool // last seen changed: write with the next periodic flush
 	urgent bool // something else changed: write now
+
+	fire bool // its /info lists the fire feature (scheduled changes)
 }
 
 // refState is one place the board is reached at.
@@ -228,6 +230,7 @@ type infoFields struct {
 	Firmware struct {
 		Version string `json:"version"`
 	} `json:"firmware"`
+	Features []string `json:"features"`
 }
 
 // linkFields are the parts of GET /link the core keeps.

@@ -145,7 +145,8 @@ type groupSend struct {
 // by one over the LAN. Each board appears once in the results, ordered by
 // id; boards reached by a group frame report Via "group" and no reply. A
 // board that refuses the action reports its error code in Error and its
-// message in Message.
+// message in Message. An action with At is a timed fire (fire.go): every
+// board changes at that moment; a fire time out of bounds is ErrBadTime.
 func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error) {
 	ab, err := action.Decode(action.Kind(a.Kind), a.Body)
 	if err != nil {
@@ -161,9 +162,23 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 			return nil, fmt.Errorf("%w: group %d (groups are 1-%d)", ErrBadSelector, g, frame.MaxGroup)
 		}
 	}
+	if a.Lead != 0 {
+		if !a.At.IsZero() || a.Lead < 0 {
+			return nil, fmt.Errorf("%w: a lead of %v (0-%v, and not with a moment)", ErrBadTime, a.Lead, MaxFireLead)
+		}
+		a.At = f.clk.Now().Add(a.Lead)
+	}
+	if !a.At.IsZero() {
+		if err := f.checkFireTime(a.At); err != nil {
+			return nil, err
+		}
+	}
 	sends, single, err := f.plan(sel)
 	if err != nil {
 		return nil, err
+	}
+	if !a.At.IsZero() {
+		return f.doAt(ctx, a, ab, sends, single), nil
 	}
 	native, hasNative := ab.Native()
 

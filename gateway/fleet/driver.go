@@ -132,6 +132,18 @@ type Line interface {
 	Stats() LineStats
 }
 
+// TimedLine is a Line that times group sends: each ends (its last byte
+// leaves the wire, and the boards take it) at a requested moment on the
+// line's clock, with the line kept free before it. Both return the moment
+// the last byte left the wire. The fleet core fires timed actions on such
+// lines (Action.At); on a Line that is not one it waits for the moment
+// and sends then.
+type TimedLine interface {
+	Line
+	GroupAt(ctx context.Context, group int, req frame.Request, at time.Time) (time.Time, error)
+	GroupCallAt(ctx context.Context, group int, method, path string, body []byte, at time.Time) (time.Time, error)
+}
+
 // LineStats are a line driver's counters (metrics read them).
 type LineStats struct {
 	BytesOut, BytesIn   uint64
@@ -156,6 +168,21 @@ type BoardClock struct {
 	SyncedAt      time.Time `json:"synced_at"`
 	// Via names the driver that measured it ("lan", "rs485:line0").
 	Via string `json:"via"`
+	// Epoch is the moment the board's clock read 0 (its boot), on the
+	// gateway's clock (with its monotonic reading): the board's time at a
+	// gateway moment t is t.Sub(Epoch) in µs. Drivers set it from their
+	// own stamper, so it needs no common base of gateway µs; zero when
+	// unknown (a board's clock without it is not used to time a fire).
+	Epoch time.Time `json:"-"`
+}
+
+// BoardTime is the board's clock (µs since its boot) at the gateway
+// moment t; ok is false without an Epoch.
+func (c BoardClock) BoardTime(t time.Time) (us int64, ok bool) {
+	if c.Epoch.IsZero() {
+		return 0, false
+	}
+	return t.Sub(c.Epoch).Microseconds(), true
 }
 
 // ClockSink is a Sink that also takes clock estimates. A driver whose

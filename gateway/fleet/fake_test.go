@@ -18,10 +18,16 @@ type fakeBoard struct {
 	groups                []int
 	// reply, when set, answers every call other than /info and /link.
 	reply *Reply
+	// features, when set, is /info's features list.
+	features []string
 }
 
 func (b *fakeBoard) info() json.RawMessage {
-	raw, _ := json.Marshal(map[string]any{"id": b.id, "hostname": b.hostname, "firmware": map[string]string{"version": b.version}})
+	m := map[string]any{"id": b.id, "hostname": b.hostname, "firmware": map[string]string{"version": b.version}}
+	if b.features != nil {
+		m["features"] = b.features
+	}
+	raw, _ := json.Marshal(m)
 	return raw
 }
 

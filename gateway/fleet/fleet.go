@@ -61,6 +61,11 @@ type Options struct {
 	// CallTimeout bounds the calls the core makes itself (GET /info and
 	// GET /link of a newly seen board); default 10 s.
 	CallTimeout time.Duration
+	// FireUncertainty is the largest clock uncertainty with which a board
+	// is trusted to make a timed change itself (fire_at); a board known
+	// less well is fired by the gateway at the moment (default
+	// DefaultFireUncertainty, 2 ms).
+	FireUncertainty time.Duration
 }
 
 // Stats are the fleet core's counters, for metrics.

@@ -28,8 +28,9 @@ type Observation struct {
 
 // observers holds the functions Observe added; copied on write.
 type observers struct {
-	mu  sync.Mutex
-	fns []func(Observation)
+	mu    sync.Mutex
+	fns   []func(Observation)
+	fires []func(FireReport) // ObserveFire (fire.go)
 }
 
 // Observe adds fn to the functions called after every command the core

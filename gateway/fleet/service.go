@@ -93,10 +93,17 @@ const (
 )
 
 // Action is one thing to do on the selected boards: its kind and its body
-// as JSON, which Do decodes with action.Decode.
+// as JSON, which Do decodes with action.Decode, and when.
 type Action struct {
 	Kind string          `json:"kind"`
 	Body json.RawMessage `json:"body,omitempty"`
+	// At is the moment every board is to change (a timed fire, fire.go):
+	// at most MaxFireLead ahead; a moment passed (up to MaxFirePast)
+	// fires at once. Zero fires now.
+	At time.Time `json:"at,omitzero"`
+	// Lead, instead of At, is the moment as a lead from when Do takes
+	// the action, on the fleet's clock (0-MaxFireLead; 0 fires now).
+	Lead time.Duration `json:"lead,omitempty"`
 }
 
 // Result is one board's outcome of an action. Boards reached by a group
@@ -112,6 +119,12 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Message is the board's message when it refused the action.
 	Message string `json:"message,omitempty"`
+	// Fire and FiredAt, for a timed fire, say how the board was fired
+	// (FireLine, FireBoard, FireGateway) and when the gateway knows it
+	// changed (see FireChange); empty for a fire now or a board that
+	// failed.
+	Fire    string    `json:"fire,omitempty"`
+	FiredAt time.Time `json:"fired_at,omitzero"`
 }
 
 // Event types in the fleet stream.

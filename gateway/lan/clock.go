@@ -298,7 +298,7 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 	if got && ctx.Err() == nil {
 		b.clock.rounds++
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
-			SyncedAt: l.stamp.Time(e.At), Via: "lan"})
+			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: "lan"})
 	}
 	return l.o.Clock.Now().Add(l.clockPeriod(e, got, b.clock.rounds)), true
 }

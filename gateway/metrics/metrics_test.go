@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -473,5 +474,59 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestFires: a fire of three boards (one early, one 300 µs late on the
+// line, one 4 ms late fired by the gateway) and a fire of one board.
+func TestFires(t *testing.T) {
+	f := NewFires()
+	at := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	f.Observe(fleet.FireReport{Kind: fleet.ActionLEDs, At: at, Changes: []fleet.FireChange{
+		{Board: "a", How: fleet.FireLine, At: at.Add(300 * time.Microsecond)},
+		{Board: "b", How: fleet.FireBoard, At: at.Add(-200 * time.Microsecond)},
+		{Board: "c", How: fleet.FireGateway, At: at.Add(4 * time.Millisecond)},
+	}})
+	f.Observe(fleet.FireReport{Kind: fleet.ActionLEDs, At: at, Changes: []fleet.FireChange{{Board: "a", How: fleet.FireLine, At: at}}})
+	if n := testutil.CollectAndCount(f, "holo_gateway_fire_skew_seconds"); n != 1 {
+		t.Fatalf("%d skew series", n)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, f); err != nil {
+		t.Fatal(err)
+	}
+	const want = `
+# HELP holo_gateway_fire_early_total Boards of timed fires that changed before the moment asked, by how they were fired.
+# TYPE holo_gateway_fire_early_total counter
+holo_gateway_fire_early_total{how="board"} 1
+holo_gateway_fire_early_total{how="gateway"} 0
+holo_gateway_fire_early_total{how="line"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "holo_gateway_fire_early_total"); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "holo_gateway_fire_skew_seconds":
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 1 || math.Abs(h.GetSampleSum()-0.0042) > 1e-9 {
+				t.Errorf("skew: %d samples, sum %v; want 1, 0.0042", h.GetSampleCount(), h.GetSampleSum())
+			}
+		case "holo_gateway_fire_lateness_seconds":
+			sums := map[string]float64{}
+			counts := map[string]uint64{}
+			for _, m := range mf.GetMetric() {
+				how := m.GetLabel()[0].GetValue()
+				sums[how], counts[how] = m.GetHistogram().GetSampleSum(), m.GetHistogram().GetSampleCount()
+			}
+			if counts["line"] != 2 || counts["board"] != 1 || counts["gateway"] != 1 ||
+				math.Abs(sums["line"]-0.0003) > 1e-9 || sums["board"] != 0 || math.Abs(sums["gateway"]-0.004) > 1e-9 {
+				t.Errorf("lateness: counts %v sums %v", counts, sums)
+			}
+		}
 	}
 }

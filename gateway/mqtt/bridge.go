@@ -135,6 +135,11 @@ type Bridge struct {
 	names *names
 	m     *metrics
 
+	// timed runs timed show commands (fire.go), each waiting for its
+	// moment on a goroutine of its own, at most MaxTimed at once.
+	timed    sync.WaitGroup
+	timedSem chan struct{}
+
 	client    paho.Client
 	connected atomic.Bool
 	// losses counts the connections lost (the lost handler adds one,
@@ -238,7 +243,7 @@ func New(o Options) (*Bridge, error) {
 	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, clk: o.Clock, log: o.Log,
 		lost: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
 		retained: map[string][]byte{}, dirty: map[string]bool{}, rwake: make(chan struct{}, 1),
-		boards: map[string]*boardInfo{}, cmds: make(chan command, DefaultCommandQ)}
+		boards: map[string]*boardInfo{}, cmds: make(chan command, DefaultCommandQ), timedSem: make(chan struct{}, MaxTimed)}
 	b.limits = newLimiter(o.Clock, o.BoardRate, o.TopicRate, o.Burst)
 	if b.accept, err = ParseAccept(o.Accept); err != nil {
 		return nil, err
@@ -406,6 +411,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	b.publishLoop(ctx)
 	cancel()
 	wg.Wait()
+	b.timed.Wait()
 	if b.client.IsConnectionOpen() {
 		t := b.client.Publish(b.t.bridge("state"), 1, true, `{"state":"offline"}`)
 		t.WaitTimeout(2 * time.Second)

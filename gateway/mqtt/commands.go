@@ -173,16 +173,14 @@ func (b *Bridge) commandLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case c := <-b.cmds:
+			if c.timed() {
+				b.runTimedCommand(ctx, c)
+				continue
+			}
 			cctx, cancel := context.WithTimeout(ctx, commandTimeout)
 			data, err := b.run(cctx, c)
 			cancel()
-			if err != nil {
-				b.st.refused.Add(1)
-				b.m.commands.WithLabelValues("error").Inc()
-			} else {
-				b.m.commands.WithLabelValues("ok").Inc()
-			}
-			b.answer(c, data, err)
+			b.finish(c, data, err)
 		}
 	}
 }
@@ -225,6 +223,16 @@ func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte
 		}
 		return b.o.Install(ctx, id)
 	}
+	if body, ft, timed, err := takeFireTime(payload); timed {
+		if err != nil {
+			return err
+		}
+		res, err := b.runTimed(ctx, fleet.Selector{Boards: []string{id}}, resource, body, ft)
+		if err != nil {
+			return err
+		}
+		return firstResultError(res)
+	}
 	if hl, ok, err := haCommand(resource, payload); ok {
 		if err != nil {
 			return err
@@ -259,6 +267,16 @@ func (b *Bridge) callAll(ctx context.Context, id string, calls []apiCall) (fleet
 // runGroup validates and runs group/<n>/set/<resource> through the
 // fleet's group actions.
 func (b *Bridge) runGroup(ctx context.Context, group int, resource string, payload []byte) (any, error) {
+	if body, ft, timed, err := takeFireTime(payload); timed {
+		if err != nil {
+			return nil, err
+		}
+		res, err := b.runTimed(ctx, fleet.Selector{Groups: []int{group}}, resource, body, ft)
+		if err != nil {
+			return nil, err
+		}
+		return b.namedResults(res), firstResultError(res)
+	}
 	var ab action.Body
 	switch resource {
 	case "scene", "leds", "holo", "screen":
@@ -556,4 +574,15 @@ func restartBody(payload []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return mustJSON(m), nil
+}
+
+// finish counts a command that ran and answers it.
+func (b *Bridge) finish(c command, data any, err error) {
+	if err != nil {
+		b.st.refused.Add(1)
+		b.m.commands.WithLabelValues("error").Inc()
+	} else {
+		b.m.commands.WithLabelValues("ok").Inc()
+	}
+	b.answer(c, data, err)
 }

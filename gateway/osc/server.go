@@ -80,6 +80,7 @@ type Server struct {
 	mu      sync.Mutex
 	clients map[string]*client // by "udp:addr" / "tcp:addr"
 	ctx     context.Context
+	work    sync.WaitGroup // timed show actions waiting for their fire
 }
 
 // Listen binds UDP and TCP on the same port.
@@ -159,6 +160,7 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Go(func() { s.serveTCP(ctx, conn) })
 	}
 	wg.Wait()
+	s.work.Wait()
 	s.mu.Lock()
 	for _, c := range s.clients {
 		c.stop()
@@ -267,32 +269,64 @@ func (s *Server) packet(ctx context.Context, c *client, b []byte) {
 
 // dispatch runs a packet: a message now, a bundle's elements in order, at
 // once for Immediately or a time tag not in the future, else at that time
-// on the gateway's clock.
+// (timed).
 func (s *Server) dispatch(ctx context.Context, c *client, p Packet) {
 	switch v := p.(type) {
 	case *Message:
-		s.message(ctx, c, v)
+		s.message(ctx, c, v, time.Time{})
 	case *Bundle:
-		run := func() {
+		if v.Time == Immediately || !v.Time.Time().After(s.clk.Now()) {
 			for _, e := range v.Elements {
 				s.dispatch(ctx, c, e)
 			}
-		}
-		if v.Time == Immediately {
-			run()
 			return
 		}
-		d := v.Time.Time().Sub(s.clk.Now())
-		if d <= 0 {
-			run()
-			return
-		}
-		s.clk.AfterFunc(d, func() {
-			if ctx.Err() == nil {
-				run()
-			}
-		})
+		s.timed(ctx, c, v.Elements, v.Time.Time())
 	}
+}
+
+// MaxBundleLead is how far ahead a bundle's show actions go to the fleet
+// as one timed fire; a bundle timed further ahead waits on the gateway's
+// clock until it is that close.
+const MaxBundleLead = fleet.MaxFireLead / 2
+
+// timed runs the elements of a bundle timed for at: its show actions go
+// to the fleet at once as a timed fire for at (fleet.Action.At: every
+// board changes at that moment, the lines timing their group frames, the
+// boards with aligned clocks told ahead), each answered once it fired;
+// its other messages (session, subscriptions) run at at on the gateway's
+// clock; a nested bundle runs at its own time tag, or at at when that is
+// earlier.
+func (s *Server) timed(ctx context.Context, c *client, elems []Packet, at time.Time) {
+	if d := at.Sub(s.clk.Now()); d > MaxBundleLead {
+		s.after(ctx, d-MaxBundleLead, func() { s.timed(ctx, c, elems, at) })
+		return
+	}
+	for _, e := range elems {
+		switch v := e.(type) {
+		case *Message:
+			if _, show, _ := parseShow(v); show {
+				s.work.Go(func() { s.message(ctx, c, v, at) })
+				continue
+			}
+			s.after(ctx, at.Sub(s.clk.Now()), func() { s.message(ctx, c, v, time.Time{}) })
+		case *Bundle:
+			inner := at
+			if v.Time != Immediately && v.Time.Time().After(at) {
+				inner = v.Time.Time()
+			}
+			s.timed(ctx, c, v.Elements, inner)
+		}
+	}
+}
+
+// after runs f after d on the gateway's clock unless ctx ended.
+func (s *Server) after(ctx context.Context, d time.Duration, f func()) {
+	s.clk.AfterFunc(max(d, 0), func() {
+		if ctx.Err() == nil {
+			f()
+		}
+	})
 }
 
 func (s *Server) identity(c *client) auth.Identity {
@@ -303,9 +337,10 @@ func (s *Server) attrs(c *client, m *Message) auth.Attributes {
 	return auth.Attributes{Who: s.identity(c), Surface: auth.SurfaceOSC, Operation: m.Address, Client: c.name(), Agent: c.network}
 }
 
-// message runs one message and answers it.
-func (s *Server) message(ctx context.Context, c *client, m *Message) {
-	class, status, data := s.handle(ctx, c, m)
+// message runs one message and answers it; a show action with at fires
+// at that moment.
+func (s *Server) message(ctx context.Context, c *client, m *Message, at time.Time) {
+	class, status, data := s.handle(ctx, c, m, at)
 	s.m.count(class, status)
 	c.reply(m.Address, status, data)
 }
@@ -340,7 +375,7 @@ func (s *Server) refuseAll(c *client, m *Message) (class string, data any, refus
 	return class, nil, false
 }
 
-func (s *Server) handle(ctx context.Context, c *client, m *Message) (string, string, any) {
+func (s *Server) handle(ctx context.Context, c *client, m *Message, at time.Time) (string, string, any) {
 	if s.o.Role == auth.RoleNone {
 		if class, data, refused := s.refuseAll(c, m); refused {
 			return class, StatusDenied, data
@@ -400,10 +435,12 @@ func (s *Server) handle(ctx context.Context, c *client, m *Message) (string, str
 	if err != nil {
 		return sa.Class, StatusDenied, errData(err)
 	}
-	res, err := s.o.Fleet.Do(ctx, sel, sa.Action)
+	act := sa.Action
+	act.At = at
+	res, err := s.o.Fleet.Do(ctx, sel, act)
 	if err != nil {
 		code := "Unknown"
-		if errors.Is(err, fleet.ErrBadAction) || errors.Is(err, fleet.ErrBadSelector) {
+		if errors.Is(err, fleet.ErrBadAction) || errors.Is(err, fleet.ErrBadSelector) || errors.Is(err, fleet.ErrBadTime) {
 			code = "InvalidArgument"
 		}
 		p.Done(code)

@@ -868,3 +868,76 @@ func TestLateTimerCallback(t *testing.T) {
 		t.Fatal("the subscription outlived its deadline")
 	}
 }
+
+// TestBundleTimed: a bundle timed in the future hands its show actions
+// to the fleet at once as one timed fire for the bundle's moment (not a
+// wait on the gateway's clock); its session messages run at the moment;
+// a bundle in the past, or Immediately, fires now; one further ahead
+// than MaxBundleLead waits until it is that close.
+func TestBundleTimed(t *testing.T) {
+	r := newRig(t, auth.RoleOperator, nil)
+	p := r.udp(t)
+	now := r.clk.Now()
+	at := now.Add(5 * time.Second)
+	bundle := func(tt Timetag, elems ...Packet) []byte {
+		b, err := Encode(&Bundle{Time: tt, Elements: elems})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	p.sendRaw(bundle(TimetagOf(at),
+		&Message{Address: "/holo/group/1/leds/colour", Args: []any{"red"}},
+		&Message{Address: "/holo/thump"},
+		&Bundle{Time: Immediately, Elements: []Packet{&Message{Address: "/holo/board/b1/scene/end"}}},
+	))
+	// Both show actions reach the fleet before the moment, with it.
+	if rep := p.replyTo("/holo/group/1/leds/colour"); rep.Status != StatusOK {
+		t.Fatalf("reply %+v", rep)
+	}
+	p.replyTo("/holo/board/b1/scene/end")
+	calls := r.fleet.takeCalls()
+	if len(calls) != 2 {
+		t.Fatalf("calls %+v", calls)
+	}
+	for _, c := range calls {
+		if d := c.Action.At.Sub(at); d < -time.Microsecond || d > time.Microsecond {
+			t.Errorf("%s fired for %v, want the bundle's moment %v", c.Action.Kind, c.Action.At, at)
+		}
+	}
+	// The session message waits for the moment.
+	_ = p.conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	buf := make([]byte, MaxPacket)
+	if n, _, err := p.conn.ReadFromUDP(buf); err == nil {
+		t.Fatalf("something before the moment: %q", buf[:n])
+	}
+	r.clk.Set(at)
+	if rep := p.replyTo("/holo/thump"); rep.Status != StatusOK {
+		t.Fatalf("thump %+v", rep)
+	}
+
+	// In the past, and Immediately: now (no At).
+	for _, tt := range []Timetag{TimetagOf(r.clk.Now().Add(-time.Second)), Immediately} {
+		p.sendRaw(bundle(tt, &Message{Address: "/holo/all/leds/off"}))
+		p.replyTo("/holo/all/leds/off")
+		if calls := r.fleet.takeCalls(); len(calls) != 1 || !calls[0].Action.At.IsZero() {
+			t.Fatalf("calls %+v", calls)
+		}
+	}
+
+	// 45 s ahead: nothing until 30 s before, then a timed fire.
+	far := r.clk.Now().Add(45 * time.Second)
+	p.sendRaw(bundle(TimetagOf(far), &Message{Address: "/holo/all/screen/off"}))
+	if !r.clk.WaitForWaiters(1, wait) {
+		t.Fatal("no timer for a far bundle")
+	}
+	if calls := r.fleet.takeCalls(); len(calls) != 0 {
+		t.Fatalf("a bundle 45 s ahead went to the fleet at once: %+v", calls)
+	}
+	r.clk.Advance(15 * time.Second)
+	p.replyTo("/holo/all/screen/off")
+	calls = r.fleet.takeCalls()
+	if len(calls) != 1 || calls[0].Action.At.Sub(far).Abs() > time.Microsecond {
+		t.Fatalf("calls %+v", calls)
+	}
+}

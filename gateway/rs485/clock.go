@@ -90,7 +90,7 @@ func (l *Line) measureClock(ctx context.Context, b *board) {
 	}
 	if ctx.Err() == nil {
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
-			SyncedAt: l.stamp.Time(e.At), Via: l.name})
+			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: l.name})
 	}
 }
 

@@ -29,8 +29,9 @@
 //  3. the initial discovery sweep (a native PING to every address of
 //     Options.Addresses, with the short Options.DiscoverWait);
 //  4. the poll cycle: one native STATUS (every Options.PingEvery-th poll a
-//     PING, for the uptime) to each board known and online, in address
-//     order, then one PING to a single address that is unknown or lost
+//     PING, for the uptime, followed at once by a STATUS so that a change
+//     is still seen in that cycle) to each board known and online, in
+//     address order, then one PING to a single address that is unknown or lost
 //     (the slow sweep that finds boards plugged in later). A new cycle
 //     starts Options.PollInterval after the previous one started.
 //

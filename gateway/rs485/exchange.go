@@ -180,17 +180,21 @@ func (l *Line) lineExchange(ctx context.Context, req jsonline.Request, wait time
 }
 
 // retry runs once until it succeeds, fails otherwise than by a timeout,
-// or has timed out 1+retries times; it counts timeouts and retries and
-// waits the backoff between tries.
+// or has timed out 1+retries times (fewer when a retry would run into a
+// timed send); it counts timeouts and retries and waits the backoff
+// between tries.
 func (l *Line) retry(ctx context.Context, retries int, once func() error) error {
 	backoff := l.o.Backoff
 	for attempt := 0; ; attempt++ {
+		began := l.clk.Now()
 		err := once()
 		if !errors.Is(err, errTimeout) {
 			return err
 		}
 		l.st.timeouts.Add(1)
-		if attempt >= retries {
+		// A retry must not run into a timed send (timed.go): it takes as
+		// long as the attempt that timed out.
+		if attempt >= retries || !l.fits(backoff+l.clk.Since(began)) {
 			return err
 		}
 		l.st.retries.Add(1)

@@ -128,6 +128,9 @@ type Line struct {
 		sync.Mutex
 		list []groupMark
 	}
+	// nextFire is the earliest start of a queued timed send (nil: none),
+	// which Group's fast path must not run into.
+	nextFire atomic.Pointer[time.Time]
 
 	mu     sync.Mutex // guards boards' shared view and stats snapshot
 	boards map[int]*board
@@ -144,6 +147,7 @@ type counters struct {
 	bytesOut, framesOut, linesOut atomic.Uint64
 	timeouts, retries, polls      atomic.Uint64
 	badReply, stray               atomic.Uint64
+	fired                         atomic.Uint64 // timed sends written
 	busy                          atomic.Int64
 }
 
@@ -243,6 +247,7 @@ func (l *Line) Run(ctx context.Context, sink fleet.Sink) error {
 	}
 	_ = l.recv.Close()
 	wg.Wait()
+	l.dropQueued(fleet.ErrClosed)
 	for {
 		select {
 		case j := <-l.cmds:
@@ -313,12 +318,17 @@ type job struct {
 	req  frame.Request
 	line jsonline.Request
 	done chan result
+	// Timed sends (GroupAt, GroupCallAt): the moment the last byte is to
+	// leave the wire, the bytes, and when writing them starts.
+	at, start time.Time
+	wire      []byte
 }
 
 type result struct {
 	hdr   frame.Header
 	body  frame.Message
 	reply fleet.Reply
+	end   time.Time // timed sends: when the last byte left the wire
 	err   error
 }
 
@@ -444,7 +454,7 @@ func (l *Line) Group(ctx context.Context, group int, req frame.Request) error {
 	if err != nil {
 		return encodeErr(req.Type(), err)
 	}
-	if l.running.Load() && len(l.cmds) == 0 && l.wire.TryLock() {
+	if l.running.Load() && len(l.cmds) == 0 && l.fastPathFits(len(wire)) && l.wire.TryLock() {
 		select {
 		case <-l.closed:
 			l.wire.Unlock()

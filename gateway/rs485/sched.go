@@ -28,6 +28,10 @@ const (
 	needReplay                  // GET /events after a restart
 	needFetch                   // GET /link/events
 	needClock                   // GET /time: one clock sample, after everything else
+	// needPolled: a STATUS compared with the last block, after a poll
+	// that was a PING (which carries none), so that a change is seen
+	// within the cycle it happened in.
+	needPolled
 )
 
 // kinds is a set of resources to re-read.
@@ -85,7 +89,11 @@ type board struct {
 }
 
 type scheduler struct {
-	sink       fleet.Sink
+	sink fleet.Sink
+	// queue holds callers' commands in arrival order; timed holds the
+	// timed sends by start (timed.go).
+	queue      []*job
+	timed      []*job
 	sweep      []int // initial discovery left
 	cycle      []int // boards left in this poll cycle
 	cycleStart time.Time
@@ -101,28 +109,47 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 	l.sched.sink = sink
 	for ctx.Err() == nil {
 		l.applyMarks()
-		select {
-		case j := <-l.cmds:
+		l.drainCmds()
+		budget, next := l.budget(l.clk.Now())
+		p := pick(budget, next != nil, len(l.sched.queue), l.queuedCost, l.stepCost())
+		switch {
+		case p.fire:
+			l.fire(ctx, next)
+			continue
+		case p.job >= 0:
+			j := l.sched.queue[p.job]
+			l.sched.queue = slices.Delete(l.sched.queue, p.job, p.job+1)
 			l.lockedJob(ctx, j)
 			continue
-		default:
+		case p.step:
+			l.wire.Lock()
+			did := l.step(ctx)
+			l.wire.Unlock()
+			if did {
+				continue
+			}
 		}
-		l.wire.Lock()
-		did := l.step(ctx)
-		l.wire.Unlock()
-		if did {
-			continue
-		}
-		wait := l.o.PollInterval - l.clk.Since(l.sched.cycleStart)
-		wait = max(wait, time.Millisecond)
-		t := l.clk.NewTimer(wait)
+		t := l.clk.NewTimer(idle(budget, next != nil, l.o.PollInterval-l.clk.Since(l.sched.cycleStart), l.stepCost()))
 		select {
 		case <-ctx.Done():
 		case j := <-l.cmds:
-			l.lockedJob(ctx, j)
+			l.queued(j)
 		case <-t.C():
 		}
 		t.Stop()
+	}
+}
+
+// drainCmds takes every command waiting on the channel into the
+// scheduler's queues.
+func (l *Line) drainCmds() {
+	for {
+		select {
+		case j := <-l.cmds:
+			l.queued(j)
+		default:
+			return
+		}
 	}
 }
 
@@ -294,6 +321,7 @@ func (l *Line) poll(ctx context.Context, a int) {
 	switch m := body.(type) {
 	case *frame.PingReply:
 		l.gotUptime(b, m.UptimeS)
+		b.needs |= needPolled
 	case *frame.StatusReply:
 		l.gotStatus(b, m.Block)
 	}
@@ -357,6 +385,15 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		}
 		if m, ok := body.(*frame.StatusReply); ok {
 			b.haveStatus = false // a baseline: the states are read next
+			l.gotStatus(b, m.Block)
+		}
+	case b.needs&needPolled != 0:
+		b.needs &^= needPolled
+		_, body, err := l.native(ctx, frame.Address(b.addr), &frame.StatusRequest{}, l.o.PollWait, 1)
+		if l.failed(b, err, 0) {
+			return
+		}
+		if m, ok := body.(*frame.StatusReply); ok {
 			l.gotStatus(b, m.Block)
 		}
 	case b.needs&needInfo != 0:

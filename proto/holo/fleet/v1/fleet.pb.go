@@ -633,7 +633,14 @@ type DoActionRequest struct {
 	// scene_apply, scene_end, leds, screen_show, screen_off or holo.
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The body of the board request the action stands for.
-	Body          *structpb.Value `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	Body *structpb.Value `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	// A timed fire: the moment every board is to change, at most 60 s
+	// ahead (a moment up to 10 s past fires at once; further either way is
+	// INVALID_ARGUMENT and nothing is sent). Unset: now.
+	FireAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=fire_at,json=fireAt,proto3" json:"fire_at,omitempty"`
+	// A timed fire as a lead from when the gateway takes the request, in
+	// milliseconds, 0-60000 (0: now). Give fire_at or lead_ms, not both.
+	LeadMs        int64 `protobuf:"varint,5,opt,name=lead_ms,json=leadMs,proto3" json:"lead_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -687,6 +694,20 @@ func (x *DoActionRequest) GetBody() *structpb.Value {
 		return x.Body
 	}
 	return nil
+}
+
+func (x *DoActionRequest) GetFireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FireAt
+	}
+	return nil
+}
+
+func (x *DoActionRequest) GetLeadMs() int64 {
+	if x != nil {
+		return x.LeadMs
+	}
+	return 0
 }
 
 type DoActionResponse struct {
@@ -748,7 +769,16 @@ type Result struct {
 	// answered with an error) or the gateway's reason.
 	Error string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
 	// The board's error message when it answered with an error.
-	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// For a timed fire, how the board was fired: line (a group frame the
+	// line ended at the moment), board (told the moment on its aligned
+	// clock; it changes itself), gateway (called at the moment); empty for
+	// a fire now or a board that failed.
+	Fire string `protobuf:"bytes,7,opt,name=fire,proto3" json:"fire,omitempty"`
+	// For a timed fire, when the gateway knows the board changed: the
+	// frame's last byte on the wire, the moment itself for a board that
+	// scheduled it, midway between call and reply for one called.
+	FiredAt       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=fired_at,json=firedAt,proto3" json:"fired_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -823,6 +853,20 @@ func (x *Result) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *Result) GetFire() string {
+	if x != nil {
+		return x.Fire
+	}
+	return ""
+}
+
+func (x *Result) GetFiredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FiredAt
+	}
+	return nil
 }
 
 type WatchEventsRequest struct {
@@ -4534,20 +4578,24 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x03all\x18\x04 \x01(\bR\x03all\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x01\n" +
 	"\x0fDoActionRequest\x123\n" +
 	"\bselector\x18\x01 \x01(\v2\x17.holo.fleet.v1.SelectorR\bselector\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12*\n" +
-	"\x04body\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x04body\"C\n" +
+	"\x04body\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x04body\x123\n" +
+	"\afire_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06fireAt\x12\x17\n" +
+	"\alead_ms\x18\x05 \x01(\x03R\x06leadMs\"C\n" +
 	"\x10DoActionResponse\x12/\n" +
-	"\aresults\x18\x01 \x03(\v2\x15.holo.fleet.v1.ResultR\aresults\"\x8c\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.holo.fleet.v1.ResultR\aresults\"\xd7\x01\n" +
 	"\x06Result\x12\x14\n" +
 	"\x05board\x18\x01 \x01(\tR\x05board\x12\x10\n" +
 	"\x03via\x18\x02 \x01(\tR\x03via\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\x05R\x06status\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\tR\x04body\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\xb2\x01\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12\x12\n" +
+	"\x04fire\x18\a \x01(\tR\x04fire\x125\n" +
+	"\bfired_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\afiredAt\"\xb2\x01\n" +
 	"\x12WatchEventsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\x05R\x05group\x12\x1a\n" +
 	"\bselector\x18\x02 \x01(\tR\bselector\x12\x1a\n" +
@@ -4947,110 +4995,112 @@ var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
 	70, // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
 	7,  // 7: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
 	74, // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
-	10, // 9: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	73, // 10: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	73, // 11: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
-	13, // 12: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
-	13, // 13: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
-	22, // 14: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	73, // 15: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
-	24, // 16: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
-	23, // 17: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
-	23, // 18: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	73, // 19: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
-	32, // 20: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
-	39, // 21: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
-	40, // 22: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
-	41, // 23: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
-	42, // 24: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
-	43, // 25: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	71, // 26: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
-	44, // 27: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
-	45, // 28: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
-	38, // 29: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	38, // 30: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	22, // 31: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	72, // 32: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
-	38, // 33: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
-	49, // 34: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
-	44, // 35: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
-	45, // 36: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	73, // 37: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	73, // 38: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	73, // 39: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
-	50, // 40: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
-	51, // 41: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	73, // 42: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	73, // 43: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	73, // 44: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
-	56, // 45: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
-	57, // 46: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	73, // 47: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	73, // 48: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	73, // 49: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
-	67, // 50: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
-	73, // 51: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	1,  // 52: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 53: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 54: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 55: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 56: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 57: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 58: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 59: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	17, // 60: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
-	20, // 61: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	25, // 62: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	27, // 63: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	29, // 64: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	30, // 65: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	33, // 66: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	34, // 67: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	36, // 68: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	47, // 69: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	48, // 70: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	52, // 71: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	54, // 72: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	55, // 73: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	59, // 74: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	60, // 75: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	61, // 76: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	62, // 77: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	63, // 78: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	65, // 79: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
-	2,  // 80: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 81: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 82: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 83: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 84: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 85: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 86: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	19, // 87: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	18, // 88: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
-	21, // 89: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	26, // 90: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	28, // 91: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	23, // 92: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	31, // 93: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	32, // 94: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	35, // 95: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	37, // 96: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	46, // 97: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	51, // 98: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	53, // 99: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	51, // 100: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	58, // 101: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	51, // 102: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 103: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 104: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 105: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	64, // 106: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	66, // 107: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
-	80, // [80:108] is the sub-list for method output_type
-	52, // [52:80] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	73, // 9: holo.fleet.v1.DoActionRequest.fire_at:type_name -> google.protobuf.Timestamp
+	10, // 10: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
+	73, // 11: holo.fleet.v1.Result.fired_at:type_name -> google.protobuf.Timestamp
+	73, // 12: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	73, // 13: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	13, // 14: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
+	13, // 15: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
+	22, // 16: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
+	73, // 17: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	24, // 18: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
+	23, // 19: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
+	23, // 20: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
+	73, // 21: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	32, // 22: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
+	39, // 23: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
+	40, // 24: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
+	41, // 25: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
+	42, // 26: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
+	43, // 27: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
+	71, // 28: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	44, // 29: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
+	45, // 30: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
+	38, // 31: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	38, // 32: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	22, // 33: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
+	72, // 34: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	38, // 35: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
+	49, // 36: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
+	44, // 37: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
+	45, // 38: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
+	73, // 39: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	73, // 40: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	73, // 41: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	50, // 42: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
+	51, // 43: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
+	73, // 44: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	73, // 45: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	73, // 46: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	56, // 47: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
+	57, // 48: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
+	73, // 49: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	73, // 50: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	73, // 51: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
+	67, // 52: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
+	73, // 53: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	1,  // 54: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,  // 55: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,  // 56: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,  // 57: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,  // 58: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11, // 59: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14, // 60: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16, // 61: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	17, // 62: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
+	20, // 63: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	25, // 64: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	27, // 65: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	29, // 66: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	30, // 67: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	33, // 68: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	34, // 69: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	36, // 70: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	47, // 71: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	48, // 72: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	52, // 73: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	54, // 74: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	55, // 75: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	59, // 76: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	60, // 77: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	61, // 78: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	62, // 79: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	63, // 80: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	65, // 81: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
+	2,  // 82: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 83: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 84: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 85: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 86: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 87: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 88: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	19, // 89: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	18, // 90: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
+	21, // 91: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	26, // 92: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	28, // 93: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	23, // 94: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	31, // 95: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	32, // 96: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	35, // 97: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	37, // 98: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	46, // 99: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	51, // 100: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	53, // 101: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	51, // 102: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	58, // 103: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	51, // 104: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 105: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 106: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 107: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	64, // 108: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	66, // 109: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
+	82, // [82:110] is the sub-list for method output_type
+	54, // [54:82] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }

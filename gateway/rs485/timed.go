@@ -1,0 +1,268 @@
+package rs485
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/jsonline"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// Timed group sends (GroupAt, GroupCallAt).
+//
+// A timed send asks for the moment its last byte leaves the wire, which is
+// when the boards take the frame and change. The scheduler starts writing
+// it at that moment less its wire time (the line knows the bytes and the
+// baud rate), waiting for the start precisely (clock.Until), and keeps the
+// wire free before it: an exchange, whether a caller's command or the
+// master's own poll or follow-up, starts only when it ends before the
+// start even if its board never answers (the request's wire time plus the
+// whole reply wait), and a retry only when it fits likewise. So polling
+// pauses for at most one reply wait (PollWait, about 100 ms) before each
+// timed send, and commands that would run into it wait until after it.
+// Within fireReady of the start the scheduler holds the wire and waits for
+// the moment; commands arriving then go after the send.
+//
+// Sends timed for the same moment on one line go one after the other:
+// the second ends a frame's wire time late. A send whose start has
+// passed when the scheduler reaches it goes at once, late.
+const (
+	// fireReady is how long before a timed send's start the scheduler
+	// stops everything else and waits for the moment itself.
+	fireReady = 5 * time.Millisecond
+	// stepRequest bounds the request lines the master writes on its own
+	// (GET /info, PATCH /link/events with the kinds, GET /time?t1=...),
+	// for the cost of a background step.
+	stepRequest = 256
+)
+
+// ErrBadTime: a timed send without a moment (the zero time).
+var ErrBadTime = errors.New("rs485: timed send without a time")
+
+// GroupAt sends req as one frame to a group (1-31) or to every board (0),
+// as Group does, so that its last byte leaves the wire at the moment at
+// on the line's clock (see the timed sends above). It returns the moment
+// the last byte left the wire: when the write started plus the frame's
+// wire time. A moment already past sends at once.
+func (l *Line) GroupAt(ctx context.Context, group int, req frame.Request, at time.Time) (time.Time, error) {
+	a, err := groupAddr(group)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if at.IsZero() {
+		return time.Time{}, ErrBadTime
+	}
+	wire, err := frame.AppendRequest(make([]byte, 0, frame.MaxWireLen), a, 0, req)
+	if err != nil {
+		return time.Time{}, encodeErr(req.Type(), err)
+	}
+	r := l.submit(ctx, &job{kind: jobGroup, addr: a, req: req, at: at, wire: wire})
+	return r.end, r.err
+}
+
+// GroupCallAt sends one JSON line to a group (1-31) or every board (0),
+// as GroupCall does, so that its line feed leaves the wire at the moment
+// at; it returns when it did.
+func (l *Line) GroupCallAt(ctx context.Context, group int, method, path string, body []byte, at time.Time) (time.Time, error) {
+	a, err := groupAddr(group)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if at.IsZero() {
+		return time.Time{}, ErrBadTime
+	}
+	ja := jsonline.All()
+	if group != 0 {
+		ja = jsonline.Group(uint8(group))
+	}
+	req, err := lineRequest(ja, method, path, body)
+	if err != nil {
+		return time.Time{}, err
+	}
+	req.Tag = ""
+	r := l.submit(ctx, &job{kind: jobGroupLine, addr: a, line: req, at: at, wire: jsonline.AppendRequest(nil, req)})
+	return r.end, r.err
+}
+
+// timedStart is when a timed job starts writing.
+func (l *Line) timedStart(j *job) time.Time { return j.at.Add(-l.wireTime(len(j.wire))) }
+
+// jobCost is the longest a command can hold the wire with one attempt:
+// its request's wire time and, when a board answers it, the whole reply
+// wait.
+func (l *Line) jobCost(j *job) time.Duration {
+	switch j.kind {
+	case jobNative:
+		return l.wireTime(frame.MaxWireLen) + l.o.ReplyWait
+	case jobLine:
+		return l.wireTime(len(jsonline.AppendRequest(nil, j.line))+16) + l.o.ReplyWait
+	case jobGroup:
+		return l.wireTime(frame.MaxWireLen)
+	case jobGroupLine:
+		return l.wireTime(len(jsonline.AppendRequest(nil, j.line)))
+	}
+	return l.o.ReplyWait
+}
+
+// queuedCost is jobCost of the i-th queued command.
+func (l *Line) queuedCost(i int) time.Duration { return l.jobCost(l.sched.queue[i]) }
+
+// stepCost is the longest a background step (poll, probe, follow-up)
+// holds the wire with one attempt.
+func (l *Line) stepCost() time.Duration {
+	return l.wireTime(stepRequest) + max(l.o.PollWait, l.o.DiscoverWait)
+}
+
+// queued takes a command off the channel: a timed one into the timed
+// list (by start), any other to the back of the queue.
+func (l *Line) queued(j *job) {
+	s := &l.sched
+	if j.at.IsZero() {
+		s.queue = append(s.queue, j)
+		return
+	}
+	j.start = l.timedStart(j)
+	i, _ := slices.BinarySearchFunc(s.timed, j, func(a, b *job) int { return a.start.Compare(b.start) })
+	s.timed = slices.Insert(s.timed, i, j)
+	l.setNextFire()
+}
+
+// setNextFire publishes the earliest timed start for Group's fast path.
+func (l *Line) setNextFire() {
+	if len(l.sched.timed) == 0 {
+		l.nextFire.Store(nil)
+		return
+	}
+	t := l.sched.timed[0].start
+	l.nextFire.Store(&t)
+}
+
+// budget is the time left before the earliest timed start (a very long
+// time when none is queued), and that job.
+func (l *Line) budget(now time.Time) (time.Duration, *job) {
+	if len(l.sched.timed) == 0 {
+		return time.Duration(1<<63 - 1), nil
+	}
+	j := l.sched.timed[0]
+	return j.start.Sub(now), j
+}
+
+// fits reports whether something holding the wire for cost, starting
+// now, ends before the next timed start.
+func (l *Line) fits(cost time.Duration) bool {
+	l.drainCmds()
+	if len(l.sched.timed) == 0 {
+		return true
+	}
+	return l.clk.Now().Add(cost).Before(l.sched.timed[0].start)
+}
+
+// picked is what the scheduler does next: the timed send, the queued
+// command at index job (-1: none), or a background step.
+type picked struct {
+	fire bool
+	job  int
+	step bool
+}
+
+// pick decides the scheduler's next move from the time left before the
+// next timed send (budget; timed says whether there is one), the n
+// queued commands and what each may cost (asked only when a timed send
+// waits), and what a background step may cost: the timed send once
+// within fireReady of its start, else the first command that ends before
+// the start, else a step when one fits. Commands come before steps, as
+// the package doc says.
+func pick(budget time.Duration, timed bool, n int, cost func(i int) time.Duration, step time.Duration) picked {
+	if !timed {
+		if n > 0 {
+			return picked{job: 0}
+		}
+		return picked{job: -1, step: true}
+	}
+	if budget <= fireReady {
+		return picked{fire: true, job: -1}
+	}
+	for i := range n {
+		if cost(i) < budget {
+			return picked{job: i}
+		}
+	}
+	return picked{job: -1, step: budget > step}
+}
+
+// idle is how long the scheduler sleeps when it has nothing to do:
+// until the next poll cycle is due (untilPoll), but no later than it must
+// start waiting for a timed send; while no step fits before the send,
+// until then.
+func idle(budget time.Duration, timed bool, untilPoll, step time.Duration) time.Duration {
+	wait := max(untilPoll, time.Millisecond)
+	if !timed {
+		return wait
+	}
+	if budget <= step {
+		return max(budget-fireReady, 0)
+	}
+	return max(min(wait, budget-fireReady), 0)
+}
+
+// fire runs the first timed job: it holds the wire, waits for the start
+// and writes the bytes. The result carries when the last byte left.
+func (l *Line) fire(ctx context.Context, j *job) {
+	s := &l.sched
+	s.timed = s.timed[1:]
+	l.setNextFire()
+	if err := j.ctx.Err(); err != nil {
+		j.finish(result{err: err})
+		return
+	}
+	l.wire.Lock()
+	defer l.wire.Unlock()
+	jctx, cancel := context.WithCancel(j.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	defer func() { stop(); cancel() }()
+	if err := clock.Until(jctx, l.clk, j.start); err != nil {
+		j.finish(result{err: err})
+		return
+	}
+	began := l.clk.Now()
+	err := l.send(j.wire, j.kind == jobGroupLine)
+	if err != nil {
+		j.finish(result{err: err})
+		return
+	}
+	switch j.kind {
+	case jobGroup:
+		l.afterGroup(j.addr, kindsOfNative(j.req.Type()))
+	case jobGroupLine:
+		l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path))
+	}
+	l.st.fired.Add(1)
+	j.finish(result{end: began.Add(l.wireTime(len(j.wire)))})
+}
+
+// fastPathFits reports whether a frame of n bytes written now by Group's
+// fast path ends before the next timed start (with fireReady to spare).
+func (l *Line) fastPathFits(n int) bool {
+	t := l.nextFire.Load()
+	return t == nil || l.clk.Now().Add(l.wireTime(n)+fireReady).Before(*t)
+}
+
+// dropQueued finishes every command still queued with err (the line
+// stops).
+func (l *Line) dropQueued(err error) {
+	s := &l.sched
+	for _, j := range s.queue {
+		j.finish(result{err: err})
+	}
+	for _, j := range s.timed {
+		j.finish(result{err: err})
+	}
+	s.queue, s.timed = nil, nil
+	l.nextFire.Store(nil)
+}
+
+var _ fleet.TimedLine = (*Line)(nil)
