@@ -270,6 +270,25 @@ func (p *udpPeer) replyTo(addr string) reply {
 	}
 }
 
+// repliesTo reads until the replies to every address in addrs came, in
+// any order (the actions of one bundle run concurrently), and returns
+// them by address.
+func (p *udpPeer) repliesTo(addrs ...string) map[string]reply {
+	p.t.Helper()
+	want := map[string]bool{}
+	for _, a := range addrs {
+		want["/reply"+a] = true
+	}
+	got := map[string]reply{}
+	for len(got) < len(addrs) {
+		m := p.next()
+		if want[m.Address] {
+			got[strings.TrimPrefix(m.Address, "/reply")] = parseReply(p.t, m)
+		}
+	}
+	return got
+}
+
 func parseReply(t *testing.T, m *Message) reply {
 	t.Helper()
 	if len(m.Args) != 1 {
@@ -892,10 +911,10 @@ func TestBundleTimed(t *testing.T) {
 		&Bundle{Time: Immediately, Elements: []Packet{&Message{Address: "/holo/board/b1/scene/end"}}},
 	))
 	// Both show actions reach the fleet before the moment, with it.
-	if rep := p.replyTo("/holo/group/1/leds/colour"); rep.Status != StatusOK {
+	reps := p.repliesTo("/holo/group/1/leds/colour", "/holo/board/b1/scene/end")
+	if rep := reps["/holo/group/1/leds/colour"]; rep.Status != StatusOK {
 		t.Fatalf("reply %+v", rep)
 	}
-	p.replyTo("/holo/board/b1/scene/end")
 	calls := r.fleet.takeCalls()
 	if len(calls) != 2 {
 		t.Fatalf("calls %+v", calls)
