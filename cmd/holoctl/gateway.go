@@ -141,10 +141,13 @@ const gwUsage = `holoctl gw [flags] COMMAND ...
   board ID
   labels ID [k=v ...]                      replace the board's labels (none: clear)
   call ID METHOD PATH [JSON]               run a board API request on one board
-  do SELECTOR ACTION [JSON]                run an action; SELECTOR: all, group:N[,M],
+  do [--in D | --at T] SELECTOR ACTION [JSON]
+                                           run an action; SELECTOR: all, group:N[,M],
                                            board:ID[,ID], or k=v[,k=v] labels
                                            ACTION: scene_apply, scene_end, leds,
                                            screen_show, screen_off, holo
+                                           --in 500ms / --at RFC3339: a timed fire,
+                                           every board changing at that moment
   events [--group N] [--selector ...] [--after N]   follow the event stream
 flags (before COMMAND):`
 
@@ -395,8 +398,30 @@ func parseTarget(s string) (map[string]any, error) {
 }
 
 func (c *gwClient) doAction(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("gw do", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	in := fs.Duration("in", 0, "fire this long from now, on every board at once (0-60s)")
+	at := fs.String("at", "", "fire at this moment (RFC 3339), on every board at once")
+	if err := fs.Parse(args); err != nil {
+		return usageErr(err)
+	}
+	args = fs.Args()
 	if len(args) < 2 || len(args) > 3 {
-		return fmt.Errorf("%w: gw do SELECTOR ACTION [JSON]", errUsage)
+		return fmt.Errorf("%w: gw do [--in DURATION | --at TIME] SELECTOR ACTION [JSON]", errUsage)
+	}
+	if *in != 0 && *at != "" {
+		return fmt.Errorf("%w: give --in or --at, not both", errUsage)
+	}
+	if *in < 0 || (*in > 0 && *in < time.Millisecond) {
+		return fmt.Errorf("%w: --in %v: a lead of 1ms to 60s", errUsage, *in)
+	}
+	var fireAt time.Time
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339Nano, *at)
+		if err != nil {
+			return fmt.Errorf("%w: --at %q: an RFC 3339 time (2026-03-01T20:00:00.5Z)", errUsage, *at)
+		}
+		fireAt = t
 	}
 	sel, err := parseTarget(args[0])
 	if err != nil {
@@ -410,13 +435,22 @@ func (c *gwClient) doAction(ctx context.Context, args []string, stdout io.Writer
 	if body != nil {
 		req["body"] = body
 	}
+	timed := *in != 0 || !fireAt.IsZero()
+	if *in != 0 {
+		req["lead_ms"] = in.Milliseconds()
+	}
+	if !fireAt.IsZero() {
+		req["fire_at"] = fireAt.Format(time.RFC3339Nano)
+	}
 	var reply struct {
 		Results []struct {
-			Board   string `json:"board"`
-			Via     string `json:"via"`
-			Status  int    `json:"status"`
-			Error   string `json:"error"`
-			Message string `json:"message"`
+			Board   string    `json:"board"`
+			Via     string    `json:"via"`
+			Status  int       `json:"status"`
+			Error   string    `json:"error"`
+			Message string    `json:"message"`
+			Fire    string    `json:"fire"`
+			FiredAt time.Time `json:"fired_at"`
 		} `json:"results"`
 	}
 	raw, err := c.call(ctx, "POST", "/v1/actions", req, &reply)
@@ -436,6 +470,12 @@ func (c *gwClient) doAction(ctx context.Context, args []string, stdout io.Writer
 		}
 		if r.Via == "group" && r.Status == 0 {
 			res = "sent (group frame; the next poll confirms)"
+		}
+		if timed && r.Fire != "" {
+			res = "fired by " + r.Fire
+			if !r.FiredAt.IsZero() {
+				res += " at " + r.FiredAt.Format("15:04:05.000000")
+			}
 		}
 		if r.Error != "" {
 			failed++

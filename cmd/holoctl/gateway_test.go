@@ -25,6 +25,7 @@ type stubFleet struct {
 	labels map[string]string
 	call   string
 	action string
+	timed  fleet.Action
 }
 
 func (s *stubFleet) view(id string) fleet.BoardView {
@@ -66,7 +67,15 @@ func (s *stubFleet) Do(_ context.Context, sel fleet.Selector, a fleet.Action) ([
 	b, _ := json.Marshal(sel)
 	s.mu.Lock()
 	s.action = string(b) + " " + a.Kind + " " + string(a.Body)
+	s.timed = a
 	s.mu.Unlock()
+	if !a.At.IsZero() || a.Lead != 0 {
+		at := a.At
+		if at.IsZero() {
+			at = time.Now().Add(a.Lead)
+		}
+		return []fleet.Result{{Board: "aa01", Via: "group", Fire: fleet.FireLine, FiredAt: at}}, nil
+	}
 	return []fleet.Result{{Board: "aa01", Via: "group"}, {Board: "bb02", Via: "group"}}, nil
 }
 
@@ -165,6 +174,35 @@ func TestHoloctlGateway(t *testing.T) {
 	}
 	if fl.action != `{"groups":[1]} scene_apply {"name":"x"}` {
 		t.Errorf("action %q", fl.action)
+	}
+
+	// Timed fires: a lead or a moment reaches the fleet; bad ones are
+	// usage errors and send nothing.
+	if code, out, errOut := ctl("gw", "do", "--in", "750ms", "group:2", "scene_end"); code != 0 || !strings.Contains(out, "fired by line at") {
+		t.Errorf("gw do --in: %d %s%s", code, out, errOut)
+	}
+	if fl.timed.Lead != 750*time.Millisecond || !fl.timed.At.IsZero() {
+		t.Errorf("gw do --in 750ms sent lead %v at %v", fl.timed.Lead, fl.timed.At)
+	}
+	moment := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
+	if code, out, errOut := ctl("gw", "do", "--at", moment.Format(time.RFC3339Nano), "all", "screen_off"); code != 0 || !strings.Contains(out, "fired by line") {
+		t.Errorf("gw do --at: %d %s%s", code, out, errOut)
+	}
+	if !fl.timed.At.Equal(moment) {
+		t.Errorf("gw do --at %v sent at %v", moment, fl.timed.At)
+	}
+	before := fl.action
+	for _, bad := range [][]string{
+		{"gw", "do", "--in", "1s", "--at", moment.Format(time.RFC3339), "all", "scene_end"},
+		{"gw", "do", "--in", "-1s", "all", "scene_end"},
+		{"gw", "do", "--at", "tomorrow", "all", "scene_end"},
+	} {
+		if code, _, _ := ctl(bad...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+	if fl.action != before {
+		t.Errorf("a refused timed fire reached the fleet: %q", fl.action)
 	}
 
 	// A board's own error reaches the user with its code and message.
