@@ -79,7 +79,7 @@ func newCluster(ctx context.Context, e *env) (component, error) {
 		}
 		return component{}, err
 	}
-	cl, err := cluster.New(cluster.Options{Engine: eng, Local: e.fleet, Log: e.log.With("component", "cluster"),
+	cl, err := cluster.New(cluster.Options{Engine: eng, Local: e.fleet, Log: e.log.With("component", "cluster"), Lines: len(e.wiring.lines),
 		Heartbeat: f.heartbeat, DeadAfter: f.deadAfter, Lease: f.lease})
 	if err != nil {
 		eng.Close()

@@ -46,4 +46,9 @@ var (
 	ErrGatewayDown = errors.New("cluster: the board's gateway does not answer")
 	// ErrTooLarge: a request too large for the engine's messages.
 	ErrTooLarge = errors.New("cluster: request too large to route")
+	// ErrGatewayAlive: a gateway still alive (or this one) cannot be
+	// removed from the cluster.
+	ErrGatewayAlive = errors.New("cluster: the gateway is alive")
+	// ErrUnknownGateway: no gateway of that name is in the cluster.
+	ErrUnknownGateway = errors.New("cluster: unknown gateway")
 )
