@@ -128,7 +128,7 @@ type Cluster struct {
 	// ownChanged tells Own's reader that ownership may have changed.
 	ownChanged chan struct{}
 	st         stats
-	ev   *events
+	ev         *events
 }
 
 // New makes this gateway's member of the cluster; Run joins it.

@@ -75,8 +75,8 @@ type GatewayStatus struct {
 	LastHeartbeat time.Time     `json:"last_heartbeat,omitzero"`
 	Heard         time.Duration `json:"heard"`
 	API           string        `json:"api,omitempty"`
-	Boot    string    `json:"boot,omitempty"`
-	Started time.Time `json:"started,omitzero"`
+	Boot          string        `json:"boot,omitempty"`
+	Started       time.Time     `json:"started,omitzero"`
 	// Coordinator is set on the gateway that runs rollouts.
 	Coordinator bool `json:"coordinator,omitempty"`
 }
