@@ -119,3 +119,12 @@ func (e *env) service() fleet.Service {
 	}
 	return e.fleet
 }
+
+// clusterAPI is what the API's cluster calls serve: nil when the gateway
+// runs alone.
+func (e *env) clusterAPI() api.Cluster {
+	if e.cluster == nil {
+		return nil
+	}
+	return e.cluster
+}
