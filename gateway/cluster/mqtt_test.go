@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -256,6 +257,16 @@ func TestClusterMQTT(t *testing.T) {
 		}
 		return nil
 	})
+	// The per-board metrics: each board exported by its owner only, with
+	// the owner's name (gw2 stands by for the shared board).
+	series := func(g *gwProc) string { _, m := get(g.base() + "/metrics"); return m }
+	sharedSeries := `holo_gateway_board_online{board="` + sharedID + `",gateway=`
+	if m := series(gw1); !strings.Contains(m, sharedSeries+`"gw1"} 1`) {
+		t.Errorf("gw1's metrics lack %sgw1", sharedSeries)
+	}
+	if m := series(gw2); strings.Contains(m, sharedSeries) {
+		t.Errorf("gw2 exports the shared board it stands by for")
+	}
 	w.mu.Lock()
 	_, single := w.last[base+"/bridge/state"]
 	w.mu.Unlock()
@@ -383,6 +394,9 @@ func TestClusterMQTT(t *testing.T) {
 	}
 	w.publish(base+"/"+names[sharedID]+"/set/leds", `{"brightness":72}`)
 	waitLEDs(t, byURL[shared.lanURLs[0]], 72)
+	if m := series(gw2); !strings.Contains(m, sharedSeries+`"gw2"} 1`) {
+		t.Errorf("gw2's metrics lack %sgw2 after the takeover", sharedSeries)
+	}
 }
 
 // TestClusterMQTTEmbedded runs two gateways of a cluster, each with its
@@ -430,6 +444,32 @@ func TestClusterMQTTEmbedded(t *testing.T) {
 		}
 		w.publish("holo/"+name+"/set/leds", `{"brightness":19}`)
 		waitLEDs(t, own, 19)
+	}
+
+	// The cluster's metrics: promtool takes the scrape; each gateway's
+	// lines and boards, the per-board series of its own boards only.
+	_, scrape := get(hub.base() + "/metrics")
+	for _, want := range []string{`holo_gateway_cluster_gateway_lines{gateway="hub",peer="gw1"} 1`,
+		`holo_gateway_cluster_gateway_boards{gateway="hub",peer="gw1"} 1`, `holo_gateway_cluster_partitioned{gateway="hub"} 0`,
+		`holo_gateway_cluster_gateway_heartbeat_age_seconds{gateway="hub",peer="gw1"}`} {
+		if !strings.Contains(scrape, want) {
+			t.Errorf("hub's metrics lack %s", want)
+		}
+	}
+	for _, b := range boards {
+		has := strings.Contains(scrape, `holo_gateway_board_online{board="`+b.ID+`",gateway="hub"}`)
+		if has != (b.Gateway == "hub") {
+			t.Errorf("hub exports board %s of %s: %v", b.ID, b.Gateway, has)
+		}
+	}
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(scrape)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("promtool not installed: the scrape is not checked by it")
 	}
 }
 
