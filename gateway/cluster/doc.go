@@ -22,6 +22,10 @@
 // (calls, actions and labels for the boards it owns); holo.rollouts.rpc
 // reaches the rollout coordinator.
 //
+// Own is this gateway's own boards as a fleet.Service: what its MQTT
+// bridge mirrors and its per-board metrics export, so each board of the
+// installation has one publisher.
+//
 // A gateway owns the boards on its lines and the LAN boards it reaches,
 // unless another live gateway owns a LAN board already; when a gateway's
 // heartbeat stops, its LAN boards go to another gateway that reaches
