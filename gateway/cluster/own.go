@@ -32,6 +32,14 @@ func (o *Own) Name() string { return o.c.name }
 // Partitioned reports whether this gateway is cut off from the engine.
 func (o *Own) Partitioned() bool { return o.c.Partitioned() }
 
+// Alive reports whether gateway name is heard alive by its heartbeats
+// (this gateway always is).
+func (o *Own) Alive(name string) bool {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	return o.c.aliveLocked(name)
+}
+
 // Changed is signalled (without blocking; one signal may stand for
 // several changes) when the boards this gateway owns may have changed: a
 // board taken over by it or from it, a new record, the records read at

@@ -16,7 +16,8 @@ package mqtt
 // the bridges online there that are not cut off from the cluster (all of
 // them when every one is): every bridge decides it alike from the same
 // retained states, and a bridge that goes away hands it on at once (its
-// last will says offline). The leader alone
+// last will says offline). A bridge whose gateway the cluster's
+// heartbeats say is dead is passed over even if its state says online. The leader alone
 //
 //   - answers bridge/request/<verb>, for the whole installation (calls,
 //     actions and labels go to each board's gateway through the cluster),
@@ -68,6 +69,9 @@ type Cluster interface {
 	// Changed is signalled when the boards this gateway owns may have
 	// changed.
 	Changed() <-chan struct{}
+	// Alive reports whether gateway name is alive by the cluster's
+	// heartbeats.
+	Alive(name string) bool
 }
 
 // peer is another gateway's bridge as its retained topics tell.
@@ -137,7 +141,10 @@ func (b *Bridge) computeLeader() bool {
 	defer b.peers.mu.Unlock()
 	lead := true
 	for name, p := range b.peers.by {
-		if name == me || !p.online {
+		// A bridge's state may say online after its gateway died without
+		// its last will (a broker restarted): the cluster's heartbeats
+		// tell, unless this gateway is cut off from them.
+		if name == me || !p.online || (!mePart && !b.o.Cluster.Alive(name)) {
 			continue
 		}
 		switch {

@@ -16,6 +16,7 @@ type stubCluster struct {
 func (s *stubCluster) Name() string             { return s.name }
 func (s *stubCluster) Partitioned() bool        { return s.part }
 func (s *stubCluster) Changed() <-chan struct{} { return nil }
+func (s *stubCluster) Alive(name string) bool   { return name != "adead" }
 
 func clusterBridge(name string, part bool) *Bridge {
 	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha", Cluster: &stubCluster{name, part}},
@@ -50,6 +51,8 @@ func TestLeader(t *testing.T) {
 		{"all cut off: by name", "a", true, []p{{"b", true, true}}, true},
 		{"all cut off, not first", "b", true, []p{{"a", true, true}}, false},
 		{"its own echo", "b", false, []p{{"b", true, false}, {"c", true, false}}, true},
+		{"online but dead by heartbeats", "b", false, []p{{"adead", true, false}}, true},
+		{"cut off: the heartbeats are not believed", "b", true, []p{{"adead", true, true}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := clusterBridge(tc.me, tc.mePart)
