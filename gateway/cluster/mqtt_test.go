@@ -402,7 +402,8 @@ func TestClusterMQTT(t *testing.T) {
 // TestClusterMQTTEmbedded runs two gateways of a cluster, each with its
 // own embedded broker: each broker shows its gateway's bridge state and
 // own boards under the cluster's topics, takes commands for them, and
-// answers requests for the whole installation.
+// answers requests for the whole installation. Then GET /v1/cluster and
+// removing a stopped gateway (testClusterAPI), and the cluster's metrics.
 func TestClusterMQTTEmbedded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway processes")
@@ -470,6 +471,84 @@ func TestClusterMQTTEmbedded(t *testing.T) {
 		}
 	} else {
 		t.Log("promtool not installed: the scrape is not checked by it")
+	}
+
+	testClusterAPI(t, hub, gw1, boards)
+}
+
+// clusterJSON is GET /v1/cluster's answer.
+type clusterJSON struct {
+	Name        string `json:"name"`
+	Partitioned bool   `json:"partitioned"`
+	Coordinator string `json:"coordinator"`
+	Boards      int    `json:"boards"`
+	Gateways    []struct {
+		Name          string `json:"name"`
+		Alive         bool   `json:"alive"`
+		LastHeartbeat string `json:"last_heartbeat"`
+		Boards        int    `json:"boards"`
+		Lines         int    `json:"lines"`
+	} `json:"gateways"`
+}
+
+// testClusterAPI: GET /v1/cluster on hub describes both gateways; once
+// gw1 is dead, DELETE /v1/cluster/gateways/gw1 forgets it and its board,
+// and hub itself cannot be removed. (It stops gw1.)
+func testClusterAPI(t *testing.T, hub, gw1 *gwProc, boards []boardJSON) {
+	t.Helper()
+	var cl clusterJSON
+	eventually(t, 10*time.Second, "GET /v1/cluster", func() error {
+		if err := httpJSON(hub.base()+"/v1/cluster", &cl); err != nil {
+			return err
+		}
+		if cl.Name != "hub" || cl.Partitioned || cl.Coordinator == "" || cl.Boards != len(boards) || len(cl.Gateways) != 2 {
+			return fmt.Errorf("%+v", cl)
+		}
+		for i, want := range []string{"gw1", "hub"} {
+			g := cl.Gateways[i]
+			if g.Name != want || !g.Alive || g.Boards != 1 || g.Lines != 1 || g.LastHeartbeat == "" {
+				return fmt.Errorf("gateway %d: %+v, want %s alive with 1 board and 1 line", i, g, want)
+			}
+		}
+		return nil
+	})
+	if code, body := hub.rest(t, "DELETE", "/v1/cluster/gateways/gw1", nil); code != 412 {
+		t.Errorf("removing gw1 while it lives: %d %s", code, body)
+	}
+	gw1.stop()
+	var gone string
+	for _, b := range boards {
+		if b.Gateway == "gw1" {
+			gone = b.ID
+		}
+	}
+	eventually(t, 10*time.Second, "gw1 removed", func() error {
+		code, body := hub.rest(t, "DELETE", "/v1/cluster/gateways/gw1", nil)
+		if code != 200 {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		if want := `{"name":"gw1","boards":["` + gone + `"]}`; string(body) != want {
+			t.Errorf("removed %s, want %s", body, want)
+		}
+		return nil
+	})
+	eventually(t, 5*time.Second, "gw1 forgotten", func() error {
+		if err := httpJSON(hub.base()+"/v1/cluster", &cl); err != nil {
+			return err
+		}
+		if len(cl.Gateways) != 1 || cl.Gateways[0].Name != "hub" {
+			return fmt.Errorf("%+v", cl)
+		}
+		if bs := hub.boards(t, ""); len(bs) != len(boards)-1 || slices.ContainsFunc(bs, func(b boardJSON) bool { return b.ID == gone }) {
+			return fmt.Errorf("hub lists %+v", bs)
+		}
+		return nil
+	})
+	if code, body := hub.rest(t, "DELETE", "/v1/cluster/gateways/hub", nil); code != 412 {
+		t.Errorf("removing hub on hub: %d %s", code, body)
+	}
+	if code, body := hub.rest(t, "DELETE", "/v1/cluster/gateways/nosuch", nil); code != 404 {
+		t.Errorf("removing an unknown gateway: %d %s", code, body)
 	}
 }
 
