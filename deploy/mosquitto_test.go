@@ -270,6 +270,8 @@ func TestMosquittoACL(t *testing.T) {
 		{"holo/bridge/request/rollout", []string{"admin"}},
 		{"holo/kitchen/leds", []string{"holo-gateway"}},
 		{"holo/bridge/state", []string{"holo-gateway"}},
+		{"holo/bridge/gateway/hall/state", []string{"holo-gateway"}},
+		{"holo/bridge/gateway/hall/boards", []string{"holo-gateway"}},
 		{"holo/bridge/response/call", []string{"holo-gateway"}},
 		{"homeassistant/device/holo_1/config", []string{"holo-gateway"}},
 		{"homeassistant/status", []string{"homeassistant", "operator", "admin"}},

@@ -79,7 +79,7 @@ func newCluster(ctx context.Context, e *env) (component, error) {
 		}
 		return component{}, err
 	}
-	cl, err := cluster.New(cluster.Options{Engine: eng, Local: e.fleet, Log: e.log.With("component", "cluster"),
+	cl, err := cluster.New(cluster.Options{Engine: eng, Local: e.fleet, Log: e.log.With("component", "cluster"), Lines: len(e.wiring.lines),
 		Heartbeat: f.heartbeat, DeadAfter: f.deadAfter, Lease: f.lease})
 	if err != nil {
 		eng.Close()
@@ -118,4 +118,13 @@ func (e *env) service() fleet.Service {
 		return e.cluster
 	}
 	return e.fleet
+}
+
+// clusterAPI is what the API's cluster calls serve: nil when the gateway
+// runs alone.
+func (e *env) clusterAPI() api.Cluster {
+	if e.cluster == nil {
+		return nil
+	}
+	return e.cluster
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/metrics"
 )
@@ -14,12 +15,21 @@ import (
 // and lateness, and the build. Its
 // goroutine follows the fleet's events and polls the boards' GET /link.
 func newMetrics(_ context.Context, e *env) (component, error) {
-	boards := metrics.NewBoards(e.fleet, metrics.BoardsOptions{Log: e.log.With("component", "metrics")})
+	// In a cluster each gateway exports its own boards only (not those it
+	// stands by for), every series labelled with its name (newCluster):
+	// the gateway label of a board's series is its owner.
+	var boardsSrc metrics.BoardsSource = e.fleet
+	var fleetSrc metrics.FleetSource = e.fleet
+	if e.cluster != nil {
+		own := e.cluster.Own()
+		boardsSrc, fleetSrc = own, ownFleet{Fleet: e.fleet, own: own}
+	}
+	boards := metrics.NewBoards(boardsSrc, metrics.BoardsOptions{Log: e.log.With("component", "metrics")})
 	cmds := metrics.NewCommands()
 	fires := metrics.NewFires()
 	err := metrics.Register(e.registerer,
 		metrics.NewBuildInfo(buildinfo.Version),
-		metrics.NewFleet(e.fleet),
+		metrics.NewFleet(fleetSrc),
 		metrics.NewLines(func() map[string]fleet.LineStats { return lineStats(e.wiring) }),
 		boards,
 		cmds,
@@ -43,3 +53,12 @@ func lineStats(w *wiring) map[string]fleet.LineStats {
 	}
 	return out
 }
+
+// ownFleet is the fleet core's counters with the boards this gateway owns
+// in its cluster.
+type ownFleet struct {
+	*fleet.Fleet
+	own *cluster.Own
+}
+
+func (o ownFleet) Boards(f fleet.Filter) []fleet.BoardView { return o.own.Boards(f) }

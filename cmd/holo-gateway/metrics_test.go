@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -189,6 +190,9 @@ func describedNames(t *testing.T) []string {
 			t.Fatal(err)
 		}
 	}
+	// A gateway of a cluster exports the cluster's collector too (its
+	// descriptions need no engine).
+	reg.cs = append(reg.cs, (&cluster.Cluster{}).Collector())
 	var names []string
 	for _, c := range reg.cs {
 		ch := make(chan *prometheus.Desc, 64)

@@ -291,6 +291,15 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 	if e.artifacts != nil {
 		o.Firmware = e.artifacts
 	}
+	if e.cluster != nil {
+		// One of the cluster's bridges under the shared base: it mirrors
+		// this gateway's own boards, and answers requests for the whole
+		// installation when it leads (gateway/mqtt/cluster.go).
+		own := e.cluster.Own()
+		o.Fleet, o.Cluster, o.Installation = own, own, e.cluster
+		lines = append(lines, "mqtt:     gateway "+own.Name()+" of a cluster: its state on "+f.base+"/bridge/gateway/"+own.Name()+
+			"/state; it mirrors its own boards; gateways sharing this broker share "+f.base+"/")
+	}
 	b, err := mqtt.New(o)
 	if err != nil {
 		if br != nil {

@@ -134,6 +134,7 @@ type gwBoard struct {
 	Firmware      string            `json:"firmware"`
 	LastSeen      *time.Time        `json:"last_seen"`
 	Transports    []string          `json:"transports"`
+	Gateway       string            `json:"gateway"`
 }
 
 const gwUsage = `holoctl gw [flags] COMMAND ...
@@ -149,6 +150,9 @@ const gwUsage = `holoctl gw [flags] COMMAND ...
                                            --in 500ms / --at RFC3339: a timed fire,
                                            every board changing at that moment
   events [--group N] [--selector ...] [--after N]   follow the event stream
+  cluster                                  the cluster of gateways: each gateway's
+                                           heartbeat, boards and lines, the coordinator
+  cluster remove NAME                      forget a stopped gateway and its boards (admin)
 flags (before COMMAND):`
 
 func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -197,6 +201,8 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return c.doAction(ctx, rest[1:], stdout)
 	case "events":
 		return c.events(ctx, rest[1:], stdout, stderr)
+	case "cluster":
+		return c.cluster(ctx, rest[1:], stdout)
 	}
 	return fmt.Errorf("%w: unknown gw command %q", errUsage, rest[0])
 }
@@ -315,6 +321,9 @@ func (c *gwClient) board(ctx context.Context, method, path string, body any, std
 		row("last seen", b.LastSeen.Local().Format(time.RFC3339))
 	}
 	row("via", strings.Join(b.Transports, ", "))
+	if b.Gateway != "" {
+		row("gateway", b.Gateway)
+	}
 	return tw.Flush()
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
@@ -69,6 +70,9 @@ const ReasonTooLarge = "too_large"
 //	artifact.ErrInvalid, ErrBadName, ErrUntrusted                  InvalidArgument
 //	rollout.ErrClosed                                              Unavailable
 //	ErrDisabled                                                    Unimplemented
+//	cluster.ErrUnknownGateway                                      NotFound
+//	cluster.ErrGatewayAlive                                        FailedPrecondition
+//	cluster.ErrPartitioned, ErrGatewayDown                         Unavailable
 //	context deadline / cancel                                      DeadlineExceeded / Canceled
 //	a board's *firmware/api.Error                                  by its HTTP status, with ErrorInfo
 //
@@ -154,6 +158,12 @@ func codeOf(err error) codes.Code {
 		return codes.Unavailable
 	case errors.Is(err, ErrDisabled):
 		return codes.Unimplemented
+	case errors.Is(err, cluster.ErrUnknownGateway):
+		return codes.NotFound
+	case errors.Is(err, cluster.ErrGatewayAlive):
+		return codes.FailedPrecondition
+	case errors.Is(err, cluster.ErrPartitioned), errors.Is(err, cluster.ErrGatewayDown):
+		return codes.Unavailable
 	case errors.Is(err, fleet.ErrUnknownBoard), errors.Is(err, fleet.ErrUnknownGroup), errors.Is(err, auth.ErrUnknownToken):
 		return codes.NotFound
 	case errors.Is(err, fleet.ErrUnreachable), errors.Is(err, fleet.ErrNoReply), errors.Is(err, fleet.ErrClosed):

@@ -121,6 +121,12 @@ var rules = map[string]rule{
 
 	fleetv1.FleetService_ListAudit_FullMethodName: {verb: auth.VerbRead, res: auth.ResAudit},
 
+	fleetv1.FleetService_GetCluster_FullMethodName: {verb: auth.VerbRead, res: auth.ResCluster},
+	fleetv1.FleetService_RemoveGateway_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCluster, attrs: func(a *auth.Attributes, req any) error {
+		a.Name = req.(*fleetv1.RemoveGatewayRequest).GetName()
+		return nil
+	}},
+
 	// Standard services the gateway may serve beside FleetService.
 	healthCheck:       {verb: auth.VerbRead, public: true},
 	healthList:        {verb: auth.VerbRead, public: true},

@@ -99,6 +99,9 @@ type Config struct {
 	// /v1/artifacts); nil answers them UNIMPLEMENTED.
 	Artifacts Artifacts
 	Rollouts  Rollouts
+	// Cluster serves GetCluster and RemoveGateway on a gateway of a
+	// cluster; nil answers them UNIMPLEMENTED.
+	Cluster Cluster
 	// Ready are the inputs of /readyz and of the gRPC health status, by
 	// name (the gateway's main fills them: store, drivers, mqtt). None
 	// means ready whenever the server answers.
@@ -217,7 +220,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainStreamInterceptor(m.stream, g.stream),
 	)
 	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
-		arts: cfg.Artifacts, rollouts: cfg.Rollouts, audit: cfg.Audit})
+		arts: cfg.Artifacts, rollouts: cfg.Rollouts, audit: cfg.Audit, cluster: cfg.Cluster})
 
 	s.health = health.NewServer()
 	s.setHealth(false) // until the first readiness round

@@ -31,6 +31,7 @@ type service struct {
 	arts     Artifacts // nil: no firmware store
 	rollouts Rollouts  // nil: no rollouts
 	audit    AuditLog  // nil: no audit log
+	cluster  Cluster   // nil: the gateway runs alone
 }
 
 func (s *service) ListBoards(_ context.Context, r *fleetv1.ListBoardsRequest) (*fleetv1.ListBoardsResponse, error) {

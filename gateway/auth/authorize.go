@@ -55,6 +55,7 @@ const (
 	ResMetrics   Resource = "metrics"   // /metrics
 	ResBridge    Resource = "bridge"    // MQTT bridge requests not covered above, and their traffic
 	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
+	ResCluster   Resource = "cluster"   // the cluster of gateways (its members, removing a dead one)
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -155,7 +156,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -185,7 +186,7 @@ func Need(a Attributes) (Role, string) {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what
 		}
-	case ResArtifacts, ResChannels, ResTokens, ResBridge:
+	case ResArtifacts, ResChannels, ResTokens, ResBridge, ResCluster:
 		switch a.Verb {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what

@@ -66,7 +66,10 @@ type Options struct {
 	Engine *Engine
 	Local  Local
 	// API is this gateway's API address, published in its heartbeat.
-	API   string
+	API string
+	// Lines is how many RS485 lines this gateway masters, published in
+	// its heartbeat.
+	Lines int
 	Clock clock.Clock
 	Log   *slog.Logger
 	// Heartbeat is how often this gateway says it is alive (default
@@ -122,8 +125,10 @@ type Cluster struct {
 	co      *coordinator // rollouts (RunRollouts), or nil
 
 	wake chan struct{} // asks the sync loop for a round now
-	st   stats
-	ev   *events
+	// ownChanged tells Own's reader that ownership may have changed.
+	ownChanged chan struct{}
+	st         stats
+	ev         *events
 }
 
 // New makes this gateway's member of the cluster; Run joins it.
@@ -157,7 +162,7 @@ func New(o Options) (*Cluster, error) {
 	c := &Cluster{o: o, eng: o.Engine, name: o.Engine.Name(), boot: hex.EncodeToString(b[:]), clk: o.Clock, log: o.Log,
 		nc: o.Engine.Conn(), js: o.Engine.JetStream(),
 		records: map[string]*record{}, gateways: map[string]*gwState{}, written: map[string]time.Time{},
-		standby: map[string]bool{}, wake: make(chan struct{}, 1)}
+		standby: map[string]bool{}, wake: make(chan struct{}, 1), ownChanged: make(chan struct{}, 1)}
 	c.ev = newEvents(c)
 	return c, nil
 }

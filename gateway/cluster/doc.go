@@ -22,6 +22,10 @@
 // (calls, actions and labels for the boards it owns); holo.rollouts.rpc
 // reaches the rollout coordinator.
 //
+// Own is this gateway's own boards as a fleet.Service: what its MQTT
+// bridge mirrors and its per-board metrics export, so each board of the
+// installation has one publisher.
+//
 // A gateway owns the boards on its lines and the LAN boards it reaches,
 // unless another live gateway owns a LAN board already; when a gateway's
 // heartbeat stops, its LAN boards go to another gateway that reaches
@@ -46,4 +50,9 @@ var (
 	ErrGatewayDown = errors.New("cluster: the board's gateway does not answer")
 	// ErrTooLarge: a request too large for the engine's messages.
 	ErrTooLarge = errors.New("cluster: request too large to route")
+	// ErrGatewayAlive: a gateway still alive (or this one) cannot be
+	// removed from the cluster.
+	ErrGatewayAlive = errors.New("cluster: the gateway is alive")
+	// ErrUnknownGateway: no gateway of that name is in the cluster.
+	ErrUnknownGateway = errors.New("cluster: unknown gateway")
 )

@@ -8,6 +8,8 @@ import "github.com/prometheus/client_golang/prometheus"
 //	holo_gateway_cluster_partitioned                  1 while cut off from the engine
 //	holo_gateway_cluster_gateway_up{peer}             1 per gateway heard alive, 0 dead
 //	holo_gateway_cluster_gateway_boards{peer}         boards each gateway owns
+//	holo_gateway_cluster_gateway_lines{peer}          RS485 lines each gateway masters
+//	holo_gateway_cluster_gateway_heartbeat_age_seconds{peer}  since each other gateway was last heard
 //	holo_gateway_cluster_boards                       boards of the installation
 //	holo_gateway_cluster_standby_boards               boards reached here, owned elsewhere
 //	holo_gateway_cluster_coordinator                  1 on the rollout coordinator
@@ -24,7 +26,7 @@ type collector struct {
 	partitioned, up, boardsOf, boards, standby *prometheus.Desc
 	coordinator, reconnects, writes, conflicts *prometheus.Desc
 	takeovers, routed, published, pending      *prometheus.Desc
-	lost                                       *prometheus.Desc
+	lost, lines, heard                         *prometheus.Desc
 }
 
 // Collector returns the cluster's metrics.
@@ -47,12 +49,14 @@ func (c *Cluster) Collector() prometheus.Collector {
 		published:   d("events_published_total", "Events this gateway put on the cluster's stream."),
 		pending:     d("events_pending", "Events waiting for the engine."),
 		lost:        d("events_lost_total", "Events dropped after waiting too long for the engine."),
+		lines:       d("gateway_lines", "RS485 lines each gateway of the cluster masters.", "peer"),
+		heard:       d("gateway_heartbeat_age_seconds", "Time since this gateway last received each other gateway's heartbeat.", "peer"),
 	}
 }
 
 func (m *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.partitioned, m.up, m.boardsOf, m.boards, m.standby, m.coordinator, m.reconnects,
-		m.writes, m.conflicts, m.takeovers, m.routed, m.published, m.pending, m.lost} {
+		m.writes, m.conflicts, m.takeovers, m.routed, m.published, m.pending, m.lost, m.lines, m.heard} {
 		ch <- d
 	}
 }
@@ -70,6 +74,10 @@ func (m *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, gw := range st.Gateways {
 		g(m.up, b2f(gw.Alive), gw.Name)
 		g(m.boardsOf, float64(gw.Boards), gw.Name)
+		g(m.lines, float64(gw.Lines), gw.Name)
+		if gw.Name != st.Name && gw.Heard > 0 {
+			g(m.heard, gw.Heard.Seconds(), gw.Name)
+		}
 		if gw.Name == st.Name {
 			coord = gw.Coordinator
 		}

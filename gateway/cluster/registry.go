@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -40,6 +41,8 @@ type Heartbeat struct {
 	Time    time.Time `json:"time"`
 	// Boards is how many boards it owns.
 	Boards int `json:"boards"`
+	// Lines is how many RS485 lines it masters.
+	Lines int `json:"lines,omitempty"`
 	// Coordinator is set on the gateway running rollouts.
 	Coordinator bool `json:"coordinator,omitempty"`
 }
@@ -63,10 +66,17 @@ type GatewayStatus struct {
 	Name  string `json:"name"`
 	Alive bool   `json:"alive"`
 	// Boards is how many boards it owns (by the records).
-	Boards  int       `json:"boards"`
-	API     string    `json:"api,omitempty"`
-	Boot    string    `json:"boot,omitempty"`
-	Started time.Time `json:"started,omitzero"`
+	Boards int `json:"boards"`
+	// Lines is how many RS485 lines it masters (by its heartbeat).
+	Lines int `json:"lines"`
+	// LastHeartbeat is the time its last heartbeat was sent, by its own
+	// clock; Heard how long ago this gateway received it (zero for this
+	// gateway itself, and for one never heard since this one started).
+	LastHeartbeat time.Time     `json:"last_heartbeat,omitzero"`
+	Heard         time.Duration `json:"heard"`
+	API           string        `json:"api,omitempty"`
+	Boot          string        `json:"boot,omitempty"`
+	Started       time.Time     `json:"started,omitzero"`
 	// Coordinator is set on the gateway that runs rollouts.
 	Coordinator bool `json:"coordinator,omitempty"`
 }
@@ -78,6 +88,9 @@ type Status struct {
 	// joined it yet); it serves its own boards only.
 	Partitioned bool   `json:"partitioned"`
 	Reason      string `json:"reason,omitempty"`
+	// Coordinator names the gateway that runs rollouts now, as the
+	// heartbeats say ("" when none does).
+	Coordinator string `json:"coordinator"`
 	// Boards counts the installation's boards; Owned those of this
 	// gateway; Standby the ones it reaches but another owns.
 	Boards, Owned, Standby int
@@ -163,6 +176,19 @@ func (c *Cluster) Status() Status {
 		g := GatewayStatus{Name: n, Alive: c.aliveLocked(n), Boards: owned[n]}
 		if s := c.gateways[n]; s != nil {
 			g.API, g.Boot, g.Started, g.Coordinator = s.hb.API, s.hb.Boot, s.hb.Started, s.hb.Coordinator
+			g.Lines, g.LastHeartbeat = s.hb.Lines, s.hb.Time
+			if !s.heard.IsZero() && n != c.name {
+				g.Heard = c.clk.Since(s.heard)
+			}
+		}
+		if n == c.name {
+			g.Lines, g.Coordinator = c.o.Lines, c.isCoordinator()
+			if !c.lastBeat.IsZero() {
+				g.LastHeartbeat = c.lastBeat.UTC()
+			}
+		}
+		if g.Coordinator && g.Alive {
+			st.Coordinator = n
 		}
 		st.Gateways = append(st.Gateways, g)
 	}
@@ -187,7 +213,7 @@ func (c *Cluster) heartbeatLoop(ctx context.Context) {
 		}
 		c.mu.Unlock()
 		hb := Heartbeat{Name: c.name, Boot: c.boot, API: api, Started: started, Time: c.clk.Now().UTC(), Boards: owned,
-			Coordinator: c.isCoordinator()}
+			Lines: c.o.Lines, Coordinator: c.isCoordinator()}
 		data, _ := json.Marshal(hb)
 		actx, cancel := context.WithTimeout(ctx, c.o.Heartbeat)
 		_, err := kv.Put(actx, c.name, data)
@@ -240,6 +266,7 @@ func (c *Cluster) watchBoards(ctx context.Context) {
 		}
 		if e.Operation() != jetstream.KeyValuePut {
 			c.records[id] = &record{rev: e.Revision(), gone: true}
+			c.signalOwn()
 			return
 		}
 		var r record
@@ -248,6 +275,9 @@ func (c *Cluster) watchBoards(ctx context.Context) {
 		}
 		r.rev = e.Revision()
 		c.records[id] = &r
+		if old == nil || old.gone || old.View.Gateway != r.View.Gateway {
+			c.signalOwn()
+		}
 		if old != nil && old.View.Gateway == c.name && r.View.Gateway != c.name {
 			c.log.Info("cluster: board taken over by another gateway", "board", id, "gateway", r.View.Gateway)
 			c.poke()
@@ -257,6 +287,7 @@ func (c *Cluster) watchBoards(ctx context.Context) {
 		c.loaded = true
 		c.mu.Unlock()
 		c.poke()
+		c.signalOwn()
 	})
 }
 
@@ -376,6 +407,9 @@ func (c *Cluster) syncOnce(ctx context.Context) {
 		}
 		writes = append(writes, w)
 	}
+	if !maps.Equal(c.standby, standby) {
+		c.signalOwn()
+	}
 	c.standby = standby
 	c.mu.Unlock()
 	for _, w := range adopt {
@@ -427,6 +461,9 @@ func (c *Cluster) putRecords(ctx context.Context, ws []write) {
 			c.mu.Lock()
 			c.st.writes++
 			if r := c.records[p.w.id]; r == nil || r.rev < a.Sequence {
+				if r == nil || r.gone || r.View.Gateway != c.name {
+					c.signalOwn()
+				}
 				rec := p.w.rec
 				rec.rev = a.Sequence
 				c.records[p.w.id] = &rec
@@ -495,4 +532,62 @@ func (c *Cluster) owner(id string) string {
 		return c.name
 	}
 	return ""
+}
+
+// Removed is what RemoveGateway dropped.
+type Removed struct {
+	Gateway string `json:"gateway"`
+	// Boards lists the board records dropped (the boards the gateway
+	// owned), ordered by id.
+	Boards []string `json:"boards"`
+}
+
+// RemoveGateway forgets gateway name for good: its heartbeat and the
+// records of the boards it owns are deleted from the engine, so the
+// installation no longer lists them (a gateway that reaches one of those
+// boards writes it again, as a new board). It refuses this gateway
+// itself and a gateway heard alive (ErrGatewayAlive), and fails while
+// this gateway is cut off from the engine (ErrPartitioned).
+func (c *Cluster) RemoveGateway(ctx context.Context, name string) (Removed, error) {
+	if err := checkName(name); err != nil {
+		return Removed{}, err
+	}
+	if c.Partitioned() {
+		return Removed{}, ErrPartitioned
+	}
+	c.mu.Lock()
+	kvGW, kvBoards := c.kvGW, c.kvBoards
+	_, known := c.gateways[name]
+	alive := c.aliveLocked(name)
+	var ids []string
+	for id, r := range c.records {
+		if !r.gone && r.View.Gateway == name {
+			ids = append(ids, id)
+		}
+	}
+	c.mu.Unlock()
+	switch {
+	case name == c.name:
+		return Removed{}, fmt.Errorf("%w: %s is this gateway (stop it, then remove it from another)", ErrGatewayAlive, name)
+	case alive:
+		return Removed{}, fmt.Errorf("%w: %s sent a heartbeat less than %v ago (stop it first)", ErrGatewayAlive, name, c.o.DeadAfter)
+	case !known && len(ids) == 0:
+		return Removed{}, fmt.Errorf("%w: %q", ErrUnknownGateway, name)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := kvBoards.Delete(ctx, key(id)); err != nil {
+			return Removed{Gateway: name}, fmt.Errorf("cluster: deleting the record of board %s: %w", id, err)
+		}
+	}
+	if known {
+		if err := kvGW.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return Removed{Gateway: name, Boards: ids}, fmt.Errorf("cluster: deleting the heartbeat of %s: %w", name, err)
+		}
+	}
+	c.log.Info("cluster: gateway removed", "gateway", name, "boards", len(ids))
+	if ids == nil {
+		ids = []string{}
+	}
+	return Removed{Gateway: name, Boards: ids}, nil
 }

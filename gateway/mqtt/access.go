@@ -73,7 +73,7 @@ func NewPolicy(base, haPrefix string) (*Policy, error) {
 	if err := checkRoots(base, haPrefix); err != nil {
 		return nil, err
 	}
-	return &Policy{t: topics{base, haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil
+	return &Policy{t: topics{base: base, ha: haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil
 }
 
 // topicKind sorts the topics for the policy.
@@ -417,7 +417,8 @@ func (p *Policy) Subscribe(who auth.Identity, client, filter string) auth.Decisi
 
 // Gateway reports whether the gateway's own bridge may publish on topic
 // (publish) or subscribe to or be sent topic: it writes what it mirrors
-// and reads the commands.
+// and reads the commands (and, in a cluster, the other bridges' state and
+// boards).
 func (p *Policy) Gateway(topic string, publish bool) bool {
 	if publish {
 		switch p.sort(topic).kind {
@@ -427,11 +428,17 @@ func (p *Policy) Gateway(topic string, publish bool) bool {
 		return false
 	}
 	switch topic {
-	case p.t.setFilter(), p.t.groupFilter(), p.t.requestFilter(), p.t.haStatus():
+	case p.t.setFilter(), p.t.groupFilter(), p.t.requestFilter(), p.t.haStatus(),
+		p.t.peerFilter("state"), p.t.peerFilter("boards"):
+		// In a cluster the bridge reads the other bridges' state and
+		// boards (cluster.go).
 		return true
 	}
 	if strings.ContainsAny(topic, "+#") {
 		return false
+	}
+	if _, leaf, ok := p.t.peerOf(topic); ok && (leaf == "state" || leaf == "boards") {
+		return true
 	}
 	switch p.sort(topic).kind {
 	case kindSet, kindGroup, kindRequest, kindHAStatus:

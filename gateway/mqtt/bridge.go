@@ -110,10 +110,19 @@ type Options struct {
 	Log                    *slog.Logger
 	// Registerer gets the bridge's metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Cluster, when set, makes the bridge one of a cluster's gateways
+	// sharing Base with the other gateways' bridges on one broker
+	// (cluster.go): Fleet is then this gateway's own boards (cluster.Own,
+	// which is the Cluster too) and Installation every board of the
+	// cluster, which bridge requests answer for.
+	Cluster      Cluster
+	Installation fleet.Service
 }
 
 // Stats are the bridge's counters.
 type Stats struct {
+	// Gateway is the gateway's name in a cluster ("" alone).
+	Gateway     string `json:",omitempty"`
 	Connected   bool
 	Connects    uint64 // successful connections
 	Published   uint64 // publications acknowledged (QoS 1) or written (QoS 0)
@@ -165,6 +174,11 @@ type Bridge struct {
 	// latest is the update channel's version as the last snapshot read
 	// it, latestSummary its release summary.
 	latest, latestSummary string
+
+	// peers are the other bridges of a cluster on the broker; resnap
+	// asks the event goroutine for a snapshot now.
+	peers  peers
+	resnap chan struct{}
 
 	cmds    chan command
 	limits  *limiter
@@ -240,7 +254,16 @@ func New(o Options) (*Bridge, error) {
 		o.KeepRollouts = DefaultKeepRollouts
 	}
 	var err error
-	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, clk: o.Clock, log: o.Log,
+	t := topics{base: o.Base, ha: o.HAPrefix}
+	if o.Cluster != nil {
+		if t.gw = o.Cluster.Name(); t.gw == "" || strings.ContainsAny(t.gw, "/+#") {
+			return nil, fmt.Errorf("%w: gateway name %q", ErrConfig, t.gw)
+		}
+		if o.Installation == nil {
+			o.Installation = o.Fleet
+		}
+	}
+	b := &Bridge{o: o, t: t, clk: o.Clock, log: o.Log, peers: peers{by: map[string]*peer{}}, resnap: make(chan struct{}, 1),
 		lost: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
 		retained: map[string][]byte{}, dirty: map[string]bool{}, rwake: make(chan struct{}, 1),
 		boards: map[string]*boardInfo{}, cmds: make(chan command, DefaultCommandQ), timedSem: make(chan struct{}, MaxTimed)}
@@ -333,7 +356,7 @@ func (b *Bridge) clientOptions() (*paho.ClientOptions, error) {
 	o.SetConnectTimeout(5 * time.Second)
 	o.SetWriteTimeout(5 * time.Second)
 	o.SetMessageChannelDepth(1024)
-	o.SetWill(b.t.bridge("state"), `{"state":"offline"}`, 1, true)
+	o.SetWill(b.t.own("state"), string(b.statePayload(false)), 1, true)
 	o.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		b.log.Warn("mqtt: connection lost", "err", err)
 		b.losses.Add(1)
@@ -384,7 +407,7 @@ func signal(c chan struct{}) {
 
 // Stats returns the counters.
 func (b *Bridge) Stats() Stats {
-	return Stats{Connected: b.connected.Load(), Connects: b.st.connects.Load(), Published: b.st.published.Load(),
+	return Stats{Gateway: b.t.gw, Connected: b.connected.Load(), Connects: b.st.connects.Load(), Published: b.st.published.Load(),
 		Retries: b.st.retries.Load(), Happenings: b.st.happenings.Load(), Commands: b.st.commands.Load(),
 		Refused: b.st.refused.Load(), RateLimited: b.st.ratelimited.Load(), Spool: b.queue.Stats()}
 }
@@ -413,7 +436,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	wg.Wait()
 	b.timed.Wait()
 	if b.client.IsConnectionOpen() {
-		t := b.client.Publish(b.t.bridge("state"), 1, true, `{"state":"offline"}`)
+		t := b.client.Publish(b.t.own("state"), 1, true, b.statePayload(false))
 		t.WaitTimeout(2 * time.Second)
 		b.client.Disconnect(250)
 	}
@@ -461,6 +484,9 @@ func (b *Bridge) connectLoop(ctx context.Context) {
 // onConnected subscribes and marks every retained topic for publishing.
 func (b *Bridge) onConnected() error {
 	filters := map[string]byte{b.t.setFilter(): 1, b.t.groupFilter(): 1, b.t.requestFilter(): 1, b.t.haStatus(): 1}
+	if b.clustered() {
+		filters[b.t.peerFilter("state")], filters[b.t.peerFilter("boards")] = 1, 1
+	}
 	tok := b.client.SubscribeMultiple(filters, b.onMessage)
 	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		return fmt.Errorf("mqtt: subscribe: %v", tok.Error())
@@ -469,9 +495,10 @@ func (b *Bridge) onConnected() error {
 	b.order = b.order[:0]
 	clear(b.dirty)
 	// bridge/state first, then the rest.
-	b.retained[b.t.bridge("state")] = []byte(`{"state":"online"}`)
-	b.order = append(b.order, b.t.bridge("state"))
-	b.dirty[b.t.bridge("state")] = true
+	state := b.t.own("state")
+	b.retained[state] = b.statePayload(true)
+	b.order = append(b.order, state)
+	b.dirty[state] = true
 	for t := range b.retained {
 		if !b.dirty[t] {
 			b.dirty[t] = true
@@ -513,8 +540,11 @@ func (b *Bridge) clearRetained(topic string) {
 	}
 }
 
-// takeRetained returns up to n dirty topics with their payloads.
+// takeRetained returns up to n dirty topics with their payloads. In a
+// cluster, the topics only the leader publishes are held back (kept,
+// not sent) while this bridge does not lead.
 func (b *Bridge) takeRetained(n int) []spool.Message {
+	lead := b.leads()
 	b.rmu.Lock()
 	defer b.rmu.Unlock()
 	var out []spool.Message
@@ -525,6 +555,9 @@ func (b *Bridge) takeRetained(n int) []spool.Message {
 			continue
 		}
 		delete(b.dirty, t)
+		if !lead && b.leaderOnly(t) {
+			continue
+		}
 		p := b.retained[t]
 		if p == nil {
 			delete(b.retained, t)

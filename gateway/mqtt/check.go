@@ -21,7 +21,7 @@ func Check(o Options) error {
 		}
 		return nil
 	}
-	b := &Bridge{o: o, t: topics{o.Base, o.HAPrefix}, log: slog.New(slog.DiscardHandler)}
+	b := &Bridge{o: o, t: topics{base: o.Base, ha: o.HAPrefix}, log: slog.New(slog.DiscardHandler)}
 	_, err := b.clientOptions()
 	return err
 }

@@ -41,11 +41,19 @@ type command struct {
 	group    int    // cmdGroup
 	resource string // cmdSet, cmdGroup
 	verb     string // cmdRequest
+	// quiet: run it, but another gateway's bridge answers (cluster.go).
+	quiet bool
 }
 
 // onMessage is paho's handler: it sorts the message, applies the size and
 // rate limits, and hands it to the workers without blocking.
 func (b *Bridge) onMessage(_ paho.Client, msg paho.Message) {
+	if gw, leaf, ok := b.t.peerOf(msg.Topic()); ok && b.clustered() {
+		if leaf == "state" || leaf == "boards" {
+			b.onPeer(gw, leaf, msg.Payload())
+		}
+		return
+	}
 	if msg.Retained() && msg.Topic() != b.t.haStatus() {
 		return // a stale retained command is not a command
 	}
@@ -54,6 +62,9 @@ func (b *Bridge) onMessage(_ paho.Client, msg paho.Message) {
 		return // not ours (the filters are wider than the topics)
 	}
 	c.payload = slices.Clone(msg.Payload())
+	if !b.claim(&c) {
+		return // another gateway's bridge takes it
+	}
 	if c.sort == cmdHA {
 		if strings.TrimSpace(string(c.payload)) == "online" {
 			b.forceRetained(b.o.HAPrefix + "/device/")
@@ -136,6 +147,9 @@ func (b *Bridge) refuse(c command, err error) {
 // answer publishes a request's response, or a set command's error on
 // bridge/event (a successful set shows in the board's state topics).
 func (b *Bridge) answer(c command, data any, err error) {
+	if b.silent(c, err) {
+		return
+	}
 	if c.sort == cmdRequest {
 		var tx json.RawMessage
 		var env struct {
@@ -327,7 +341,11 @@ func firstResultError(res []fleet.Result) error {
 func (b *Bridge) namedResults(res []fleet.Result) []map[string]any {
 	out := make([]map[string]any, 0, len(res))
 	for _, r := range res {
-		m := map[string]any{"board": b.names.name(r.Board), "id": r.Board, "via": r.Via}
+		name := b.names.name(r.Board)
+		if name == "" && b.clustered() {
+			name = b.peerName(r.Board)
+		}
+		m := map[string]any{"board": name, "id": r.Board, "via": r.Via}
 		if r.Reply.Status != 0 {
 			m["reply"] = r.Reply
 		}

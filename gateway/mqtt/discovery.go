@@ -48,16 +48,26 @@ func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 			"state_topic": st("scene"), "value_template": "{{ value_json.name if value_json and value_json.name else 'None' }}",
 			"icon": "mdi:movie-open"}
 	}
+	if b.clustered() {
+		cmps["gateway"] = map[string]any{"p": "sensor", "name": "Gateway", "unique_id": uid + "_gateway",
+			"state_topic": st("info"), "value_template": "{{ value_json.gateway }}", "entity_category": "diagnostic",
+			"icon": "mdi:router-network"}
+	}
 	for _, k := range HappeningKinds {
 		cmps["event_"+k] = map[string]any{"p": "event", "name": eventLabel(k), "unique_id": uid + "_event_" + k,
 			"state_topic": b.t.event(name, k), "event_types": []string{k}}
 	}
+	dev := map[string]any{"identifiers": []string{uid}, "name": label, "manufacturer": "holofleet",
+		"model": "holo-board", "sw_version": bi.view.Firmware, "serial_number": id}
+	if b.clustered() {
+		// The board's gateway: HA shows the board behind it.
+		dev["via_device"] = gatewayDevice(b.t.gw)
+	}
 	return mustJSON(map[string]any{
-		"dev": map[string]any{"identifiers": []string{uid}, "name": label, "manufacturer": "holofleet",
-			"model": "holo-board", "sw_version": bi.view.Firmware, "serial_number": id},
-		"o": map[string]any{"name": "holo-gateway", "sw_version": b.o.Version},
+		"dev": dev,
+		"o":   map[string]any{"name": "holo-gateway", "sw_version": b.o.Version},
 		"availability": []map[string]any{
-			{"topic": b.t.bridge("state"), "value_template": "{{ value_json.state }}"},
+			{"topic": b.t.own("state"), "value_template": "{{ value_json.state }}"},
 			{"topic": st(levelAvail), "value_template": "{{ value_json.state }}"},
 		},
 		"availability_mode": "all",

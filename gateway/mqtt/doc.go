@@ -29,6 +29,11 @@
 //	group/<n>/set/<resource>  the same for every member of group n: leds, scene, holo, screen; a
 //	                          scene by slot goes out as one group frame on each line
 //
+// A gateway of a cluster (Options.Cluster) keeps its bridge's own topics
+// under bridge/gateway/<name>/ (state, info, boards, groups) instead, and
+// mirrors only the boards its gateway owns; the gateways' bridges share
+// the base on one broker (cluster.go says who answers what).
+//
 // Home Assistant: one device discovery message per board on
 // <prefix>/device/holo_<id>/config (retained), published again when
 // <prefix>/status says "online".

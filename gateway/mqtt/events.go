@@ -39,6 +39,17 @@ type Update struct {
 func (b *Bridge) follow(ctx context.Context, w *fleet.Watcher) {
 	t := b.clk.NewTicker(refreshEvery)
 	defer t.Stop()
+	// In a cluster: ownership changes, and whether the gateway is cut
+	// off, which its state says, are looked at every second too.
+	var changed <-chan struct{}
+	var part <-chan time.Time
+	wasPart := false
+	if b.clustered() {
+		changed = b.o.Cluster.Changed()
+		pt := b.clk.NewTicker(time.Second)
+		defer pt.Stop()
+		part, wasPart = pt.C(), b.partitioned()
+	}
 	var last uint64
 	for {
 		select {
@@ -46,6 +57,15 @@ func (b *Bridge) follow(ctx context.Context, w *fleet.Watcher) {
 			return
 		case <-t.C():
 			b.snapshot()
+		case <-changed:
+			b.snapshot()
+		case <-b.resnap:
+			b.snapshot()
+		case <-part:
+			if p := b.partitioned(); p != wasPart {
+				wasPart = p
+				b.snapshot()
+			}
 		case ev, ok := <-w.C:
 			if !ok {
 				if ctx.Err() != nil {
@@ -65,9 +85,31 @@ func (b *Bridge) follow(ctx context.Context, w *fleet.Watcher) {
 // the bridge lists.
 func (b *Bridge) snapshot() {
 	views := b.o.Fleet.Boards(fleet.Filter{})
+	if b.clustered() {
+		// The gateway's own boards: those it yields to a bridge that is
+		// not cut off are left out, and boards no longer its own dropped.
+		own := views[:0]
+		for _, v := range views {
+			if !b.yields(v.ID) {
+				own = append(own, v)
+			}
+		}
+		views = own
+	}
 	latest, summary := b.channelRelease()
 	b.vmu.Lock()
 	b.latest, b.latestSummary = latest, summary
+	if b.clustered() {
+		keep := make(map[string]bool, len(views))
+		for _, v := range views {
+			keep[v.ID] = true
+		}
+		for id := range b.boards {
+			if !keep[id] {
+				b.dropLocked(id)
+			}
+		}
+	}
 	for _, v := range views {
 		bi := b.boardLocked(v.ID, &v)
 		bi.view = v
@@ -75,9 +117,18 @@ func (b *Bridge) snapshot() {
 	}
 	b.publishListsLocked()
 	b.vmu.Unlock()
-	b.setRetained(b.t.bridge("info"), mustJSON(map[string]any{
-		"version": b.o.Version, "base": b.o.Base, "ha_prefix": b.o.HAPrefix,
-		"broker": redactURL(b.o.Broker), "client_id": b.o.ClientID}))
+	info := map[string]any{"version": b.o.Version, "base": b.o.Base, "ha_prefix": b.o.HAPrefix,
+		"broker": redactURL(b.o.Broker), "client_id": b.o.ClientID}
+	if b.clustered() {
+		info["gateway"] = b.t.gw
+		info["partitioned"] = b.partitioned()
+		if b.connected.Load() {
+			b.setRetained(b.t.own("state"), b.statePayload(true))
+		}
+		b.setRetained(b.t.gatewayDiscovery(b.t.gw), b.gatewayDiscoveryPayload())
+		b.checkLeader()
+	}
+	b.setRetained(b.t.own("info"), mustJSON(info))
 }
 
 // boardLocked returns the bridge's record of a board, making it (with
@@ -94,15 +145,41 @@ func (b *Bridge) boardLocked(id string, view *fleet.BoardView) *boardInfo {
 	} else {
 		v = fleet.BoardView{ID: id}
 	}
-	bi := &boardInfo{view: v, name: b.names.assign(id, v.Hostname)}
+	var name string
+	if b.clustered() {
+		// The name another bridge gave it (the board changed hands), and
+		// none another bridge's board has.
+		name = b.names.assignAmong(id, v.Hostname, b.peerName(id), func(n string) bool { return b.peerTaken(n, id) })
+	} else {
+		name = b.names.assign(id, v.Hostname)
+	}
+	bi := &boardInfo{view: v, name: name}
 	b.boards[id] = bi
 	return bi
+}
+
+// eventBoardLocked is the board of a fleet event, or false when the
+// event is not this bridge's to publish (in a cluster: a board it does
+// not own, or yields).
+func (b *Bridge) eventBoardLocked(id string) (*boardInfo, bool) {
+	if _, ok := b.boards[id]; ok || !b.clustered() {
+		return b.boardLocked(id, nil), true
+	}
+	v, err := b.o.Fleet.Board(id)
+	if err != nil || b.yields(id) {
+		return nil, false
+	}
+	return b.boardLocked(id, &v), true
 }
 
 // handle publishes one fleet event.
 func (b *Bridge) handle(ev fleet.Event) {
 	b.vmu.Lock()
-	bi := b.boardLocked(ev.Board, nil)
+	bi, ok := b.eventBoardLocked(ev.Board)
+	if !ok {
+		b.vmu.Unlock()
+		return
+	}
 	name := bi.name
 	switch ev.Type {
 	case fleet.EventHappening:
@@ -172,6 +249,9 @@ func (b *Bridge) publishBoardLocked(bi *boardInfo) {
 	if !v.Online && v.OfflineReason != "" {
 		avail["reason"] = v.OfflineReason
 	}
+	if v.Gateway != "" {
+		avail["gateway"] = v.Gateway
+	}
 	b.setRetained(b.t.board(bi.name, levelAvail), mustJSON(avail))
 	b.setRetained(b.t.board(bi.name, "info"), mustJSON(boardEntry(bi, true)))
 	b.setRetained(b.t.board(bi.name, levelUpdate), b.updatePayload(bi))
@@ -188,6 +268,9 @@ func boardEntry(bi *boardInfo, full bool) map[string]any {
 		if !v.Online {
 			e["offline_reason"] = v.OfflineReason
 		}
+		if v.Gateway != "" {
+			e["gateway"] = v.Gateway
+		}
 	}
 	return e
 }
@@ -199,17 +282,18 @@ func (b *Bridge) publishListsLocked() {
 	groups := map[int][]string{}
 	for _, id := range ids {
 		bi := b.boards[id]
-		list = append(list, boardEntry(bi, false))
+		list = append(list, b.listEntry(bi))
 		for _, g := range bi.view.Groups {
 			groups[g] = append(groups[g], bi.name)
 		}
 	}
-	b.setRetained(b.t.bridge("boards"), mustJSON(list))
+	b.setRetained(b.t.own("boards"), mustJSON(list))
 	gl := make([]map[string]any, 0, len(groups))
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		gl = append(gl, map[string]any{"id": g, "members": groups[g]})
 	}
-	b.setRetained(b.t.bridge("groups"), mustJSON(gl))
+	b.setRetained(b.t.own("groups"), mustJSON(gl))
+	b.publishUnionLocked()
 }
 
 // updatePayload is the HA update entity's state.
@@ -251,6 +335,9 @@ func (b *Bridge) SetUpdate(boardID string, u Update) {
 // bridgeEvent queues a message on bridge/event.
 func (b *Bridge) bridgeEvent(typ string, fields map[string]any) {
 	m := map[string]any{"type": typ, "time": b.clk.Now().UTC().Format(time.RFC3339Nano)}
+	if b.clustered() {
+		m["gateway"] = b.t.gw
+	}
 	maps.Copy(m, fields)
 	b.enqueue(spool.Message{Topic: b.t.bridge("event"), Payload: mustJSON(m), QoS: 1})
 }

@@ -67,6 +67,44 @@ func (n *names) assign(id, hostname string) string {
 	return name
 }
 
+// assignAmong is assign for a bridge of a cluster: prefer is the name
+// another bridge gave the board (used unless a rename here says
+// otherwise), and taken reports names other bridges' boards have, which
+// are avoided like this bridge's own.
+func (n *names) assignAmong(id, hostname, prefer string, taken func(string) bool) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if name, ok := n.byID[id]; ok {
+		return name
+	}
+	free := func(name string) bool {
+		other := n.byName[name]
+		return name != "" && (other == "" || other == id) && !taken(name)
+	}
+	name := n.renamed[id]
+	if !free(name) {
+		name = prefer
+		if ValidName(name) != nil || !free(name) {
+			name = defaultName(hostname)
+		}
+	}
+	if name == "" {
+		name = defaultName(id)
+	}
+	if !free(name) {
+		tail := id
+		if len(tail) > 6 {
+			tail = tail[len(tail)-6:]
+		}
+		name = defaultName(name + "-" + tail)
+		if !free(name) {
+			name = defaultName(id)
+		}
+	}
+	n.byID[id], n.byName[name] = name, id
+	return name
+}
+
 // rename gives a board a new name and keeps it; it returns the old one.
 func (n *names) rename(id, name string) (string, error) {
 	if err := ValidName(name); err != nil {

@@ -103,8 +103,8 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 	}
 	var id string
 	if slices.Contains(fields, "board") && r.Board != "" {
-		if id, ok = b.names.id(r.Board); !ok {
-			if _, err := b.o.Fleet.Board(r.Board); err != nil {
+		if id, ok = b.resolve(r.Board); !ok {
+			if _, err := b.inst().Board(r.Board); err != nil {
 				return nil, fmt.Errorf("%w: %q", ErrUnknownBoard, r.Board)
 			}
 			id = r.Board
@@ -134,7 +134,7 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 		if len(r.Body) > 0 && string(r.Body) != "null" {
 			body = r.Body
 		}
-		rep, err := b.o.Fleet.Call(ctx, id, method, r.Path, body)
+		rep, err := b.inst().Call(ctx, id, method, r.Path, body)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +147,7 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.o.Fleet.Do(ctx, sel, *r.Action)
+		res, err := b.inst().Do(ctx, sel, *r.Action)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,7 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.o.Fleet.Do(ctx, sel, actionOf(ab))
+		res, err := b.inst().Do(ctx, sel, actionOf(ab))
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +184,7 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 		if id == "" {
 			return nil, fmt.Errorf("%w: labels: give board", ErrBadCommand)
 		}
-		if _, err := b.o.Fleet.SetLabels(id, r.Labels); err != nil {
+		if _, err := b.inst().SetLabels(id, r.Labels); err != nil {
 			return nil, err
 		}
 		b.snapshot()
@@ -205,7 +205,7 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 func (b *Bridge) selector(boards []string, groups []int, labels map[string]string, all bool) (fleet.Selector, error) {
 	sel := fleet.Selector{Groups: groups, Labels: labels, All: all}
 	for _, n := range boards {
-		id, ok := b.names.id(n)
+		id, ok := b.resolve(n)
 		if !ok {
 			return sel, fmt.Errorf("%w: %q", ErrUnknownBoard, n)
 		}
@@ -223,6 +223,13 @@ func (b *Bridge) selector(boards []string, groups []int, labels map[string]strin
 }
 
 func (b *Bridge) boardList() []map[string]any {
+	if b.clustered() {
+		out := []map[string]any{}
+		for _, v := range b.inst().Boards(fleet.Filter{}) {
+			out = append(out, b.installationEntry(v))
+		}
+		return out
+	}
 	b.vmu.Lock()
 	defer b.vmu.Unlock()
 	out := []map[string]any{}
@@ -233,6 +240,13 @@ func (b *Bridge) boardList() []map[string]any {
 }
 
 func (b *Bridge) boardEntryOf(id string) (map[string]any, error) {
+	if b.clustered() && !b.owned(id) {
+		v, err := b.inst().Board(id)
+		if err != nil {
+			return nil, err
+		}
+		return b.installationEntry(v), nil
+	}
 	v, err := b.o.Fleet.Board(id)
 	if err != nil {
 		return nil, err
@@ -248,6 +262,9 @@ func (b *Bridge) boardEntryOf(id string) (map[string]any, error) {
 // ones are cleared on the broker), its discovery is published again, and
 // bridge/event tells.
 func (b *Bridge) Rename(id, name string) error {
+	if b.clustered() && b.peerTaken(name, id) {
+		return fmt.Errorf("%w: %q is another gateway's board %s", ErrNameTaken, name, b.peerID(name))
+	}
 	b.vmu.Lock()
 	bi := b.boardLocked(id, nil)
 	old, err := b.names.rename(id, name)

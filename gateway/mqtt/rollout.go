@@ -158,12 +158,12 @@ func (b *Bridge) rolloutRequest(ctx context.Context, body json.RawMessage) (any,
 // names stay: the engine judges them).
 func (b *Bridge) planIDs(p *rollout.Plan) {
 	for i, n := range p.Target.Boards {
-		if id, ok := b.names.id(n); ok {
+		if id, ok := b.resolve(n); ok {
 			p.Target.Boards[i] = id
 		}
 	}
 	for i, n := range p.Canaries {
-		if id, ok := b.names.id(n); ok {
+		if id, ok := b.resolve(n); ok {
 			p.Canaries[i] = id
 		}
 	}
@@ -294,7 +294,9 @@ func (b *Bridge) rolloutEvent(ev rollout.Event) {
 			fields[k] = v
 		}
 	}
-	b.bridgeEvent("rollout", fields)
+	if b.leads() { // in a cluster, one bridge tells the broker
+		b.bridgeEvent("rollout", fields)
+	}
 	st := b.publishRollout(ev.Rollout)
 	switch {
 	case ev.Board != "":
@@ -321,6 +323,11 @@ func (b *Bridge) rolloutEvent(ev rollout.Event) {
 func (b *Bridge) nameOf(id string) string {
 	if n := b.names.name(id); n != "" {
 		return n
+	}
+	if b.clustered() {
+		if n := b.peerName(id); n != "" {
+			return n
+		}
 	}
 	return id
 }

@@ -100,8 +100,49 @@ func objectID(s string) string {
 	return string(b)
 }
 
-// topics builds the bridge's topic names.
-type topics struct{ base, ha string }
+// topics builds the bridge's topic names. gw is the gateway's name when
+// the bridge is one of a cluster's ("" when the gateway runs alone).
+type topics struct{ base, ha, gw string }
+
+// levelGateway holds each gateway's own bridge topics in a cluster:
+// <base>/bridge/gateway/<name>/<leaf>.
+const levelGateway = "gateway"
+
+// own is one of this bridge's own topics: bridge/<leaf> alone,
+// bridge/gateway/<name>/<leaf> in a cluster.
+func (t topics) own(leaf string) string {
+	if t.gw == "" {
+		return t.bridge(leaf)
+	}
+	return t.base + "/" + levelBridge + "/" + levelGateway + "/" + t.gw + "/" + leaf
+}
+
+// peerFilter matches every gateway's own topic leaf in a cluster.
+func (t topics) peerFilter(leaf string) string {
+	return t.base + "/" + levelBridge + "/" + levelGateway + "/+/" + leaf
+}
+
+// peerOf returns the gateway and leaf of a gateway's own topic.
+func (t topics) peerOf(topic string) (gw, leaf string, ok bool) {
+	rest, ok := strings.CutPrefix(topic, t.base+"/"+levelBridge+"/"+levelGateway+"/")
+	if !ok {
+		return "", "", false
+	}
+	gw, leaf, ok = strings.Cut(rest, "/")
+	if !ok || gw == "" || strings.Contains(leaf, "/") {
+		return "", "", false
+	}
+	return gw, leaf, true
+}
+
+// gatewayDiscovery is the HA device of gateway gw's bridge.
+func (t topics) gatewayDiscovery(gw string) string {
+	return t.ha + "/device/" + gatewayDevice(gw) + "/config"
+}
+
+// gatewayDevice is the HA device identifier of gateway gw's bridge
+// ("holo-gw_" never begins a board's, which is "holo_<id>").
+func gatewayDevice(gw string) string { return objectID("holo-gw_" + gw) }
 
 func (t topics) bridge(leaf string) string      { return t.base + "/bridge/" + leaf }
 func (t topics) board(name, leaf string) string { return t.base + "/" + name + "/" + leaf }

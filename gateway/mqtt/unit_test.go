@@ -127,7 +127,7 @@ func TestTranslate(t *testing.T) {
 }
 
 func TestParseTopic(t *testing.T) {
-	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{"holo", "ha"}}
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{base: "holo", ha: "ha"}}
 	for _, tc := range []struct {
 		topic string
 		want  command
@@ -217,7 +217,7 @@ func FuzzCommand(f *testing.F) {
 	} {
 		f.Add(s.topic, []byte(s.payload))
 	}
-	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{"holo", "ha"}}
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{base: "holo", ha: "ha"}}
 	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
 		c, err := b.parseTopic(topic)
 		if err != nil || c.sort != cmdSet {

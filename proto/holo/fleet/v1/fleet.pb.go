@@ -4518,6 +4518,349 @@ func (x *AuditEntry) GetRequestId() string {
 	return ""
 }
 
+type GetClusterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterRequest) Reset() {
+	*x = GetClusterRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterRequest) ProtoMessage() {}
+
+func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
+func (*GetClusterRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{68}
+}
+
+// Cluster is the cluster of gateways as the answering gateway sees it.
+type Cluster struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The answering gateway's name (--name).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The answering gateway is cut off from the cluster's engine (or still
+	// joining it): it serves its own boards only; reason says why.
+	Partitioned bool   `protobuf:"varint,2,opt,name=partitioned,proto3" json:"partitioned,omitempty"`
+	Reason      string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The gateway running rollouts now; empty while none does.
+	Coordinator string `protobuf:"bytes,4,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	// Boards of the whole installation.
+	Boards int32 `protobuf:"varint,5,opt,name=boards,proto3" json:"boards,omitempty"`
+	// Every gateway of the cluster, by name.
+	Gateways      []*ClusterGateway `protobuf:"bytes,6,rep,name=gateways,proto3" json:"gateways,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cluster) Reset() {
+	*x = Cluster{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cluster) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cluster) ProtoMessage() {}
+
+func (x *Cluster) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
+func (*Cluster) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *Cluster) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Cluster) GetPartitioned() bool {
+	if x != nil {
+		return x.Partitioned
+	}
+	return false
+}
+
+func (x *Cluster) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Cluster) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
+func (x *Cluster) GetBoards() int32 {
+	if x != nil {
+		return x.Boards
+	}
+	return 0
+}
+
+func (x *Cluster) GetGateways() []*ClusterGateway {
+	if x != nil {
+		return x.Gateways
+	}
+	return nil
+}
+
+// ClusterGateway is one gateway of a cluster.
+type ClusterGateway struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Heard from within the cluster's dead-after time (always true for the
+	// answering gateway itself).
+	Alive bool `protobuf:"varint,2,opt,name=alive,proto3" json:"alive,omitempty"`
+	// When it sent its last heartbeat (by its own clock); unset when never
+	// heard since the answering gateway started.
+	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
+	// How long ago the answering gateway received that heartbeat, in
+	// milliseconds (0 for itself).
+	HeardMs int64 `protobuf:"varint,4,opt,name=heard_ms,json=heardMs,proto3" json:"heard_ms,omitempty"`
+	// Boards it owns, and RS485 lines it masters.
+	Boards int32 `protobuf:"varint,5,opt,name=boards,proto3" json:"boards,omitempty"`
+	Lines  int32 `protobuf:"varint,6,opt,name=lines,proto3" json:"lines,omitempty"`
+	// It runs rollouts now.
+	Coordinator bool `protobuf:"varint,7,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	// Its API address, as it published it.
+	Api string `protobuf:"bytes,8,opt,name=api,proto3" json:"api,omitempty"`
+	// When it started.
+	Started       *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=started,proto3" json:"started,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterGateway) Reset() {
+	*x = ClusterGateway{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterGateway) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterGateway) ProtoMessage() {}
+
+func (x *ClusterGateway) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterGateway.ProtoReflect.Descriptor instead.
+func (*ClusterGateway) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ClusterGateway) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ClusterGateway) GetAlive() bool {
+	if x != nil {
+		return x.Alive
+	}
+	return false
+}
+
+func (x *ClusterGateway) GetLastHeartbeat() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastHeartbeat
+	}
+	return nil
+}
+
+func (x *ClusterGateway) GetHeardMs() int64 {
+	if x != nil {
+		return x.HeardMs
+	}
+	return 0
+}
+
+func (x *ClusterGateway) GetBoards() int32 {
+	if x != nil {
+		return x.Boards
+	}
+	return 0
+}
+
+func (x *ClusterGateway) GetLines() int32 {
+	if x != nil {
+		return x.Lines
+	}
+	return 0
+}
+
+func (x *ClusterGateway) GetCoordinator() bool {
+	if x != nil {
+		return x.Coordinator
+	}
+	return false
+}
+
+func (x *ClusterGateway) GetApi() string {
+	if x != nil {
+		return x.Api
+	}
+	return ""
+}
+
+func (x *ClusterGateway) GetStarted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
+type RemoveGatewayRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveGatewayRequest) Reset() {
+	*x = RemoveGatewayRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveGatewayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveGatewayRequest) ProtoMessage() {}
+
+func (x *RemoveGatewayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveGatewayRequest.ProtoReflect.Descriptor instead.
+func (*RemoveGatewayRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *RemoveGatewayRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RemoveGatewayResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The board records dropped, by id.
+	Boards        []string `protobuf:"bytes,2,rep,name=boards,proto3" json:"boards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveGatewayResponse) Reset() {
+	*x = RemoveGatewayResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveGatewayResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveGatewayResponse) ProtoMessage() {}
+
+func (x *RemoveGatewayResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveGatewayResponse.ProtoReflect.Descriptor instead.
+func (*RemoveGatewayResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *RemoveGatewayResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RemoveGatewayResponse) GetBoards() []string {
+	if x != nil {
+		return x.Boards
+	}
+	return nil
+}
+
 var File_holo_fleet_v1_fleet_proto protoreflect.FileDescriptor
 
 const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
@@ -4860,7 +5203,30 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x04code\x18\x10 \x01(\tR\x04code\x12\x16\n" +
 	"\x06reason\x18\x11 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x12 \x01(\tR\trequestId2\xf7\x11\n" +
+	"request_id\x18\x12 \x01(\tR\trequestId\"\x13\n" +
+	"\x11GetClusterRequest\"\xcc\x01\n" +
+	"\aCluster\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vpartitioned\x18\x02 \x01(\bR\vpartitioned\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12 \n" +
+	"\vcoordinator\x18\x04 \x01(\tR\vcoordinator\x12\x16\n" +
+	"\x06boards\x18\x05 \x01(\x05R\x06boards\x129\n" +
+	"\bgateways\x18\x06 \x03(\v2\x1d.holo.fleet.v1.ClusterGatewayR\bgateways\"\xb0\x02\n" +
+	"\x0eClusterGateway\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05alive\x18\x02 \x01(\bR\x05alive\x12A\n" +
+	"\x0elast_heartbeat\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x12\x19\n" +
+	"\bheard_ms\x18\x04 \x01(\x03R\aheardMs\x12\x16\n" +
+	"\x06boards\x18\x05 \x01(\x05R\x06boards\x12\x14\n" +
+	"\x05lines\x18\x06 \x01(\x05R\x05lines\x12 \n" +
+	"\vcoordinator\x18\a \x01(\bR\vcoordinator\x12\x10\n" +
+	"\x03api\x18\b \x01(\tR\x03api\x124\n" +
+	"\astarted\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\astarted\"*\n" +
+	"\x14RemoveGatewayRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"C\n" +
+	"\x15RemoveGatewayResponse\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06boards\x18\x02 \x03(\tR\x06boards2\x9b\x13\n" +
 	"\fFleetService\x12Q\n" +
 	"\n" +
 	"ListBoards\x12 .holo.fleet.v1.ListBoardsRequest\x1a!.holo.fleet.v1.ListBoardsResponse\x12@\n" +
@@ -4893,7 +5259,10 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\fAbortRollout\x12\".holo.fleet.v1.AbortRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12L\n" +
 	"\rRevertRollout\x12#.holo.fleet.v1.RevertRolloutRequest\x1a\x16.holo.fleet.v1.Rollout\x12Q\n" +
 	"\fWatchRollout\x12\".holo.fleet.v1.WatchRolloutRequest\x1a\x1b.holo.fleet.v1.RolloutEvent0\x01\x12N\n" +
-	"\tListAudit\x12\x1f.holo.fleet.v1.ListAuditRequest\x1a .holo.fleet.v1.ListAuditResponseB<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
+	"\tListAudit\x12\x1f.holo.fleet.v1.ListAuditRequest\x1a .holo.fleet.v1.ListAuditResponse\x12F\n" +
+	"\n" +
+	"GetCluster\x12 .holo.fleet.v1.GetClusterRequest\x1a\x16.holo.fleet.v1.Cluster\x12Z\n" +
+	"\rRemoveGateway\x12#.holo.fleet.v1.RemoveGatewayRequest\x1a$.holo.fleet.v1.RemoveGatewayResponseB<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
 
 var (
 	file_holo_fleet_v1_fleet_proto_rawDescOnce sync.Once
@@ -4907,7 +5276,7 @@ func file_holo_fleet_v1_fleet_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_fleet_proto_rawDescData
 }
 
-var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*Board)(nil),                     // 0: holo.fleet.v1.Board
 	(*ListBoardsRequest)(nil),         // 1: holo.fleet.v1.ListBoardsRequest
@@ -4977,130 +5346,142 @@ var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*ListAuditRequest)(nil),          // 65: holo.fleet.v1.ListAuditRequest
 	(*ListAuditResponse)(nil),         // 66: holo.fleet.v1.ListAuditResponse
 	(*AuditEntry)(nil),                // 67: holo.fleet.v1.AuditEntry
-	nil,                               // 68: holo.fleet.v1.Board.LabelsEntry
-	nil,                               // 69: holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	nil,                               // 70: holo.fleet.v1.Selector.LabelsEntry
-	nil,                               // 71: holo.fleet.v1.RolloutTarget.LabelsEntry
-	nil,                               // 72: holo.fleet.v1.RolloutProgress.PhasesEntry
-	(*timestamppb.Timestamp)(nil),     // 73: google.protobuf.Timestamp
-	(*structpb.Value)(nil),            // 74: google.protobuf.Value
+	(*GetClusterRequest)(nil),         // 68: holo.fleet.v1.GetClusterRequest
+	(*Cluster)(nil),                   // 69: holo.fleet.v1.Cluster
+	(*ClusterGateway)(nil),            // 70: holo.fleet.v1.ClusterGateway
+	(*RemoveGatewayRequest)(nil),      // 71: holo.fleet.v1.RemoveGatewayRequest
+	(*RemoveGatewayResponse)(nil),     // 72: holo.fleet.v1.RemoveGatewayResponse
+	nil,                               // 73: holo.fleet.v1.Board.LabelsEntry
+	nil,                               // 74: holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	nil,                               // 75: holo.fleet.v1.Selector.LabelsEntry
+	nil,                               // 76: holo.fleet.v1.RolloutTarget.LabelsEntry
+	nil,                               // 77: holo.fleet.v1.RolloutProgress.PhasesEntry
+	(*timestamppb.Timestamp)(nil),     // 78: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 79: google.protobuf.Value
 }
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
-	68, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
-	73, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
-	73, // 2: holo.fleet.v1.Board.clock_synced_at:type_name -> google.protobuf.Timestamp
+	73, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
+	78, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
+	78, // 2: holo.fleet.v1.Board.clock_synced_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	69, // 4: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	74, // 5: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	70, // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	74, // 4: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	79, // 5: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	75, // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
 	7,  // 7: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	74, // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
-	73, // 9: holo.fleet.v1.DoActionRequest.fire_at:type_name -> google.protobuf.Timestamp
+	79, // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	78, // 9: holo.fleet.v1.DoActionRequest.fire_at:type_name -> google.protobuf.Timestamp
 	10, // 10: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	73, // 11: holo.fleet.v1.Result.fired_at:type_name -> google.protobuf.Timestamp
-	73, // 12: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	73, // 13: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	78, // 11: holo.fleet.v1.Result.fired_at:type_name -> google.protobuf.Timestamp
+	78, // 12: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	78, // 13: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
 	13, // 14: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
 	13, // 15: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
 	22, // 16: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	73, // 17: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	78, // 17: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
 	24, // 18: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
 	23, // 19: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
 	23, // 20: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	73, // 21: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	78, // 21: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
 	32, // 22: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
 	39, // 23: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
 	40, // 24: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
 	41, // 25: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
 	42, // 26: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
 	43, // 27: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	71, // 28: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	76, // 28: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
 	44, // 29: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
 	45, // 30: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
 	38, // 31: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
 	38, // 32: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
 	22, // 33: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	72, // 34: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	77, // 34: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
 	38, // 35: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
 	49, // 36: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
 	44, // 37: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
 	45, // 38: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	73, // 39: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	73, // 40: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	73, // 41: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	78, // 39: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	78, // 40: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	78, // 41: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
 	50, // 42: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
 	51, // 43: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	73, // 44: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	73, // 45: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	73, // 46: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	78, // 44: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	78, // 45: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	78, // 46: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
 	56, // 47: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
 	57, // 48: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	73, // 49: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	73, // 50: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	73, // 51: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
+	78, // 49: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	78, // 50: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	78, // 51: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
 	67, // 52: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
-	73, // 53: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	1,  // 54: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 55: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 56: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 57: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 58: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 59: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 60: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 61: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	17, // 62: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
-	20, // 63: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	25, // 64: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	27, // 65: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	29, // 66: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	30, // 67: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	33, // 68: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	34, // 69: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	36, // 70: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	47, // 71: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	48, // 72: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	52, // 73: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	54, // 74: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	55, // 75: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	59, // 76: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	60, // 77: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	61, // 78: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	62, // 79: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	63, // 80: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	65, // 81: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
-	2,  // 82: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 83: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 84: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 85: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 86: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 87: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 88: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	19, // 89: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	18, // 90: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
-	21, // 91: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	26, // 92: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	28, // 93: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	23, // 94: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	31, // 95: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	32, // 96: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	35, // 97: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	37, // 98: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	46, // 99: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	51, // 100: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	53, // 101: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	51, // 102: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	58, // 103: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	51, // 104: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 105: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 106: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 107: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	64, // 108: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	66, // 109: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
-	82, // [82:110] is the sub-list for method output_type
-	54, // [54:82] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	78, // 53: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	70, // 54: holo.fleet.v1.Cluster.gateways:type_name -> holo.fleet.v1.ClusterGateway
+	78, // 55: holo.fleet.v1.ClusterGateway.last_heartbeat:type_name -> google.protobuf.Timestamp
+	78, // 56: holo.fleet.v1.ClusterGateway.started:type_name -> google.protobuf.Timestamp
+	1,  // 57: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,  // 58: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,  // 59: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,  // 60: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,  // 61: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11, // 62: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14, // 63: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16, // 64: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	17, // 65: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
+	20, // 66: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	25, // 67: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	27, // 68: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	29, // 69: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	30, // 70: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	33, // 71: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	34, // 72: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	36, // 73: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	47, // 74: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	48, // 75: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	52, // 76: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	54, // 77: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	55, // 78: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	59, // 79: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	60, // 80: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	61, // 81: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	62, // 82: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	63, // 83: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	65, // 84: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
+	68, // 85: holo.fleet.v1.FleetService.GetCluster:input_type -> holo.fleet.v1.GetClusterRequest
+	71, // 86: holo.fleet.v1.FleetService.RemoveGateway:input_type -> holo.fleet.v1.RemoveGatewayRequest
+	2,  // 87: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 88: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 89: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 90: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 91: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 92: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 93: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	19, // 94: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	18, // 95: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
+	21, // 96: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	26, // 97: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	28, // 98: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	23, // 99: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	31, // 100: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	32, // 101: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	35, // 102: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	37, // 103: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	46, // 104: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	51, // 105: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	53, // 106: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	51, // 107: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	58, // 108: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	51, // 109: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 110: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 111: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	51, // 112: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	64, // 113: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	66, // 114: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
+	69, // 115: holo.fleet.v1.FleetService.GetCluster:output_type -> holo.fleet.v1.Cluster
+	72, // 116: holo.fleet.v1.FleetService.RemoveGateway:output_type -> holo.fleet.v1.RemoveGatewayResponse
+	87, // [87:117] is the sub-list for method output_type
+	57, // [57:87] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }
@@ -5116,7 +5497,7 @@ func file_holo_fleet_v1_fleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_fleet_proto_rawDesc), len(file_holo_fleet_v1_fleet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   73,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

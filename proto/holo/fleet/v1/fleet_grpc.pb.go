@@ -57,6 +57,8 @@ const (
 	FleetService_RevertRollout_FullMethodName     = "/holo.fleet.v1.FleetService/RevertRollout"
 	FleetService_WatchRollout_FullMethodName      = "/holo.fleet.v1.FleetService/WatchRollout"
 	FleetService_ListAudit_FullMethodName         = "/holo.fleet.v1.FleetService/ListAudit"
+	FleetService_GetCluster_FullMethodName        = "/holo.fleet.v1.FleetService/GetCluster"
+	FleetService_RemoveGateway_FullMethodName     = "/holo.fleet.v1.FleetService/RemoveGateway"
 )
 
 // FleetServiceClient is the client API for FleetService service.
@@ -152,6 +154,19 @@ type FleetServiceClient interface {
 	// ListAudit returns audit records, newest first: every change let in
 	// and every request refused, on every surface (admin).
 	ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error)
+	// GetCluster describes the cluster of gateways this gateway is in
+	// (--cluster): its own name, whether it is cut off from the engine, the
+	// rollout coordinator, and every gateway with its last heartbeat and
+	// its boards and lines (viewer). UNIMPLEMENTED on a gateway running
+	// alone.
+	GetCluster(ctx context.Context, in *GetClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
+	// RemoveGateway forgets a stopped gateway of the cluster: its heartbeat
+	// and the records of the boards it owned, so no gateway lists them any
+	// more (admin). FAILED_PRECONDITION for a gateway still alive or this
+	// one, NOT_FOUND for a name the cluster does not know, UNAVAILABLE
+	// while this gateway is cut off from the engine, UNIMPLEMENTED on a
+	// gateway running alone.
+	RemoveGateway(ctx context.Context, in *RemoveGatewayRequest, opts ...grpc.CallOption) (*RemoveGatewayResponse, error)
 }
 
 type fleetServiceClient struct {
@@ -463,6 +478,26 @@ func (c *fleetServiceClient) ListAudit(ctx context.Context, in *ListAuditRequest
 	return out, nil
 }
 
+func (c *fleetServiceClient) GetCluster(ctx context.Context, in *GetClusterRequest, opts ...grpc.CallOption) (*Cluster, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Cluster)
+	err := c.cc.Invoke(ctx, FleetService_GetCluster_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fleetServiceClient) RemoveGateway(ctx context.Context, in *RemoveGatewayRequest, opts ...grpc.CallOption) (*RemoveGatewayResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveGatewayResponse)
+	err := c.cc.Invoke(ctx, FleetService_RemoveGateway_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FleetServiceServer is the server API for FleetService service.
 // All implementations must embed UnimplementedFleetServiceServer
 // for forward compatibility.
@@ -556,6 +591,19 @@ type FleetServiceServer interface {
 	// ListAudit returns audit records, newest first: every change let in
 	// and every request refused, on every surface (admin).
 	ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error)
+	// GetCluster describes the cluster of gateways this gateway is in
+	// (--cluster): its own name, whether it is cut off from the engine, the
+	// rollout coordinator, and every gateway with its last heartbeat and
+	// its boards and lines (viewer). UNIMPLEMENTED on a gateway running
+	// alone.
+	GetCluster(context.Context, *GetClusterRequest) (*Cluster, error)
+	// RemoveGateway forgets a stopped gateway of the cluster: its heartbeat
+	// and the records of the boards it owned, so no gateway lists them any
+	// more (admin). FAILED_PRECONDITION for a gateway still alive or this
+	// one, NOT_FOUND for a name the cluster does not know, UNAVAILABLE
+	// while this gateway is cut off from the engine, UNIMPLEMENTED on a
+	// gateway running alone.
+	RemoveGateway(context.Context, *RemoveGatewayRequest) (*RemoveGatewayResponse, error)
 	mustEmbedUnimplementedFleetServiceServer()
 }
 
@@ -649,6 +697,12 @@ func (UnimplementedFleetServiceServer) WatchRollout(*WatchRolloutRequest, grpc.S
 }
 func (UnimplementedFleetServiceServer) ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAudit not implemented")
+}
+func (UnimplementedFleetServiceServer) GetCluster(context.Context, *GetClusterRequest) (*Cluster, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCluster not implemented")
+}
+func (UnimplementedFleetServiceServer) RemoveGateway(context.Context, *RemoveGatewayRequest) (*RemoveGatewayResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveGateway not implemented")
 }
 func (UnimplementedFleetServiceServer) mustEmbedUnimplementedFleetServiceServer() {}
 func (UnimplementedFleetServiceServer) testEmbeddedByValue()                      {}
@@ -1150,6 +1204,42 @@ func _FleetService_ListAudit_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _FleetService_GetCluster_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClusterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).GetCluster(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_GetCluster_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).GetCluster(ctx, req.(*GetClusterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FleetService_RemoveGateway_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveGatewayRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FleetServiceServer).RemoveGateway(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FleetService_RemoveGateway_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FleetServiceServer).RemoveGateway(ctx, req.(*RemoveGatewayRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // FleetService_ServiceDesc is the grpc.ServiceDesc for FleetService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1256,6 +1346,14 @@ var FleetService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAudit",
 			Handler:    _FleetService_ListAudit_Handler,
+		},
+		{
+			MethodName: "GetCluster",
+			Handler:    _FleetService_GetCluster_Handler,
+		},
+		{
+			MethodName: "RemoveGateway",
+			Handler:    _FleetService_RemoveGateway_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
