@@ -383,12 +383,19 @@ func timedGET(tb testing.TB, url string) (time.Duration, []byte) {
 }
 
 // listingTimes lists url reps times (after one unmeasured listing) and
-// returns the sorted durations and the answer's size.
-func listingTimes(tb testing.TB, url string, reps, want int) ([]time.Duration, int) {
+// returns the sorted durations, the answer's size, and the CPU time the
+// processes pids spent per listing beyond their idle rate bg (CPU
+// seconds per second).
+func listingTimes(tb testing.TB, url string, reps, want int, bg float64, pids ...int) ([]time.Duration, int, time.Duration) {
 	tb.Helper()
 	var ds []time.Duration
 	size := 0
+	var cpu0 time.Duration
+	var t0 time.Time
 	for i := range reps + 1 {
+		if i == 1 {
+			cpu0, t0 = cpuOf(tb, pids), time.Now()
+		}
 		d, body := timedGET(tb, url)
 		var bs []boardJSON
 		if err := json.Unmarshal(body, &bs); err != nil {
@@ -402,8 +409,47 @@ func listingTimes(tb testing.TB, url string, reps, want int) ([]time.Duration, i
 		}
 		size = len(body)
 	}
+	cpu := (cpuOf(tb, pids) - cpu0 - time.Duration(bg*float64(time.Since(t0)))) / time.Duration(reps)
 	slices.Sort(ds)
-	return ds, size
+	return ds, size, cpu
+}
+
+// idleRate is the CPU the processes pids spend over d, in seconds per
+// second.
+func idleRate(tb testing.TB, d time.Duration, pids ...int) float64 {
+	tb.Helper()
+	c0, t0 := cpuOf(tb, pids), time.Now()
+	time.Sleep(d)
+	return float64(cpuOf(tb, pids)-c0) / float64(time.Since(t0))
+}
+
+// loadAverage is the machine's load (1, 5, 15 minutes) from /proc: the
+// benchmark's figures are wall times, which other work on the machine
+// stretches.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// cpuOf is the CPU time the processes pids have spent so far.
+func cpuOf(tb testing.TB, pids []int) time.Duration {
+	tb.Helper()
+	var sum time.Duration
+	for _, p := range pids {
+		u, err := usageOf(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sum += u.cpu
+	}
+	return sum
 }
 
 // waitOnline waits until g lists want boards online, each owned by the
@@ -484,18 +530,6 @@ func pct(ds []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func scaleEnvInt(tb testing.TB, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		tb.Fatalf("%s=%q: want a positive number", name, s)
-	}
-	return n
-}
-
 // BenchmarkCluster15000 is the cluster's scale check: three holo-gateway
 // processes on one nats-server engine, each following
 // HOLO_CLUSTER_SCALE_BOARDS (default 5,000) fleet-mode LAN boards of its
@@ -543,6 +577,7 @@ func BenchmarkCluster15000(b *testing.B) {
 	perGW := scaleEnvInt(b, "HOLO_CLUSTER_SCALE_BOARDS", 5000)
 	reps := scaleEnvInt(b, "HOLO_CLUSTER_SCALE_REPS", 10)
 	idle := time.Duration(scaleEnvInt(b, "HOLO_CLUSTER_SCALE_IDLE", 15)) * time.Second
+	settleFor := time.Duration(scaleEnvInt(b, "HOLO_CLUSTER_SCALE_SETTLE", 10)) * time.Second
 	hard := hardOpenFiles()
 	perProc := min(scaleMaxPerProcess, (hard-scaleFilesSpare)/scaleFilesPerBoard)
 	if need := perGW + 1024; hard < need || perProc < 1 {
@@ -551,33 +586,37 @@ func BenchmarkCluster15000(b *testing.B) {
 	natsServerBin(b)
 	gatewayBinary(b)
 	for b.Loop() { // once: ns/op is the whole scenario
-		clusterScale(b, gateways, perGW, perProc, reps, idle)
+		clusterScale(b, gateways, perGW, perProc, reps, settleFor, idle)
 	}
 }
 
-func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, idle time.Duration) {
+func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, idle time.Duration) {
 	total := gateways * perGW
 	every := max(1, total/1000)
 	dir := b.TempDir()
 	t0 := time.Now()
 	bp := startScaleBoards(b, gateways, perGW, perProc, every, dir)
-	members := 0
 	owner := map[string]string{}
 	names := []string{"a", "b", "c"}
+	groupOf := make([]map[string]bool, gateways) // group 1's members, by gateway
+	group := map[string]bool{}                   // all of them
 	for g, bs := range bp.boards {
+		groupOf[g] = map[string]bool{}
 		for _, sb := range bs {
 			owner[sb.url] = names[g]
 			if sb.member {
-				members++
+				groupOf[g][sb.id], group[sb.id] = true, true
 			}
 		}
 	}
-	b.Logf("%d boards (group 1: %d) started in %d processes in %v", total, members, len(bp.procs), time.Since(t0).Round(time.Millisecond))
+	b.Logf("%d boards (group 1: %d) started in %d processes in %v; load average %s", total, len(group), len(bp.procs),
+		time.Since(t0).Round(time.Millisecond), loadAverage())
 	files := make([]string, gateways)
 	for g := range gateways {
 		files[g] = filepath.Join(dir, fmt.Sprintf("boards-%s.txt", names[g]))
 		writeBoardsFile(b, files[g], bp.boards[g])
 	}
+	actReps := min(reps, 5)
 
 	// Gateway a alone.
 	a := &gwProc{name: "a", data: filepath.Join(dir, "gw-a")}
@@ -586,12 +625,14 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, idle time.Du
 	b.Cleanup(a.stop)
 	took := waitOnline(b, a, perGW, nil, 10*time.Minute)
 	b.Logf("gateway a alone: %d boards online in %v", perGW, took.Round(time.Millisecond))
-	time.Sleep(5 * time.Second) // the start-up calls and first clock rounds are over
-	aloneList, aloneSize := listingTimes(b, a.base()+"/v1/boards", reps, perGW)
+	time.Sleep(settleFor) // the start-up calls and first clock rounds are over
 	aloneUse, err := usageOf(a.pid())
 	if err != nil {
 		b.Fatal(err)
 	}
+	aloneBG := idleRate(b, 5*time.Second, a.pid())
+	aloneList, aloneSize, aloneListCPU := listingTimes(b, a.base()+"/v1/boards", reps, perGW, aloneBG, a.pid())
+	aloneActs, aloneSeen, aloneActCPU := groupActions(b, a, a, groupOf[0], actReps, aloneBG, a.pid())
 	a.stop()
 
 	// The cluster.
@@ -618,19 +659,33 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, idle time.Du
 		waitOnline(b, g, total, owner, 10*time.Minute)
 	}
 	b.Logf("cluster: every gateway lists %d boards online in %v", total, time.Since(t0).Round(time.Millisecond))
-	time.Sleep(5 * time.Second)
+	time.Sleep(settleFor)
+	gwUse := make([]usage, gateways)
+	for g, gw := range gws {
+		if gwUse[g], err = usageOf(gw.pid()); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	// Listing.
-	list, size := listingTimes(b, gws[0].base()+"/v1/boards", reps, total)
-	b.Logf("listing: %d boards, %d KB: p50 %v max %v; alone %d boards, %d KB: p50 %v max %v", total, size>>10,
-		pct(list, .5).Round(time.Microsecond), list[len(list)-1].Round(time.Microsecond), perGW, aloneSize>>10,
-		pct(aloneList, .5).Round(time.Microsecond), aloneList[len(aloneList)-1].Round(time.Microsecond))
+	gwPIDs := []int{gws[0].pid(), gws[1].pid(), gws[2].pid(), eng.nodes[0].pid()}
+	bg := idleRate(b, 5*time.Second, gwPIDs...)
+	list, size, listCPU := listingTimes(b, gws[0].base()+"/v1/boards", reps, total, bg, gwPIDs...)
+	// The same over the members of group 1 only: the cluster gathers
+	// every board's view as for the whole listing, the API encodes few.
+	groupList, _, groupListCPU := listingTimes(b, gws[0].base()+"/v1/boards?group=1", reps, len(group), bg, gwPIDs...)
+	b.Logf("listing of group 1 (%d boards): p50 %v, CPU %v", len(group), pct(groupList, .5).Round(time.Microsecond), groupListCPU)
+	b.Logf("listing: %d boards, %d KB: p50 %v max %v, CPU %v; alone %d boards, %d KB: p50 %v max %v, CPU %v", total, size>>10,
+		pct(list, .5).Round(time.Microsecond), list[len(list)-1].Round(time.Microsecond), listCPU, perGW, aloneSize>>10,
+		pct(aloneList, .5).Round(time.Microsecond), aloneList[len(aloneList)-1].Round(time.Microsecond), aloneListCPU)
 
 	// Actions on group 1, watched from gateway b.
-	acts, seen := groupActions(b, gws[0], gws[1], bp, min(reps, 5), members)
-	b.Logf("action on group 1 (%d boards): reply p50 %v max %v; seen on b p50 %v max %v", members,
-		pct(acts, .5).Round(time.Microsecond), acts[len(acts)-1].Round(time.Microsecond),
-		pct(seen, .5).Round(time.Microsecond), seen[len(seen)-1].Round(time.Microsecond))
+	acts, seen, actCPU := groupActions(b, gws[0], gws[1], group, actReps, bg, gwPIDs...)
+	b.Logf("action on group 1 (%d boards): reply p50 %v max %v; seen on b p50 %v max %v; CPU %v; alone (%d boards): reply p50 %v, seen p50 %v, CPU %v",
+		len(group), pct(acts, .5).Round(time.Microsecond), acts[len(acts)-1].Round(time.Microsecond),
+		pct(seen, .5).Round(time.Microsecond), seen[len(seen)-1].Round(time.Microsecond), actCPU,
+		len(groupOf[0]), pct(aloneActs, .5).Round(time.Microsecond), pct(aloneSeen, .5).Round(time.Microsecond), aloneActCPU)
+	b.Logf("load average: %s", loadAverage())
 
 	// Idle: CPU of each process, and the events stored, over the window.
 	time.Sleep(5 * time.Second)
@@ -667,12 +722,12 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, idle time.Du
 	perBoardS := func(d time.Duration) float64 { return float64(d.Microseconds()) / window.Seconds() / float64(total) }
 	var gwRSS int64
 	var gwCPU time.Duration
-	for _, g := range gws {
+	for i, g := range gws {
 		u := after[g.pid()]
 		c := u.cpu - before[g.pid()].cpu
-		b.Logf("gateway %s: resident %d MB (%.0f B per own board), CPU at idle %.2f of a core", g.name, u.rss>>20,
-			float64(u.rss)/float64(perGW), c.Seconds()/window.Seconds())
-		gwRSS += u.rss
+		b.Logf("gateway %s: resident %d MB (%.0f B per own board; %d MB after the listings and actions), CPU at idle %.2f of a core",
+			g.name, gwUse[i].rss>>20, float64(gwUse[i].rss)/float64(perGW), u.rss>>20, c.Seconds()/window.Seconds())
+		gwRSS += gwUse[i].rss
 		gwCPU += c
 	}
 	engU := after[engPID]
@@ -692,11 +747,20 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, idle time.Du
 	b.ReportMetric(ms(pct(list, .5)), "list-p50-ms")
 	b.ReportMetric(ms(list[len(list)-1]), "list-max-ms")
 	b.ReportMetric(ms(pct(aloneList, .5)), "alone-list-p50-ms")
+	b.ReportMetric(ms(pct(groupList, .5)), "list-group-p50-ms")
+	b.ReportMetric(ms(listCPU), "list-cpu-ms")
+	b.ReportMetric(ms(aloneListCPU), "alone-list-cpu-ms")
+	b.ReportMetric((ms(listCPU)/float64(total))/(ms(aloneListCPU)/float64(perGW)), "list-cpu-per-board-ratio")
 	b.ReportMetric((ms(pct(list, .5))/float64(total))/(ms(pct(aloneList, .5))/float64(perGW)), "list-per-board-ratio")
 	b.ReportMetric(ms(pct(acts, .5)), "action-p50-ms")
 	b.ReportMetric(ms(acts[len(acts)-1]), "action-max-ms")
 	b.ReportMetric(ms(pct(seen, .5)), "action-seen-p50-ms")
 	b.ReportMetric(ms(seen[len(seen)-1]), "action-seen-max-ms")
+	b.ReportMetric(ms(pct(aloneActs, .5)), "alone-action-p50-ms")
+	b.ReportMetric((ms(pct(acts, .5))/float64(len(group)))/(ms(pct(aloneActs, .5))/float64(len(groupOf[0]))), "action-per-board-ratio")
+	b.ReportMetric(ms(actCPU), "action-cpu-ms")
+	b.ReportMetric(ms(aloneActCPU), "alone-action-cpu-ms")
+	b.ReportMetric((ms(actCPU)/float64(len(group)))/(ms(aloneActCPU)/float64(len(groupOf[0]))), "action-cpu-per-board-ratio")
 	b.ReportMetric(float64(engU.rss)/(1<<20), "engine-rss-MB")
 	b.ReportMetric(float64(sizes.store)/(1<<20), "engine-store-MB")
 	b.ReportMetric(float64(sizes.recordBytes)/float64(total), "records-B/board")
@@ -712,7 +776,7 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, idle time.Du
 // groupActions runs reps leds actions on group 1 from gateway from, each
 // until its reply and until every member's new state came out of
 // watcher's /v1/events?group=1; it returns both times of each, sorted.
-func groupActions(tb testing.TB, from, watcher *gwProc, bp *scaleBoardProcs, reps, members int) (replies, seen []time.Duration) {
+func groupActions(tb testing.TB, from, watcher *gwProc, groupIDs map[string]bool, reps int, bg float64, pids ...int) (replies, seen []time.Duration, cpu time.Duration) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -746,14 +810,8 @@ func groupActions(tb testing.TB, from, watcher *gwProc, bp *scaleBoardProcs, rep
 		}
 	}()
 	time.Sleep(time.Second) // the watch is in place
-	groupIDs := map[string]bool{}
-	for _, bs := range bp.boards {
-		for _, sb := range bs {
-			if sb.member {
-				groupIDs[sb.id] = true
-			}
-		}
-	}
+	members := len(groupIDs)
+	cpu0, t0 := cpuOf(tb, pids), time.Now()
 	for i := range reps {
 		brightness := 10 + i
 		want := fmt.Sprintf(`"brightness":%d`, brightness)
@@ -796,7 +854,8 @@ func groupActions(tb testing.TB, from, watcher *gwProc, bp *scaleBoardProcs, rep
 		}
 		seen = append(seen, time.Since(t0))
 	}
+	cpu = (cpuOf(tb, pids) - cpu0 - time.Duration(bg*float64(time.Since(t0)))) / time.Duration(reps)
 	slices.Sort(replies)
 	slices.Sort(seen)
-	return replies, seen
+	return replies, seen, cpu
 }
