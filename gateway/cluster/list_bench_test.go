@@ -71,8 +71,12 @@ func (s *staticLocal) Watch(ctx context.Context, _ fleet.Filter, _ uint64) *flee
 func scaleView(gw string, i int) fleet.BoardView {
 	id := fmt.Sprintf("%s%011x", gw, i*7919)
 	now := time.Now().UTC()
+	groups := []int{}
+	if i%15 == 0 {
+		groups = []int{1}
+	}
 	return fleet.BoardView{ID: id, Hostname: "holo-" + id[len(id)-4:], URL: fmt.Sprintf("http://127.0.0.1:%d", 20000+i),
-		Groups: []int{}, Labels: map[string]string{}, Online: true, Firmware: "1.4.2", LastSeen: now,
+		Groups: groups, Labels: map[string]string{}, Online: true, Firmware: "1.4.2", LastSeen: now,
 		Transports: []string{"lan"}, Clock: &fleet.BoardClock{OffsetUS: -1795501160435315, UncertaintyUS: 105, SyncedAt: now},
 		Gateway: gw}
 }
@@ -81,8 +85,9 @@ func scaleView(gw string, i int) fleet.BoardView {
 // in one process: gateway a, on an embedded engine, owns
 // HOLO_CLUSTER_SCALE_BOARDS boards (default 5,000; its fleet core is a
 // fixed list), and the records of twice as many boards of gateways b and
-// c are in holo_boards. Each op is Cluster.Boards over all of them;
-// ns/board is per board listed, and local-ratio is that against the
+// c are in holo_boards. Each op of "all" is Cluster.Boards over all of
+// them, of "group" over the members of group 1 (one board in 15); ns/board
+// is per board of the installation, and local-ratio is that against the
 // fixed list's own Boards per board (what a gateway alone pays here).
 func BenchmarkClusterBoards(b *testing.B) {
 	perGW := scaleEnvInt(b, "HOLO_CLUSTER_SCALE_BOARDS", 5000)
@@ -155,15 +160,22 @@ func BenchmarkClusterBoards(b *testing.B) {
 		}
 	}
 	localPer := float64(time.Since(t0)) / localReps / float64(perGW)
-	b.ResetTimer()
-	for b.Loop() {
-		if n := len(c.Boards(fleet.Filter{})); n != total {
-			b.Fatalf("listed %d boards, want %d", n, total)
-		}
+	for _, tc := range []struct {
+		name string
+		f    fleet.Filter
+		want int
+	}{{"all", fleet.Filter{}, total}, {"group", fleet.Filter{Group: 1}, 3 * ((perGW + 14) / 15)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if n := len(c.Boards(tc.f)); n != tc.want {
+					b.Fatalf("listed %d boards, want %d", n, tc.want)
+				}
+			}
+			per := float64(b.Elapsed()) / float64(b.N) / float64(total)
+			b.ReportMetric(per, "ns/board")
+			b.ReportMetric(per/localPer, "local-ratio")
+		})
 	}
-	per := float64(b.Elapsed()) / float64(b.N) / float64(total)
-	b.ReportMetric(per, "ns/board")
-	b.ReportMetric(per/localPer, "local-ratio")
 }
 
 func scaleEnvInt(tb testing.TB, name string, def int) int {
