@@ -248,6 +248,8 @@ func startScaleBoards(tb testing.TB, gateways, perGW, perProc, every int, dir st
 			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d", scaleBoardsEnv, n, first, every),
 				scaleDirEnv+"="+filepath.Join(dir, fmt.Sprintf("boards-%d", first)))
 			cmd.Stderr = os.Stderr
+			// They die with the benchmark, also while stopped (pause).
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			in, err := cmd.StdinPipe()
 			if err != nil {
 				tb.Fatal(err)
@@ -316,6 +318,35 @@ func (bp *scaleBoardProcs) usage() (usage, error) {
 		sum.cpu += time.Duration(cpu)
 	}
 	return sum, nil
+}
+
+// pause stops (SIGSTOP) or resumes (SIGCONT) every board process.
+func (bp *scaleBoardProcs) pause(stop bool) {
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	for _, p := range bp.procs {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// quietListing lists url reps times with the board processes stopped, so
+// that only the gateways and the engine run (as in an installation, where
+// the boards do not share the gateway's cores), and returns the sorted
+// durations and the CPU time process pid spent per listing beyond what it
+// spends idle meanwhile. The boards are stopped for a few seconds: less
+// than the time a gateway waits before it takes a silent stream for lost.
+func quietListing(tb testing.TB, bp *scaleBoardProcs, url string, reps, want, pid int) ([]time.Duration, time.Duration) {
+	tb.Helper()
+	bp.pause(true)
+	defer bp.pause(false)
+	time.Sleep(time.Second) // what was under way settles
+	rate := idleRate(tb, 3*time.Second, pid)
+	c0, t0 := cpuOf(tb, []int{pid}), time.Now()
+	ds, _ := listingTimes(tb, url, reps, want)
+	spent := cpuOf(tb, []int{pid}) - c0 - time.Duration(rate*float64(time.Since(t0)))
+	return ds, spent / time.Duration(reps+1)
 }
 
 // stop closes the board processes' input: they stop their boards and
@@ -522,6 +553,12 @@ func pct(ds []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// steadyAfter is how long after its boards came online a gateway is at
+// its steady idle: each board's clock is measured twice in the first
+// ClockEvery × 2 (10 s), then every ClockMaxEvery (30 s) at most, so the
+// third round of every board is under way from about 37 s.
+const steadyAfter = 40 * time.Second
+
 // BenchmarkCluster15000 is the cluster's scale check: three holo-gateway
 // processes on one nats-server engine, each following
 // HOLO_CLUSTER_SCALE_BOARDS (default 5,000) fleet-mode LAN boards of its
@@ -540,10 +577,20 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 //	                            whole by the client (HOLO_CLUSTER_SCALE_REPS
 //	                            times, default 10)
 //	list-group-p50-ms           GET /v1/boards?group=1 on gateway a
+//	list-quiet-p50-ms           GET /v1/boards on gateway a while the board
+//	                            processes are stopped (SIGSTOP, a few
+//	                            seconds): the boards do not share the
+//	                            gateways' cores in an installation
+//	list-cpu-ms                 gateway a's CPU time per listing then,
+//	                            beyond its idle rate (boards stopped)
 //	alone-list-p50-ms           GET /v1/boards on gateway a alone: its own
 //	list-per-board-ratio        list-p50 per board over alone-list-p50 per
 //	                            board: 1 when the cluster lists each board
-//	                            as cheaply as a gateway lists its own
+//	                            as cheaply as a gateway lists its own; the
+//	                            same of the quiet listings and of the CPU
+//	                            (list-quiet-per-board-ratio,
+//	                            list-cpu-per-board-ratio; alone-list-quiet-
+//	                            p50-ms, alone-list-cpu-ms)
 //	action-p50-ms, -max-ms      POST /v1/actions (leds) on group 1 from
 //	                            gateway a, until its reply: every member
 //	                            answered (LAN boards reply once applied)
@@ -562,9 +609,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 //	gateway-rss-ratio           gateway-rss over alone-rss: what joining
 //	                            the cluster costs in memory
 //	gateway-cpu-us/board/s      the gateways' CPU at idle, over a window of
-//	                            HOLO_CLUSTER_SCALE_IDLE (default 15 s, one
-//	                            period of the boards' system state), per
-//	                            board of the installation
+//	                            HOLO_CLUSTER_SCALE_IDLE (default 30 s: the
+//	                            longest period of the clock rounds, two of
+//	                            the boards' system state) from 40 s after
+//	                            every board was online (the clock rounds'
+//	                            steady pace), per board of the installation
 //	alone-cpu-us/board/s        gateway a's alone, per own board
 //	gateway-cpu-ratio           the two against each other
 //	engine-cpu-us/board/s       the engine's, and the board processes',
@@ -579,12 +628,14 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 //
 // Run it alone: go test -run '^$' -bench Cluster15000 -benchtime 1x
 // ./gateway/cluster (about three minutes). HOLO_CLUSTER_SCALE_BOARDS=1000
-// is the 3×1,000 form.
+// is the 3×1,000 form. HOLO_CLUSTER_SCALE_HOLD=5m keeps everything
+// running that long after the figures (the log names each process), to
+// look at it with a profiler.
 func BenchmarkCluster15000(b *testing.B) {
 	const gateways = 3
 	perGW := scaleEnvInt(b, "HOLO_CLUSTER_SCALE_BOARDS", 5000)
 	reps := scaleEnvInt(b, "HOLO_CLUSTER_SCALE_REPS", 10)
-	idle := time.Duration(scaleEnvInt(b, "HOLO_CLUSTER_SCALE_IDLE", 15)) * time.Second
+	idle := time.Duration(scaleEnvInt(b, "HOLO_CLUSTER_SCALE_IDLE", 30)) * time.Second
 	settleFor := time.Duration(scaleEnvInt(b, "HOLO_CLUSTER_SCALE_SETTLE", 10)) * time.Second
 	hard := hardOpenFiles()
 	perProc := min(scaleMaxPerProcess, (hard-scaleFilesSpare)/scaleFilesPerBoard)
@@ -632,6 +683,7 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	a.start(b)
 	b.Cleanup(a.stop)
 	took := waitOnline(b, a, perGW, nil, 10*time.Minute)
+	online := time.Now()
 	b.Logf("gateway a alone: %d boards online in %v", perGW, took.Round(time.Millisecond))
 	time.Sleep(settleFor) // the start-up calls and first clock rounds are over
 	aloneUse, err := usageOf(a.pid())
@@ -639,8 +691,9 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 		b.Fatal(err)
 	}
 	aloneList, aloneSize := listingTimes(b, a.base()+"/v1/boards", reps, perGW)
+	aloneQuiet, aloneListCPU := quietListing(b, bp, a.base()+"/v1/boards", reps, perGW, a.pid())
 	aloneActs, aloneSeen := groupActions(b, a, a, groupOf[0], actReps)
-	time.Sleep(5 * time.Second) // as before the cluster's idle window
+	time.Sleep(time.Until(online.Add(steadyAfter)))
 	aloneIdle := idleRate(b, idle, a.pid())
 	a.stop()
 
@@ -667,6 +720,7 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	for _, g := range gws {
 		waitOnline(b, g, total, owner, 10*time.Minute)
 	}
+	online = time.Now()
 	b.Logf("cluster: every gateway lists %d boards online in %v", total, time.Since(t0).Round(time.Millisecond))
 	time.Sleep(settleFor)
 	gwUse := make([]usage, gateways)
@@ -678,13 +732,17 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 
 	// Listing.
 	list, size := listingTimes(b, gws[0].base()+"/v1/boards", reps, total)
+	quiet, listCPU := quietListing(b, bp, gws[0].base()+"/v1/boards", reps, total, gws[0].pid())
 	// The same over the members of group 1 only: the cluster gathers
 	// every board's view as for the whole listing, the API encodes few.
 	groupList, _ := listingTimes(b, gws[0].base()+"/v1/boards?group=1", reps, len(group))
 	b.Logf("listing of group 1 (%d boards): p50 %v", len(group), pct(groupList, .5).Round(time.Microsecond))
-	b.Logf("listing: %d boards, %d KB: p50 %v max %v; alone %d boards, %d KB: p50 %v max %v", total, size>>10,
-		pct(list, .5).Round(time.Microsecond), list[len(list)-1].Round(time.Microsecond), perGW, aloneSize>>10,
-		pct(aloneList, .5).Round(time.Microsecond), aloneList[len(aloneList)-1].Round(time.Microsecond))
+	b.Logf("listing: %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v); "+
+		"alone %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v)", total, size>>10,
+		pct(list, .5).Round(time.Microsecond), list[len(list)-1].Round(time.Microsecond),
+		pct(quiet, .5).Round(time.Microsecond), quiet[len(quiet)-1].Round(time.Microsecond), listCPU.Round(time.Microsecond),
+		perGW, aloneSize>>10, pct(aloneList, .5).Round(time.Microsecond), aloneList[len(aloneList)-1].Round(time.Microsecond),
+		pct(aloneQuiet, .5).Round(time.Microsecond), aloneQuiet[len(aloneQuiet)-1].Round(time.Microsecond), aloneListCPU.Round(time.Microsecond))
 
 	// Actions on group 1, watched from gateway b.
 	acts, seen := groupActions(b, gws[0], gws[1], group, actReps)
@@ -695,7 +753,7 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	b.Logf("load average: %s", loadAverage())
 
 	// Idle: CPU of each process, and the events stored, over the window.
-	time.Sleep(5 * time.Second)
+	time.Sleep(time.Until(online.Add(steadyAfter)))
 	engPID := eng.nodes[0].pid()
 	before := map[int]usage{}
 	pids := []int{engPID}
@@ -755,6 +813,12 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	b.ReportMetric(ms(list[len(list)-1]), "list-max-ms")
 	b.ReportMetric(ms(pct(aloneList, .5)), "alone-list-p50-ms")
 	b.ReportMetric(ms(pct(groupList, .5)), "list-group-p50-ms")
+	b.ReportMetric(ms(pct(quiet, .5)), "list-quiet-p50-ms")
+	b.ReportMetric(ms(pct(aloneQuiet, .5)), "alone-list-quiet-p50-ms")
+	b.ReportMetric((ms(pct(quiet, .5))/float64(total))/(ms(pct(aloneQuiet, .5))/float64(perGW)), "list-quiet-per-board-ratio")
+	b.ReportMetric(ms(listCPU), "list-cpu-ms")
+	b.ReportMetric(ms(aloneListCPU), "alone-list-cpu-ms")
+	b.ReportMetric((ms(listCPU)/float64(total))/(ms(aloneListCPU)/float64(perGW)), "list-cpu-per-board-ratio")
 	b.ReportMetric((ms(pct(list, .5))/float64(total))/(ms(pct(aloneList, .5))/float64(perGW)), "list-per-board-ratio")
 	b.ReportMetric(ms(pct(acts, .5)), "action-p50-ms")
 	b.ReportMetric(ms(acts[len(acts)-1]), "action-max-ms")
@@ -774,6 +838,17 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	b.ReportMetric(perBoardS(engCPU), "engine-cpu-us/board/s")
 	b.ReportMetric(perBoardS(boardsCPU), "boards-cpu-us/board/s")
 	b.ReportMetric(events, "events/s")
+	if hold := os.Getenv("HOLO_CLUSTER_SCALE_HOLD"); hold != "" {
+		d, err := time.ParseDuration(hold)
+		if err != nil {
+			b.Fatalf("HOLO_CLUSTER_SCALE_HOLD=%q: want a duration", hold)
+		}
+		for _, g := range gws {
+			b.Logf("holding for %v: gateway %s pid %d at %s", d, g.name, g.pid(), g.base())
+		}
+		b.Logf("engine pid %d at %s", engPID, url)
+		time.Sleep(d)
+	}
 }
 
 // groupActions runs reps leds actions on group 1 from gateway from, each
