@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/holofleet/holofleet/bus/frame"
@@ -19,10 +20,10 @@ func unreachable(id string, cause error) error {
 	return fmt.Errorf("%w: board %s: %w", fleet.ErrUnreachable, id, cause)
 }
 
-// all returns the view of every board of the installation, ordered by id:
-// this gateway's own boards as its fleet core sees them now, the others'
-// from their records.
-func (c *Cluster) all() []fleet.BoardView {
+// all returns the view of every board of the installation that matches
+// f, ordered by id: this gateway's own boards as its fleet core sees them
+// now, the others' from their records.
+func (c *Cluster) all(f fleet.Filter) []fleet.BoardView {
 	local := c.o.Local.Boards(fleet.Filter{})
 	partitioned := c.Partitioned()
 	c.mu.Lock()
@@ -35,38 +36,42 @@ func (c *Cluster) all() []fleet.BoardView {
 			continue // another gateway's board this one reaches too
 		}
 		v.Gateway = c.name
-		out = append(out, v)
 		seen[v.ID] = true
+		if f.Matches(v) {
+			out = append(out, v)
+		}
 	}
 	for id, r := range c.records {
 		if r.gone || seen[id] {
 			continue
 		}
-		out = append(out, c.viewLocked(r, partitioned))
-	}
-	slices.SortFunc(out, func(a, b fleet.BoardView) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
+		if v := c.viewLocked(r, partitioned); f.Matches(v) {
+			out = append(out, v)
 		}
-		return 0
-	})
+	}
+	return sortByID(out)
+}
+
+// sortByID returns views ordered by id. It sorts their positions and
+// copies each view once, rather than moving a few hundred bytes at every
+// swap of a sort of the views themselves.
+func sortByID(views []fleet.BoardView) []fleet.BoardView {
+	order := make([]int32, len(views))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(views[a].ID, views[b].ID) })
+	out := make([]fleet.BoardView, len(views))
+	for i, j := range order {
+		out[i] = views[j]
+	}
 	return out
 }
 
 // Boards implements fleet.Service: every board of the installation that
 // matches f, ordered by id.
 func (c *Cluster) Boards(f fleet.Filter) []fleet.BoardView {
-	all := c.all()
-	out := all[:0]
-	for _, v := range all {
-		if f.Matches(v) {
-			out = append(out, v)
-		}
-	}
-	return out
+	return c.all(f)
 }
 
 // Board implements fleet.Service.
@@ -248,7 +253,7 @@ func (c *Cluster) doLocal(ctx context.Context, sel fleet.Selector, a fleet.Actio
 // so a gateway that fails to answer is reported per board; down holds
 // why a gateway cannot be asked (dead, or this one is cut off).
 func (c *Cluster) split(sel fleet.Selector) (parts map[string]fleet.Selector, expect map[string][]string, down map[string]error, err error) {
-	views := c.all()
+	views := c.all(fleet.Filter{})
 	partitioned := c.Partitioned()
 	parts, expect, down = map[string]fleet.Selector{}, map[string][]string{}, map[string]error{}
 	c.mu.Lock()
