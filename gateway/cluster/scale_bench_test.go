@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -599,6 +600,10 @@ const steadyAfter = 40 * time.Second
 //	alone-action-p50-ms         the same action from gateway a alone (its
 //	                            members of group 1 only)
 //	action-per-board-ratio      action-p50 per member over alone's
+//	action-own-p50-ms           the action on gateway a's members of group
+//	                            1 by id, from gateway a (no other gateway
+//	                            involved), and on gateway b's from gateway
+//	action-remote-p50-ms        a (one routed request)
 //	engine-rss-MB               the nats-server process's resident memory
 //	engine-store-MB             its JetStream storage (every stream)
 //	records-B/board             KV holo_boards bytes per board
@@ -692,7 +697,7 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	}
 	aloneList, aloneSize := listingTimes(b, a.base()+"/v1/boards", reps, perGW)
 	aloneQuiet, aloneListCPU := quietListing(b, bp, a.base()+"/v1/boards", reps, perGW, a.pid())
-	aloneActs, aloneSeen := groupActions(b, a, a, groupOf[0], actReps)
+	aloneActs, aloneSeen := groupActions(b, a, a, groupOf[0], actReps, false)
 	time.Sleep(time.Until(online.Add(steadyAfter)))
 	aloneIdle := idleRate(b, idle, a.pid())
 	a.stop()
@@ -745,7 +750,13 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 		pct(aloneQuiet, .5).Round(time.Microsecond), aloneQuiet[len(aloneQuiet)-1].Round(time.Microsecond), aloneListCPU.Round(time.Microsecond))
 
 	// Actions on group 1, watched from gateway b.
-	acts, seen := groupActions(b, gws[0], gws[1], group, actReps)
+	acts, seen := groupActions(b, gws[0], gws[1], group, actReps, false)
+	// Where the time goes: the same action on the members of one gateway
+	// only, by id, from that gateway and from another.
+	own, _ := groupActions(b, gws[0], gws[0], groupOf[0], actReps, true)
+	remote, _ := groupActions(b, gws[0], gws[0], groupOf[1], actReps, true)
+	b.Logf("action on gateway a's %d members by id: p50 %v; on gateway b's %d from a: p50 %v", len(groupOf[0]),
+		pct(own, .5).Round(time.Microsecond), len(groupOf[1]), pct(remote, .5).Round(time.Microsecond))
 	b.Logf("action on group 1 (%d boards): reply p50 %v max %v; seen on b p50 %v max %v; alone (%d boards): reply p50 %v, seen p50 %v",
 		len(group), pct(acts, .5).Round(time.Microsecond), acts[len(acts)-1].Round(time.Microsecond),
 		pct(seen, .5).Round(time.Microsecond), seen[len(seen)-1].Round(time.Microsecond),
@@ -825,6 +836,8 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	b.ReportMetric(ms(pct(seen, .5)), "action-seen-p50-ms")
 	b.ReportMetric(ms(seen[len(seen)-1]), "action-seen-max-ms")
 	b.ReportMetric(ms(pct(aloneActs, .5)), "alone-action-p50-ms")
+	b.ReportMetric(ms(pct(own, .5)), "action-own-p50-ms")
+	b.ReportMetric(ms(pct(remote, .5)), "action-remote-p50-ms")
 	b.ReportMetric((ms(pct(acts, .5))/float64(len(group)))/(ms(pct(aloneActs, .5))/float64(len(groupOf[0]))), "action-per-board-ratio")
 	b.ReportMetric(float64(engU.rss)/(1<<20), "engine-rss-MB")
 	b.ReportMetric(float64(sizes.store)/(1<<20), "engine-store-MB")
@@ -851,10 +864,16 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	}
 }
 
-// groupActions runs reps leds actions on group 1 from gateway from, each
-// until its reply and until every member's new state came out of
-// watcher's /v1/events?group=1; it returns both times of each, sorted.
-func groupActions(tb testing.TB, from, watcher *gwProc, groupIDs map[string]bool, reps int) (replies, seen []time.Duration) {
+// actionSeq numbers the benchmark's actions: each sets a brightness the
+// one before did not, so every board's state changes (a repeated state
+// is no event).
+var actionSeq int
+
+// groupActions runs reps leds actions from gateway from on the members of
+// group 1 in groupIDs (by the group, or byID by their ids), each until its
+// reply and until every member's new state came out of watcher's
+// /v1/events?group=1; it returns both times of each, sorted.
+func groupActions(tb testing.TB, from, watcher *gwProc, groupIDs map[string]bool, reps int, byID bool) (replies, seen []time.Duration) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -889,15 +908,20 @@ func groupActions(tb testing.TB, from, watcher *gwProc, groupIDs map[string]bool
 	}()
 	time.Sleep(time.Second) // the watch is in place
 	members := len(groupIDs)
-	for i := range reps {
-		brightness := 10 + i
+	sel := map[string]any{"groups": []int{1}}
+	if byID {
+		sel = map[string]any{"boards": slices.Sorted(maps.Keys(groupIDs))}
+	}
+	for range reps {
+		brightness := 10 + actionSeq%80
+		actionSeq++
 		want := fmt.Sprintf(`"brightness":%d`, brightness)
 		var res struct {
 			Results []struct{ Board, Error string } `json:"results"`
 		}
 		t0 := time.Now()
 		code, body := from.rest(tb, "POST", "/v1/actions", map[string]any{"kind": "leds",
-			"selector": map[string]any{"groups": []int{1}}, "body": map[string]any{"mode": "solid", "brightness": brightness}})
+			"selector": sel, "body": map[string]any{"mode": "solid", "brightness": brightness}})
 		replies = append(replies, time.Since(t0))
 		if code != 200 {
 			tb.Fatalf("action: %d %.300s", code, body)
