@@ -741,9 +741,9 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	// The same over the members of group 1 only: the cluster gathers
 	// every board's view as for the whole listing, the API encodes few.
 	groupList, _ := listingTimes(b, gws[0].base()+"/v1/boards?group=1", reps, len(group))
-	b.Logf("listing of group 1 (%d boards): p50 %v", len(group), pct(groupList, .5).Round(time.Microsecond))
-	b.Logf("listing: %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v); "+
-		"alone %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v)", total, size>>10,
+	b.Logf("listing: group 1 (%d boards) p50 %v; all %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v); "+
+		"alone %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v)",
+		len(group), pct(groupList, .5).Round(time.Microsecond), total, size>>10,
 		pct(list, .5).Round(time.Microsecond), list[len(list)-1].Round(time.Microsecond),
 		pct(quiet, .5).Round(time.Microsecond), quiet[len(quiet)-1].Round(time.Microsecond), listCPU.Round(time.Microsecond),
 		perGW, aloneSize>>10, pct(aloneList, .5).Round(time.Microsecond), aloneList[len(aloneList)-1].Round(time.Microsecond),
@@ -757,11 +757,10 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	remote, _ := groupActions(b, gws[0], gws[0], groupOf[1], actReps, true)
 	b.Logf("action on gateway a's %d members by id: p50 %v; on gateway b's %d from a: p50 %v", len(groupOf[0]),
 		pct(own, .5).Round(time.Microsecond), len(groupOf[1]), pct(remote, .5).Round(time.Microsecond))
-	b.Logf("action on group 1 (%d boards): reply p50 %v max %v; seen on b p50 %v max %v; alone (%d boards): reply p50 %v, seen p50 %v",
+	b.Logf("action on group 1 (%d boards): reply p50 %v max %v; seen on b p50 %v max %v; alone (%d boards): reply p50 %v, seen p50 %v; load average %s",
 		len(group), pct(acts, .5).Round(time.Microsecond), acts[len(acts)-1].Round(time.Microsecond),
 		pct(seen, .5).Round(time.Microsecond), seen[len(seen)-1].Round(time.Microsecond),
-		len(groupOf[0]), pct(aloneActs, .5).Round(time.Microsecond), pct(aloneSeen, .5).Round(time.Microsecond))
-	b.Logf("load average: %s", loadAverage())
+		len(groupOf[0]), pct(aloneActs, .5).Round(time.Microsecond), pct(aloneSeen, .5).Round(time.Microsecond), loadAverage())
 
 	// Idle: CPU of each process, and the events stored, over the window.
 	time.Sleep(time.Until(online.Add(steadyAfter)))
@@ -798,14 +797,16 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	perBoardS := func(d time.Duration) float64 { return float64(d.Microseconds()) / window.Seconds() / float64(total) }
 	var gwRSS int64
 	var gwCPU time.Duration
+	var each []string
 	for i, g := range gws {
 		u := after[g.pid()]
 		c := u.cpu - before[g.pid()].cpu
-		b.Logf("gateway %s: resident %d MB (%.0f B per own board; %d MB after the listings and actions), CPU at idle %.2f of a core",
-			g.name, gwUse[i].rss>>20, float64(gwUse[i].rss)/float64(perGW), u.rss>>20, c.Seconds()/window.Seconds())
+		each = append(each, fmt.Sprintf("%s %d MB (%d MB after the listings and actions), CPU at idle %.2f of a core",
+			g.name, gwUse[i].rss>>20, u.rss>>20, c.Seconds()/window.Seconds()))
 		gwRSS += gwUse[i].rss
 		gwCPU += c
 	}
+	b.Logf("gateways: resident %s; alone: %d MB, %.2f of a core", strings.Join(each, "; "), aloneUse.rss>>20, aloneIdle)
 	engU := after[engPID]
 	engCPU := engU.cpu - before[engPID].cpu
 	boardsCPU := boardsAfter.cpu - boardsBefore.cpu
