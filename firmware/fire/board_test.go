@@ -69,8 +69,11 @@ func TestBoardFiresAtItsClock(t *testing.T) {
 		}
 		// The moment is known here only to the GET /time round trip on
 		// loopback; the board itself keeps its own moment to microseconds
-		// (TestScheduled).
-		if d := w.At.Sub(moment); d < -5*time.Millisecond || d > 20*time.Millisecond {
+		// (TestScheduled). Late by more than a frame only on a loaded
+		// machine (50 ms seen while a 15,000-board benchmark ran); early
+		// is what this test is for: a board that applied at receipt would
+		// be a whole lead early.
+		if d := w.At.Sub(moment); d < -5*time.Millisecond || d > 100*time.Millisecond {
 			t.Errorf("lead %v: changed %v from the moment", lead, d)
 		}
 		if code, body := do(t, "PATCH", api+"/leds", `{"colour":"#000010"}`); code != 200 {
