@@ -86,8 +86,9 @@ type site struct {
 	boots map[string][]string // versions booted, by board URL
 }
 
-// startSite runs lineN boards on a line and lanN LAN-only boards; board
-// i of each kind is in group i%2+1.
+// startSite runs lineN boards on a line and lanN LAN-only boards; line
+// board i is in group i%2+1 (fleet mode gives groups to boards on a line
+// only: the LAN-only boards are in none).
 func startSite(t testing.TB, lineN, lanN int) *site {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "holo-site") // short: the hub socket path has a length limit

@@ -738,8 +738,8 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	// Listing.
 	list, size := listingTimes(b, gws[0].base()+"/v1/boards", reps, total)
 	quiet, listCPU := quietListing(b, bp, gws[0].base()+"/v1/boards", reps, total, gws[0].pid())
-	// The same over the members of group 1 only: the cluster gathers
-	// every board's view as for the whole listing, the API encodes few.
+	// The members of group 1 only: the cluster looks at every board and
+	// keeps the members' views, the API encodes few.
 	groupList, _ := listingTimes(b, gws[0].base()+"/v1/boards?group=1", reps, len(group))
 	b.Logf("listing: group 1 (%d boards) p50 %v; all %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v); "+
 		"alone %d boards, %d KB: p50 %v max %v (boards stopped: p50 %v max %v, gateway CPU %v)",
