@@ -1,5 +1,6 @@
 # holofleet developer workflow. `make` (or `make help`) lists the targets.
 
+SHELL     := /bin/bash
 GO        ?= go
 PKGS      ?= ./...
 BIN       ?= bin
@@ -38,10 +39,37 @@ run: ## The main job: the gateway with an embedded broker and a simulated instal
 	fi
 	$(GO) run ./cmd/holo-gateway demo --trusted-key '$(DEV_KEY).pub'
 
+# The suite: every test in its smoke form (bus/testlevel), race detector on.
+# No package may take more than 90 s on two cores; -timeout stops a hung one
+# with its goroutines printed. The log is kept in $(TESTLOG) and the ten
+# slowest packages are printed at the end.
+TESTLOG   ?= $(BIN)/test.log
 .PHONY: test
 test: deps ## The full suite: the dependency rules, go vet, then every test with the race detector
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	@mkdir -p $(BIN)
+	@set -o pipefail; $(GO) test -race -count=1 -timeout 6m $(PKGS) 2>&1 | tee $(TESTLOG); status=$$?; \
+	  echo; .ci/slowest $(TESTLOG) 10; exit $$status
+
+# make flaky: one package's tests N times beside HOGS CPU hogs (stress-ng),
+# with the failure rate per test. RUN narrows to matching tests.
+N         ?= 20
+HOGS      ?= 2
+PKG       ?= ./gateway/cluster
+.PHONY: flaky
+flaky: ## Run PKG's tests N times (default 20) beside HOGS (2) stress-ng CPU hogs; prints the failure rate per test
+	@HOGS=$(HOGS) RUN='$(RUN)' GO=$(GO) .ci/flaky $(PKG) $(N)
+
+# make soak: the full forms of the long tests (HOLO_SOAK=1: every kill,
+# every power cut, every partition round) and the cluster soak of SOAK
+# (default 30m), one package at a time. Reports go to $(BIN)/soak/.
+SOAK      ?= 30m
+.PHONY: soak
+soak: ## The long crash, partition and scale tests in full, and the SOAK (30m) kill-and-restart soak of a cluster; reports in bin/soak/
+	@mkdir -p $(BIN)/soak
+	@set -o pipefail; HOLO_SOAK=1 SOAK=$(SOAK) HOLO_SOAK_REPORT=$(abspath $(BIN)/soak) \
+	  $(GO) test -race -count=1 -p 1 -timeout 3h $(if $(RUN),-run '$(RUN)') $(PKGS) 2>&1 | tee $(BIN)/soak/soak.log; status=$$?; \
+	  echo; .ci/slowest $(BIN)/soak/soak.log 10; exit $$status
 
 .PHONY: bench
 bench: ## Benchmarks, including ratio checks against physical limits; writes $(REPORT)
