@@ -387,13 +387,20 @@ type hook struct {
 	gwOnline atomic.Int32           // len(gwConns)
 
 	refusedConnects, refusedPublish, revoked atomic.Uint64
+
+	// retainLock serialises storing retained messages with the scans of
+	// new subscriptions for them (retainlock.go); retainHeld marks the
+	// clients whose publication or will holds it for writing.
+	retainLock sync.RWMutex
+	retainHeld sync.Map // *mochi.Client -> struct{}
 }
 
 func (h *hook) ID() string { return "holo-access" }
 
 func (h *hook) Provides(b byte) bool {
 	return bytes.Contains([]byte{mochi.OnConnect, mochi.OnConnectAuthenticate, mochi.OnACLCheck, mochi.OnPublish,
-		mochi.OnDisconnect, mochi.OnClientExpired, mochi.OnRetainMessage}, []byte{b})
+		mochi.OnDisconnect, mochi.OnClientExpired, mochi.OnRetainMessage,
+		mochi.OnSubscribe, mochi.OnPacketProcessed, mochi.OnWill, mochi.OnWillSent}, []byte{b})
 }
 
 func (h *hook) session(clientID string) *session {
@@ -453,6 +460,11 @@ func (h *hook) OnConnect(cl *mochi.Client, pk packets.Packet) error {
 	if pk.Connect.WillFlag {
 		if h.o.Policy.Command(pk.Connect.WillTopic) {
 			cl.Properties.Will.Retain = false // a command is never retained
+		}
+		if cl.Properties.Will.WillDelayInterval > 0 {
+			// mochi stores a delayed will outside every hook, where
+			// retainLock cannot guard it (retainlock.go).
+			cl.Properties.Will.Retain = false
 		}
 		if code, why := h.mayPublish(s, pk.Connect.WillTopic, pk.Connect.WillPayload, cl.Properties.Will.Retain); code != packets.CodeSuccess {
 			return h.refuseConnect(cl, packets.ErrNotAuthorized, v3NotAuthorised, "will: "+why, "topic", pk.Connect.WillTopic)
@@ -550,6 +562,9 @@ func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, e
 	if pk.FixedHeader.Retain && h.o.Policy.Command(pk.TopicName) {
 		pk.FixedHeader.Retain = false
 	}
+	if pk.FixedHeader.Retain {
+		h.holdRetain(cl) // until mochi has stored it (retainlock.go)
+	}
 	return pk, nil
 }
 
@@ -591,6 +606,7 @@ func (h *hook) mayPublish(s *session, topic string, payload []byte, retain bool)
 
 // OnRetainMessage keeps count of the topics clients retain messages on.
 func (h *hook) OnRetainMessage(cl *mochi.Client, pk packets.Packet, r int64) {
+	h.releaseRetain(cl) // stored: scans may look again (retainlock.go)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.sessions[cl.ID]

@@ -46,6 +46,10 @@ const (
 	GatewayMaxPacket = 64 << 20
 	// ConnectTimeout is how long a new connection has to send CONNECT.
 	ConnectTimeout = 10 * time.Second
+	// WriteTimeout bounds one write to a client: a client that reads
+	// nothing for this long is cut (it would otherwise hold the
+	// broker's writes to it, and a subscription's lock, for ever).
+	WriteTimeout = 10 * time.Second
 	// PendingLogins is how many connections beyond the clients may be
 	// open while logging in.
 	PendingLogins = 64
@@ -195,6 +199,12 @@ type guard struct {
 	state, lenBytes int
 	rem, mul        int
 	err             error
+}
+
+// Write writes to the connection within WriteTimeout.
+func (g *guard) Write(p []byte) (int, error) {
+	_ = g.Conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	return g.Conn.Write(p)
 }
 
 // Read reads from the connection and checks what came; a breach closes
