@@ -144,8 +144,10 @@ func TestHACommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	t.Parallel()
 	for _, bc := range brokerCases() {
 		t.Run(bc.name, func(t *testing.T) {
+			t.Parallel()
 			url := bc.start(t)
 			r := startRig(t, url, rigOptions{n: 2})
 			rc := newRecorder(t, url, r.base+"/#")
@@ -163,23 +165,19 @@ func TestHACommands(t *testing.T) {
 			// The select appears once the bridge knows the saved scenes.
 			var cmps map[string]map[string]any
 			topic := r.base + "-ha/device/holo_" + id + "/config"
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if m, ok := ha.last(topic); ok {
-					var d struct {
-						Cmps map[string]map[string]any `json:"cmps"`
-					}
-					if json.Unmarshal(m.Payload, &d) == nil && d.Cmps["scene"] != nil {
-						cmps = d.Cmps
-						if opts, _ := cmps["scene"]["options"].([]any); len(opts) == 2 {
-							break
-						}
-					}
+			if !ha.until(20*time.Second, func(msgs []rec) bool {
+				m, ok := lastOf(msgs, topic)
+				var d struct {
+					Cmps map[string]map[string]any `json:"cmps"`
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("no discovery with the scene select")
+				if !ok || json.Unmarshal(m.Payload, &d) != nil || d.Cmps["scene"] == nil {
+					return false
 				}
-				time.Sleep(20 * time.Millisecond)
+				cmps = d.Cmps
+				opts, _ := cmps["scene"]["options"].([]any)
+				return len(opts) == 2
+			}) {
+				t.Fatal("no discovery with the scene select")
 			}
 			for _, row := range haRows {
 				h.run(row, cmps[row.entity])
@@ -348,12 +346,8 @@ func (h *haRig) run(row haRow, cmp map[string]any) {
 		return slices.ContainsFunc(h.rc.all()[mark:], match)
 	}
 	waitFor := func(desc string, match func(rec) bool) {
-		deadline := time.Now().Add(20 * time.Second)
-		for !since(match) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no %s", what, desc)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !h.rc.until(20*time.Second, func(msgs []rec) bool { return slices.ContainsFunc(msgs[mark:], match) }) {
+			t.Fatalf("%s: no %s", what, desc)
 		}
 	}
 	bridgeEvent := func(typ, contains string) func(rec) bool {
