@@ -423,10 +423,14 @@ func TestBoards(t *testing.T) {
 	// The first round: b1 (no events) is read by GET /link and /info.
 	clk.Advance(10 * time.Second)
 	waitCalls(t, src, []string{"b1 GET /link", "b1 GET /info", "b2 GET /link"})
+	// A reply is taken in (stamped with the clock) after its call
+	// returns: the clock moves on only once it is.
+	sampledNow(t, b, clk, "b1")
 
 	// A round later b2's event is old: its GET /info is read, its link is not.
 	clk.Advance(time.Minute)
 	waitCalls(t, src, []string{"b1 GET /link", "b1 GET /info", "b2 GET /info"})
+	sampledNow(t, b, clk, "b1", "b2")
 
 	// The board's view of b1 after 10 s more, b2's from /info a minute
 	// plus 10 s after its event came.
@@ -471,6 +475,23 @@ holo_gateway_board_link_overruns_total{board="b1"} 3
 holo_gateway_board_uptime_seconds{board="b2"} 10
 `
 	compareSoon(t, b, after, "holo_gateway_board_link_overruns_total", "holo_gateway_board_uptime_seconds")
+}
+
+// sampledNow waits until b took in the system figures of boards at the
+// clock's time.
+func sampledNow(t *testing.T, b *Boards, clk *clock.Fake, boards ...string) {
+	t.Helper()
+	now := clk.Now()
+	eventually(t, fmt.Sprintf("the figures of %v taken at %v", boards, now), func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, id := range boards {
+			if bs := b.boards[id]; bs == nil || !bs.sampled.Equal(now) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // waitCalls waits until src got exactly want (in order), then takes them.
