@@ -226,6 +226,24 @@ func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// publisher connects one client and returns what publishes through it
+// (for floods: a connection per message costs more than the message).
+func publisher(t *testing.T, url string) func(topic, payload string) {
+	t.Helper()
+	o := paho.NewClientOptions().AddBroker(url).SetClientID(fmt.Sprintf("pub-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	c := paho.NewClient(o)
+	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("publisher connect: %v", tok.Error())
+	}
+	t.Cleanup(func() { c.Disconnect(50) })
+	return func(topic, payload string) {
+		t.Helper()
+		if tok := c.Publish(topic, 1, false, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish: %v", tok.Error())
+		}
+	}
+}
+
 // publish sends a message as a client would.
 func publish(t *testing.T, url, topic, payload string) {
 	t.Helper()

@@ -42,9 +42,10 @@ func TestRateLimit(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	rc := newRecorder(t, url, base+"/#")
 	rc.waitLast(10*time.Second, base+"/a/availability", func(v map[string]any) bool { return v["state"] == "online" })
+	pub := publisher(t, url)
 	start := time.Now()
 	for range 60 {
-		publish(t, url, base+"/a/set/leds", `{"mode":"solid"}`)
+		pub(base+"/a/set/leds", `{"mode":"solid"}`)
 	}
 	elapsed := time.Since(start)
 	publish(t, url, base+"/b/set/leds", `{"mode":"solid"}`)
