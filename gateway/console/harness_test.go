@@ -27,6 +27,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/holofleet/holofleet/bus/testlevel"
 )
 
 // ScreenshotDir is where the tests write the pages' screenshots, from
@@ -440,7 +442,8 @@ func (t *tab) screenshot(name string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.tb.Fatal(err)
 	}
-	for _, s := range sizes {
+	// make test shoots the desktop size only; make soak both.
+	for _, s := range sizes[:testlevel.Pick(1, len(sizes))] {
 		var png []byte
 		t.run(chromedp.EmulateViewport(s.w, s.h, func(p *emulation.SetDeviceMetricsOverrideParams, _ *emulation.SetTouchEmulationEnabledParams) {
 			p.Mobile = s.w < 500

@@ -44,8 +44,9 @@ func gatewayMicros(s *timesync.Stamper, t time.Time) int64 {
 // restarted.
 func TestClockPaced(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
-	// The restart shows as the uptime (whole seconds) going backwards.
-	time.Sleep(1100 * time.Millisecond)
+	// The restart shows as the uptime (whole seconds) going backwards: the
+	// board is up a second before it is first read.
+	waitUptime(t, tb.URL)
 	// A target of a second leaves room for the longest period.
 	l, sink := startLAN(t, Options{ClockEvery: 50 * time.Millisecond, ClockMaxEvery: 3 * time.Second,
 		ClockTarget: time.Second, ClockSamples: 2})

@@ -2,6 +2,8 @@ package lan
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -53,4 +55,28 @@ func startLAN(t testing.TB, o Options) (*LAN, *recSink) {
 		}
 	})
 	return l, sink
+}
+
+// waitUptime waits until the board at url has been up a whole second: a
+// restart shows as its uptime (whole seconds) going back.
+func waitUptime(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		var info struct {
+			Uptime float64 `json:"uptime_s"`
+		}
+		if resp, err := http.Get(url + "/api/v1/info"); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&info)
+			resp.Body.Close()
+			if err == nil && info.Uptime >= 1 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not up a second after 20 s", url)
+		}
+	}
 }

@@ -106,9 +106,9 @@ func TestRestartSameAddress(t *testing.T) {
 // working through it.
 func TestRestartInPlace(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
-	// The restart shows as the uptime (whole seconds) going backwards: let
-	// the board be up a second before it is first read.
-	time.Sleep(1100 * time.Millisecond)
+	// The restart shows as the uptime (whole seconds) going backwards: the
+	// board is up a second before it is first read.
+	waitUptime(t, tb.URL)
 	l, sink := startLAN(t, Options{MinBackoff: 50 * time.Millisecond})
 	ref := tb.URL
 	if err := l.Add(ref, ""); err != nil {

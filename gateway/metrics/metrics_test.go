@@ -111,6 +111,33 @@ func compare(t *testing.T, c prometheus.Collector, want string, names ...string)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
+	lint(t, reg)
+}
+
+// compareSoon is compare for a collector that takes in what it was told
+// on a goroutine of its own (Boards: a call's reply is applied after the
+// call returns): it waits until the figures are want's, up to 10 s.
+func compareSoon(t *testing.T, c prometheus.Collector, want string, names ...string) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, c); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for err = testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil && time.Now().Before(deadline); <-tick.C {
+		err = testutil.GatherAndCompare(reg, strings.NewReader(want), names...)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	lint(t, reg)
+}
+
+func lint(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -396,10 +423,14 @@ func TestBoards(t *testing.T) {
 	// The first round: b1 (no events) is read by GET /link and /info.
 	clk.Advance(10 * time.Second)
 	waitCalls(t, src, []string{"b1 GET /link", "b1 GET /info", "b2 GET /link"})
+	// A reply is taken in (stamped with the clock) after its call
+	// returns: the clock moves on only once it is.
+	sampledNow(t, b, clk, "b1")
 
 	// A round later b2's event is old: its GET /info is read, its link is not.
 	clk.Advance(time.Minute)
 	waitCalls(t, src, []string{"b1 GET /link", "b1 GET /info", "b2 GET /info"})
+	sampledNow(t, b, clk, "b1", "b2")
 
 	// The board's view of b1 after 10 s more, b2's from /info a minute
 	// plus 10 s after its event came.
@@ -423,7 +454,7 @@ holo_gateway_board_uptime_seconds{board="b2"} 20
 # TYPE holo_gateway_board_wifi_rssi_dbm gauge
 holo_gateway_board_wifi_rssi_dbm{board="b2"} -61
 `
-	compare(t, b, want, "holo_gateway_board_heap_free_bytes", "holo_gateway_board_link_overruns_total",
+	compareSoon(t, b, want, "holo_gateway_board_heap_free_bytes", "holo_gateway_board_link_overruns_total",
 		"holo_gateway_board_link_receive_bytes_total", "holo_gateway_board_uptime_seconds", "holo_gateway_board_wifi_rssi_dbm")
 
 	// A link state event (the fleet reads /link after a restart) updates
@@ -443,22 +474,40 @@ holo_gateway_board_link_overruns_total{board="b1"} 3
 # TYPE holo_gateway_board_uptime_seconds gauge
 holo_gateway_board_uptime_seconds{board="b2"} 10
 `
-	compare(t, b, after, "holo_gateway_board_link_overruns_total", "holo_gateway_board_uptime_seconds")
+	compareSoon(t, b, after, "holo_gateway_board_link_overruns_total", "holo_gateway_board_uptime_seconds")
+}
+
+// sampledNow waits until b took in the system figures of boards at the
+// clock's time.
+func sampledNow(t *testing.T, b *Boards, clk *clock.Fake, boards ...string) {
+	t.Helper()
+	now := clk.Now()
+	eventually(t, fmt.Sprintf("the figures of %v taken at %v", boards, now), func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, id := range boards {
+			if bs := b.boards[id]; bs == nil || !bs.sampled.Equal(now) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // waitCalls waits until src got exactly want (in order), then takes them.
 func waitCalls(t *testing.T, src *fakeFleet, want []string) {
 	t.Helper()
 	var got []string
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		src.mu.Lock()
 		n := len(src.calls)
 		src.mu.Unlock()
 		if n >= len(want) {
 			break
 		}
-		time.Sleep(time.Millisecond)
 	}
 	got = src.takeCalls()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -468,12 +517,13 @@ func waitCalls(t *testing.T, src *fakeFleet, want []string) {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for ; !cond(); <-tick.C {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -17,8 +17,10 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	t.Parallel()
 	for _, bc := range brokerCases() {
 		t.Run(bc.name, func(t *testing.T) {
+			t.Parallel()
 			url := bc.start(t)
 			r := startRig(t, url, rigOptions{})
 			rc := newRecorder(t, url, r.base+"/#")
@@ -29,9 +31,8 @@ func TestEndToEnd(t *testing.T) {
 
 			// Gateway topics.
 			rc.waitLast(long, b+"/bridge/state", func(v map[string]any) bool { return v["state"] == "online" })
-			deadline := time.Now().Add(long)
-			for {
-				m, _ := rc.last(b + "/bridge/boards")
+			if !rc.until(long, func(msgs []rec) bool {
+				m, _ := lastOf(msgs, b+"/bridge/boards")
 				var list []map[string]any
 				_ = json.Unmarshal(m.Payload, &list)
 				online := 0
@@ -40,13 +41,10 @@ func TestEndToEnd(t *testing.T) {
 						online++
 					}
 				}
-				if online == len(names) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("bridge/boards: %s", m.Payload)
-				}
-				time.Sleep(50 * time.Millisecond)
+				return online == len(names)
+			}) {
+				m, _ := rc.last(b + "/bridge/boards")
+				t.Fatalf("bridge/boards: %s", m.Payload)
 			}
 			rc.wait(long, "bridge/groups", func(m rec) bool {
 				return m.Topic == b+"/bridge/groups" && strings.Contains(string(m.Payload), `"id":1`) &&
@@ -171,12 +169,8 @@ func TestEndToEnd(t *testing.T) {
 			}
 			before := len(ha.all())
 			publish(t, url, r.base+"-ha/status", "online")
-			deadline = time.Now().Add(long)
-			for len(ha.all()) < before+len(r.infos) {
-				if time.Now().After(deadline) {
-					t.Fatalf("discovery not republished: %d then %d", before, len(ha.all()))
-				}
-				time.Sleep(20 * time.Millisecond)
+			if !ha.until(long, func(msgs []rec) bool { return len(msgs) >= before+len(r.infos) }) {
+				t.Fatalf("discovery not republished: %d then %d", before, len(ha.all()))
 			}
 
 			// Rename: topics move.

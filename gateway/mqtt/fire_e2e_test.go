@@ -13,22 +13,17 @@ func TestTimedCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	t.Parallel()
 	url := brokerCases()[0].start(t)
 	r := startRig(t, url, rigOptions{})
 	rc := newRecorder(t, url, r.base+"/#")
 	names := r.waitOnline(t)
 	b, long := r.base, 20*time.Second
-	deadline := time.Now().Add(long)
 	for _, in := range r.infos { // a group command needs the groups known
-		for {
-			if v, err := r.fleet.Board(in.ID); err == nil && len(v.Groups) == len(in.Groups) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("groups unknown")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitUntil(t, long, "the groups of "+in.ID, func() bool {
+			v, err := r.fleet.Board(in.ID)
+			return err == nil && len(v.Groups) == len(in.Groups)
+		})
 	}
 
 	sent := time.Now()

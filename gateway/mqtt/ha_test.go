@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/holofleet/holofleet/bus/testlevel"
 )
 
 // haRow is one command Home Assistant can send for one discovered entity,
@@ -144,15 +146,17 @@ func TestHACommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	for _, bc := range brokerCases() {
+	t.Parallel()
+	for bi, bc := range brokerCases() {
 		t.Run(bc.name, func(t *testing.T) {
+			t.Parallel()
 			url := bc.start(t)
 			r := startRig(t, url, rigOptions{n: 2})
 			rc := newRecorder(t, url, r.base+"/#")
 			ha := newRecorder(t, url, r.base+"-ha/#")
 			names := r.waitOnline(t)
 			id, name := r.infos[0].ID, names[0]
-			h := &haRig{t: t, r: r, rc: rc, id: id, name: name}
+			h := &haRig{t: t, r: r, rc: rc, id: id, name: name, pub: publisher(t, url)}
 
 			for _, s := range []struct{ name, body string }{
 				{"glow", `{"leds":{"mode":"solid","colour":"#00ff00"}}`},
@@ -163,25 +167,27 @@ func TestHACommands(t *testing.T) {
 			// The select appears once the bridge knows the saved scenes.
 			var cmps map[string]map[string]any
 			topic := r.base + "-ha/device/holo_" + id + "/config"
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if m, ok := ha.last(topic); ok {
-					var d struct {
-						Cmps map[string]map[string]any `json:"cmps"`
-					}
-					if json.Unmarshal(m.Payload, &d) == nil && d.Cmps["scene"] != nil {
-						cmps = d.Cmps
-						if opts, _ := cmps["scene"]["options"].([]any); len(opts) == 2 {
-							break
-						}
-					}
+			if !ha.until(20*time.Second, func(msgs []rec) bool {
+				m, ok := lastOf(msgs, topic)
+				var d struct {
+					Cmps map[string]map[string]any `json:"cmps"`
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("no discovery with the scene select")
+				if !ok || json.Unmarshal(m.Payload, &d) != nil || d.Cmps["scene"] == nil {
+					return false
 				}
-				time.Sleep(20 * time.Millisecond)
+				cmps = d.Cmps
+				opts, _ := cmps["scene"]["options"].([]any)
+				return len(opts) == 2
+			}) {
+				t.Fatal("no discovery with the scene select")
 			}
-			for _, row := range haRows {
+			// make test shares the rows out between the brokers (each row
+			// runs on one of them, the restart on both); make soak runs
+			// every row on each.
+			for i, row := range haRows {
+				if !testlevel.Soak() && i%2 != bi && i != len(haRows)-1 {
+					continue
+				}
 				h.run(row, cmps[row.entity])
 			}
 		})
@@ -193,6 +199,7 @@ type haRig struct {
 	r        *rig
 	rc       *recorder
 	id, name string
+	pub      func(topic, payload string) // HA's connection
 }
 
 // call runs a request on the board directly (not through MQTT).
@@ -343,17 +350,13 @@ func (h *haRig) run(row haRow, cmp map[string]any) {
 		t.Fatalf("%s: no command topic or payload in %v", what, cmp)
 	}
 	mark := len(h.rc.all())
-	publish(t, h.r.url, topic, payload)
+	h.pub(topic, payload)
 	since := func(match func(rec) bool) bool {
 		return slices.ContainsFunc(h.rc.all()[mark:], match)
 	}
 	waitFor := func(desc string, match func(rec) bool) {
-		deadline := time.Now().Add(20 * time.Second)
-		for !since(match) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no %s", what, desc)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !h.rc.until(20*time.Second, func(msgs []rec) bool { return slices.ContainsFunc(msgs[mark:], match) }) {
+			t.Fatalf("%s: no %s", what, desc)
 		}
 	}
 	bridgeEvent := func(typ, contains string) func(rec) bool {

@@ -90,13 +90,15 @@ type recorder struct {
 	client paho.Client
 	mu     sync.Mutex
 	msgs   []rec
+	// more is closed (and replaced) when a message arrives.
+	more chan struct{}
 	// subs counts the connections whose subscription is in place.
 	subs atomic.Int32
 }
 
 func newRecorder(t *testing.T, url, filter string) *recorder {
 	t.Helper()
-	r := &recorder{t: t}
+	r := &recorder{t: t, more: make(chan struct{})}
 	o := paho.NewClientOptions().AddBroker(url).SetClientID(fmt.Sprintf("rec-%d-%d", os.Getpid(), time.Now().UnixNano())).
 		SetAutoReconnect(true).SetMaxReconnectInterval(100 * time.Millisecond).SetConnectRetry(true).
 		SetConnectRetryInterval(50 * time.Millisecond).SetOrderMatters(true).SetCleanSession(true)
@@ -104,9 +106,15 @@ func newRecorder(t *testing.T, url, filter string) *recorder {
 		c.Subscribe(filter, 1, func(_ paho.Client, m paho.Message) {
 			r.mu.Lock()
 			r.msgs = append(r.msgs, rec{m.Topic(), append([]byte(nil), m.Payload()...), m.Retained(), time.Now()})
+			close(r.more)
+			r.more = make(chan struct{})
 			r.mu.Unlock()
 		}).Wait()
+		r.mu.Lock()
 		r.subs.Add(1)
+		close(r.more)
+		r.more = make(chan struct{})
+		r.mu.Unlock()
 	})
 	r.client = paho.NewClient(o)
 	if tok := r.client.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
@@ -123,26 +131,57 @@ func (r *recorder) all() []rec {
 	return append([]rec(nil), r.msgs...)
 }
 
-// wait returns the first message (from the start) passing match.
-func (r *recorder) wait(d time.Duration, what string, match func(rec) bool) rec {
-	r.t.Helper()
-	deadline := time.Now().Add(d)
+// snapshot returns a copy of what was received and a channel closed when
+// more arrives.
+func (r *recorder) snapshot() ([]rec, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]rec(nil), r.msgs...), r.more
+}
+
+// until waits until ok holds on what was received (checked again on every
+// arrival) and reports whether it did before d ran out. The bound only
+// ends a failing test: a passing one returns on the message it needs.
+func (r *recorder) until(d time.Duration, ok func([]rec) bool) bool {
+	timeout := time.NewTimer(d)
+	defer timeout.Stop()
 	for {
-		for _, m := range r.all() {
-			if match(m) {
-				return m
-			}
+		msgs, more := r.snapshot()
+		if ok(msgs) {
+			return true
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s", what)
+		select {
+		case <-more:
+		case <-timeout.C:
+			msgs, _ := r.snapshot()
+			return ok(msgs)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
+// wait returns the first message (from the start) passing match.
+func (r *recorder) wait(d time.Duration, what string, match func(rec) bool) rec {
+	r.t.Helper()
+	var got rec
+	if !r.until(d, func(msgs []rec) bool {
+		for _, m := range msgs {
+			if match(m) {
+				got = m
+				return true
+			}
+		}
+		return false
+	}) {
+		r.t.Fatalf("timed out waiting for %s", what)
+	}
+	return got
+}
+
 // last returns the last message on topic.
-func (r *recorder) last(topic string) (rec, bool) {
-	msgs := r.all()
+func (r *recorder) last(topic string) (rec, bool) { return lastOf(r.all(), topic) }
+
+// lastOf returns the last message on topic in msgs.
+func lastOf(msgs []rec, topic string) (rec, bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Topic == topic {
 			return msgs[i], true
@@ -154,19 +193,54 @@ func (r *recorder) last(topic string) (rec, bool) {
 // waitLast waits until the last message on topic passes match.
 func (r *recorder) waitLast(d time.Duration, topic string, match func(map[string]any) bool) map[string]any {
 	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if m, ok := r.last(topic); ok {
-			var v map[string]any
-			if json.Unmarshal(m.Payload, &v) == nil && match(v) {
-				return v
+	var v map[string]any
+	if !r.until(d, func(msgs []rec) bool {
+		m, ok := lastOf(msgs, topic)
+		v = nil
+		return ok && json.Unmarshal(m.Payload, &v) == nil && match(v)
+	}) {
+		m, _ := r.last(topic)
+		var seen []string
+		for _, x := range r.all() {
+			if x.Topic == topic {
+				seen = append(seen, fmt.Sprintf("%s (retained %v, at %s)", x.Payload, x.Retained, x.At.Format("15:04:05.000")))
 			}
 		}
+		r.t.Fatalf("timed out waiting on %s (last %s; all on it: %v)", topic, m.Payload, seen)
+	}
+	return v
+}
+
+// waitUntil polls a state that announces no change (the bridge's and
+// the fleet's counters) until cond holds, or fails the test after d.
+func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
 		if time.Now().After(deadline) {
-			m, _ := r.last(topic)
-			r.t.Fatalf("timed out waiting on %s (last %s)", topic, m.Payload)
+			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-tick.C
+	}
+}
+
+// publisher connects one client and returns what publishes through it
+// (for floods: a connection per message costs more than the message).
+func publisher(t *testing.T, url string) func(topic, payload string) {
+	t.Helper()
+	o := paho.NewClientOptions().AddBroker(url).SetClientID(fmt.Sprintf("pub-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	c := paho.NewClient(o)
+	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("publisher connect: %v", tok.Error())
+	}
+	t.Cleanup(func() { c.Disconnect(50) })
+	return func(topic, payload string) {
+		t.Helper()
+		if tok := c.Publish(topic, 1, false, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish: %v", tok.Error())
+		}
 	}
 }
 
@@ -285,23 +359,15 @@ func (r *rig) stop() {
 // groups known, and returns the boards' topic names by index.
 func (r *rig) waitOnline(t testing.TB) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok := true
+	waitUntil(t, 60*time.Second, "the boards online", func() bool {
 		for _, in := range r.infos {
 			v, err := r.fleet.Board(in.ID)
 			if err != nil || !v.Online || r.line != nil && len(v.Groups) != len(in.Groups) || r.bridge.Name(in.ID) == "" {
-				ok = false
+				return false
 			}
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("boards not online")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 	names := make([]string, len(r.infos))
 	for i, in := range r.infos {
 		names[i] = r.bridge.Name(in.ID)

@@ -40,8 +40,10 @@ func TestBrokerOutage(t *testing.T) {
 			return func() { _ = cmd.Process.Signal(syscall.SIGKILL); _, _ = cmd.Process.Wait() }
 		}},
 	}
+	t.Parallel()
 	for _, bc := range cases {
 		t.Run(bc.name, func(t *testing.T) {
+			t.Parallel()
 			port := freePort(t)
 			url := fmt.Sprintf("tcp://127.0.0.1:%d", port)
 			kill := bc.up(t, port)
@@ -85,16 +87,16 @@ func TestBrokerOutage(t *testing.T) {
 				return got
 			}
 			emit(perPhase) // broker up
-			waitCount(t, count, len(r.infos)*perPhase)
+			waitCount(t, rc, count, len(r.infos)*perPhase)
 			g.Cut()
 			kill()
 			emit(perPhase) // broker down: the spool keeps them
-			time.Sleep(300 * time.Millisecond)
+			waitUntil(t, 20*time.Second, "the bridge to queue the happenings of the outage", func() bool {
+				return r.bridge.Stats().Happenings >= uint64(len(r.infos)*2*perPhase)
+			})
 			bc.up(t, port)
-			for deadline := time.Now().Add(20 * time.Second); rc.subs.Load() < 2; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the recorder did not subscribe again")
-				}
+			if !rc.until(20*time.Second, func([]rec) bool { return rc.subs.Load() >= 2 }) {
+				t.Fatal("the recorder did not subscribe again")
 			}
 			g.Restore()
 			emit(perPhase) // back up
@@ -103,7 +105,7 @@ func TestBrokerOutage(t *testing.T) {
 					t.Logf("bridge %+v; recorder connected %v", r.bridge.Stats(), rc.client.IsConnectionOpen())
 				}
 			})
-			waitCount(t, count, len(r.infos)*3*perPhase)
+			waitCount(t, rc, count, len(r.infos)*3*perPhase)
 			got := count()
 			for n, seqs := range want {
 				if fmt.Sprint(got[n]) != fmt.Sprint(seqs) {
@@ -119,20 +121,16 @@ func TestBrokerOutage(t *testing.T) {
 	}
 }
 
-func waitCount(t *testing.T, count func() map[string][]uint16, n int) {
+func waitCount(t *testing.T, rc *recorder, count func() map[string][]uint16, n int) {
 	t.Helper()
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		total := 0
+	total := func() int {
+		k := 0
 		for _, s := range count() {
-			total += len(s)
+			k += len(s)
 		}
-		if total >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d happenings reached MQTT", total, n)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return k
+	}
+	if !rc.until(40*time.Second, func([]rec) bool { return total() >= n }) {
+		t.Fatalf("%d of %d happenings reached MQTT", total(), n)
 	}
 }

@@ -129,8 +129,9 @@ func TestRolloutsOverMQTT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	t.Parallel()
 	for _, bc := range brokerCases() {
-		t.Run(bc.name, func(t *testing.T) { rolloutsOverMQTT(t, bc.start(t)) })
+		t.Run(bc.name, func(t *testing.T) { t.Parallel(); rolloutsOverMQTT(t, bc.start(t)) })
 	}
 }
 

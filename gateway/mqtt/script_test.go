@@ -20,8 +20,10 @@ func TestMosquittoClients(t *testing.T) {
 			t.Skipf("%s not installed (Debian: mosquitto-clients)", tool)
 		}
 	}
+	t.Parallel()
 	for _, bc := range brokerCases() {
 		t.Run(bc.name, func(t *testing.T) {
+			t.Parallel()
 			url := bc.start(t)
 			r := startRig(t, url, rigOptions{n: 2, lanOnly: true})
 			names := r.waitOnline(t)

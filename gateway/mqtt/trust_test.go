@@ -22,6 +22,7 @@ func TestReleaseSummaryTrust(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	t.Parallel()
 	const long = 30 * time.Second
 	url := brokerCases()[0].start(t) // the summary does not depend on the broker
 	trusted, other := sigtest.NewKey(t), sigtest.NewKey(t)

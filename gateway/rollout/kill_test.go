@@ -1,11 +1,13 @@
 package rollout_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/gateway/rollout"
@@ -49,8 +52,13 @@ func TestGatewayChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	select {} // until killed
+	fmt.Println(childReady) // the parent's kill clock starts now
+	select {}               // until killed
 }
+
+// childReady is the line the child prints once its gateway runs with the
+// rollout made (or found).
+const childReady = "rollout-child-ready"
 
 // readRollout reads the one rollout and its boards from the file.
 func readRollout(t *testing.T, path, sha string) (*rollout.Rollout, []rollout.Board) {
@@ -118,6 +126,7 @@ func TestKillAndResume(t *testing.T) {
 		sum := sha256.Sum256(img)
 		sha := hex.EncodeToString(sum[:])
 		var last *rollout.Rollout
+		window, lastProgress := minKillWindow, ""
 		deadline := time.Now().Add(3 * time.Minute)
 		for {
 			if time.Now().After(deadline) {
@@ -134,14 +143,28 @@ func TestKillAndResume(t *testing.T) {
 			}
 			cmd := exec.Command(exe, "-test.run=^TestGatewayChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), envChildDir+"="+dir, envChildURLs+"="+strings.Join(bs.urls, ","), envChildImg+"="+imgPath)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Duration(50+rng.IntN(500)) * time.Millisecond)
+			// The kill falls at a random moment of the child's work, counted
+			// from when its gateway runs (not from the process start, which a
+			// loaded machine makes slow). A life that changed nothing doubles
+			// the window, so every round finishes however slow the machine.
+			waitReady(t, out)
+			time.Sleep(time.Duration(rng.Int64N(int64(window)))) // the moment of the kill is the test's subject
 			cmd.Process.Kill()
 			cmd.Wait()
 			kills++
 			r, boards := readRollout(t, filepath.Join(dir, "gateway.db"), sha)
+			if p := progressOf(r, boards); p == lastProgress {
+				window = min(2*window, maxKillWindow)
+			} else {
+				lastProgress, window = p, minKillWindow
+			}
 			if r == nil {
 				continue
 			}
@@ -186,7 +209,53 @@ func TestKillAndResume(t *testing.T) {
 
 // killRounds is how many rollouts TestKillAndResume runs one after the
 // other, each killed many times.
-const killRounds = 8
+var killRounds = testlevel.Pick(2, 8)
+
+// The window a kill falls in after the child is ready: from min, doubled
+// after each life that changed nothing on file, up to max.
+const (
+	minKillWindow = 500 * time.Millisecond
+	maxKillWindow = 8 * time.Second
+)
+
+// waitReady reads the child's output until it says its gateway runs.
+func waitReady(t *testing.T, out io.Reader) {
+	t.Helper()
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == childReady {
+				ready <- true
+				break
+			}
+		}
+		ready <- false
+		_, _ = io.Copy(io.Discard, out) // until the kill closes it
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the gateway child ended before it was ready")
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the gateway child not ready after 2 minutes")
+	}
+}
+
+// progressOf is what a life of the child may change on file: the
+// rollout's state and each board's phase and attempts.
+func progressOf(r *rollout.Rollout, boards []rollout.Board) string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %v", r.State, r.Finished)
+	for _, x := range boards {
+		fmt.Fprintf(&b, "|%s %s %d", x.Board, x.Phase, x.Attempts)
+	}
+	return b.String()
+}
 
 func getOTA(t *testing.T, url string) ota.Status {
 	t.Helper()

@@ -45,11 +45,11 @@ func TestClockAligned(t *testing.T) {
 func TestClockOff(t *testing.T) {
 	line := newLine(t, simline.Faults{})
 	startBoard(t, line, 2, nil)
-	_, sink := startMaster(t, line, Options{Addresses: addrs(2), ClockEvery: -1})
+	l, sink := startMaster(t, line, Options{Addresses: addrs(2), ClockEvery: -1})
 	sink.Wait(t, 20*time.Second, "board 2 seen with its states", func(s *recSink) bool {
 		return s.States["2"]["scenes"] != nil
 	})
-	time.Sleep(300 * time.Millisecond)
+	afterPolls(t, l, 6) // an estimate would follow the states at once
 	sink.Mu.Lock()
 	defer sink.Mu.Unlock()
 	if n := sink.ClockN["2"]; n != 0 {

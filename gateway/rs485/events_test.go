@@ -17,10 +17,11 @@ import (
 )
 
 func TestEventsInOrder(t *testing.T) {
+	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	b1 := startBoard(t, line, 1, nil)
 	b2 := startBoard(t, line, 2, nil)
-	_, sink := startMaster(t, line, Options{Addresses: addrs(2)})
+	l, sink := startMaster(t, line, Options{Addresses: addrs(2)})
 	sink.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["2"]) >= 5 })
 	for i := range 25 {
 		b1.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
@@ -32,7 +33,7 @@ func TestEventsInOrder(t *testing.T) {
 		}
 	}
 	sink.Wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.Hs["1"]) >= 25 && len(s.Hs["2"]) >= 9 })
-	time.Sleep(200 * time.Millisecond)
+	afterPolls(t, l, 6) // a repeat would have come by then
 	sink.Mu.Lock()
 	defer sink.Mu.Unlock()
 	fleettest.CheckOrder(t, sink.Hs["1"], 1, 25)
@@ -45,6 +46,7 @@ func TestEventsInOrder(t *testing.T) {
 // TestUnplugged: a board whose transmitter is cut goes Lost; plugged back
 // it is Seen again and the happenings it kept meanwhile arrive.
 func TestUnplugged(t *testing.T) {
+	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	b := startBoard(t, line, 4, nil)
 	_, sink := startMaster(t, line, Options{Addresses: addrs(5), PollInterval: 20 * time.Millisecond})
@@ -74,6 +76,7 @@ func TestUnplugged(t *testing.T) {
 // reported Restarted, read again, and its happenings after the start
 // arrive from seq 1.
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	b := startBoard(t, line, 6, nil)
 	l, sink := startMaster(t, line, Options{Addresses: addrs(6), PollInterval: 20 * time.Millisecond, PingEvery: 2})
@@ -82,8 +85,8 @@ func TestRestart(t *testing.T) {
 		b.Emit("touch", map[string]any{"action": "up", "x": 1, "y": 2})
 	}
 	sink.Wait(t, 5*time.Second, "4 happenings", func(s *recSink) bool { return len(s.Hs["6"]) == 4 })
-	// Wait for an uptime of at least 1 s so that the restart shows.
-	time.Sleep(1200 * time.Millisecond)
+	// An uptime of at least 1 s, so that the restart shows.
+	waitUptime(t, l, "6")
 	rep, err := l.Call(context.Background(), "6", "POST", "/restart", []byte(`{"delay_ms":200}`))
 	if err != nil || rep.Status != 202 {
 		t.Fatalf("restart: %+v %v", rep, err)
@@ -145,7 +148,7 @@ func TestNoisyLine(t *testing.T) {
 	// Once the line is clean again every touch arrives (20, fewer than the
 	// 32 a board keeps), in order, once.
 	sink.Wait(t, 20*time.Second, "every touch", func(s *recSink) bool { return len(s.Hs["1"]) >= 20 })
-	time.Sleep(200 * time.Millisecond)
+	afterPolls(t, l, 6) // a repeat would have come by then
 	sink.Mu.Lock()
 	defer sink.Mu.Unlock()
 	fleettest.CheckOrder(t, sink.Hs["1"], 1, 20)
@@ -202,6 +205,7 @@ func rogue(t *testing.T, line *simline.Line, addr int) {
 }
 
 func TestRogueRepliesNeverTaken(t *testing.T) {
+	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	rogue(t, line, 9)
 	l, _ := startMaster(t, line, Options{Addresses: []int{9}, ReplyWait: 200 * time.Millisecond, Retries: 1})

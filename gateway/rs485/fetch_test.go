@@ -149,7 +149,7 @@ func TestLostFetchReply(t *testing.T) {
 			line := newLine(t, simline.Faults{})
 			sb := &scriptBoard{addr: 7, loseFetch: tc.lose}
 			sb.start(t, line)
-			_, sink := startMaster(t, line, Options{Addresses: []int{7}, PollInterval: 10 * time.Millisecond, PollWait: 100 * time.Millisecond})
+			l, sink := startMaster(t, line, Options{Addresses: []int{7}, PollInterval: 10 * time.Millisecond, PollWait: 100 * time.Millisecond})
 			sink.Wait(t, 20*time.Second, "seen with states", func(s *recSink) bool { return len(s.States["7"]) >= 5 })
 			if tc.before > 0 {
 				sb.emit(tc.before)
@@ -157,7 +157,7 @@ func TestLostFetchReply(t *testing.T) {
 			}
 			sb.emit(3)
 			sink.Wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.Hs["7"]) >= tc.before+3 })
-			time.Sleep(100 * time.Millisecond)
+			afterPolls(t, l, 4) // a repeat would have come by then
 			sink.Mu.Lock()
 			defer sink.Mu.Unlock()
 			fleettest.CheckOrder(t, sink.Hs["7"], 1, tc.before+3)

@@ -3,6 +3,8 @@ package rs485
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -114,4 +116,44 @@ func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 func newGet(path string) *http.Request {
 	r, _ := http.NewRequest("GET", "/api/v1"+path, nil)
 	return r
+}
+
+// afterPolls waits until the master has polled n more times: whatever a
+// board still had to say (a repeat, an estimate that must not come) has
+// then been asked for. It replaces waiting a fixed time for nothing more.
+func afterPolls(t testing.TB, l *Line, n uint64) {
+	t.Helper()
+	want := l.Stats().Polls + n
+	waitFor(t, 20*time.Second, fmt.Sprintf("%d more polls", n), func() bool { return l.Stats().Polls >= want })
+}
+
+// waitUptime waits until the master has heard the board at id report an
+// uptime of a whole second: a restart shows as the uptime of a PING going
+// back. The board says 1 s, then every address gets two PINGs' worth of
+// polls.
+func waitUptime(t testing.TB, l *Line, id string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "an uptime of 1 s on board "+id, func() bool {
+		rep, err := l.Call(context.Background(), id, "GET", "/info", nil)
+		var info struct {
+			Uptime float64 `json:"uptime_s"`
+		}
+		return err == nil && json.Unmarshal(rep.Body, &info) == nil && info.Uptime >= 1
+	})
+	afterPolls(t, l, uint64(2*l.o.PingEvery*max(1, len(l.o.Addresses))))
+}
+
+// waitFor polls a state that announces no change until cond holds, or
+// fails the test after d.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
 }

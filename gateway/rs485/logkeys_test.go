@@ -11,6 +11,7 @@ import (
 // TestLogKeys: the master's records name the line as transport, the bus
 // address, and the board's id once GET /info gave it.
 func TestLogKeys(t *testing.T) {
+	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	b := startBoard(t, line, 4, nil)
 	logs, log := logtest.New()

@@ -16,6 +16,8 @@ import (
 // TestHoloBoardProcess puts a real holo-board process on the simulated
 // line through a hub, next to an in-process board, and drives both.
 func TestHoloBoardProcess(t *testing.T) {
+	// Not parallel: boardtest gives the process 30 s to start, which a
+	// loaded machine needs when other tests start beside it.
 	if testing.Short() {
 		t.Skip("builds and runs holo-board")
 	}
@@ -64,7 +66,7 @@ func TestHoloBoardProcess(t *testing.T) {
 	// a clip can; a colour shown replaces nothing, so use a scene-less
 	// route that emits: showing an image is not a happening either, so
 	// restart the board and expect Restarted.
-	time.Sleep(1100 * time.Millisecond)
+	waitUptime(t, l, "12") // so that the restart shows
 	if r := proc.Do("POST", "/restart", map[string]any{"delay_ms": 200}); r.Status != 202 {
 		t.Fatalf("restart: %d", r.Status)
 	}

@@ -28,6 +28,7 @@ func addrs(n int) []int {
 }
 
 func TestDiscoveryCallNative(t *testing.T) {
+	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	for _, a := range []int{2, 5, 7} {
 		startBoard(t, line, a, []int{1 + a%2})
@@ -102,10 +103,7 @@ func TestDiscoveryCallNative(t *testing.T) {
 	if _, _, err := l.Native(ctx, 7, &frame.SceneRequest{Slot: 0}); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("native slot 0: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Stats().Polls < 6 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, 20*time.Second, "6 polls", func() bool { return l.Stats().Polls >= 6 })
 	st := l.Stats()
 	if st.Boards != 3 || st.PollCycle == 0 || st.FramesOut == 0 || st.LinesOut == 0 || st.BytesIn == 0 || st.Polls == 0 || st.Busy == 0 {
 		t.Fatalf("stats %+v", st)

@@ -179,6 +179,7 @@ func refusedUnseen(t *testing.T, w, cl *client, who string, attacks [][2]string)
 // requests. Without a role for anonymous clients (not demo mode) it
 // cannot connect at all; in demo mode it is an operator on loopback.
 func TestMQTTAnonymousRequestRefused(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	w, board := commandWatcher(t, g)
 	anon := mustDial(t, g, "", "")
