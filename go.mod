@@ -71,9 +71,3 @@ require (
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
-
-// mochi v2.7.9 (the latest release) reads a particle's retained path
-// without its lock while a retained publication writes it: a data race
-// between any wildcard subscription and a retained message. Patched copy
-// until upstream fixes it; third_party/mochi-mqtt-server/PATCHES.md.
-replace github.com/mochi-mqtt/server/v2 => ./third_party/mochi-mqtt-server
