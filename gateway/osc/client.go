@@ -37,6 +37,16 @@ func (s *Server) newClient(_ context.Context, network, addr string, send func([]
 	return &client{s: s, network: network, addr: addr, send: send}
 }
 
+// host is the client's host (its address without the port): the source
+// whose limits it shares.
+func (c *client) host() string {
+	a := c.name()
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
+}
+
 func (c *client) setFrom(a *net.UDPAddr) {
 	c.mu.Lock()
 	c.from, c.addr = a, a.String()

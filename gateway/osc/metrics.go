@@ -7,6 +7,8 @@ type metrics struct {
 	subscribers prometheus.Gauge
 	dropped     prometheus.Counter
 	feedback    prometheus.Counter
+	timed       prometheus.Gauge
+	refused     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -19,6 +21,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "OSC subscribers dropped for not keeping up with their feedback."}),
 		feedback: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_osc_feedback_total",
 			Help: "OSC feedback messages queued for subscribers."}),
+		timed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "holo_osc_timed_bundles",
+			Help: "OSC timed bundles waiting for their moment."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_bundles_refused_total",
+			Help: "OSC timed bundles refused before anything was scheduled, by reason (horizon: timed beyond the fire horizon; capacity: too many waiting)."}, []string{"reason"}),
+	}
+	for _, r := range []string{"horizon", "capacity"} {
+		m.refused.WithLabelValues(r)
 	}
 	for _, c := range Classes {
 		for _, o := range []string{StatusOK, StatusError, StatusDenied} {
@@ -26,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback)
+		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback, m.timed, m.refused)
 	}
 	return m
 }

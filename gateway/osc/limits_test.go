@@ -1,0 +1,138 @@
+package osc
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/holofleet/holofleet/gateway/auth"
+)
+
+func encodeBundle(t *testing.T, tt Timetag, elems ...Packet) []byte {
+	t.Helper()
+	b, err := Encode(&Bundle{Time: tt, Elements: elems})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// waitFor polls cond (real time, bounded by wait): for state another
+// goroutine changes, never for a timer of the server's.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestBundleBeyondHorizonRefused: a bundle timed further ahead than the
+// fire horizon (fleet.MaxFireLead), or holding a nested one that is, is
+// refused at once (every message answered with ErrTooFar), counted and
+// recorded; nothing is scheduled, nothing reaches the fleet. Under
+// --osc-access none such a bundle is decided (denied) at once too.
+func TestBundleBeyondHorizonRefused(t *testing.T) {
+	for _, role := range []auth.Role{auth.RoleOperator, auth.RoleNone} {
+		t.Run(role.String(), func(t *testing.T) {
+			r := newRig(t, role, nil)
+			p := r.udp(t)
+			y2036 := time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC)
+			p.sendRaw(encodeBundle(t, TimetagOf(y2036),
+				&Message{Address: "/holo/all/leds/off"}, &Message{Address: "/holo/thump"}))
+			p.sendRaw(encodeBundle(t, TimetagOf(r.clk.Now().Add(5*time.Second)),
+				&Bundle{Time: TimetagOf(y2036), Elements: []Packet{&Message{Address: "/holo/board/b1/scene/end"}}}))
+			want := StatusError
+			if role == auth.RoleNone {
+				want = StatusDenied
+			}
+			for addr, rep := range p.repliesTo("/holo/all/leds/off", "/holo/thump", "/holo/board/b1/scene/end") {
+				if rep.Status != want {
+					t.Errorf("%s: %+v, want %s", addr, rep, want)
+				}
+				if role != auth.RoleNone && !strings.Contains(fmt.Sprint(rep.Data), ErrTooFar.Error()) {
+					t.Errorf("%s: %s, want %q", addr, rep.Data, ErrTooFar)
+				}
+			}
+			if n := r.clk.Waiters(); n != 0 {
+				t.Errorf("%d timers armed for refused bundles", n)
+			}
+			if calls := r.fleet.takeCalls(); len(calls) != 0 {
+				t.Errorf("the fleet got %+v", calls)
+			}
+			if role == auth.RoleNone {
+				return
+			}
+			if v := testutil.ToFloat64(r.s.m.refused.WithLabelValues("horizon")); v != 2 {
+				t.Errorf("refused{horizon} = %v, want 2", v)
+			}
+			n := 0
+			for _, rec := range r.audit.records() {
+				if rec.Operation == "#bundle" && !rec.Allowed && rec.Code == "InvalidArgument" {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d audit records of refused bundles, want 2: %+v", n, r.audit.records())
+			}
+		})
+	}
+}
+
+// TestTimedBundlesCapped: timed bundles waiting for their moment are
+// capped per source host and in all; one beyond is refused (ErrBusy)
+// and counted; a slot is free again once its bundle ran.
+func TestTimedBundlesCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		perSource, all int
+		accepted       int
+	}{
+		{"per source", 2, 100, 2},
+		{"in all", 100, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, auth.RoleOperator, func(o *Options) { o.MaxTimedPerSource, o.MaxTimed = tc.perSource, tc.all })
+			p := r.udp(t)
+			at := TimetagOf(r.clk.Now().Add(10 * time.Second))
+			for range tc.accepted {
+				p.sendRaw(encodeBundle(t, at, &Message{Address: "/holo/thump"}))
+			}
+			if !r.clk.WaitForWaiters(tc.accepted, wait) {
+				t.Fatalf("not %d bundles waiting", tc.accepted)
+			}
+			p.sendRaw(encodeBundle(t, at, &Message{Address: "/holo/alwaysReply", Args: []any{int32(1)}}))
+			rep := p.replyTo("/holo/alwaysReply")
+			if rep.Status != StatusError || !strings.Contains(fmt.Sprint(rep.Data), ErrBusy.Error()) {
+				t.Fatalf("bundle beyond the cap: %+v, want %v", rep, ErrBusy)
+			}
+			if v := testutil.ToFloat64(r.s.m.refused.WithLabelValues("capacity")); v != 1 {
+				t.Errorf("refused{capacity} = %v, want 1", v)
+			}
+			if n := r.clk.Waiters(); n != tc.accepted {
+				t.Errorf("%d timers, want %d", n, tc.accepted)
+			}
+			// The moment comes: they run, their slots are free.
+			r.clk.Advance(10 * time.Second)
+			for range tc.accepted {
+				p.replyTo("/holo/thump")
+			}
+			waitFor(t, "the slots released", func() bool { return testutil.ToFloat64(r.s.m.timed) == 0 })
+			p.sendRaw(encodeBundle(t, TimetagOf(r.clk.Now().Add(time.Second)), &Message{Address: "/holo/thump"}))
+			if !r.clk.WaitForWaiters(1, wait) {
+				t.Fatal("a bundle after the others ran was not taken")
+			}
+			r.clk.Advance(time.Second)
+			if rep := p.replyTo("/holo/thump"); rep.Status != StatusOK {
+				t.Fatalf("%+v", rep)
+			}
+		})
+	}
+
+}
