@@ -1,14 +1,18 @@
 package osc
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/holofleet/holofleet/gateway/audit"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/store"
 )
 
 func encodeBundle(t *testing.T, tt Timetag, elems ...Packet) []byte {
@@ -136,3 +140,60 @@ func TestTimedBundlesCapped(t *testing.T) {
 	}
 
 }
+
+// TestAccessNoneFloodKeepsAudit: under --osc-access none a flood of
+// bundles (issue 25 row 10: 65 packets made 142,412 records and pruned
+// every older one) is refused and recorded aggregated, apart: an
+// authenticated record written before stays, and the refusals make one
+// record per source host and second, with their count.
+func TestAccessNoneFloodKeepsAudit(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var log *audit.Log
+	r := newRig(t, auth.RoleNone, func(o *Options) {
+		log, err = audit.Open(audit.Options{DB: db, MaxRecords: 50, Now: r0Now(o)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Guard.Audit = log
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- log.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	log.Audit(auth.Record{Time: r.clk.Now(), Attributes: auth.Attributes{Who: auth.Identity{Name: "ops", Role: auth.RoleOperator, Token: true},
+		Surface: auth.SurfaceREST, Verb: auth.VerbAct, Resource: auth.ResActions}, Allowed: true, Code: auth.CodeOK})
+
+	p := r.udp(t)
+	var elems []Packet
+	for range 200 {
+		elems = append(elems, &Message{Address: "/holo/all/leds/off"})
+	}
+	const packets = 4
+	for range packets {
+		p.sendRaw(encodeBundle(t, Immediately, elems...))
+	}
+	waitFor(t, "every message refused", func() bool {
+		return testutil.ToFloat64(r.s.m.messages.WithLabelValues(ClassLEDs, StatusDenied)) == packets*200
+	})
+	sctx, scancel := context.WithTimeout(context.Background(), wait)
+	defer scancel()
+	if err := log.Sync(sctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := log.Query(audit.Filter{Limit: audit.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 2 && got[0].Token == "ops" { // same time: either order
+		got[0], got[1] = got[1], got[0]
+	}
+	if len(got) != 2 || got[1].Token != "ops" || got[0].Count != packets*200 || got[0].Surface != "osc" {
+		t.Fatalf("records after the flood: %+v", got)
+	}
+}
+
+func r0Now(o *Options) func() time.Time { return o.Clock.Now }
