@@ -84,19 +84,33 @@ func (c *client) setAlwaysReply(on bool) {
 	c.mu.Unlock()
 }
 
-// reply answers a message unless the client turned replies off.
-func (c *client) reply(address, status string, data any) {
+// reply answers a message unless the client turned replies off. A UDP
+// reply is sent only within the budget of the packet it answers (ctx's,
+// see withBudget) and the reply rate of the client's host; one that is
+// not is dropped and counted.
+func (c *client) reply(ctx context.Context, address, status string, data any) {
 	c.mu.Lock()
 	quiet := c.quiet
 	c.mu.Unlock()
 	if quiet {
 		return
 	}
-	if b := encodeReply(address, status, data); b != nil {
-		if err := c.send(b); err != nil {
-			c.s.log.Debug("osc: reply not sent", "client", c.name(), "err", err)
+	b := encodeReply(address, status, data)
+	if b == nil {
+		return
+	}
+	if c.network == "udp" {
+		if why := c.s.allowReply(ctx, c.host(), len(b)); why != "" {
+			c.s.m.replies.WithLabelValues(why).Inc()
+			return
 		}
 	}
+	if err := c.send(b); err != nil {
+		c.s.log.Debug("osc: reply not sent", "client", c.name(), "err", err)
+		return
+	}
+	c.s.m.replies.WithLabelValues("sent").Inc()
+	c.s.m.replyBytes.Add(float64(len(b)))
 }
 
 // subscription is a parsed /holo/subscribe pattern: which boards

@@ -3,6 +3,7 @@ package osc
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -197,3 +198,79 @@ func TestAccessNoneFloodKeepsAudit(t *testing.T) {
 }
 
 func r0Now(o *Options) func() time.Time { return o.Clock.Now }
+
+// TestReplyAmplificationBounded: issue 25 row 13: /holo/replyPort <victim
+// port>, then a bundle of bad messages as big as a packet goes: 2,001
+// replies (320 KB, ~5x) went to the victim. The replies to one packet
+// now weigh at most the packet plus ReplyAllowance, and a host gets at
+// most ReplyRate replies a second.
+func TestReplyAmplificationBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate int
+	}{{"default rate", 0}, {"bytes alone", 1 << 20}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, auth.RoleOperator, func(o *Options) { o.ReplyRate = tc.rate })
+			attacker := r.udp(t)
+			victim := r.udp(t)
+			vport := int32(victim.conn.LocalAddr().(*net.UDPAddr).Port)
+
+			setPort, _ := Encode(&Message{Address: "/holo/replyPort", Args: []any{vport}})
+			attacker.sendRaw(setPort)
+			// "/x" with no argument: 8 bytes, 12 in a bundle.
+			elems := make([]Packet, (MaxPacket-100)/12)
+			for i := range elems {
+				elems[i] = &Message{Address: "/x"}
+			}
+			bundle := encodeBundle(t, Immediately, elems...)
+			attacker.sendRaw(bundle)
+			in := len(setPort) + len(bundle)
+			total := func() float64 {
+				n := 0.0
+				for _, o := range []string{"sent", "size", "rate"} {
+					n += testutil.ToFloat64(r.s.m.replies.WithLabelValues(o))
+				}
+				return n
+			}
+			waitFor(t, "every message answered or dropped", func() bool { return total() == float64(1+len(elems)) })
+			sent := int(testutil.ToFloat64(r.s.m.replies.WithLabelValues("sent")))
+			// Every reply went to the victim's port (the first is
+			// replyPort's); the server counts their bytes (the victim's
+			// socket may drop some when it is full).
+			if m := victim.next(); m.Address != "/reply/holo/replyPort" {
+				t.Fatalf("the victim got %s first", m.Address)
+			}
+			got := int(testutil.ToFloat64(r.s.m.replyBytes))
+			if limit := in + 2*DefaultReplyAllowance; got > limit {
+				t.Errorf("the victim got %d bytes of replies to %d bytes sent (limit %d)", got, in, limit)
+			}
+			if tc.rate == 0 && sent > DefaultReplyRate {
+				t.Errorf("%d replies in one second, want at most %d", sent, DefaultReplyRate)
+			}
+			t.Logf("%d messages, %d bytes in; %d replies, %d bytes out", 1+len(elems), in, sent, got)
+		})
+	}
+}
+
+// TestReplyRatePerHost: a host gets at most ReplyRate replies a second,
+// whatever it sends; the next second it gets answers again.
+func TestReplyRatePerHost(t *testing.T) {
+	r := newRig(t, auth.RoleOperator, func(o *Options) { o.ReplyRate = 5 })
+	p := r.udp(t)
+	for range 8 {
+		p.send("/holo/thump")
+	}
+	waitFor(t, "8 thumps handled", func() bool {
+		return testutil.ToFloat64(r.s.m.messages.WithLabelValues(ClassSession, StatusOK)) == 8
+	})
+	if v := testutil.ToFloat64(r.s.m.replies.WithLabelValues("rate")); v != 3 {
+		t.Errorf("%v replies dropped for the rate, want 3", v)
+	}
+	for range 5 {
+		p.replyTo("/holo/thump")
+	}
+	r.clk.Advance(time.Second)
+	if rep := p.call("/holo/thump"); rep.Status != StatusOK {
+		t.Fatalf("%+v", rep)
+	}
+}

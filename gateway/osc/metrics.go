@@ -9,6 +9,8 @@ type metrics struct {
 	feedback    prometheus.Counter
 	timed       prometheus.Gauge
 	refused     *prometheus.CounterVec
+	replies     *prometheus.CounterVec
+	replyBytes  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,6 +28,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_bundles_refused_total",
 			Help: "OSC timed bundles refused before anything was scheduled, by reason (horizon: timed beyond the fire horizon; capacity: too many waiting)."}, []string{"reason"}),
 	}
+	m.replies = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_replies_total",
+		Help: "OSC replies, by outcome: sent, or dropped for the UDP reply budgets (size: more than the packet answered; rate: the host's replies per second)."}, []string{"outcome"})
+	m.replyBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_osc_reply_bytes_total",
+		Help: "Bytes of OSC replies sent."})
+	for _, o := range []string{"sent", "size", "rate"} {
+		m.replies.WithLabelValues(o)
+	}
 	for _, r := range []string{"horizon", "capacity"} {
 		m.refused.WithLabelValues(r)
 	}
@@ -35,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback, m.timed, m.refused)
+		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback, m.timed, m.refused, m.replies, m.replyBytes)
 	}
 	return m
 }

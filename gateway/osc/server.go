@@ -32,6 +32,12 @@ const (
 	// bundles waiting for their moment: from one source host, and in all.
 	DefaultMaxTimedPerSource = 16
 	DefaultMaxTimed          = 256
+	// DefaultReplyRate is how many replies a UDP source host gets per
+	// second (a burst of as many), whatever it sends.
+	DefaultReplyRate = 100
+	// DefaultReplyAllowance is how many bytes the replies to one UDP
+	// packet may weigh beyond the packet's own size.
+	DefaultReplyAllowance = 1024
 )
 
 // Errors of timed bundles (their replies carry them).
@@ -86,6 +92,12 @@ type Options struct {
 	// DefaultMaxTimedPerSource, DefaultMaxTimed); a bundle beyond them is
 	// refused (ErrBusy).
 	MaxTimedPerSource, MaxTimed int
+	// ReplyRate bounds the replies to one UDP source host per second
+	// (default DefaultReplyRate); see reply budgets in docs/osc.md.
+	ReplyRate int
+	// ReplyAllowance is how many bytes the replies to one UDP packet may
+	// weigh beyond the packet's size (default DefaultReplyAllowance).
+	ReplyAllowance int
 }
 
 // Server is the OSC front door. Make it with Listen, run it with Run.
@@ -105,6 +117,8 @@ type Server struct {
 	// host and in all.
 	timedBy  map[string]int
 	timedAll int
+	// rates are the UDP reply rates by source host.
+	rates map[string]*rate
 }
 
 // Listen binds UDP and TCP on the same port.
@@ -130,8 +144,14 @@ func Listen(o Options) (*Server, error) {
 	if o.MaxTimed <= 0 {
 		o.MaxTimed = DefaultMaxTimed
 	}
+	if o.ReplyRate <= 0 {
+		o.ReplyRate = DefaultReplyRate
+	}
+	if o.ReplyAllowance <= 0 {
+		o.ReplyAllowance = DefaultReplyAllowance
+	}
 	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background(),
-		timedBy: map[string]int{}}
+		timedBy: map[string]int{}, rates: map[string]*rate{}}
 	var err error
 	for range 20 { // port 0: TCP picks one, UDP must get the same
 		var ln net.Listener
@@ -211,7 +231,7 @@ func (s *Server) serveUDP(ctx context.Context) {
 			return
 		}
 		c := s.udpClient(ctx, net.UDPAddrFromAddrPort(from))
-		s.packet(ctx, c, buf[:n])
+		s.packet(s.withBudget(ctx, n), c, buf[:n])
 	}
 }
 
@@ -320,13 +340,13 @@ func (s *Server) dispatch(ctx context.Context, c *client, p Packet) {
 		}
 		at := v.Time.Time()
 		if last := latest(v.Elements, at); last.Sub(now) > fleet.MaxFireLead {
-			s.refuseBundle(c, v, "horizon", fmt.Errorf("%w: %s is more than %s ahead (the fire horizon)",
+			s.refuseBundle(ctx, c, v, "horizon", fmt.Errorf("%w: %s is more than %s ahead (the fire horizon)",
 				ErrTooFar, last.UTC().Format(time.RFC3339), fleet.MaxFireLead))
 			return
 		}
 		release, err := s.holdTimed(c)
 		if err != nil {
-			s.refuseBundle(c, v, "capacity", err)
+			s.refuseBundle(ctx, c, v, "capacity", err)
 			return
 		}
 		run := &timedRun{release: release}
@@ -383,7 +403,7 @@ func (s *Server) holdTimed(c *client) (release func(), err error) {
 // refuseBundle answers each message of a refused timed bundle with err,
 // counts the refusal (holo_osc_bundles_refused_total) and records it in
 // the audit log (one record for the bundle).
-func (s *Server) refuseBundle(c *client, b *Bundle, reason string, err error) {
+func (s *Server) refuseBundle(ctx context.Context, c *client, b *Bundle, reason string, err error) {
 	code := "InvalidArgument"
 	if errors.Is(err, ErrBusy) {
 		code = auth.CodeResourceExhausted
@@ -399,7 +419,7 @@ func (s *Server) refuseBundle(c *client, b *Bundle, reason string, err error) {
 			switch v := e.(type) {
 			case *Message:
 				s.m.count(classOf(v), StatusError)
-				c.reply(v.Address, StatusError, errData(err))
+				c.reply(ctx, v.Address, StatusError, errData(err))
 			case *Bundle:
 				each(v.Elements)
 			}
@@ -502,7 +522,7 @@ func (s *Server) attrs(c *client, m *Message) auth.Attributes {
 func (s *Server) message(ctx context.Context, c *client, m *Message, at time.Time) {
 	class, status, data := s.handle(ctx, c, m, at)
 	s.m.count(class, status)
-	c.reply(m.Address, status, data)
+	c.reply(ctx, m.Address, status, data)
 }
 
 func errData(err error) map[string]string { return map[string]string{"error": err.Error()} }
