@@ -2,6 +2,8 @@ package osc
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/audit"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -272,5 +275,148 @@ func TestReplyRatePerHost(t *testing.T) {
 	r.clk.Advance(time.Second)
 	if rep := p.call("/holo/thump"); rep.Status != StatusOK {
 		t.Fatalf("%+v", rep)
+	}
+}
+
+// closedByServer reports whether the server closed p's connection (a
+// read ends with EOF or a reset, not a timeout).
+func closedByServer(p *tcpPeer) bool {
+	_ = p.conn.SetReadDeadline(time.Now().Add(wait))
+	var b [1]byte
+	_, err := p.conn.Read(b[:])
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestTCPConnectionsCapped: issue 25 row 9: 1,500 connections each
+// subscribed made 4,713 goroutines. TCP connections are capped per source
+// host and in all; one beyond is closed at once; a slot is free again when
+// a connection ends.
+func TestTCPConnectionsCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		perHost, all int
+	}{{"per host", 2, 100}, {"in all", 100, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, auth.RoleViewer, func(o *Options) { o.MaxConnsPerHost, o.MaxConns = tc.perHost, tc.all })
+			a, b := r.tcp(t), r.tcp(t)
+			for _, p := range []*tcpPeer{a, b} {
+				p.send("/holo/thump")
+				if m := p.next(); m.Address != "/reply/holo/thump" {
+					t.Fatalf("got %s", m.Address)
+				}
+			}
+			c := r.tcp(t)
+			if !closedByServer(c) {
+				t.Fatal("a third connection was kept")
+			}
+			if v := testutil.ToFloat64(r.s.m.limited.WithLabelValues("connections")); v != 1 {
+				t.Errorf("limited{connections} = %v", v)
+			}
+			a.conn.Close()
+			waitFor(t, "the connection's slot given back", func() bool { return testutil.ToFloat64(r.s.m.conns) == 1 })
+			d := r.tcp(t)
+			d.send("/holo/thump")
+			if m := d.next(); m.Address != "/reply/holo/thump" {
+				t.Fatalf("got %s", m.Address)
+			}
+		})
+	}
+}
+
+// TestIdleTCPClosed: a TCP connection that sends nothing for IdleTimeout
+// (on the server's clock) is closed; each packet starts the wait again.
+func TestIdleTCPClosed(t *testing.T) {
+	r := newRig(t, auth.RoleViewer, func(o *Options) { o.IdleTimeout = time.Minute })
+	p := r.tcp(t)
+	p.send("/holo/thump")
+	p.next()
+	if !r.clk.WaitForWaiters(1, wait) {
+		t.Fatal("no idle timer")
+	}
+	for range 3 { // 50 s apart: never idle for a minute
+		r.clk.Advance(50 * time.Second)
+		p.send("/holo/thump")
+		if m := p.next(); m.Address != "/reply/holo/thump" {
+			t.Fatalf("got %s", m.Address)
+		}
+	}
+	r.clk.Advance(time.Minute)
+	if !closedByServer(p) {
+		t.Fatal("an idle connection was kept")
+	}
+	if v := testutil.ToFloat64(r.s.m.limited.WithLabelValues("idle")); v != 1 {
+		t.Errorf("limited{idle} = %v", v)
+	}
+}
+
+// TestSubscribersCapped: subscribers are capped per source host and in
+// all; a subscription beyond is answered error; one ending frees its
+// slot.
+func TestSubscribersCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		perHost, all int
+	}{{"per host", 1, 100}, {"in all", 100, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, auth.RoleViewer, func(o *Options) { o.MaxSubscribersPerHost, o.MaxSubscribers = tc.perHost, tc.all })
+			a, b := r.tcp(t), r.tcp(t)
+			call := func(p *tcpPeer, addr string, args ...any) reply {
+				p.send(addr, args...)
+				for {
+					if m := p.next(); m.Address == "/reply"+addr {
+						return parseReply(t, m)
+					}
+				}
+			}
+			if rep := call(a, "/holo/subscribe", "/holo/all"); rep.Status != StatusOK {
+				t.Fatalf("first subscriber: %+v", rep)
+			}
+			if rep := call(a, "/holo/subscribe", "/holo/board/b1"); rep.Status != StatusOK {
+				t.Fatalf("a second pattern of the same subscriber: %+v", rep)
+			}
+			rep := call(b, "/holo/subscribe", "/holo/all")
+			if rep.Status != StatusError || !strings.Contains(fmt.Sprint(rep.Data), ErrTooMany.Error()) {
+				t.Fatalf("second subscriber: %+v, want %v", rep, ErrTooMany)
+			}
+			if v := testutil.ToFloat64(r.s.m.limited.WithLabelValues("subscribers")); v != 1 {
+				t.Errorf("limited{subscribers} = %v", v)
+			}
+			call(a, "/holo/unsubscribe")
+			if rep := call(b, "/holo/subscribe", "/holo/all"); rep.Status != StatusOK {
+				t.Fatalf("after the first unsubscribed: %+v", rep)
+			}
+		})
+	}
+}
+
+// TestFeedbackBytesBounded: the feedback waiting for a subscriber that
+// reads nothing is bounded in bytes (MaxFeedbackBytes), not only in
+// messages: it is dropped long before Queue messages of 60 KB wait.
+func TestFeedbackBytesBounded(t *testing.T) {
+	const queue = 2048
+	r := newRig(t, auth.RoleViewer, func(o *Options) { o.Queue, o.MaxFeedbackBytes = queue, 256<<10 })
+	p := r.tcp(t)
+	p.send("/holo/subscribe", "/holo/all")
+	if m := p.next(); parseReply(t, m).Status != StatusOK {
+		t.Fatalf("subscribe: %v", m.Args)
+	}
+	w := r.fleet.nextWatch(t)
+	big := json.RawMessage(`"` + strings.Repeat("x", 60000) + `"`)
+	for range 2 * queue {
+		select {
+		case <-w.ctx.Done():
+		case w.ch <- fleet.Event{Board: "b1", Type: fleet.EventState, Kind: "leds", Data: big}:
+			continue
+		}
+		break
+	}
+	w.ended(t)
+	// The sockets take some MB; the queue 256 KB more.
+	if n := testutil.ToFloat64(r.s.m.feedback); n >= queue {
+		t.Errorf("dropped after %v messages of 60 KB queued, want before the queue's %d", n, queue)
+	}
+	if v := testutil.ToFloat64(r.s.m.dropped); v != 1 {
+		t.Errorf("dropped %v", v)
 	}
 }

@@ -11,6 +11,8 @@ type metrics struct {
 	refused     *prometheus.CounterVec
 	replies     *prometheus.CounterVec
 	replyBytes  prometheus.Counter
+	limited     *prometheus.CounterVec
+	conns       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,6 +34,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "OSC replies, by outcome: sent, or dropped for the UDP reply budgets (size: more than the packet answered; rate: the host's replies per second)."}, []string{"outcome"})
 	m.replyBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_osc_reply_bytes_total",
 		Help: "Bytes of OSC replies sent."})
+	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_limited_total",
+		Help: "OSC clients held to a limit: TCP connections refused (connections) or closed idle (idle), subscriptions refused (subscribers)."}, []string{"limit"})
+	m.conns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "holo_osc_tcp_connections", Help: "OSC TCP connections open now."})
+	for _, l := range []string{"connections", "idle", "subscribers"} {
+		m.limited.WithLabelValues(l)
+	}
 	for _, o := range []string{"sent", "size", "rate"} {
 		m.replies.WithLabelValues(o)
 	}
@@ -44,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback, m.timed, m.refused, m.replies, m.replyBytes)
+		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback, m.timed, m.refused, m.replies, m.replyBytes, m.limited, m.conns)
 	}
 	return m
 }

@@ -38,6 +38,16 @@ const (
 	// DefaultReplyAllowance is how many bytes the replies to one UDP
 	// packet may weigh beyond the packet's own size.
 	DefaultReplyAllowance = 1024
+	// Defaults of the connection and subscriber limits: TCP connections
+	// per source host and in all, subscribers (UDP and TCP) per source
+	// host and in all, the feedback bytes waiting for one subscriber, and
+	// how long a TCP connection may send nothing before it is closed.
+	DefaultMaxConnsPerHost       = 16
+	DefaultMaxConns              = 256
+	DefaultMaxSubscribersPerHost = 16
+	DefaultMaxSubscribers        = 256
+	DefaultMaxFeedbackBytes      = 1 << 20
+	DefaultIdleTimeout           = 5 * time.Minute
 )
 
 // Errors of timed bundles (their replies carry them).
@@ -48,6 +58,9 @@ var (
 	// ErrBusy: too many timed bundles wait already (from this host or in
 	// all).
 	ErrBusy = errors.New("osc: too many timed bundles waiting")
+	// ErrTooMany: a limit of subscribers (from this host or in all) is
+	// reached.
+	ErrTooMany = errors.New("osc: too many subscribers")
 )
 
 // Reply statuses.
@@ -98,6 +111,23 @@ type Options struct {
 	// ReplyAllowance is how many bytes the replies to one UDP packet may
 	// weigh beyond the packet's size (default DefaultReplyAllowance).
 	ReplyAllowance int
+	// MaxConnsPerHost and MaxConns bound the TCP connections from one
+	// source host and in all (defaults DefaultMaxConnsPerHost,
+	// DefaultMaxConns); a connection beyond is closed at once.
+	MaxConnsPerHost, MaxConns int
+	// MaxSubscribersPerHost and MaxSubscribers bound the clients
+	// subscribed to feedback from one source host and in all (defaults
+	// DefaultMaxSubscribersPerHost, DefaultMaxSubscribers); a
+	// subscription beyond is answered error (ErrTooMany).
+	MaxSubscribersPerHost, MaxSubscribers int
+	// MaxFeedbackBytes bounds the feedback waiting for one subscriber
+	// (besides Queue messages); a subscriber beyond is dropped (default
+	// DefaultMaxFeedbackBytes).
+	MaxFeedbackBytes int
+	// IdleTimeout closes a TCP connection that sent nothing for that long
+	// on Clock (default DefaultIdleTimeout; a subscriber thumps well
+	// within it).
+	IdleTimeout time.Duration
 }
 
 // Server is the OSC front door. Make it with Listen, run it with Run.
@@ -119,6 +149,34 @@ type Server struct {
 	timedAll int
 	// rates are the UDP reply rates by source host.
 	rates map[string]*rate
+	// conns and subs count TCP connections and subscribers by host.
+	conns, subs *slots
+}
+
+// slots counts holders by host, against a limit per host and in all.
+type slots struct {
+	by  map[string]int
+	all int
+}
+
+func newSlots() *slots { return &slots{by: map[string]int{}} }
+
+// take takes a slot for host (s.mu held); false when a limit is reached.
+func (l *slots) take(host string, perHost, all int) bool {
+	if l.by[host] >= perHost || l.all >= all {
+		return false
+	}
+	l.by[host]++
+	l.all++
+	return true
+}
+
+// give gives host's slot back (s.mu held).
+func (l *slots) give(host string) {
+	if l.by[host]--; l.by[host] <= 0 {
+		delete(l.by, host)
+	}
+	l.all--
 }
 
 // Listen binds UDP and TCP on the same port.
@@ -150,8 +208,21 @@ func Listen(o Options) (*Server, error) {
 	if o.ReplyAllowance <= 0 {
 		o.ReplyAllowance = DefaultReplyAllowance
 	}
+	for _, d := range []struct {
+		v   *int
+		def int
+	}{{&o.MaxConnsPerHost, DefaultMaxConnsPerHost}, {&o.MaxConns, DefaultMaxConns},
+		{&o.MaxSubscribersPerHost, DefaultMaxSubscribersPerHost}, {&o.MaxSubscribers, DefaultMaxSubscribers},
+		{&o.MaxFeedbackBytes, DefaultMaxFeedbackBytes}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
 	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background(),
-		timedBy: map[string]int{}, rates: map[string]*rate{}}
+		timedBy: map[string]int{}, rates: map[string]*rate{}, conns: newSlots(), subs: newSlots()}
 	var err error
 	for range 20 { // port 0: TCP picks one, UDP must get the same
 		var ln net.Listener
@@ -208,15 +279,38 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			break
 		}
-		wg.Go(func() { s.serveTCP(ctx, conn) })
+		host := conn.RemoteAddr().(*net.TCPAddr).IP.String()
+		s.mu.Lock()
+		ok := s.conns.take(host, s.o.MaxConnsPerHost, s.o.MaxConns)
+		s.mu.Unlock()
+		if !ok {
+			s.m.limited.WithLabelValues("connections").Inc()
+			s.log.Debug("osc: tcp connection refused: too many", "client", conn.RemoteAddr().String())
+			conn.Close()
+			continue
+		}
+		s.m.conns.Inc()
+		wg.Go(func() {
+			defer func() {
+				s.mu.Lock()
+				s.conns.give(host)
+				s.mu.Unlock()
+				s.m.conns.Dec()
+			}()
+			s.serveTCP(ctx, conn)
+		})
 	}
 	wg.Wait()
 	s.work.Wait()
 	s.mu.Lock()
+	var cs []*client
 	for _, c := range s.clients {
-		c.stop()
+		cs = append(cs, c)
 	}
 	s.mu.Unlock()
+	for _, c := range cs {
+		c.stop()
+	}
 	return nil
 }
 
@@ -260,8 +354,15 @@ func (s *Server) serveTCP(ctx context.Context, conn *net.TCPConn) {
 	}()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	idle := s.clk.AfterFunc(s.o.IdleTimeout, func() {
+		s.m.limited.WithLabelValues("idle").Inc()
+		s.log.Debug("osc: idle tcp connection closed", "client", addr.String(), "after", s.o.IdleTimeout)
+		conn.Close()
+	})
+	defer idle.Stop()
 	for {
 		pkt, err := r.Next()
+		idle.Reset(s.o.IdleTimeout)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				s.log.Debug("osc: tcp client gone", "client", addr.String(), "err", err)
@@ -664,7 +765,9 @@ func (s *Server) subscribe(ctx context.Context, c *client, m *Message) (string, 
 	if _, err := s.o.Guard.Check(a); err != nil {
 		return StatusDenied, errData(err)
 	}
-	c.subscribe(ctx, sub)
+	if err := c.subscribe(ctx, sub); err != nil {
+		return StatusError, errData(err)
+	}
 	return StatusOK, map[string]string{"pattern": pat}
 }
 
