@@ -33,7 +33,10 @@
 // SUBACK; a message a session may not read is not sent to it. A will is
 // decided as a publication when the client connects: one it may not send
 // refuses the connection. A session may take over a client id only from a
-// session of the same identity (the same token, or the bridge).
+// session of the same identity (the same token, or the bridge), and
+// resumes a kept session (clean session off) only then: a login of
+// another identity with the id of a disconnected kept session starts
+// clean (session present 0), its subscriptions and queued messages gone.
 //
 // # Limits
 //
@@ -482,6 +485,19 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, _ packets.Packet) bool {
 	s := v.(*session)
 	s.cl = cl
 	h.mu.Lock()
+	if old := h.sessions[cl.ID]; old != nil && !old.same(s) {
+		// A kept session of another identity (OnConnect refused the id
+		// while it is connected): it is not resumed. Forget what it holds
+		// (subscriptions, queued messages) so this login starts clean
+		// (session present 0) and reads nothing of it.
+		if existing, ok := h.srv.Clients.Get(cl.ID); ok && existing != cl {
+			h.srv.UnsubscribeClient(existing)
+			existing.ClearInflights()
+			h.srv.Clients.Delete(cl.ID)
+		}
+		h.o.Log.Warn("mqtt broker: a kept session of another identity was not resumed: clean start",
+			"client", cl.ID, "holder", old.id.Name, "user", s.id.Name)
+	}
 	h.sessions[cl.ID] = s
 	if s.gateway {
 		h.gwConns[cl] = true
