@@ -28,11 +28,12 @@ func encodeBundle(t *testing.T, tt Timetag, elems ...Packet) []byte {
 	return b
 }
 
-// waitFor polls cond (real time, bounded by wait): for state another
+// waitFor polls cond (real time, bounded by 6 waits: a loaded machine
+// under -race handles thousands of messages slowly): for state another
 // goroutine changes, never for a timer of the server's.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(6 * wait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -220,8 +221,9 @@ func TestReplyAmplificationBounded(t *testing.T) {
 
 			setPort, _ := Encode(&Message{Address: "/holo/replyPort", Args: []any{vport}})
 			attacker.sendRaw(setPort)
-			// "/x" with no argument: 8 bytes, 12 in a bundle.
-			elems := make([]Packet, (MaxPacket-100)/12)
+			// "/x" with no argument: 8 bytes, 12 in a bundle; 16 KB of
+			// them (the attack's 64 KB take long under -race).
+			elems := make([]Packet, (MaxPacket/4)/12)
 			for i := range elems {
 				elems[i] = &Message{Address: "/x"}
 			}
