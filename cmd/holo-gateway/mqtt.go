@@ -89,6 +89,9 @@ func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	fs.IntVar(&f.limits.MaxClients, "mqtt-max-clients", broker.DefaultMaxClients, "embedded broker: most clients connected at once (the gateway's bridge not counted)")
 	fs.IntVar(&f.limits.MaxRetained, "mqtt-max-retained", broker.DefaultMaxRetained, "embedded broker: most retained messages clients may leave (the bridge's not counted)")
 	fs.IntVar(&f.limits.MaxRetainedSize, "mqtt-max-retained-size", broker.DefaultMaxRetainedSize, "embedded broker: largest retained payload a client may leave, in bytes")
+	fs.IntVar(&f.limits.MaxSubscriptions, "mqtt-max-subscriptions", broker.DefaultMaxSubscriptions, "embedded broker: most subscriptions of one client (the gateway's bridge not counted)")
+	fs.IntVar(&f.limits.MaxFilters, "mqtt-max-filters", broker.DefaultMaxFilters, "embedded broker: most topic filters in one SUBSCRIBE")
+	fs.IntVar(&f.limits.MaxSubscriptionsTotal, "mqtt-max-subscriptions-total", broker.DefaultMaxSubscriptionsTotal, "embedded broker: most subscriptions of all clients together")
 }
 
 // anonymousRole is the embedded broker's role for clients without

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 )
 
 var mqttLine = regexp.MustCompile(`mqtt:\s+embedded broker (tcp://\S+)`)
@@ -192,5 +195,26 @@ func TestMQTTAcceptDefault(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// TestMQTTSubscriptionLimitFlags: the embedded broker's subscription
+// limits have flags, with the broker's defaults.
+func TestMQTTSubscriptionLimitFlags(t *testing.T) {
+	o, err := parseServe([]string{"--data", t.TempDir()}, false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := o.mq.limits; l.MaxSubscriptions != broker.DefaultMaxSubscriptions || l.MaxFilters != broker.DefaultMaxFilters ||
+		l.MaxSubscriptionsTotal != broker.DefaultMaxSubscriptionsTotal {
+		t.Errorf("defaults %+v", l)
+	}
+	o, err = parseServe([]string{"--data", t.TempDir(), "--mqtt-max-subscriptions", "7", "--mqtt-max-filters", "3",
+		"--mqtt-max-subscriptions-total", "70"}, false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := o.mq.limits; l.MaxSubscriptions != 7 || l.MaxFilters != 3 || l.MaxSubscriptionsTotal != 70 {
+		t.Errorf("flags %+v", l)
 	}
 }

@@ -23,6 +23,15 @@
 // record is dropped and counted, and the next batch writes one "dropped"
 // record saying how many were lost. The log is bounded by age and by
 // number of records; Run prunes the oldest.
+//
+// Refusals of callers without a credential (no token: an OSC client, an
+// anonymous MQTT or REST caller) cost an attacker nothing, so they are
+// aggregated and kept apart (see Log.Anonymous): at most one record per
+// surface, source host and second, with the number of refusals it stands
+// for in "count", in the "audit-anon" bucket under a quota of its own
+// (MaxAnonymous). A flood of them can neither fill the write queue nor
+// evict the records of authenticated callers. Query returns both,
+// merged.
 package audit
 
 import (
@@ -31,9 +40,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,14 +54,25 @@ import (
 	"github.com/holofleet/holofleet/store"
 )
 
-// Bucket is the store bucket holding the records.
-const Bucket = "audit"
+// Bucket is the store bucket holding the records; AnonBucket holds the
+// aggregated refusals of callers without a credential.
+const (
+	Bucket     = "audit"
+	AnonBucket = "audit-anon"
+)
 
 // Defaults of Options.
 const (
 	DefaultMaxAge     = 90 * 24 * time.Hour
 	DefaultMaxRecords = 100_000
 	DefaultQueue      = 4096
+	// DefaultMaxAnonymous is the quota of aggregated refusals without a
+	// credential, apart from DefaultMaxRecords.
+	DefaultMaxAnonymous = 10_000
+	// MaxAnonymousSources bounds the sources aggregated at once; refusals
+	// from further sources in the same second share one record (client
+	// "*").
+	MaxAnonymousSources = 1024
 	// DefaultLimit and MaxLimit bound a query's answer.
 	DefaultLimit = 100
 	MaxLimit     = 1000
@@ -64,6 +86,10 @@ const (
 	// full queue.
 	OutcomeDropped = "dropped"
 )
+
+// DefaultAggregate are the surfaces whose refusals without a credential
+// Audit aggregates by default: those open to anonymous clients by design.
+var DefaultAggregate = []auth.Surface{auth.SurfaceOSC, auth.SurfaceMQTT}
 
 // Errors of the audit log.
 var (
@@ -105,6 +131,17 @@ type Entry struct {
 	Code      string `json:"code"`
 	Reason    string `json:"reason,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	// Count is how many refusals an aggregated record stands for (see
+	// Log.Anonymous): the first one's fields, from the same surface and
+	// source host within one second; 0 for a record not aggregated.
+	Count int `json:"count,omitempty"`
+}
+
+// queued is a record waiting to be written, and whether it goes to
+// AnonBucket.
+type queued struct {
+	Entry
+	anon bool
 }
 
 // Options configure a Log.
@@ -114,8 +151,16 @@ type Options struct {
 	MaxAge time.Duration
 	// MaxRecords keeps at most this many records (0: DefaultMaxRecords).
 	MaxRecords int
+	// MaxAnonymous keeps at most this many aggregated records of refusals
+	// without a credential, apart from MaxRecords (0:
+	// DefaultMaxAnonymous).
+	MaxAnonymous int
 	// Queue is how many records may wait to be written (0: DefaultQueue).
 	Queue int
+	// Aggregate are the surfaces whose refusals without a credential
+	// Audit aggregates (Anonymous); nil: DefaultAggregate. Other
+	// surfaces call Anonymous themselves where they choose to.
+	Aggregate []auth.Surface
 	// Now is the clock of pruning and of "dropped" records (nil:
 	// time.Now).
 	Now func() time.Time
@@ -126,19 +171,31 @@ type Options struct {
 // is its one writer.
 type Log struct {
 	bucket *store.Bucket
+	anon   *store.Bucket
 	o      Options
 
-	q       chan Entry
+	// amu guards agg: the aggregated refusals without a credential not
+	// yet queued, by surface and source host.
+	amu sync.Mutex
+	agg map[string]*queued
+	// ready are aggregated records whose second is over, for Run to
+	// write (at most Options.Queue).
+	ready []queued
+
+	q       chan queued
 	syncs   chan chan struct{}
 	dropped atomic.Uint64
 
 	// The writer's state (Run's goroutine only, after Open).
 	last      uint64 // last key written, as a number
+	lastAnon  uint64 // last key written in AnonBucket
 	count     int
+	anonCount int
 	lastPrune time.Time
 
-	written *prometheus.CounterVec
-	lost    prometheus.Counter
+	written    *prometheus.CounterVec
+	lost       prometheus.Counter
+	aggregated prometheus.Counter
 }
 
 // Open opens the log kept in o.DB, counting what it holds.
@@ -155,13 +212,20 @@ func Open(o Options) (*Log, error) {
 	if o.Queue <= 0 {
 		o.Queue = DefaultQueue
 	}
+	if o.Aggregate == nil {
+		o.Aggregate = DefaultAggregate
+	}
+	if o.MaxAnonymous <= 0 {
+		o.MaxAnonymous = DefaultMaxAnonymous
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	l := &Log{bucket: o.DB.Bucket(Bucket), o: o, q: make(chan Entry, o.Queue), syncs: make(chan chan struct{}),
+	l := &Log{bucket: o.DB.Bucket(Bucket), anon: o.DB.Bucket(AnonBucket), o: o, q: make(chan queued, o.Queue),
+		syncs: make(chan chan struct{}), agg: map[string]*queued{},
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "holo_gateway_audit_records_total",
 			Help: "Audit records written, by outcome (allowed, denied, dropped).",
@@ -170,18 +234,28 @@ func Open(o Options) (*Log, error) {
 			Name: "holo_gateway_audit_dropped_total",
 			Help: "Audit records lost because the write queue was full.",
 		}),
+		aggregated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "holo_gateway_audit_aggregated_total",
+			Help: "Refusals without a credential folded into the record of an earlier one (same surface, source host and second).",
+		}),
 	}
-	n, err := l.bucket.Len()
-	if err != nil {
-		return nil, fmt.Errorf("audit: open: %w", err)
-	}
-	l.count = n
-	err = l.bucket.Scan("", "", true, func(k string, _ []byte) (bool, error) {
-		l.last, _ = strconv.ParseUint(k, 16, 64)
-		return false, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("audit: open: %w", err)
+	for _, b := range []struct {
+		b    *store.Bucket
+		n    *int
+		last *uint64
+	}{{l.bucket, &l.count, &l.last}, {l.anon, &l.anonCount, &l.lastAnon}} {
+		n, err := b.b.Len()
+		if err != nil {
+			return nil, fmt.Errorf("audit: open: %w", err)
+		}
+		*b.n = n
+		err = b.b.Scan("", "", true, func(k string, _ []byte) (bool, error) {
+			*b.last, _ = strconv.ParseUint(k, 16, 64)
+			return false, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("audit: open: %w", err)
+		}
 	}
 	if err := l.prune(); err != nil {
 		return nil, err
@@ -197,22 +271,116 @@ type collector struct{ l *Log }
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	c.l.written.Describe(ch)
 	c.l.lost.Describe(ch)
+	c.l.aggregated.Describe(ch)
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	c.l.written.Collect(ch)
 	c.l.lost.Collect(ch)
+	c.l.aggregated.Collect(ch)
 }
 
 // Audit queues a record; it never blocks (a full queue drops and counts).
-// It makes Log an auth.Auditor.
+// It makes Log an auth.Auditor. A refusal of a caller without a
+// credential on a surface of Options.Aggregate goes to Anonymous: an
+// identity without a token other than the demo's loopback admin and the
+// insecure lab's (whose refusals, few and telling, are kept one by one).
 func (l *Log) Audit(r auth.Record) {
+	if !r.Allowed && !r.Who.Token && r.Who.Name != auth.LoopbackName && r.Who.Name != auth.InsecureName &&
+		slices.Contains(l.o.Aggregate, r.Surface) {
+		l.Anonymous(r)
+		return
+	}
+	l.queue(queued{Entry: entryOf(r)})
+}
+
+func (l *Log) queue(e queued) {
 	select {
-	case l.q <- entryOf(r):
+	case l.q <- e:
 	default:
 		l.dropped.Add(1)
 		l.lost.Inc()
 	}
+}
+
+// Anonymous records r, a request refused to a caller that presented no
+// credential, aggregated: the first refusal from a source (r.Surface and
+// the host of r.Client) in a second of r.Time makes a record, the next
+// ones from that source in that second only add to its Count. The record
+// is written once its second is over (Run checks every second), or at
+// Sync. It is kept in AnonBucket under Options.MaxAnonymous, so a flood
+// of such refusals never evicts other records; at most
+// MaxAnonymousSources sources are aggregated at once, the others sharing
+// one record (client "*").
+//
+// Audit calls it for the refusals without a token on the surfaces of
+// Options.Aggregate (OSC, MQTT); another surface calls it directly for a
+// refusal it wants aggregated, instead of Audit: a request without a
+// token, or turned away before it was identified, e.g. in REST
+//
+//	if id, err := g.Identify(c); err != nil && log != nil {
+//		log.Anonymous(auth.Record{Time: now, Attributes: a, Reason: err.Error(), Code: auth.CodeOf(err)})
+//	}
+//
+// (or an auth.Auditor that sends such records here). It never blocks and
+// is safe for concurrent use.
+func (l *Log) Anonymous(r auth.Record) {
+	host := r.Client
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	key := string(r.Surface) + " " + host
+	sec := r.Time.Truncate(time.Second)
+	var flush *queued
+	l.amu.Lock()
+	e := l.agg[key]
+	if e == nil && len(l.agg) >= MaxAnonymousSources {
+		key = string(r.Surface) + " *"
+		e = l.agg[key]
+	}
+	if e != nil && e.Time.Truncate(time.Second).Equal(sec) {
+		e.Count++
+		l.amu.Unlock()
+		l.aggregated.Inc()
+		return
+	}
+	if e != nil {
+		flush = e
+	}
+	ne := queued{Entry: entryOf(r), anon: true}
+	ne.Count = 1
+	if strings.HasSuffix(key, " *") {
+		ne.Client, ne.Token = "*", ""
+	}
+	l.agg[key] = &ne
+	lost := false
+	if flush != nil {
+		if lost = len(l.ready) >= l.o.Queue; !lost {
+			l.ready = append(l.ready, *flush)
+		}
+	}
+	l.amu.Unlock()
+	if lost {
+		l.dropped.Add(1)
+		l.lost.Inc()
+	}
+}
+
+// takeAnonymous takes the aggregated records of seconds before until
+// (all of them for a zero until), oldest first.
+func (l *Log) takeAnonymous(until time.Time) []queued {
+	l.amu.Lock()
+	out := l.ready
+	l.ready = nil
+	for k, e := range l.agg {
+		if until.IsZero() || e.Time.Before(until.Truncate(time.Second)) {
+			out = append(out, *e)
+			delete(l.agg, k)
+		}
+	}
+	l.amu.Unlock()
+	slices.SortFunc(out, func(a, b queued) int { return a.Time.Compare(b.Time) })
+	return out
 }
 
 // entryOf is the stored form of a record, with caller-controlled text
@@ -256,18 +424,23 @@ func clip(s string) string {
 
 // Run writes queued records until ctx ends, then writes what is left.
 // It prunes after every batch by number and once a minute by age.
+// Aggregated refusals (Anonymous) are queued once their second is over.
 func (l *Log) Run(ctx context.Context) error {
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
+	sec := time.NewTicker(time.Second)
+	defer sec.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return l.write(l.drain(nil))
+			return l.write(l.drain(l.takeAnonymous(time.Time{})))
 		case e := <-l.q:
-			l.logErr(l.write(l.drain([]Entry{e})))
+			l.logErr(l.write(l.drain([]queued{e})))
 		case done := <-l.syncs:
-			l.logErr(l.write(l.drain(nil)))
+			l.logErr(l.write(l.drain(l.takeAnonymous(time.Time{}))))
 			close(done)
+		case <-sec.C:
+			l.logErr(l.write(l.drain(l.takeAnonymous(l.o.Now()))))
 		case <-tick.C:
 			l.logErr(l.prune())
 		}
@@ -281,7 +454,7 @@ func (l *Log) logErr(err error) {
 }
 
 // drain adds every queued record to batch.
-func (l *Log) drain(batch []Entry) []Entry {
+func (l *Log) drain(batch []queued) []queued {
 	for {
 		select {
 		case e := <-l.q:
@@ -292,8 +465,8 @@ func (l *Log) drain(batch []Entry) []Entry {
 	}
 }
 
-// Sync waits until every record queued before it is written (Run must be
-// running), or ctx ends.
+// Sync waits until every record queued before it is written, aggregated
+// ones included (Run must be running), or ctx ends.
 func (l *Log) Sync(ctx context.Context) error {
 	done := make(chan struct{})
 	select {
@@ -311,33 +484,45 @@ func (l *Log) Sync(ctx context.Context) error {
 
 // write stores a batch in one transaction, with a "dropped" record first
 // when records were lost since the last batch.
-func (l *Log) write(batch []Entry) error {
+func (l *Log) write(batch []queued) error {
 	if n := l.dropped.Swap(0); n > 0 {
-		batch = append([]Entry{{Time: l.o.Now().UTC(), Outcome: OutcomeDropped, Code: auth.CodeResourceExhausted,
-			Reason: fmt.Sprintf("%d records dropped: the audit queue was full", n)}}, batch...)
+		batch = append([]queued{{Entry: Entry{Time: l.o.Now().UTC(), Outcome: OutcomeDropped, Code: auth.CodeResourceExhausted,
+			Reason: fmt.Sprintf("%d records dropped: the audit queue was full", n)}}}, batch...)
 	}
 	if len(batch) == 0 {
 		return nil
 	}
 	puts := make(map[string]any, len(batch))
+	anon := map[string]any{}
 	for _, e := range batch {
-		k := max(uint64(e.Time.UnixNano()), l.last+1)
-		l.last = k
-		puts[key(k)] = e
+		// Keys follow the records' time, strictly increasing in each
+		// bucket (aggregated records are written after their second).
+		last, m := &l.last, puts
+		if e.anon {
+			last, m = &l.lastAnon, anon
+		}
+		k := max(uint64(e.Time.UnixNano()), *last+1)
+		*last = k
+		m[key(k)] = e.Entry
 	}
-	if err := l.bucket.Batch(puts); err != nil {
-		return fmt.Errorf("audit: write %d records: %w", len(batch), err)
+	for _, b := range []struct {
+		b    *store.Bucket
+		puts map[string]any
+		n    *int
+	}{{l.bucket, puts, &l.count}, {l.anon, anon, &l.anonCount}} {
+		if len(b.puts) == 0 {
+			continue
+		}
+		if err := b.b.Batch(b.puts); err != nil {
+			return fmt.Errorf("audit: write %d records: %w", len(b.puts), err)
+		}
+		*b.n += len(b.puts)
 	}
 	for _, e := range batch {
 		l.written.WithLabelValues(e.Outcome).Inc()
 	}
-	l.count += len(batch)
-	if l.count > l.o.MaxRecords {
-		n, err := l.bucket.DeleteFirst(l.count-l.o.MaxRecords, "")
-		l.count -= n
-		if err != nil {
-			return fmt.Errorf("audit: prune: %w", err)
-		}
+	if err := l.trim(); err != nil {
+		return err
 	}
 	if l.o.Now().Sub(l.lastPrune) > time.Minute {
 		return l.prune()
@@ -359,21 +544,37 @@ func (l *Log) prune() error {
 	now := l.o.Now()
 	l.lastPrune = now
 	before := keyOf(now.Add(-l.o.MaxAge))
-	for {
-		n, err := l.bucket.DeleteFirst(10_000, before)
-		l.count -= n
-		if err != nil {
-			return fmt.Errorf("audit: prune: %w", err)
-		}
-		if n < 10_000 {
-			break
+	for _, b := range []struct {
+		b *store.Bucket
+		n *int
+	}{{l.bucket, &l.count}, {l.anon, &l.anonCount}} {
+		for {
+			n, err := b.b.DeleteFirst(10_000, before)
+			*b.n -= n
+			if err != nil {
+				return fmt.Errorf("audit: prune: %w", err)
+			}
+			if n < 10_000 {
+				break
+			}
 		}
 	}
-	if l.count > l.o.MaxRecords {
-		n, err := l.bucket.DeleteFirst(l.count-l.o.MaxRecords, "")
-		l.count -= n
-		if err != nil {
-			return fmt.Errorf("audit: prune: %w", err)
+	return l.trim()
+}
+
+// trim drops the oldest records beyond each bucket's quota.
+func (l *Log) trim() error {
+	for _, b := range []struct {
+		b     *store.Bucket
+		n     *int
+		limit int
+	}{{l.bucket, &l.count, l.o.MaxRecords}, {l.anon, &l.anonCount, l.o.MaxAnonymous}} {
+		if *b.n > b.limit {
+			n, err := b.b.DeleteFirst(*b.n-b.limit, "")
+			*b.n -= n
+			if err != nil {
+				return fmt.Errorf("audit: prune: %w", err)
+			}
 		}
 	}
 	return nil
@@ -432,19 +633,32 @@ func (l *Log) Query(f Filter) ([]Entry, error) {
 	if !f.Until.IsZero() {
 		to = keyOf(f.Until)
 	}
+	type keyed struct {
+		k string
+		e Entry
+	}
+	var all []keyed
+	for _, b := range []*store.Bucket{l.bucket, l.anon} {
+		n := 0
+		err := b.Scan(from, to, true, func(k string, raw []byte) (bool, error) {
+			var e Entry
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return false, fmt.Errorf("audit: record %s: %w", k, err)
+			}
+			if f.match(e) {
+				all = append(all, keyed{k, e})
+				n++
+			}
+			return n < limit, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("audit: query: %w", err)
+		}
+	}
+	slices.SortFunc(all, func(a, b keyed) int { return strings.Compare(b.k, a.k) })
 	out := []Entry{}
-	err := l.bucket.Scan(from, to, true, func(k string, raw []byte) (bool, error) {
-		var e Entry
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return false, fmt.Errorf("audit: record %s: %w", k, err)
-		}
-		if f.match(e) {
-			out = append(out, e)
-		}
-		return len(out) < limit, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("audit: query: %w", err)
+	for _, k := range all[:min(len(all), limit)] {
+		out = append(out, k.e)
 	}
 	return out, nil
 }

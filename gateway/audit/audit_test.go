@@ -306,3 +306,97 @@ func BenchmarkAuditWrite(b *testing.B) {
 	cancel()
 	<-done
 }
+
+// anonRec is a refusal of a caller without a credential (an OSC client).
+func anonRec(at time.Duration, client, op string) auth.Record {
+	return auth.Record{Time: t0.Add(at), Attributes: auth.Attributes{
+		Who: auth.Identity{Name: "osc:" + client}, Surface: auth.SurfaceOSC, Verb: auth.VerbWatch,
+		Resource: auth.ResEvents, Client: client, Operation: op,
+	}, Reason: "role none", Code: auth.CodePermissionDenied}
+}
+
+// TestAnonymousRefusalsAggregatedAndApart: a flood of refusals without a
+// credential (issue 25 row 10: 65 OSC packets made 142,412 records and
+// pruned everything older) makes one record per source host and second,
+// with a count, kept under a quota of its own: the records of
+// authenticated callers stay.
+func TestAnonymousRefusalsAggregatedAndApart(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "gw.db"))
+	defer db.Close()
+	clk := &clock{t: t0} // the flood's seconds end at Sync, not by Run's ticker
+	l := running(t, Options{DB: db, Now: clk.now, MaxRecords: 10, MaxAnonymous: 5, Queue: 64})
+	for i := range 3 {
+		l.Audit(rec(time.Duration(i)*time.Millisecond, "ops", auth.RoleOperator, true, "OK", "b1"))
+	}
+	sync1(t, l)
+	// 20 seconds of flood from two hosts (fresh ports), 1,000 a second
+	// each: far beyond the queue (64) and both quotas.
+	for s := range 20 {
+		for i := range 1000 {
+			at := time.Duration(s)*time.Second + time.Duration(i)*time.Microsecond
+			l.Audit(anonRec(at, fmt.Sprintf("10.0.0.7:%d", 1024+i), "/holo/all/leds/off"))
+			l.Audit(anonRec(at, fmt.Sprintf("10.0.0.8:%d", 1024+i), "/nowhere"))
+		}
+	}
+	sync1(t, l)
+	got, err := l.Query(Filter{Limit: MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var authn, anon []Entry
+	for _, e := range got {
+		if e.Token == "ops" {
+			authn = append(authn, e)
+		} else {
+			anon = append(anon, e)
+		}
+	}
+	if len(authn) != 3 {
+		t.Errorf("%d authenticated records left of 3", len(authn))
+	}
+	if len(anon) != 5 {
+		t.Errorf("%d aggregated records, want the quota (5)", len(anon))
+	}
+	for _, e := range anon {
+		if e.Count != 1000 || e.Outcome != OutcomeDenied || e.Surface != "osc" {
+			t.Errorf("aggregated record %+v, want count 1000", e)
+		}
+	}
+	if n := testutil.ToFloat64(l.lost); n != 0 {
+		t.Errorf("%v records lost to a full queue", n)
+	}
+	if n := testutil.ToFloat64(l.aggregated); n != 2*20*999 {
+		t.Errorf("aggregated counter %v", n)
+	}
+	// The newest (second 19, both hosts) are kept, newest first.
+	if len(anon) > 0 && !anon[0].Time.Equal(t0.Add(19*time.Second)) {
+		t.Errorf("newest aggregated record at %v", anon[0].Time)
+	}
+}
+
+// TestAnonymousFlushedWhenItsSecondIsOver: Run writes an aggregated
+// record once the second it stands for is over on the log's clock,
+// without a Sync.
+func TestAnonymousFlushedWhenItsSecondIsOver(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "gw.db"))
+	defer db.Close()
+	clk := &clock{t: t0}
+	l := running(t, Options{DB: db, Now: clk.now})
+	l.Audit(anonRec(0, "10.0.0.7:1", "/a"))
+	l.Audit(anonRec(time.Millisecond, "10.0.0.7:2", "/b"))
+	clk.add(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := l.Query(Filter{})
+		if len(got) == 1 {
+			if got[0].Count != 2 || got[0].Operation != "/a" {
+				t.Errorf("%+v", got[0])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the aggregated record was not written after its second")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
@@ -31,10 +32,28 @@ type client struct {
 	// thumped.
 	gen      uint64
 	deadline time.Time
+	// subHost is the host whose subscriber slot the running subscription
+	// holds.
+	subHost string
 }
 
 func (s *Server) newClient(_ context.Context, network, addr string, send func([]byte) error) *client {
 	return &client{s: s, network: network, addr: addr, send: send}
+}
+
+// host is the client's host (its address without the port): the source
+// whose limits it shares.
+func (c *client) host() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hostLocked()
+}
+
+func (c *client) hostLocked() string {
+	if h, _, err := net.SplitHostPort(c.addr); err == nil {
+		return h
+	}
+	return c.addr
 }
 
 func (c *client) setFrom(a *net.UDPAddr) {
@@ -74,19 +93,33 @@ func (c *client) setAlwaysReply(on bool) {
 	c.mu.Unlock()
 }
 
-// reply answers a message unless the client turned replies off.
-func (c *client) reply(address, status string, data any) {
+// reply answers a message unless the client turned replies off. A UDP
+// reply is sent only within the budget of the packet it answers (ctx's,
+// see withBudget) and the reply rate of the client's host; one that is
+// not is dropped and counted.
+func (c *client) reply(ctx context.Context, address, status string, data any) {
 	c.mu.Lock()
 	quiet := c.quiet
 	c.mu.Unlock()
 	if quiet {
 		return
 	}
-	if b := encodeReply(address, status, data); b != nil {
-		if err := c.send(b); err != nil {
-			c.s.log.Debug("osc: reply not sent", "client", c.name(), "err", err)
+	b := encodeReply(address, status, data)
+	if b == nil {
+		return
+	}
+	if c.network == "udp" {
+		if why := c.s.allowReply(ctx, c.host(), len(b)); why != "" {
+			c.s.m.replies.WithLabelValues(why).Inc()
+			return
 		}
 	}
+	if err := c.send(b); err != nil {
+		c.s.log.Debug("osc: reply not sent", "client", c.name(), "err", err)
+		return
+	}
+	c.s.m.replies.WithLabelValues("sent").Inc()
+	c.s.m.replyBytes.Add(float64(len(b)))
 }
 
 // subscription is a parsed /holo/subscribe pattern: which boards
@@ -182,21 +215,32 @@ func feedback(ev fleet.Event) (*Message, string) {
 	return &Message{Address: "/holo/board/" + ev.Board + suffix, Args: args}, suffix
 }
 
-// subscribe adds sub and starts the feedback when it is the first.
-func (c *client) subscribe(ctx context.Context, sub subscription) {
+// subscribe adds sub and starts the feedback when it is the first (if
+// the limits of subscribers let it: else ErrTooMany).
+func (c *client) subscribe(ctx context.Context, sub subscription) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, have := range c.subs {
 		if have.pattern == sub.pattern {
 			c.resetTimerLocked()
-			return
+			return nil
 		}
 	}
-	c.subs = append(c.subs, sub)
 	if c.cancel != nil {
+		c.subs = append(c.subs, sub)
 		c.resetTimerLocked()
-		return
+		return nil
 	}
+	host := c.hostLocked()
+	c.s.mu.Lock()
+	ok := c.s.subs.take(host, c.s.o.MaxSubscribersPerHost, c.s.o.MaxSubscribers)
+	c.s.mu.Unlock()
+	if !ok {
+		c.s.m.limited.WithLabelValues("subscribers").Inc()
+		return fmt.Errorf("%w: at most %d from one host, %d in all", ErrTooMany, c.s.o.MaxSubscribersPerHost, c.s.o.MaxSubscribers)
+	}
+	c.subHost = host
+	c.subs = append(c.subs, sub)
 	ctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
 	c.gen++
@@ -206,8 +250,10 @@ func (c *client) subscribe(ctx context.Context, sub subscription) {
 	c.s.m.subscribers.Inc()
 	w := c.s.o.Fleet.Watch(ctx, fleet.Filter{}, 0)
 	q := make(chan []byte, c.s.o.Queue)
-	go c.sender(ctx, q)
-	go c.feed(ctx, w, q)
+	queued := new(atomic.Int64)
+	go c.sender(ctx, q, queued)
+	go c.feed(ctx, w, q, queued)
+	return nil
 }
 
 func (c *client) resetTimerLocked() {
@@ -262,6 +308,12 @@ func (c *client) endLocked() context.CancelFunc {
 func (c *client) ended(cancel context.CancelFunc, why string) {
 	if cancel != nil {
 		cancel()
+		c.mu.Lock()
+		host := c.subHost
+		c.mu.Unlock()
+		c.s.mu.Lock()
+		c.s.subs.give(host)
+		c.s.mu.Unlock()
 		c.s.m.subscribers.Dec()
 		c.s.log.Info("osc: subscription ended", "client", c.network+":"+c.name(), "why", why)
 	}
@@ -270,8 +322,9 @@ func (c *client) ended(cancel context.CancelFunc, why string) {
 func (c *client) stop() { c.unsubscribe("client gone") }
 
 // feed turns the fleet's events into feedback on q; a client whose queue
-// is full, or whose fleet watcher was cut off, is dropped.
-func (c *client) feed(ctx context.Context, w *fleet.Watcher, q chan<- []byte) {
+// is full (Queue messages or MaxFeedbackBytes, counted in queued), or
+// whose fleet watcher was cut off, is dropped.
+func (c *client) feed(ctx context.Context, w *fleet.Watcher, q chan<- []byte, queued *atomic.Int64) {
 	known := map[string]fleet.BoardView{}
 	for {
 		var ev fleet.Event
@@ -316,6 +369,10 @@ func (c *client) feed(ctx context.Context, w *fleet.Watcher, q chan<- []byte) {
 		if err != nil {
 			continue
 		}
+		if n := queued.Add(int64(len(pkt))); n > int64(c.s.o.MaxFeedbackBytes) {
+			c.drop(fmt.Sprintf("more than %d bytes waiting", c.s.o.MaxFeedbackBytes))
+			return
+		}
 		select {
 		case q <- pkt:
 			c.s.m.feedback.Inc()
@@ -327,12 +384,13 @@ func (c *client) feed(ctx context.Context, w *fleet.Watcher, q chan<- []byte) {
 }
 
 // sender writes q's feedback to the client, in order.
-func (c *client) sender(ctx context.Context, q <-chan []byte) {
+func (c *client) sender(ctx context.Context, q <-chan []byte, queued *atomic.Int64) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case pkt := <-q:
+			queued.Add(-int64(len(pkt)))
 			if err := c.send(pkt); err != nil {
 				c.s.log.Debug("osc: feedback not sent", "client", c.name(), "err", err)
 			}

@@ -50,7 +50,9 @@ func TestMatchManyStarsIsFast(t *testing.T) {
 	if Match(p, a) {
 		t.Fatal("matched")
 	}
-	if d := time.Since(start); d > time.Second {
+	// Backtracking over 60 stars would take years; a bound far above a
+	// loaded machine under -race (2 s seen) catches it without flaking.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("took %v", d)
 	}
 }

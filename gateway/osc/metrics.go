@@ -7,6 +7,12 @@ type metrics struct {
 	subscribers prometheus.Gauge
 	dropped     prometheus.Counter
 	feedback    prometheus.Counter
+	timed       prometheus.Gauge
+	refused     *prometheus.CounterVec
+	replies     *prometheus.CounterVec
+	replyBytes  prometheus.Counter
+	limited     *prometheus.CounterVec
+	conns       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -19,6 +25,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "OSC subscribers dropped for not keeping up with their feedback."}),
 		feedback: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_osc_feedback_total",
 			Help: "OSC feedback messages queued for subscribers."}),
+		timed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "holo_osc_timed_bundles",
+			Help: "OSC timed bundles waiting for their moment."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_bundles_refused_total",
+			Help: "OSC timed bundles refused before anything was scheduled, by reason (horizon: timed beyond the fire horizon; capacity: too many waiting)."}, []string{"reason"}),
+	}
+	m.replies = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_replies_total",
+		Help: "OSC replies, by outcome: sent, or dropped for the UDP reply budgets (size: more than the packet answered; rate: the host's replies per second)."}, []string{"outcome"})
+	m.replyBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_osc_reply_bytes_total",
+		Help: "Bytes of OSC replies sent."})
+	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_osc_limited_total",
+		Help: "OSC clients held to a limit: TCP connections refused (connections) or closed idle (idle), subscriptions refused (subscribers)."}, []string{"limit"})
+	m.conns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "holo_osc_tcp_connections", Help: "OSC TCP connections open now."})
+	for _, l := range []string{"connections", "idle", "subscribers"} {
+		m.limited.WithLabelValues(l)
+	}
+	for _, o := range []string{"sent", "size", "rate"} {
+		m.replies.WithLabelValues(o)
+	}
+	for _, r := range []string{"horizon", "capacity"} {
+		m.refused.WithLabelValues(r)
 	}
 	for _, c := range Classes {
 		for _, o := range []string{StatusOK, StatusError, StatusDenied} {
@@ -26,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback)
+		reg.MustRegister(m.messages, m.subscribers, m.dropped, m.feedback, m.timed, m.refused, m.replies, m.replyBytes, m.limited, m.conns)
 	}
 	return m
 }

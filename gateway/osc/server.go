@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,39 @@ const (
 	DefaultQueue        = 1024
 	// MaxClients bounds the UDP clients whose settings are kept.
 	MaxClients = 1024
+	// DefaultMaxTimedPerSource and DefaultMaxTimed bound the timed
+	// bundles waiting for their moment: from one source host, and in all.
+	DefaultMaxTimedPerSource = 16
+	DefaultMaxTimed          = 256
+	// DefaultReplyRate is how many replies a UDP source host gets per
+	// second (a burst of as many), whatever it sends.
+	DefaultReplyRate = 100
+	// DefaultReplyAllowance is how many bytes the replies to one UDP
+	// packet may weigh beyond the packet's own size.
+	DefaultReplyAllowance = 1024
+	// Defaults of the connection and subscriber limits: TCP connections
+	// per source host and in all, subscribers (UDP and TCP) per source
+	// host and in all, the feedback bytes waiting for one subscriber, and
+	// how long a TCP connection may send nothing before it is closed.
+	DefaultMaxConnsPerHost       = 16
+	DefaultMaxConns              = 256
+	DefaultMaxSubscribersPerHost = 16
+	DefaultMaxSubscribers        = 256
+	DefaultMaxFeedbackBytes      = 1 << 20
+	DefaultIdleTimeout           = 5 * time.Minute
+)
+
+// Errors of timed bundles (their replies carry them).
+var (
+	// ErrTooFar: a bundle timed further ahead than fleet.MaxFireLead, the
+	// fire horizon of every action (an action's fire_at is refused alike).
+	ErrTooFar = errors.New("osc: bundle timed too far ahead")
+	// ErrBusy: too many timed bundles wait already (from this host or in
+	// all).
+	ErrBusy = errors.New("osc: too many timed bundles waiting")
+	// ErrTooMany: a limit of subscribers (from this host or in all) is
+	// reached.
+	ErrTooMany = errors.New("osc: too many subscribers")
 )
 
 // Reply statuses.
@@ -66,6 +100,34 @@ type Options struct {
 	// Queue is how many messages may wait for one client before a
 	// subscriber is dropped (default 1024).
 	Queue int
+	// MaxTimedPerSource and MaxTimed bound the timed bundles waiting for
+	// their moment, from one source host and in all (defaults
+	// DefaultMaxTimedPerSource, DefaultMaxTimed); a bundle beyond them is
+	// refused (ErrBusy).
+	MaxTimedPerSource, MaxTimed int
+	// ReplyRate bounds the replies to one UDP source host per second
+	// (default DefaultReplyRate); see reply budgets in docs/osc.md.
+	ReplyRate int
+	// ReplyAllowance is how many bytes the replies to one UDP packet may
+	// weigh beyond the packet's size (default DefaultReplyAllowance).
+	ReplyAllowance int
+	// MaxConnsPerHost and MaxConns bound the TCP connections from one
+	// source host and in all (defaults DefaultMaxConnsPerHost,
+	// DefaultMaxConns); a connection beyond is closed at once.
+	MaxConnsPerHost, MaxConns int
+	// MaxSubscribersPerHost and MaxSubscribers bound the clients
+	// subscribed to feedback from one source host and in all (defaults
+	// DefaultMaxSubscribersPerHost, DefaultMaxSubscribers); a
+	// subscription beyond is answered error (ErrTooMany).
+	MaxSubscribersPerHost, MaxSubscribers int
+	// MaxFeedbackBytes bounds the feedback waiting for one subscriber
+	// (besides Queue messages); a subscriber beyond is dropped (default
+	// DefaultMaxFeedbackBytes).
+	MaxFeedbackBytes int
+	// IdleTimeout closes a TCP connection that sent nothing for that long
+	// on Clock (default DefaultIdleTimeout; a subscriber thumps well
+	// within it).
+	IdleTimeout time.Duration
 }
 
 // Server is the OSC front door. Make it with Listen, run it with Run.
@@ -81,6 +143,40 @@ type Server struct {
 	clients map[string]*client // by "udp:addr" / "tcp:addr"
 	ctx     context.Context
 	work    sync.WaitGroup // timed show actions waiting for their fire
+	// timedBy and timedAll count the timed bundles waiting, by source
+	// host and in all.
+	timedBy  map[string]int
+	timedAll int
+	// rates are the UDP reply rates by source host.
+	rates map[string]*rate
+	// conns and subs count TCP connections and subscribers by host.
+	conns, subs *slots
+}
+
+// slots counts holders by host, against a limit per host and in all.
+type slots struct {
+	by  map[string]int
+	all int
+}
+
+func newSlots() *slots { return &slots{by: map[string]int{}} }
+
+// take takes a slot for host (s.mu held); false when a limit is reached.
+func (l *slots) take(host string, perHost, all int) bool {
+	if l.by[host] >= perHost || l.all >= all {
+		return false
+	}
+	l.by[host]++
+	l.all++
+	return true
+}
+
+// give gives host's slot back (s.mu held).
+func (l *slots) give(host string) {
+	if l.by[host]--; l.by[host] <= 0 {
+		delete(l.by, host)
+	}
+	l.all--
 }
 
 // Listen binds UDP and TCP on the same port.
@@ -100,7 +196,33 @@ func Listen(o Options) (*Server, error) {
 	if o.Queue <= 0 {
 		o.Queue = DefaultQueue
 	}
-	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background()}
+	if o.MaxTimedPerSource <= 0 {
+		o.MaxTimedPerSource = DefaultMaxTimedPerSource
+	}
+	if o.MaxTimed <= 0 {
+		o.MaxTimed = DefaultMaxTimed
+	}
+	if o.ReplyRate <= 0 {
+		o.ReplyRate = DefaultReplyRate
+	}
+	if o.ReplyAllowance <= 0 {
+		o.ReplyAllowance = DefaultReplyAllowance
+	}
+	for _, d := range []struct {
+		v   *int
+		def int
+	}{{&o.MaxConnsPerHost, DefaultMaxConnsPerHost}, {&o.MaxConns, DefaultMaxConns},
+		{&o.MaxSubscribersPerHost, DefaultMaxSubscribersPerHost}, {&o.MaxSubscribers, DefaultMaxSubscribers},
+		{&o.MaxFeedbackBytes, DefaultMaxFeedbackBytes}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background(),
+		timedBy: map[string]int{}, rates: map[string]*rate{}, conns: newSlots(), subs: newSlots()}
 	var err error
 	for range 20 { // port 0: TCP picks one, UDP must get the same
 		var ln net.Listener
@@ -157,15 +279,38 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			break
 		}
-		wg.Go(func() { s.serveTCP(ctx, conn) })
+		host := conn.RemoteAddr().(*net.TCPAddr).IP.String()
+		s.mu.Lock()
+		ok := s.conns.take(host, s.o.MaxConnsPerHost, s.o.MaxConns)
+		s.mu.Unlock()
+		if !ok {
+			s.m.limited.WithLabelValues("connections").Inc()
+			s.log.Debug("osc: tcp connection refused: too many", "client", conn.RemoteAddr().String())
+			conn.Close()
+			continue
+		}
+		s.m.conns.Inc()
+		wg.Go(func() {
+			defer func() {
+				s.mu.Lock()
+				s.conns.give(host)
+				s.mu.Unlock()
+				s.m.conns.Dec()
+			}()
+			s.serveTCP(ctx, conn)
+		})
 	}
 	wg.Wait()
 	s.work.Wait()
 	s.mu.Lock()
+	var cs []*client
 	for _, c := range s.clients {
-		c.stop()
+		cs = append(cs, c)
 	}
 	s.mu.Unlock()
+	for _, c := range cs {
+		c.stop()
+	}
 	return nil
 }
 
@@ -180,7 +325,7 @@ func (s *Server) serveUDP(ctx context.Context) {
 			return
 		}
 		c := s.udpClient(ctx, net.UDPAddrFromAddrPort(from))
-		s.packet(ctx, c, buf[:n])
+		s.packet(s.withBudget(ctx, n), c, buf[:n])
 	}
 }
 
@@ -209,8 +354,15 @@ func (s *Server) serveTCP(ctx context.Context, conn *net.TCPConn) {
 	}()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	idle := s.clk.AfterFunc(s.o.IdleTimeout, func() {
+		s.m.limited.WithLabelValues("idle").Inc()
+		s.log.Debug("osc: idle tcp connection closed", "client", addr.String(), "after", s.o.IdleTimeout)
+		conn.Close()
+	})
+	defer idle.Stop()
 	for {
 		pkt, err := r.Next()
+		idle.Reset(s.o.IdleTimeout)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				s.log.Debug("osc: tcp client gone", "client", addr.String(), "err", err)
@@ -270,18 +422,139 @@ func (s *Server) packet(ctx context.Context, c *client, b []byte) {
 // dispatch runs a packet: a message now, a bundle's elements in order, at
 // once for Immediately or a time tag not in the future, else at that time
 // (timed).
+//
+// Nothing is scheduled before it is decided: under role none every
+// bundle runs at once (each message is refused), a bundle reaching
+// further ahead than fleet.MaxFireLead is refused (ErrTooFar), and one
+// beyond the caps of waiting bundles too (ErrBusy).
 func (s *Server) dispatch(ctx context.Context, c *client, p Packet) {
 	switch v := p.(type) {
 	case *Message:
 		s.message(ctx, c, v, time.Time{})
 	case *Bundle:
-		if v.Time == Immediately || !v.Time.Time().After(s.clk.Now()) {
+		now := s.clk.Now()
+		if v.Time == Immediately || !v.Time.Time().After(now) || s.o.Role == auth.RoleNone {
 			for _, e := range v.Elements {
 				s.dispatch(ctx, c, e)
 			}
 			return
 		}
-		s.timed(ctx, c, v.Elements, v.Time.Time())
+		at := v.Time.Time()
+		if last := latest(v.Elements, at); last.Sub(now) > fleet.MaxFireLead {
+			s.refuseBundle(ctx, c, v, "horizon", fmt.Errorf("%w: %s is more than %s ahead (the fire horizon)",
+				ErrTooFar, last.UTC().Format(time.RFC3339), fleet.MaxFireLead))
+			return
+		}
+		release, err := s.holdTimed(c)
+		if err != nil {
+			s.refuseBundle(ctx, c, v, "capacity", err)
+			return
+		}
+		run := &timedRun{release: release}
+		run.add()
+		s.timed(ctx, c, v.Elements, at, run)
+		run.done()
+	}
+}
+
+// latest is the latest moment a bundle's elements run at, for a bundle
+// timed at.
+func latest(elems []Packet, at time.Time) time.Time {
+	last := at
+	for _, e := range elems {
+		if b, ok := e.(*Bundle); ok {
+			inner := at
+			if b.Time != Immediately && b.Time.Time().After(at) {
+				inner = b.Time.Time()
+			}
+			if l := latest(b.Elements, inner); l.After(last) {
+				last = l
+			}
+		}
+	}
+	return last
+}
+
+// holdTimed takes a slot for a timed bundle of c's host; release gives it
+// back.
+func (s *Server) holdTimed(c *client) (release func(), err error) {
+	host := c.host()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.timedBy[host] >= s.o.MaxTimedPerSource:
+		return nil, fmt.Errorf("%w: %d from %s", ErrBusy, s.o.MaxTimedPerSource, host)
+	case s.timedAll >= s.o.MaxTimed:
+		return nil, fmt.Errorf("%w: %d in all", ErrBusy, s.o.MaxTimed)
+	}
+	s.timedBy[host]++
+	s.timedAll++
+	s.m.timed.Inc()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.timedBy[host]--; s.timedBy[host] <= 0 {
+			delete(s.timedBy, host)
+		}
+		s.timedAll--
+		s.m.timed.Dec()
+	}, nil
+}
+
+// refuseBundle answers each message of a refused timed bundle with err,
+// counts the refusal (holo_osc_bundles_refused_total) and records it in
+// the audit log (one record for the bundle).
+func (s *Server) refuseBundle(ctx context.Context, c *client, b *Bundle, reason string, err error) {
+	code := "InvalidArgument"
+	if errors.Is(err, ErrBusy) {
+		code = auth.CodeResourceExhausted
+	}
+	s.m.refused.WithLabelValues(reason).Inc()
+	s.log.Debug("osc: timed bundle refused", "client", c.name(), "err", err)
+	s.o.Guard.Record(auth.Attributes{Who: s.identity(c), Surface: auth.SurfaceOSC, Verb: auth.VerbAct,
+		Resource: auth.ResActions, Operation: "#bundle", Client: c.name(), Agent: c.network},
+		false, code, err.Error())
+	var each func(elems []Packet)
+	each = func(elems []Packet) {
+		for _, e := range elems {
+			switch v := e.(type) {
+			case *Message:
+				s.m.count(classOf(v), StatusError)
+				c.reply(ctx, v.Address, StatusError, errData(err))
+			case *Bundle:
+				each(v.Elements)
+			}
+		}
+	}
+	each(b.Elements)
+}
+
+// classOf is a message's address class.
+func classOf(m *Message) string {
+	switch {
+	case slices.Contains(sessionAddresses, m.Address):
+		return ClassSession
+	case m.Address == "/holo/subscribe":
+		return ClassSubscribe
+	}
+	if sa, ok, _ := parseShow(m); ok {
+		return sa.Class
+	}
+	return ClassUnknown
+}
+
+// timedRun counts the parts of a timed bundle still to run; the last
+// one done releases the bundle's slot.
+type timedRun struct {
+	n       atomic.Int64
+	release func()
+}
+
+func (r *timedRun) add() { r.n.Add(1) }
+
+func (r *timedRun) done() {
+	if r.n.Add(-1) == 0 {
+		r.release()
 	}
 }
 
@@ -296,33 +569,41 @@ const MaxBundleLead = fleet.MaxFireLead / 2
 // boards with aligned clocks told ahead), each answered once it fired;
 // its other messages (session, subscriptions) run at at on the gateway's
 // clock; a nested bundle runs at its own time tag, or at at when that is
-// earlier.
-func (s *Server) timed(ctx context.Context, c *client, elems []Packet, at time.Time) {
+// earlier. Every part is counted in run until it ran.
+func (s *Server) timed(ctx context.Context, c *client, elems []Packet, at time.Time, run *timedRun) {
 	if d := at.Sub(s.clk.Now()); d > MaxBundleLead {
-		s.after(ctx, d-MaxBundleLead, func() { s.timed(ctx, c, elems, at) })
+		run.add()
+		s.after(ctx, d-MaxBundleLead, func() { s.timed(ctx, c, elems, at, run) }, run.done)
 		return
 	}
 	for _, e := range elems {
 		switch v := e.(type) {
 		case *Message:
 			if _, show, _ := parseShow(v); show {
-				s.work.Go(func() { s.message(ctx, c, v, at) })
+				run.add()
+				s.work.Go(func() {
+					defer run.done()
+					s.message(ctx, c, v, at)
+				})
 				continue
 			}
-			s.after(ctx, at.Sub(s.clk.Now()), func() { s.message(ctx, c, v, time.Time{}) })
+			run.add()
+			s.after(ctx, at.Sub(s.clk.Now()), func() { s.message(ctx, c, v, time.Time{}) }, run.done)
 		case *Bundle:
 			inner := at
 			if v.Time != Immediately && v.Time.Time().After(at) {
 				inner = v.Time.Time()
 			}
-			s.timed(ctx, c, v.Elements, inner)
+			s.timed(ctx, c, v.Elements, inner, run)
 		}
 	}
 }
 
-// after runs f after d on the gateway's clock unless ctx ended.
-func (s *Server) after(ctx context.Context, d time.Duration, f func()) {
+// after runs f after d on the gateway's clock unless ctx ended, then
+// done.
+func (s *Server) after(ctx context.Context, d time.Duration, f, done func()) {
 	s.clk.AfterFunc(max(d, 0), func() {
+		defer done()
 		if ctx.Err() == nil {
 			f()
 		}
@@ -342,7 +623,7 @@ func (s *Server) attrs(c *client, m *Message) auth.Attributes {
 func (s *Server) message(ctx context.Context, c *client, m *Message, at time.Time) {
 	class, status, data := s.handle(ctx, c, m, at)
 	s.m.count(class, status)
-	c.reply(m.Address, status, data)
+	c.reply(ctx, m.Address, status, data)
 }
 
 func errData(err error) map[string]string { return map[string]string{"error": err.Error()} }
@@ -484,7 +765,9 @@ func (s *Server) subscribe(ctx context.Context, c *client, m *Message) (string, 
 	if _, err := s.o.Guard.Check(a); err != nil {
 		return StatusDenied, errData(err)
 	}
-	c.subscribe(ctx, sub)
+	if err := c.subscribe(ctx, sub); err != nil {
+		return StatusError, errData(err)
+	}
 	return StatusOK, map[string]string{"pattern": pat}
 }
 

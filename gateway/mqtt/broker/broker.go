@@ -33,16 +33,21 @@
 // SUBACK; a message a session may not read is not sent to it. A will is
 // decided as a publication when the client connects: one it may not send
 // refuses the connection. A session may take over a client id only from a
-// session of the same identity (the same token, or the bridge).
+// session of the same identity (the same token, or the bridge), and
+// resumes a kept session (clean session off) only then: a login of
+// another identity with the id of a disconnected kept session starts
+// clean (session present 0), its subscriptions and queued messages gone.
 //
 // # Limits
 //
 // Limits bound a packet's size (checked from its fixed header as it
 // arrives, before the broker reads or allocates the rest; the CONNECT is
 // bounded by MaxConnect and must come within ConnectTimeout, see
-// listener.go), the connected clients (the bridge not counted), and the
+// listener.go), the connected clients (the bridge not counted), the
 // retained messages clients may leave (count and payload size; the
-// bridge's own are not counted).
+// bridge's own are not counted), and subscriptions: filters per
+// SUBSCRIBE, per client and of all clients (the bridge's not counted); a
+// filter beyond is refused in SUBACK, the others granted.
 package broker
 
 import (
@@ -52,6 +57,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -82,6 +88,16 @@ const (
 	// DefaultMaxRetainedSize bounds the payload of a retained message a
 	// client (not the bridge) leaves.
 	DefaultMaxRetainedSize = 64 << 10
+	// DefaultMaxSubscriptions bounds the subscriptions of one client (the
+	// bridge not counted): room for Home Assistant on a large fleet (a few
+	// topics per board).
+	DefaultMaxSubscriptions = 5000
+	// DefaultMaxFilters bounds the filters of one SUBSCRIBE packet (Home
+	// Assistant sends at most 500).
+	DefaultMaxFilters = 500
+	// DefaultMaxSubscriptionsTotal bounds the subscriptions of all
+	// clients together (the bridge not counted).
+	DefaultMaxSubscriptionsTotal = 100_000
 	// DefaultRevokeEvery is how often sessions are checked against the
 	// tokens.
 	DefaultRevokeEvery = 250 * time.Millisecond
@@ -150,6 +166,14 @@ type Limits struct {
 	// MaxRetainedSize bounds a retained payload from a client, in bytes
 	// (DefaultMaxRetainedSize).
 	MaxRetainedSize int
+	// MaxSubscriptions bounds one client's subscriptions
+	// (DefaultMaxSubscriptions), MaxFilters the filters of one SUBSCRIBE
+	// (DefaultMaxFilters), MaxSubscriptionsTotal all clients'
+	// (DefaultMaxSubscriptionsTotal); the bridge's are not counted. A
+	// filter beyond is refused in SUBACK: 0x97 quota exceeded for MQTT 5,
+	// 0x80 failure for 3.1.1; the others of the packet are decided as
+	// usual.
+	MaxSubscriptions, MaxFilters, MaxSubscriptionsTotal int
 }
 
 // Options configure an embedded broker.
@@ -184,7 +208,9 @@ type Stats struct {
 	Clients         int    // connected now, the bridge included
 	RefusedConnects uint64 // CONNECTs refused (credentials, will, limits, client id)
 	RefusedPublish  uint64 // publications dropped (policy, retained limits)
-	Revoked         uint64 // sessions ended because their token went
+	// RefusedSubscribe counts filters refused for the subscription limits.
+	RefusedSubscribe uint64
+	Revoked          uint64 // sessions ended because their token went
 }
 
 // Broker is a running embedded broker.
@@ -248,6 +274,15 @@ func Start(o Options) (*Broker, error) {
 	}
 	if l.MaxRetainedSize <= 0 {
 		l.MaxRetainedSize = DefaultMaxRetainedSize
+	}
+	if l.MaxSubscriptions <= 0 {
+		l.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if l.MaxFilters <= 0 {
+		l.MaxFilters = DefaultMaxFilters
+	}
+	if l.MaxSubscriptionsTotal <= 0 {
+		l.MaxSubscriptionsTotal = DefaultMaxSubscriptionsTotal
 	}
 	addr := ListenAddr(o.Addr)
 	if o.Anonymous < auth.RoleNone || o.Anonymous > auth.RoleAdmin {
@@ -325,7 +360,7 @@ func (b *Broker) Clients() int {
 // Stats returns the access counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Clients: b.Clients(), RefusedConnects: b.h.refusedConnects.Load(),
-		RefusedPublish: b.h.refusedPublish.Load(), Revoked: b.h.revoked.Load()}
+		RefusedPublish: b.h.refusedPublish.Load(), RefusedSubscribe: b.h.refusedSubscribe.Load(), Revoked: b.h.revoked.Load()}
 }
 
 // Close disconnects every client and stops listening.
@@ -386,7 +421,7 @@ type hook struct {
 	gwConns  map[*mochi.Client]bool // the bridge's connections now
 	gwOnline atomic.Int32           // len(gwConns)
 
-	refusedConnects, refusedPublish, revoked atomic.Uint64
+	refusedConnects, refusedPublish, refusedSubscribe, revoked atomic.Uint64
 
 	// retainLock serialises storing retained messages with the scans of
 	// new subscriptions for them (retainlock.go); retainHeld marks the
@@ -400,7 +435,7 @@ func (h *hook) ID() string { return "holo-access" }
 func (h *hook) Provides(b byte) bool {
 	return bytes.Contains([]byte{mochi.OnConnect, mochi.OnConnectAuthenticate, mochi.OnACLCheck, mochi.OnPublish,
 		mochi.OnDisconnect, mochi.OnClientExpired, mochi.OnRetainMessage,
-		mochi.OnSubscribe, mochi.OnPacketProcessed, mochi.OnWill, mochi.OnWillSent}, []byte{b})
+		mochi.OnSubscribe, mochi.OnSubscribed, mochi.OnPacketProcessed, mochi.OnWill, mochi.OnWillSent}, []byte{b})
 }
 
 func (h *hook) session(clientID string) *session {
@@ -494,6 +529,19 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, _ packets.Packet) bool {
 	s := v.(*session)
 	s.cl = cl
 	h.mu.Lock()
+	if old := h.sessions[cl.ID]; old != nil && !old.same(s) {
+		// A kept session of another identity (OnConnect refused the id
+		// while it is connected): it is not resumed. Forget what it holds
+		// (subscriptions, queued messages) so this login starts clean
+		// (session present 0) and reads nothing of it.
+		if existing, ok := h.srv.Clients.Get(cl.ID); ok && existing != cl {
+			h.srv.UnsubscribeClient(existing)
+			existing.ClearInflights()
+			h.srv.Clients.Delete(cl.ID)
+		}
+		h.o.Log.Warn("mqtt broker: a kept session of another identity was not resumed: clean start",
+			"client", cl.ID, "holder", old.id.Name, "user", s.id.Name)
+	}
 	h.sessions[cl.ID] = s
 	if s.gateway {
 		h.gwConns[cl] = true
@@ -525,6 +573,73 @@ func (h *hook) OnClientExpired(cl *mochi.Client) {
 	h.mu.Lock()
 	delete(h.sessions, cl.ID)
 	h.mu.Unlock()
+}
+
+// overQuota stands, in a SUBSCRIBE as OnSubscribe passes it on, for a
+// filter refused by the subscription limits: it is not a valid filter, so
+// mochi refuses it, and OnSubscribed answers it 0x97 for MQTT 5.
+const overQuota = "#/subscription-limit"
+
+// subscribeLimits applies the subscription limits to a client's SUBSCRIBE
+// (the bridge's and inline ones are not limited): filters beyond
+// MaxFilters in the packet, and new filters beyond MaxSubscriptions of
+// the client or MaxSubscriptionsTotal of all clients, are refused.
+func (h *hook) subscribeLimits(cl *mochi.Client, pk packets.Packet) packets.Packet {
+	if cl.Net.Inline {
+		return pk
+	}
+	if s := h.session(cl.ID); s != nil && s.gateway {
+		return pk
+	}
+	l := h.o.Limits
+	have := cl.State.Subscriptions.Len()
+	total := atomic.LoadInt64(&h.srv.Info.Subscriptions) // the bridge's few included
+	filters := slices.Clone(pk.Filters)
+	seen := map[string]bool{}
+	refused := 0
+	for i, f := range filters {
+		_, exists := cl.State.Subscriptions.Get(f.Filter)
+		switch {
+		case i >= l.MaxFilters:
+		case exists || seen[f.Filter]:
+			continue
+		case have >= l.MaxSubscriptions:
+		case total >= int64(l.MaxSubscriptionsTotal):
+		default:
+			seen[f.Filter] = true
+			have++
+			total++
+			continue
+		}
+		filters[i].Filter = overQuota
+		refused++
+	}
+	if refused > 0 {
+		h.refusedSubscribe.Add(uint64(refused))
+		now := h.o.Clock.Now().UnixNano()
+		if s := h.session(cl.ID); s != nil {
+			if last := s.lastLog.Load(); now-last >= int64(time.Second) && s.lastLog.CompareAndSwap(last, now) {
+				h.o.Log.Warn("mqtt broker: subscriptions refused: limit", "client", cl.ID, "user", s.id.Name,
+					"refused", refused, "filters", len(filters), "max_filters", l.MaxFilters,
+					"max_subscriptions", l.MaxSubscriptions, "max_total", l.MaxSubscriptionsTotal)
+			}
+		}
+	}
+	pk.Filters = filters
+	return pk
+}
+
+// OnSubscribed answers the filters refused for the limits "quota
+// exceeded" for MQTT 5 (the SUBACK is written after it, with codes).
+func (h *hook) OnSubscribed(cl *mochi.Client, pk packets.Packet, codes []byte) {
+	if cl.Properties.ProtocolVersion != 5 {
+		return
+	}
+	for i, f := range pk.Filters {
+		if i < len(codes) && f.Filter == overQuota {
+			codes[i] = packets.ErrQuotaExceeded.Code
+		}
+	}
 }
 
 // OnACLCheck decides subscriptions and deliveries; publications are

@@ -32,10 +32,11 @@ import (
 // listener's write deadline (WriteTimeout) bounds how long a client that
 // stops reading can hold it.
 
-// OnSubscribe takes the read lock for the SUBSCRIBE mochi now processes.
-func (h *hook) OnSubscribe(_ *mochi.Client, pk packets.Packet) packets.Packet {
+// OnSubscribe takes the read lock for the SUBSCRIBE mochi now processes,
+// then applies the subscription limits.
+func (h *hook) OnSubscribe(cl *mochi.Client, pk packets.Packet) packets.Packet {
 	h.retainLock.RLock()
-	return pk
+	return h.subscribeLimits(cl, pk)
 }
 
 // holdRetain takes the write lock for cl's retained publication or will.
