@@ -87,6 +87,7 @@ type Engine struct {
 	// The embedded engine: this gateway's own password (in memory
 	// only), its TLS configuration, and the users file reloader.
 	selfPassword string
+	selfHash     string
 	tls          *tls.Config
 	stopReload   chan struct{}
 	reloaded     sync.WaitGroup
@@ -179,13 +180,15 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 		nats.ReconnectHandler(func(*nats.Conn) { e.setDown(false, nil) }),
 		nats.ClosedHandler(func(*nats.Conn) { e.setDown(true, ErrClosed) }),
 	}
-	servers := o.URL
+	servers := plainURLs(o.URL)
 	if o.URL == Embedded {
 		if err := e.startEmbedded(); err != nil {
 			return nil, err
 		}
 		opts = append(opts, nats.InProcessServer(e.srv), nats.UserInfo(o.Name, e.selfPassword))
-		servers = e.srv.ClientURL()
+		// In process, the engine wants no TLS: a tls:// URL would make
+		// the client insist on it.
+		servers = strings.Replace(e.srv.ClientURL(), "tls://", "nats://", 1)
 	} else {
 		c := o.Credentials
 		if c.Secret == "" {
@@ -258,6 +261,9 @@ func (e *Engine) startEmbedded() error {
 	if e.selfPassword, err = randomSecret(24); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	if e.selfHash, err = hashPassword(e.selfPassword); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	if (e.o.Cert == "") != (e.o.Key == "") {
 		return fmt.Errorf("%w: the engine's TLS needs both a certificate and a key (--cluster-cert, --cluster-key)", ErrConfig)
 	}
@@ -327,7 +333,7 @@ func (e *Engine) serverOptions(host string, port int) (*server.Options, error) {
 	e.usersMu.Lock()
 	e.usersRaw = raw
 	e.usersMu.Unlock()
-	list := []*server.User{{Username: e.o.Name, Password: e.selfPassword, Permissions: GatewayPermissions(e.o.Name)}}
+	list := []*server.User{{Username: e.o.Name, Password: e.selfHash, Permissions: GatewayPermissions(e.o.Name)}}
 	for _, u := range users {
 		if u.Name == e.o.Name || checkName(u.Name) != nil {
 			continue
@@ -465,6 +471,25 @@ func (e *Engine) shutdown() {
 		e.srv.Shutdown()
 		e.srv.WaitForShutdown()
 	}
+}
+
+// plainURLs drops an empty userinfo ("nats://@host") from engine URLs:
+// the client would log in with it rather than with the credentials.
+func plainURLs(raw string) string {
+	if raw == Embedded {
+		return raw
+	}
+	var out []string
+	for u := range strings.SplitSeq(raw, ",") {
+		p, err := url.Parse(strings.TrimSpace(u))
+		if err != nil {
+			out = append(out, u)
+			continue
+		}
+		p.User = nil
+		out = append(out, p.String())
+	}
+	return strings.Join(out, ",")
 }
 
 // redactURL hides the credentials of engine URLs.
