@@ -179,6 +179,15 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { e.setDown(true, err) }),
 		nats.ReconnectHandler(func(*nats.Conn) { e.setDown(false, nil) }),
 		nats.ClosedHandler(func(*nats.Conn) { e.setDown(true, ErrClosed) }),
+		// A refused subscription or publication (the engine user's
+		// permissions) is said, not swallowed.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			e.log.Warn("cluster: engine", "subject", subject, "err", err)
+		}),
 	}
 	servers := plainURLs(o.URL)
 	if o.URL == Embedded {
