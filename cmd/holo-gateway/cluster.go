@@ -74,8 +74,8 @@ func (f clusterFlags) check() error {
 			return fmt.Errorf("%w: --cluster-cert and --cluster-key are the embedded engine's (--cluster embedded)", errUsage)
 		}
 		if f.credentials == "" {
-			return fmt.Errorf("%w: --cluster %s needs --cluster-credentials FILE (or $%s): this gateway's engine login and the cluster secret",
-				errUsage, f.url, cluster.CredentialsEnv)
+			return fmt.Errorf("%w: --cluster needs --cluster-credentials FILE (or $%s): this gateway's engine login and the cluster secret",
+				errUsage, cluster.CredentialsEnv)
 		}
 	}
 	if f.heartbeat <= 0 || f.deadAfter <= 2*f.heartbeat {

@@ -253,12 +253,7 @@ func TestBannerKeepsSecrets(t *testing.T) {
 		t.Skip("runs gateway processes")
 	}
 	gw1 := startGateway(t, "gw1", "embedded", nil)
-	gw2 := startGateway(t, "gw2", gw1.join, nil)
 	secret, err := os.ReadFile(filepath.Join(gw1.data, "engine", cluster.SecretFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.ReadCredentials(gw2.args[slices.Index(gw2.args, "--cluster-credentials")+1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +261,12 @@ func TestBannerKeepsSecrets(t *testing.T) {
 		t.Errorf("the join hint names no credentials file:\n%s", gw1.out.String())
 	}
 	if strings.Contains(gw1.join, "@") {
-		t.Errorf("the join URL holds credentials: %s", gw1.join)
+		t.Fatalf("the join URL holds credentials: %s", gw1.join)
+	}
+	gw2 := startGateway(t, "gw2", gw1.join, nil)
+	c, err := cluster.ReadCredentials(gw2.args[slices.Index(gw2.args, "--cluster-credentials")+1])
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, g := range []*gwProc{gw1, gw2} {
 		for _, s := range []string{strings.TrimSpace(string(secret)), c.Password} {
