@@ -332,7 +332,7 @@ func (co *coordinator) serveRPC(ctx context.Context, eng *rollout.Engine) nats.M
 				data, _ = json.Marshal(rolloutReply{Coordinator: rep.Coordinator,
 					Err: encodeErr(fmt.Errorf("%w: the answer is %d bytes", ErrTooLarge, len(data)))})
 			}
-			_ = m.Respond(data)
+			c.respondSigned(m, data)
 		}()
 	}
 }
@@ -420,8 +420,9 @@ func (r *Rollouts) ask(ctx context.Context, req rolloutRequest) (rolloutReply, e
 	// No coordinator answers during a takeover: try again for a while.
 	var m *nats.Msg
 	var err error
+	sent := c.signedMsg(subjectRollouts, sigRollouts, data)
 	for {
-		m, err = c.nc.RequestMsgWithContext(ctx, c.signedMsg(subjectRollouts, sigRollouts, data))
+		m, err = c.nc.RequestMsgWithContext(ctx, sent)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			break
 		}
@@ -430,6 +431,9 @@ func (r *Rollouts) ask(ctx context.Context, req rolloutRequest) (rolloutReply, e
 			return rolloutReply{}, fmt.Errorf("%w: no rollout coordinator answers now", rollout.ErrClosed)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	if err == nil {
+		err = c.checkReply(sent, m)
 	}
 	if err != nil {
 		return rolloutReply{}, fmt.Errorf("%w: rollout coordinator: %v", rollout.ErrClosed, err)

@@ -156,7 +156,14 @@ func (c *Cluster) rpc(ctx context.Context, gw, id string, req rpcRequest) (rpcRe
 	if int64(len(data)) > c.nc.MaxPayload() {
 		return rpcReply{}, fmt.Errorf("%w: %w: %d bytes, the engine carries %d", fleet.ErrTooLarge, ErrTooLarge, len(data), c.nc.MaxPayload())
 	}
-	m, err := c.nc.RequestMsgWithContext(ctx, c.signedMsg(gwSubject(gw), sigRPC, data))
+	sent := c.signedMsg(gwSubject(gw), sigRPC, data)
+	m, err := c.nc.RequestMsgWithContext(ctx, sent)
+	if err == nil {
+		err = c.checkReply(sent, m)
+		if err != nil {
+			return rpcReply{}, err
+		}
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return rpcReply{}, unreachable(what, fmt.Errorf("%w: %s", ErrGatewayDown, gw))
@@ -196,7 +203,7 @@ func (c *Cluster) serveRPC(ctx context.Context) nats.MsgHandler {
 				data, _ = json.Marshal(rpcReply{Err: encodeErr(fmt.Errorf("%w: the reply is %d bytes, the engine carries %d",
 					fleet.ErrTooLarge, len(data), c.nc.MaxPayload()))})
 			}
-			_ = m.Respond(data)
+			c.respondSigned(m, data)
 		}()
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
 // sigHeader is the header of a routed request's signature.
@@ -58,6 +59,9 @@ const (
 	sigRPC      = "holo-rpc"
 	sigRollouts = "holo-rollouts"
 	sigToken    = "holo-token"
+	// A reply is signed with its request's signature, so it answers
+	// that request only.
+	sigReply = "holo-reply"
 )
 
 // mac signs data for purpose under the cluster secret.
@@ -179,4 +183,28 @@ func (c *Cluster) routedAttrs(rc *rpcCaller, what string) auth.Attributes {
 		a.Operation += " (" + rc.Surface + ")"
 	}
 	return a
+}
+
+// respondSigned answers request m with data, signed for that request.
+func (c *Cluster) respondSigned(m *nats.Msg, data []byte) {
+	if m.Reply == "" {
+		return
+	}
+	r := nats.NewMsg(m.Reply)
+	r.Data = data
+	r.Header.Set(sigHeader, mac(c.eng.Secret(), sigReply, replyData(m.Header.Get(sigHeader), data)))
+	_ = m.RespondMsg(r)
+}
+
+// checkReply refuses a reply to req that no gateway signed: an engine
+// client answering in a gateway's place.
+func (c *Cluster) checkReply(req, rep *nats.Msg) error {
+	if rep == nil || !goodMAC(c.eng.Secret(), sigReply, replyData(req.Header.Get(sigHeader), rep.Data), rep.Header.Get(sigHeader)) {
+		return fmt.Errorf("%w: the reply to %s is %w", fleet.ErrBadReply, req.Subject, ErrUnsigned)
+	}
+	return nil
+}
+
+func replyData(reqSig string, data []byte) []byte {
+	return append([]byte(reqSig+"\x00"), data...)
 }
