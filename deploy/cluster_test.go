@@ -22,6 +22,15 @@ func TestClusterCompose(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &c); err != nil {
 		t.Fatal(err)
 	}
+	var extra struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+			Secrets     []string          `yaml:"secrets"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &extra); err != nil {
+		t.Fatal(err)
+	}
 	nodes := []string{"nats1", "nats2", "nats3"}
 	for _, n := range nodes {
 		s, ok := c.Services[n]
@@ -59,9 +68,17 @@ func TestClusterCompose(t *testing.T) {
 			t.Fatalf("%s does not join a cluster", g)
 		}
 		for _, n := range nodes {
-			if !strings.Contains(s.Command[i+1], "@"+n+":4222") {
+			if !strings.Contains(s.Command[i+1], "nats://"+n+":4222") {
 				t.Errorf("%s does not name engine node %s", g, n)
 			}
+		}
+		// No credentials on the command line: each gateway's come from
+		// its own file (a compose secret named by HOLO_CLUSTER_CREDENTIALS).
+		if strings.Contains(strings.Join(s.Command, " "), "@") || strings.Contains(strings.Join(s.Command, " "), "PASSWORD") {
+			t.Errorf("%s: credentials on the command line: %v", g, s.Command)
+		}
+		if env := extra.Services[g].Environment["HOLO_CLUSTER_CREDENTIALS"]; env != "/run/secrets/"+g+".creds" || !slices.Contains(extra.Services[g].Secrets, g+".creds") {
+			t.Errorf("%s: credentials %q from secrets %v", g, env, extra.Services[g].Secrets)
 		}
 		if j := slices.Index(s.Command, "--name"); j < 0 || s.Command[j+1] != g {
 			t.Errorf("%s: --name %v", g, s.Command)

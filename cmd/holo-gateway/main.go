@@ -12,6 +12,7 @@
 //	holo-gateway token create --data DIR --name NAME [--role admin]
 //	holo-gateway token list --data DIR
 //	holo-gateway token revoke --data DIR NAME
+//	holo-gateway cluster credentials|revoke|users --data DIR [NAME]   engine users of the embedded engine (docs/cluster.md)
 //	holo-gateway health [--url URL] [--ready]   probe a running gateway (exit 0 on 200)
 //
 // Tokens: the API wants "Authorization: Bearer <token>". When the store
@@ -90,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "token":
 		err = runToken(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "cluster":
+		err = runCluster(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "health":
 		err = runHealth(ctx, args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "demo":

@@ -92,6 +92,10 @@ type Options struct {
 	// DefaultEventsMaxAge, DefaultEventsMaxBytes).
 	EventsMaxAge   time.Duration
 	EventsMaxBytes int64
+	// Guard decides the routed requests this gateway serves, with the
+	// policy the API uses, and audits them (its Audit); nil decides with
+	// auth.Authorize and keeps no records.
+	Guard *auth.Guard
 }
 
 // Cluster is this gateway's member of the cluster: it implements
@@ -141,6 +145,9 @@ func New(o Options) (*Cluster, error) {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Guard == nil {
+		o.Guard = &auth.Guard{}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

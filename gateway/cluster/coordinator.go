@@ -30,6 +30,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -263,6 +264,9 @@ type rolloutRequest struct {
 	ID     string        `json:"id,omitempty"`
 	Reason string        `json:"reason,omitempty"`
 	After  uint64        `json:"after,omitempty"`
+	// At is when it was sent, Caller who made it (sign.go).
+	At     time.Time  `json:"at"`
+	Caller *rpcCaller `json:"caller,omitempty"`
 }
 
 // rolloutReply is the coordinator's answer.
@@ -314,9 +318,13 @@ func (co *coordinator) serveRPC(ctx context.Context, eng *rollout.Engine) nats.M
 			rep := rolloutReply{Coordinator: c.name + "/" + c.boot}
 			var err error
 			if err = json.Unmarshal(m.Data, &req); err == nil {
-				rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				err = co.do(rctx, eng, req, &rep)
-				cancel()
+				var p *auth.Pending
+				if p, err = c.checkRollout(m, req); err == nil {
+					rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+					err = co.do(rctx, eng, req, &rep)
+					cancel()
+					p.Done(outcomeCode(err))
+				}
 			}
 			rep.Err = encodeRolloutErr(err)
 			data, _ := json.Marshal(rep)
@@ -324,7 +332,7 @@ func (co *coordinator) serveRPC(ctx context.Context, eng *rollout.Engine) nats.M
 				data, _ = json.Marshal(rolloutReply{Coordinator: rep.Coordinator,
 					Err: encodeErr(fmt.Errorf("%w: the answer is %d bytes", ErrTooLarge, len(data)))})
 			}
-			_ = m.Respond(data)
+			c.respondSigned(m, data)
 		}()
 	}
 }
@@ -402,6 +410,7 @@ func (r *Rollouts) ask(ctx context.Context, req rolloutRequest) (rolloutReply, e
 	if reason := c.partitionReason(); reason != "" {
 		return rolloutReply{}, fmt.Errorf("%w: %w: rollouts run cluster-wide: %s", rollout.ErrClosed, ErrPartitioned, reason)
 	}
+	req.At, req.Caller = c.clk.Now(), c.callerOf(ctx)
 	data, _ := json.Marshal(req)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -411,8 +420,9 @@ func (r *Rollouts) ask(ctx context.Context, req rolloutRequest) (rolloutReply, e
 	// No coordinator answers during a takeover: try again for a while.
 	var m *nats.Msg
 	var err error
+	sent := c.signedMsg(subjectRollouts, sigRollouts, data)
 	for {
-		m, err = c.nc.RequestWithContext(ctx, subjectRollouts, data)
+		m, err = c.nc.RequestMsgWithContext(ctx, sent)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			break
 		}
@@ -421,6 +431,9 @@ func (r *Rollouts) ask(ctx context.Context, req rolloutRequest) (rolloutReply, e
 			return rolloutReply{}, fmt.Errorf("%w: no rollout coordinator answers now", rollout.ErrClosed)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	if err == nil {
+		err = c.checkReply(sent, m)
 	}
 	if err != nil {
 		return rolloutReply{}, fmt.Errorf("%w: rollout coordinator: %v", rollout.ErrClosed, err)
@@ -538,4 +551,32 @@ func (r *Rollouts) Watch(ctx context.Context, id string, after uint64) <-chan ro
 		}
 	}()
 	return ch
+}
+
+// checkRollout refuses a rollout request no gateway signed, or one
+// without a caller, and decides it for its caller as the API would
+// (refusals and changes are audited).
+func (c *Cluster) checkRollout(m *nats.Msg, req rolloutRequest) (*auth.Pending, error) {
+	a := c.routedAttrs(req.Caller, "rollout "+req.Op)
+	a.Resource, a.Name = auth.ResRollouts, req.ID
+	switch req.Op {
+	case "get", "list", "boards", "events", "dry-run":
+		a.Verb = auth.VerbRead
+	case "create":
+		a.Verb = auth.VerbCreate
+	case "pause", "abort":
+		a.Verb = auth.VerbHalt
+	default:
+		a.Verb = auth.VerbUpdate
+	}
+	if err := c.checkSigned(m, sigRollouts, "", req.At); err != nil {
+		return nil, c.refuseRouted(a, err)
+	}
+	if req.Caller == nil {
+		return nil, c.refuseRouted(a, fmt.Errorf("%w: rollout request without a caller", auth.ErrNoToken))
+	}
+	if _, err := req.Caller.identity(); err != nil {
+		return nil, c.refuseRouted(a, err)
+	}
+	return c.o.Guard.Check(a)
 }

@@ -1,9 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,13 +26,19 @@ import (
 const Embedded = "embedded"
 
 // DefaultListen is where an embedded engine takes clients when
-// EngineOptions.Listen is empty: every interface, NATS's usual port, so
-// gateways on other hosts can join (with the token in the join URL).
-const DefaultListen = ":4222"
+// EngineOptions.Listen is empty: loopback only. Gateways on other hosts
+// join an engine told to listen on a reachable address (--cluster-listen),
+// with TLS (--cluster-cert, --cluster-key) so their logins never cross
+// the network in clear text.
+const DefaultListen = "127.0.0.1:4222"
 
-// TokenFile is the file under EngineOptions.Dir that keeps the embedded
-// engine's client token across restarts (mode 0600).
-const TokenFile = "engine.token"
+// oldTokenFile is where engines before per-gateway users kept their one
+// shared token; a start removes it.
+const oldTokenFile = "engine.token"
+
+// DefaultReloadEvery is how often the embedded engine looks for changes
+// of its users file.
+const DefaultReloadEvery = 500 * time.Millisecond
 
 // EngineOptions configure the connection to the engine.
 type EngineOptions struct {
@@ -40,20 +46,30 @@ type EngineOptions struct {
 	// one).
 	Name string
 	// URL is Embedded or the engine's client URLs, comma-separated
-	// (nats://[user:password@|token@]host:port, tls:// for TLS).
+	// (nats://host:port, tls:// for TLS), without credentials: those
+	// come in Credentials.
 	URL string
+	// Credentials are the engine login and the cluster secret (from a
+	// file: ReadCredentials). The embedded engine makes its own.
+	Credentials Credentials
 	// Listen is the embedded engine's client address (default
 	// DefaultListen; port 0 picks one).
 	Listen string
-	// Dir keeps the embedded engine's streams and its token.
+	// Cert and Key are the embedded engine's TLS certificate and key
+	// (PEM files): with them it takes TLS clients only.
+	Cert, Key string
+	// Dir keeps the embedded engine's streams, users and cluster secret.
 	Dir string
 	// Replicas is how many copies of each bucket and stream the engine
 	// keeps: 0 picks 3 on a clustered engine, else 1.
 	Replicas int
 	// CA is a PEM file of the authority that signed the engine servers'
 	// certificates (tls:// URLs); empty uses the host's roots.
-	CA  string
-	Log *slog.Logger
+	CA string
+	// ReloadEvery is how often the embedded engine looks for changes of
+	// its users (default DefaultReloadEvery).
+	ReloadEvery time.Duration
+	Log         *slog.Logger
 }
 
 // Engine is this gateway's connection to the cluster's engine (NATS with
@@ -65,7 +81,19 @@ type Engine struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	join     string // the URL others join with (embedded)
+	secret   []byte // the cluster secret
 	replicas int
+
+	// The embedded engine: this gateway's own password (in memory
+	// only), its TLS configuration, and the users file reloader.
+	selfPassword string
+	selfHash     string
+	tls          *tls.Config
+	stopReload   chan struct{}
+	reloaded     sync.WaitGroup
+	usersMu      sync.Mutex
+	usersRaw     []byte
+	reloads      atomic.Uint64
 
 	// down is when the connection was lost (zero while connected).
 	mu      sync.Mutex
@@ -76,6 +104,8 @@ type Engine struct {
 }
 
 // Check refuses a bad gateway name or engine URL before anything starts.
+// An engine URL carrying credentials is refused: they would be on the
+// command line, for any user of the host to read.
 func Check(name, rawURL string) error {
 	if err := checkName(name); err != nil {
 		return err
@@ -86,7 +116,11 @@ func Check(name, rawURL string) error {
 	for u := range strings.SplitSeq(rawURL, ",") {
 		p, err := url.Parse(strings.TrimSpace(u))
 		if err != nil || p.Host == "" {
-			return fmt.Errorf("%w: engine URL %q: want %s or nats://host:port[,nats://...]", ErrConfig, u, Embedded)
+			return fmt.Errorf("%w: engine URL %q: want %s or nats://host:port[,nats://...]", ErrConfig, redactURL(u), Embedded)
+		}
+		if _, hasPassword := p.User.Password(); p.User != nil && (p.User.Username() != "" || hasPassword) {
+			return fmt.Errorf("%w: engine URL %s carries credentials: put them in a file named by --cluster-credentials (or $%s), never in the URL",
+				ErrConfig, redactURL(u), CredentialsEnv)
 		}
 		switch p.Scheme {
 		case "nats", "tls":
@@ -110,6 +144,10 @@ func checkName(name string) error {
 	return nil
 }
 
+// InboxPrefix is the prefix of gateway name's reply subjects: each
+// gateway's own, so an engine user may read only its own replies.
+func InboxPrefix(name string) string { return "_INBOX_" + name }
+
 // OpenEngine starts the embedded engine (URL Embedded) or connects to the
 // engine's servers. The connection reconnects forever; Partitioned and
 // Changed tell its state.
@@ -120,9 +158,13 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.ReloadEvery <= 0 {
+		o.ReloadEvery = DefaultReloadEvery
+	}
 	e := &Engine{o: o, log: o.Log, changed: make(chan struct{})}
 	opts := []nats.Option{
 		nats.Name("holo-gateway " + o.Name),
+		nats.CustomInboxPrefix(InboxPrefix(o.Name)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, 100*time.Millisecond),
@@ -130,21 +172,48 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 		nats.PingInterval(2 * time.Second),
 		nats.MaxPingsOutstanding(2),
 		nats.RetryOnFailedConnect(true),
+		// A refused login is retried: the engine may not have loaded
+		// this gateway's user yet.
+		nats.IgnoreAuthErrorAbort(),
 		nats.ReconnectBufSize(-1), // nothing is buffered blind: callers see the failure and retry
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { e.setDown(true, err) }),
 		nats.ReconnectHandler(func(*nats.Conn) { e.setDown(false, nil) }),
 		nats.ClosedHandler(func(*nats.Conn) { e.setDown(true, ErrClosed) }),
+		// A refused subscription or publication (the engine user's
+		// permissions) is said, not swallowed.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			e.log.Warn("cluster: engine", "subject", subject, "err", err)
+		}),
 	}
-	servers := o.URL
+	servers := plainURLs(o.URL)
 	if o.URL == Embedded {
-		token, err := e.startEmbedded()
-		if err != nil {
+		if err := e.startEmbedded(); err != nil {
 			return nil, err
 		}
-		opts = append(opts, nats.InProcessServer(e.srv), nats.Token(token))
-		servers = e.srv.ClientURL()
-	} else if o.CA != "" {
-		opts = append(opts, nats.RootCAs(o.CA))
+		opts = append(opts, nats.InProcessServer(e.srv), nats.UserInfo(o.Name, e.selfPassword))
+		// In process, the engine wants no TLS: a tls:// URL would make
+		// the client insist on it.
+		servers = strings.Replace(e.srv.ClientURL(), "tls://", "nats://", 1)
+	} else {
+		c := o.Credentials
+		if c.Secret == "" {
+			return nil, fmt.Errorf("%w: no cluster secret: the credentials file (--cluster-credentials or $%s) needs a secret= line, the same on every gateway",
+				ErrConfig, CredentialsEnv)
+		}
+		switch {
+		case c.User != "":
+			opts = append(opts, nats.UserInfo(c.User, c.Password))
+		case c.Token != "":
+			opts = append(opts, nats.Token(c.Token))
+		}
+		e.secret = []byte(c.Secret)
+		if o.CA != "" {
+			opts = append(opts, nats.RootCAs(o.CA))
+		}
 	}
 	nc, err := nats.Connect(servers, opts...)
 	if err != nil {
@@ -158,8 +227,12 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 	for !nc.IsConnected() {
 		select {
 		case <-ctx.Done():
+			why := ctx.Err()
+			if last := nc.LastError(); last != nil {
+				why = fmt.Errorf("%w (%v)", why, last)
+			}
 			e.Close()
-			return nil, fmt.Errorf("cluster: engine %s: not reached: %w", redactURL(servers), ctx.Err())
+			return nil, fmt.Errorf("cluster: engine %s: not reached: %w", redactURL(servers), why)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -178,18 +251,36 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 	return e, nil
 }
 
-// startEmbedded runs a single-node engine with JetStream under Dir,
-// requiring the token kept in Dir/TokenFile (made on first start).
-func (e *Engine) startEmbedded() (string, error) {
+// startEmbedded runs a single-node engine with JetStream under Dir: its
+// users are this gateway (a password made for this run, in memory) and
+// the gateways of Dir/UsersFile, reloaded when that file changes.
+func (e *Engine) startEmbedded() error {
 	if e.o.Dir == "" {
-		return "", fmt.Errorf("%w: the embedded engine needs a directory", ErrConfig)
+		return fmt.Errorf("%w: the embedded engine needs a directory", ErrConfig)
 	}
 	if err := os.MkdirAll(e.o.Dir, 0o700); err != nil {
-		return "", fmt.Errorf("cluster: %w", err)
+		return fmt.Errorf("cluster: %w", err)
 	}
-	token, err := loadToken(filepath.Join(e.o.Dir, TokenFile))
+	_ = os.Remove(filepath.Join(e.o.Dir, oldTokenFile))
+	secret, err := loadSecret(e.o.Dir)
 	if err != nil {
-		return "", err
+		return err
+	}
+	e.secret = []byte(secret)
+	if e.selfPassword, err = randomSecret(24); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if e.selfHash, err = hashPassword(e.selfPassword); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if (e.o.Cert == "") != (e.o.Key == "") {
+		return fmt.Errorf("%w: the engine's TLS needs both a certificate and a key (--cluster-cert, --cluster-key)", ErrConfig)
+	}
+	if e.o.Cert != "" {
+		e.tls, err = server.GenTLSConfig(&server.TLSConfigOpts{CertFile: e.o.Cert, KeyFile: e.o.Key})
+		if err != nil {
+			return fmt.Errorf("%w: the engine's TLS: %v", ErrConfig, err)
+		}
 	}
 	listen := e.o.Listen
 	if listen == "" {
@@ -197,11 +288,11 @@ func (e *Engine) startEmbedded() (string, error) {
 	}
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return "", fmt.Errorf("%w: engine listen address %q: %v", ErrConfig, listen, err)
+		return fmt.Errorf("%w: engine listen address %q: %v", ErrConfig, listen, err)
 	}
 	p := 0
 	if _, err := fmt.Sscan(port, &p); err != nil || p < 0 || p > 65535 {
-		return "", fmt.Errorf("%w: engine listen address %q: bad port", ErrConfig, listen)
+		return fmt.Errorf("%w: engine listen address %q: bad port", ErrConfig, listen)
 	}
 	if p == 0 {
 		p = server.RANDOM_PORT
@@ -209,17 +300,19 @@ func (e *Engine) startEmbedded() (string, error) {
 	if host == "" {
 		host = "0.0.0.0"
 	}
-	so := &server.Options{ServerName: e.o.Name, Host: host, Port: p, JetStream: true,
-		StoreDir: filepath.Join(e.o.Dir, "jetstream"), Authorization: token, NoSigs: true}
+	so, err := e.serverOptions(host, p)
+	if err != nil {
+		return err
+	}
 	srv, err := server.NewServer(so)
 	if err != nil {
-		return "", fmt.Errorf("cluster: embedded engine: %w", err)
+		return fmt.Errorf("cluster: embedded engine: %w", err)
 	}
 	srv.SetLoggerV2(&serverLog{log: e.log.With("component", "engine")}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
-		return "", fmt.Errorf("cluster: embedded engine did not start on %s", listen)
+		return fmt.Errorf("cluster: embedded engine did not start on %s", listen)
 	}
 	e.srv = srv
 	addr := srv.Addr().(*net.TCPAddr)
@@ -229,34 +322,93 @@ func (e *Engine) startEmbedded() (string, error) {
 			h = hn
 		}
 	}
-	e.join = (&url.URL{Scheme: "nats", User: url.User(token), Host: net.JoinHostPort(h, fmt.Sprint(addr.Port))}).String()
-	return token, nil
+	scheme := "nats"
+	if e.tls != nil {
+		scheme = "tls"
+	}
+	e.join = (&url.URL{Scheme: scheme, Host: net.JoinHostPort(h, fmt.Sprint(addr.Port))}).String()
+	e.stopReload = make(chan struct{})
+	e.reloaded.Go(func() { e.reloadLoop(host, addr.Port) })
+	return nil
 }
 
-// loadToken reads the embedded engine's token, making it on first use.
-func loadToken(path string) (string, error) {
-	raw, err := os.ReadFile(path)
-	if err == nil {
-		if t := strings.TrimSpace(string(raw)); t != "" {
-			return t, nil
+// serverOptions are the embedded engine's options with the users of the
+// users file as it is now.
+func (e *Engine) serverOptions(host string, port int) (*server.Options, error) {
+	users, raw, err := readUsers(e.o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	e.usersMu.Lock()
+	e.usersRaw = raw
+	e.usersMu.Unlock()
+	list := []*server.User{{Username: e.o.Name, Password: e.selfHash, Permissions: GatewayPermissions(e.o.Name)}}
+	for _, u := range users {
+		if u.Name == e.o.Name || checkName(u.Name) != nil {
+			continue
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("cluster: %w", err)
+		list = append(list, &server.User{Username: u.Name, Password: u.Bcrypt, Permissions: GatewayPermissions(u.Name)})
 	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("cluster: %w", err)
+	so := &server.Options{ServerName: e.o.Name, Host: host, Port: port, JetStream: true,
+		StoreDir: filepath.Join(e.o.Dir, "jetstream"), Users: list, NoSigs: true}
+	if e.tls != nil {
+		so.TLSConfig, so.TLS, so.TLSTimeout = e.tls, true, 2
 	}
-	t := base64.RawURLEncoding.EncodeToString(b[:])
-	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("cluster: %w", err)
-	}
-	return t, nil
+	return so, nil
 }
 
-// JoinURL is the URL other gateways join an embedded engine with (it
-// holds the engine's token: treat it as a secret); "" when this gateway
-// runs none.
+// reloadLoop reloads the engine's users when the users file changes,
+// until the engine stops. A removed user's connections are closed.
+func (e *Engine) reloadLoop(host string, port int) {
+	t := time.NewTicker(e.o.ReloadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stopReload:
+			return
+		case <-t.C:
+		}
+		raw, err := os.ReadFile(filepath.Join(e.o.Dir, UsersFile))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		e.usersMu.Lock()
+		same := bytes.Equal(raw, e.usersRaw)
+		e.usersMu.Unlock()
+		if same {
+			continue
+		}
+		so, err := e.serverOptions(host, port)
+		if err == nil {
+			err = e.srv.ReloadOptions(so)
+		}
+		if err != nil {
+			e.log.Warn("cluster: reloading the engine's users", "err", err)
+			continue
+		}
+		e.reloads.Add(1)
+		e.log.Info("cluster: engine users reloaded", "users", len(so.Users))
+	}
+}
+
+// GatewayPermissions are what gateway name's engine user may do: publish
+// what a gateway publishes (but never delete a stream, nor touch the
+// system account), and subscribe only to its own routed requests, the
+// rollout coordinator's subject and its own replies (InboxPrefix).
+// Another gateway's routed requests and replies are out of its reach.
+func GatewayPermissions(name string) *server.Permissions {
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.STREAM.DELETE.>", "$SYS.>"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{gwSubject(name), subjectRollouts, InboxPrefix(name) + ".>"}},
+	}
+}
+
+// Secret is the cluster secret (signs routed requests and token records).
+func (e *Engine) Secret() []byte { return e.secret }
+
+// JoinURL is the URL other gateways join an embedded engine with (no
+// credentials: each gateway has its own file, MintCredentials); "" when
+// this gateway runs none.
 func (e *Engine) JoinURL() string { return e.join }
 
 // Name is this gateway's name.
@@ -319,10 +471,34 @@ func (e *Engine) Close() {
 }
 
 func (e *Engine) shutdown() {
+	if e.stopReload != nil {
+		close(e.stopReload)
+		e.reloaded.Wait()
+		e.stopReload = nil
+	}
 	if e.srv != nil {
 		e.srv.Shutdown()
 		e.srv.WaitForShutdown()
 	}
+}
+
+// plainURLs drops an empty userinfo ("nats://@host") from engine URLs:
+// the client would log in with it rather than with the credentials.
+func plainURLs(raw string) string {
+	if raw == Embedded {
+		return raw
+	}
+	var out []string
+	for u := range strings.SplitSeq(raw, ",") {
+		p, err := url.Parse(strings.TrimSpace(u))
+		if err != nil {
+			out = append(out, u)
+			continue
+		}
+		p.User = nil
+		out = append(out, p.String())
+	}
+	return strings.Join(out, ",")
 }
 
 // redactURL hides the credentials of engine URLs.

@@ -20,7 +20,8 @@ func TestCheck(t *testing.T) {
 		{"gw-hall", "embedded", true},
 		{"gw_1", "nats://10.0.0.1:4222", true},
 		{"gw", "nats://a:4222,nats://b:4222, tls://c:4222", true},
-		{"gw", "nats://tok@a:4222", true},
+		{"gw", "nats://tok@a:4222", false},
+		{"gw", "nats://a:4222,nats://u:p@b:4222", false},
 		{"", "embedded", false},
 		{"gw.hall", "embedded", false},
 		{"gw hall", "embedded", false},
@@ -48,7 +49,8 @@ func TestEngines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	t.Run("embedded", func(t *testing.T) {
-		e, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw1", URL: cluster.Embedded, Listen: "127.0.0.1:0", Dir: t.TempDir()})
+		dir := t.TempDir()
+		e, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw1", URL: cluster.Embedded, Listen: "127.0.0.1:0", Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,24 +59,32 @@ func TestEngines(t *testing.T) {
 			t.Fatalf("join URL %q, replicas %d", e.JoinURL(), e.Replicas())
 		}
 		useEngine(ctx, t, e)
-		// Another gateway joins with the URL the first printed; without
-		// its token it is refused.
-		o, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw2", URL: e.JoinURL()})
+		// Another gateway joins with the URL the first printed and the
+		// credentials made for it; with a wrong password it is refused.
+		path, err := cluster.MintCredentials(dir, "gw2", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds, err := cluster.ReadCredentials(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw2", URL: e.JoinURL(), Credentials: creds})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.Close()
-		bad := strings.Replace(e.JoinURL(), "nats://", "nats://x", 1)
+		creds.Password += "x"
 		short, scancel := context.WithTimeout(ctx, time.Second)
 		defer scancel()
-		if o, err := cluster.OpenEngine(short, cluster.EngineOptions{Name: "gw3", URL: bad}); err == nil {
+		if o, err := cluster.OpenEngine(short, cluster.EngineOptions{Name: "gw2", URL: e.JoinURL(), Credentials: creds}); err == nil {
 			o.Close()
-			t.Fatal("joined with a wrong token")
+			t.Fatal("joined with a wrong password")
 		}
 	})
 	t.Run("three-nodes", func(t *testing.T) {
 		c := startNATSCluster(t, 3)
-		e, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw1", URL: c.URL()})
+		e, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw1", URL: c.URL(), Credentials: cluster.Credentials{Secret: "s"}})
 		if err != nil {
 			t.Fatal(err)
 		}

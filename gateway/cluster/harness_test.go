@@ -206,6 +206,7 @@ func startGatewayAuth(t testing.TB, name, url string, s *site, secure bool, extr
 	}
 	g.args = append(g.args, "--name", name, "--cluster", url, "--cluster-listen", "127.0.0.1:0",
 		"--cluster-heartbeat", "250ms", "--cluster-dead-after", "1500ms", "--cluster-lease", "1500ms")
+	g.args = append(g.args, joinArgs(t, name, url)...)
 	if s != nil {
 		if s.hubURL != "" {
 			g.args = append(g.args, "--line", s.hubURL)
@@ -250,6 +251,7 @@ func (g *gwProc) start(t testing.TB) {
 		}
 		if m := joinLine.FindStringSubmatch(l); m != nil {
 			g.join = m[1]
+			registerEmbedded(g.join, g.data)
 		}
 		if m := tokLine.FindStringSubmatch(l); m != nil {
 			g.admin = m[1]

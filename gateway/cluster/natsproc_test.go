@@ -113,6 +113,7 @@ func startNATSCluster(t testing.TB, n int) *natsCluster {
 	for _, node := range c.nodes {
 		node.waitListening(t)
 	}
+	registerExternal(c.URL(), externalCreds(t, t.TempDir()))
 	return c
 }
 
@@ -210,6 +211,7 @@ func startProxy(t testing.TB, target string) *proxy {
 		t.Fatal(err)
 	}
 	p := &proxy{ln: ln, target: target}
+	registerAlias(ln.Addr().String(), target)
 	t.Cleanup(func() { ln.Close(); p.cut() })
 	go func() {
 		for {

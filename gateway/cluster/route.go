@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/registry"
 )
@@ -44,6 +45,11 @@ type rpcRequest struct {
 	Boot string `json:"boot"`
 	// TimeoutMS is what is left of the caller's deadline.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// To is the gateway the request is for, At when it was sent, and
+	// Caller who made it (sign.go): the owner checks them all.
+	To     string     `json:"to"`
+	At     time.Time  `json:"at"`
+	Caller *rpcCaller `json:"caller,omitempty"`
 }
 
 // rpcReply is the answer to a routed request.
@@ -76,6 +82,8 @@ var kinds = []struct {
 	{"bad_selector", fleet.ErrBadSelector},
 	{"closed", fleet.ErrClosed},
 	{"bad_label", registry.ErrBadLabel},
+	{"unauthenticated", auth.ErrBadToken},
+	{"forbidden", auth.ErrForbidden},
 	{"deadline", context.DeadlineExceeded},
 	{"canceled", context.Canceled},
 }
@@ -140,6 +148,7 @@ func (c *Cluster) rpc(ctx context.Context, gw, id string, req rpcRequest) (rpcRe
 	}
 	dl, _ := ctx.Deadline()
 	req.From, req.Boot, req.TimeoutMS = c.name, c.boot, time.Until(dl).Milliseconds()
+	req.To, req.At, req.Caller = gw, c.clk.Now(), c.callerOf(ctx)
 	data, err := json.Marshal(req)
 	if err != nil {
 		return rpcReply{}, err
@@ -147,7 +156,14 @@ func (c *Cluster) rpc(ctx context.Context, gw, id string, req rpcRequest) (rpcRe
 	if int64(len(data)) > c.nc.MaxPayload() {
 		return rpcReply{}, fmt.Errorf("%w: %w: %d bytes, the engine carries %d", fleet.ErrTooLarge, ErrTooLarge, len(data), c.nc.MaxPayload())
 	}
-	m, err := c.nc.RequestWithContext(ctx, gwSubject(gw), data)
+	sent := c.signedMsg(gwSubject(gw), sigRPC, data)
+	m, err := c.nc.RequestMsgWithContext(ctx, sent)
+	if err == nil {
+		err = c.checkReply(sent, m)
+		if err != nil {
+			return rpcReply{}, err
+		}
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return rpcReply{}, unreachable(what, fmt.Errorf("%w: %s", ErrGatewayDown, gw))
@@ -181,22 +197,42 @@ func (c *Cluster) serveRPC(ctx context.Context) nats.MsgHandler {
 		}
 		go func() {
 			defer func() { <-sem }()
-			rep := c.handle(ctx, m.Data)
+			rep := c.handle(ctx, m)
 			data, err := json.Marshal(rep)
 			if err == nil && int64(len(data)) > c.nc.MaxPayload() {
 				data, _ = json.Marshal(rpcReply{Err: encodeErr(fmt.Errorf("%w: the reply is %d bytes, the engine carries %d",
 					fleet.ErrTooLarge, len(data), c.nc.MaxPayload()))})
 			}
-			_ = m.Respond(data)
+			c.respondSigned(m, data)
 		}()
 	}
 }
 
-// handle runs one routed request on this gateway's fleet core.
-func (c *Cluster) handle(ctx context.Context, data []byte) rpcReply {
+// handle runs one routed request on this gateway's fleet core, once it
+// has checked that a gateway of the cluster signed it for this gateway,
+// and decided it for its caller as the API would (sign.go). Refusals and
+// changes are audited.
+func (c *Cluster) handle(ctx context.Context, m *nats.Msg) rpcReply {
 	var req rpcRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return rpcReply{Err: encodeErr(fmt.Errorf("%w: routed request: %v", fleet.ErrBadReply, err))}
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		err = c.refuseRouted(auth.Attributes{Surface: SurfaceCluster, Operation: "routed request to " + c.name + " (unreadable)"},
+			fmt.Errorf("%w: routed request: %v", auth.ErrBadToken, err))
+		return rpcReply{Err: encodeErr(err)}
+	}
+	a := c.routedAttrs(req.Caller, "routed "+req.Op)
+	routedAttrsOf(&a, req)
+	if err := c.checkSigned(m, sigRPC, req.To, req.At); err != nil {
+		return rpcReply{Err: encodeErr(c.refuseRouted(a, err))}
+	}
+	if req.Caller == nil {
+		return rpcReply{Err: encodeErr(c.refuseRouted(a, fmt.Errorf("%w: routed request without a caller", auth.ErrNoToken)))}
+	}
+	if _, err := req.Caller.identity(); err != nil {
+		return rpcReply{Err: encodeErr(c.refuseRouted(a, err))}
+	}
+	p, err := c.o.Guard.Check(a) // records a denial itself
+	if err != nil {
+		return rpcReply{Err: encodeErr(err)}
 	}
 	c.mu.Lock()
 	c.st.routedIn++
@@ -210,7 +246,6 @@ func (c *Cluster) handle(ctx context.Context, data []byte) rpcReply {
 	ctx, done := c.bindCaller(ctx, req.From, req.Boot)
 	defer done()
 	var rep rpcReply
-	var err error
 	switch req.Op {
 	case opCall:
 		rep.Reply, err = c.o.Local.Call(ctx, req.ID, req.Method, req.Path, req.Body)
@@ -233,6 +268,44 @@ func (c *Cluster) handle(ctx context.Context, data []byte) rpcReply {
 	default:
 		err = fmt.Errorf("%w: unknown routed operation %q", fleet.ErrBadReply, req.Op)
 	}
+	p.Done(outcomeCode(err))
 	rep.Err = encodeErr(err)
 	return rep
+}
+
+// routedAttrsOf fills in what a routed request asks for, as the API
+// describes the same request.
+func routedAttrsOf(a *auth.Attributes, req rpcRequest) {
+	if req.ID != "" {
+		a.Boards = []string{req.ID}
+	}
+	switch req.Op {
+	case opCall, opImage:
+		a.Verb, a.Resource, a.Method, a.Path = auth.VerbCall, auth.ResBoardAPI, req.Method, req.Path
+	case opDo:
+		a.Verb, a.Resource = auth.VerbAct, auth.ResActions
+		if req.Action != nil {
+			a.Kind = req.Action.Kind
+		}
+		if s := req.Sel; s != nil {
+			a.Boards = s.Boards
+			a.Selector = fmt.Sprintf("groups=%v labels=%v all=%v", s.Groups, s.Labels, s.All)
+		}
+	case opLabels:
+		a.Verb, a.Resource = auth.VerbUpdate, auth.ResBoards
+	default:
+		// The policy denies what it does not name.
+		a.Verb, a.Resource = auth.Verb(req.Op), auth.Resource("routed")
+	}
+}
+
+// outcomeCode is the audit outcome of a routed request's error.
+func outcomeCode(err error) string {
+	if err == nil {
+		return auth.CodeOK
+	}
+	if e := encodeErr(err); e != nil {
+		return e.Kind
+	}
+	return "Unknown"
 }

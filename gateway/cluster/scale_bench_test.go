@@ -705,7 +705,7 @@ func clusterScale(b *testing.B, gateways, perGW, perProc, reps int, settleFor, i
 	// The cluster.
 	eng := startNATSCluster(b, 1)
 	url := eng.URL()
-	cl := []string{"--cluster", url, "--cluster-listen", "127.0.0.1:0"}
+	cl := append([]string{"--cluster", url, "--cluster-listen", "127.0.0.1:0"}, joinArgs(b, "", url)...)
 	gws := make([]*gwProc, gateways)
 	t0 = time.Now()
 	for g := range gateways {
