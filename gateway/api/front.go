@@ -58,6 +58,16 @@ type Limits struct {
 	// average; Burst how many at once.
 	Rate  float64
 	Burst int
+	// PublicStreamsPerSource and PublicStreams bound the open streams of
+	// the services anyone may call (gRPC health Watch; reflection in demo
+	// mode and a lab), per source address and in all. They are a pool of
+	// their own: however full, it never takes a slot of the
+	// authenticated streams above.
+	PublicStreamsPerSource, PublicStreams int
+	// PublicStreamIdle ends a health Watch or reflection stream (with or
+	// without a token) that has neither sent nor received a message for
+	// this long (DeadlineExceeded).
+	PublicStreamIdle time.Duration
 }
 
 // Defaults of Limits.
@@ -71,13 +81,20 @@ const (
 	DefaultStreams           = 1024
 	DefaultRate              = 20
 	DefaultBurst             = 40
+	// Public streams: a few per source (a probe, grpcurl), a pool that a
+	// crowd of sources fills long before the memory of the gateway.
+	DefaultPublicStreamsPerSource = 8
+	DefaultPublicStreams          = 256
+	DefaultPublicStreamIdle       = 2 * time.Minute
 )
 
 // DefaultLimits returns the defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxBody: DefaultMaxBody, ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
 		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, StreamsPerToken: DefaultStreamsPerToken,
-		Streams: DefaultStreams, Rate: DefaultRate, Burst: DefaultBurst}
+		Streams: DefaultStreams, Rate: DefaultRate, Burst: DefaultBurst,
+		PublicStreamsPerSource: DefaultPublicStreamsPerSource, PublicStreams: DefaultPublicStreams,
+		PublicStreamIdle: DefaultPublicStreamIdle}
 }
 
 // withDefaults fills zero fields and turns negative ones into "none" (0
@@ -108,6 +125,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	l.StreamsPerToken = orDefault(l.StreamsPerToken, d.StreamsPerToken)
 	l.Streams = orDefault(l.Streams, d.Streams)
+	l.PublicStreamsPerSource = orDefault(l.PublicStreamsPerSource, d.PublicStreamsPerSource)
+	l.PublicStreams = orDefault(l.PublicStreams, d.PublicStreams)
+	l.PublicStreamIdle = orDefault(l.PublicStreamIdle, d.PublicStreamIdle)
 	switch {
 	case l.Rate == 0:
 		l.Rate = d.Rate
