@@ -34,6 +34,9 @@ func TestClusterCompose(t *testing.T) {
 				t.Errorf("%s does not route to %s: %s", n, o, cmd)
 			}
 		}
+		if slices.Contains(s.Command, "--pass") || strings.Contains(cmd, "HOLO_CLUSTER_PASSWORD") {
+			t.Errorf("%s has its password on the command line: %s", n, cmd)
+		}
 		if !slices.Contains(s.Command, "-js") || s.Healthcheck == nil {
 			t.Errorf("%s: want JetStream and a health check: %+v", n, s)
 		}
@@ -54,12 +57,14 @@ func TestClusterCompose(t *testing.T) {
 			t.Fatalf("%s command %v", g, s.Command)
 		}
 		checkFlags(t, "cluster compose "+g, "holo-gateway", strings.Join(s.Command[1:], " "), flags)
-		i := slices.Index(s.Command, "--cluster")
-		if i < 0 || i+1 >= len(s.Command) {
-			t.Fatalf("%s does not join a cluster", g)
+		// The engine URLs hold the password: in the environment, never
+		// on the command line.
+		join := s.Environment["HOLO_CLUSTER"]
+		if join == "" || slices.Contains(s.Command, "--cluster") {
+			t.Fatalf("%s does not join a cluster by $HOLO_CLUSTER: %v %v", g, s.Environment, s.Command)
 		}
 		for _, n := range nodes {
-			if !strings.Contains(s.Command[i+1], "@"+n+":4222") {
+			if !strings.Contains(join, "@"+n+":4222") {
 				t.Errorf("%s does not name engine node %s", g, n)
 			}
 		}

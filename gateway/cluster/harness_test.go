@@ -184,8 +184,8 @@ type gwProc struct {
 
 var (
 	apiLine  = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
-	joinLine = regexp.MustCompile(`others join with --cluster (\S+)`)
-	tokLine  = regexp.MustCompile(`first admin token \(shown once, stored hashed\): (holo_\S+)`)
+	joinLine = regexp.MustCompile(`others join with --cluster-file (\S+)`)
+	tokLine  = regexp.MustCompile(`first admin token: written to (\S+) \(mode`)
 )
 
 // startGateway runs holo-gateway --name name --cluster url with the site's
@@ -249,10 +249,10 @@ func (g *gwProc) start(t testing.TB) {
 			api = m[1]
 		}
 		if m := joinLine.FindStringSubmatch(l); m != nil {
-			g.join = m[1]
+			g.join = func() string { b, _ := os.ReadFile(m[1]); return strings.TrimSpace(string(b)) }()
 		}
 		if m := tokLine.FindStringSubmatch(l); m != nil {
-			g.admin = m[1]
+			g.admin = func() string { b, _ := os.ReadFile(m[1]); return strings.TrimSpace(string(b)) }()
 		}
 		if strings.Contains(l, "Ctrl-C stops.") {
 			break
