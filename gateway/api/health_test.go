@@ -239,7 +239,7 @@ func TestGrpcurl(t *testing.T) {
 	if d := run("-H", viewer, g.addr, "describe", "holo.fleet.v1.FleetService"); !strings.Contains(d, "rpc ListBoards") {
 		t.Errorf("grpcurl describe:\n%s", d)
 	}
-	if h := run(g.addr, "grpc.health.v1.Health/Check"); !strings.Contains(h, `"SERVING"`) {
+	if h := run("-H", viewer, g.addr, "grpc.health.v1.Health/Check"); !strings.Contains(h, `"SERVING"`) {
 		t.Errorf("grpcurl health check:\n%s", h)
 	}
 	// With a token, a fleet call works through reflection alone.
