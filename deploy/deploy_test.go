@@ -95,8 +95,9 @@ type compose struct {
 		Healthcheck *struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
-		Volumes []string `yaml:"volumes"`
-		Ports   []string `yaml:"ports"`
+		Volumes     []string          `yaml:"volumes"`
+		Ports       []string          `yaml:"ports"`
+		Environment map[string]string `yaml:"environment"`
 	} `yaml:"services"`
 	Volumes map[string]any `yaml:"volumes"`
 }

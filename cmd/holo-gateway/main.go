@@ -120,6 +120,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // options are the serve flags.
 type options struct {
 	data, listen      string
+	adminTokenFile    string
 	mqtt              string
 	mq                mqttFlags
 	lines, boards     listFlag
@@ -152,7 +153,8 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	}
 	fs.StringVar(&o.data, "data", defData, "directory of the gateway's store (required outside demo)")
 	fs.StringVar(&o.listen, "listen", defListen, "address of the API, REST, /metrics (host:port; port 0 picks one)")
-	fs.StringVar(&o.mqtt, "mqtt", "", "external MQTT broker URL (tcp://, ssl://; user:password@ allowed); without it an embedded broker runs")
+	fs.StringVar(&o.adminTokenFile, "admin-token-file", "", "file (mode 0600) the first admin token is written to, when the store has no token yet (default DATA/"+AdminTokenFile+"); never printed")
+	fs.StringVar(&o.mqtt, "mqtt", "", "external MQTT broker URL (tcp://, ssl://; no password in it: --mqtt-password-file or $HOLO_MQTT_PASSWORD); without it an embedded broker runs")
 	addMQTTFlags(fs, &o.mq)
 	fs.Var(&o.lines, "line", "RS485 line to master (serial device, pty, tcp or simline URL; ?baud=N); repeatable")
 	fs.Var(&o.boards, "board", "LAN board base URL (http://host[:port]; password from $HOLO_BOARD_PASSWORD or --boards-file); repeatable")
@@ -182,6 +184,9 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	}
 	if o.data == "" {
 		return o, fmt.Errorf("%w: --data DIR is required", errUsage)
+	}
+	if o.adminTokenFile == "" {
+		o.adminTokenFile = filepath.Join(o.data, AdminTokenFile)
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("%w: --log-format is text or json, not %q", errUsage, o.logFormat)
@@ -275,6 +280,12 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		}
 		if firstSecret, _, err = tokens.Create(first, auth.RoleAdmin); err != nil {
 			return err
+		}
+		// The secret goes to a file only the gateway's user reads, never
+		// to stdout (the journal, docker logs keep stdout).
+		if err := writeSecretFile(o.adminTokenFile, firstSecret); err != nil {
+			_ = tokens.Revoke(first)
+			return fmt.Errorf("first admin token: %w", err)
 		}
 	}
 
@@ -447,6 +458,42 @@ func splitPassword(raw string) (string, string, error) {
 	return u.String(), pw, nil
 }
 
+// errSecretOnArgv refuses a secret given on the command line, where ps,
+// /proc and shell history show it to others: what names the form given,
+// use the forms to give instead.
+func errSecretOnArgv(what, use string) error {
+	return fmt.Errorf("%w: %s: secrets are not taken on the command line (ps and shell history show it); use %s", errUsage, what, use)
+}
+
+// AdminTokenFile is the default name, in the data directory, of the file
+// the first admin token is written to.
+const AdminTokenFile = "admin-token"
+
+// writeSecretFile writes secret and a newline to path, readable by the
+// owner only (mode 0600, also when the file existed); the directory is
+// made 0700 if missing. A symbolic link at path is refused.
+func writeSecretFile(path, secret string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link: refused for a secret", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(secret + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *wiring, extra []string) {
 	scheme := "http"
 	if o.tlsCert != "" {
@@ -484,15 +531,15 @@ func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *
 		fmt.Fprintln(out, "  auth:     bearer tokens (Authorization: Bearer <token>)")
 	}
 	l := o.access.apiLimits()
-	fmt.Fprintf(out, "  limits:   bodies %d bytes; %d streams per token, %d in all; %g changes/s per token (burst %d)\n",
-		l.MaxBody, l.StreamsPerToken, l.Streams, l.Rate, l.Burst)
+	fmt.Fprintf(out, "  limits:   bodies %d bytes; %d streams per token, %d in all; %g changes/s per token (burst %d); public streams %d per source, %d in all, idle %v\n",
+		l.MaxBody, l.StreamsPerToken, l.Streams, l.Rate, l.Burst, l.PublicStreamsPerSource, l.PublicStreams, l.PublicStreamIdle)
 	fmt.Fprintf(out, "  audit:    every change and refusal: %s/v1/audit (holoctl audit); kept %v, at most %d records\n",
 		base, o.access.auditAge, o.access.auditMax)
 	if o.access.metricsAuth {
 		fmt.Fprintln(out, "  metrics:  need a viewer token (--metrics-auth)")
 	}
 	if firstSecret != "" {
-		fmt.Fprintf(out, "  first admin token (shown once, stored hashed): %s\n", firstSecret)
+		fmt.Fprintf(out, "  first admin token: written to %s (mode 0600; stored hashed, printed nowhere)\n", o.adminTokenFile)
 	}
 	for _, n := range w.notes {
 		fmt.Fprintf(out, "  note:     %s\n", n)

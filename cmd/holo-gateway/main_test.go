@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -130,14 +131,38 @@ func TestTokenOfflineThenServe(t *testing.T) {
 	}
 }
 
-func TestFirstStartPrintsAdminToken(t *testing.T) {
-	base, banner := start(t, "--data", t.TempDir(), "--listen", "127.0.0.1:0")
-	m := regexp.MustCompile(`first admin token.*: (holo_\S+)`).FindStringSubmatch(banner.String())
-	if m == nil {
-		t.Fatalf("no first token:\n%s", banner.String())
-	}
-	if code, body := get(t, base+"/v1/tokens", m[1]); code != 200 || !strings.Contains(body, `"role":"admin"`) {
-		t.Errorf("tokens: %d %s", code, body)
+// TestFirstStartWritesAdminToken: the first admin token goes to a 0600
+// file whose path the banner names (default DATA/admin-token, or
+// --admin-token-file), never to stdout or stderr.
+func TestFirstStartWritesAdminToken(t *testing.T) {
+	for _, custom := range []bool{false, true} {
+		dir := t.TempDir()
+		want := filepath.Join(dir, AdminTokenFile)
+		args := []string{"--data", dir, "--listen", "127.0.0.1:0"}
+		if custom {
+			want = filepath.Join(t.TempDir(), "secrets", "first")
+			args = append(args, "--admin-token-file", want)
+		}
+		base, banner := start(t, args...)
+		m := regexp.MustCompile(`first admin token: written to (\S+) \(mode 0600`).FindStringSubmatch(banner.String())
+		if m == nil || m[1] != want {
+			t.Fatalf("banner does not name %s:\n%s", want, banner.String())
+		}
+		fi, err := os.Stat(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", want, fi.Mode().Perm())
+		}
+		raw, _ := os.ReadFile(want)
+		secret := strings.TrimSpace(string(raw))
+		if !strings.HasPrefix(secret, "holo_") || strings.Contains(banner.String(), secret) {
+			t.Errorf("token %q in the file; banner:\n%s", secret, banner.String())
+		}
+		if code, body := get(t, base+"/v1/tokens", secret); code != 200 || !strings.Contains(body, `"role":"admin"`) {
+			t.Errorf("tokens: %d %s", code, body)
+		}
 	}
 }
 

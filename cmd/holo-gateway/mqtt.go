@@ -31,7 +31,7 @@ type mqttFlags struct {
 	base, haPrefix string
 	port           string // the embedded broker: a port or host:port
 	portSet        bool
-	user, password string
+	user           string
 	passwordFile   string
 	ca, cert, key  string
 	clientID       string
@@ -74,8 +74,10 @@ func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	fs.StringVar(&f.haPrefix, "ha-prefix", mqtt.DefaultHAPrefix, "Home Assistant discovery prefix")
 	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", defaultBrokerPort))
 	fs.StringVar(&f.user, "mqtt-user", "", "username on the external broker (--mqtt)")
-	fs.StringVar(&f.password, "mqtt-password", "", "password on the external broker (or $HOLO_MQTT_PASSWORD, or --mqtt-password-file)")
-	fs.StringVar(&f.passwordFile, "mqtt-password-file", "", "file holding the password on the external broker (mode 0600; a trailing newline is ignored)")
+	fs.Func("mqtt-password", "removed: a password on the command line shows in ps and shell history; use --mqtt-password-file or $HOLO_MQTT_PASSWORD", func(string) error {
+		return errSecretOnArgv("--mqtt-password", "--mqtt-password-file FILE or $HOLO_MQTT_PASSWORD")
+	})
+	fs.StringVar(&f.passwordFile, "mqtt-password-file", "", "file holding the password on the external broker (mode 0600; a trailing newline is ignored); or $HOLO_MQTT_PASSWORD")
 	fs.StringVar(&f.ca, "mqtt-ca", "", "CA certificate (PEM) that signed the broker's certificate")
 	fs.StringVar(&f.cert, "mqtt-cert", "", "client certificate (PEM) for the broker")
 	fs.StringVar(&f.key, "mqtt-key", "", "client key (PEM) for the broker")
@@ -125,12 +127,12 @@ func (f *mqttFlags) anonymousRole(isDemo, insecureLab bool, addr string) (auth.R
 	return r, "", nil
 }
 
-// bridgePassword is the external broker's password: the flag, the file,
-// or $HOLO_MQTT_PASSWORD.
+// bridgePassword is the external broker's password: the file, or
+// $HOLO_MQTT_PASSWORD (never a flag's value: argv is public).
 func (f *mqttFlags) bridgePassword(e *env) (string, error) {
 	if f.passwordFile != "" {
-		if f.password != "" {
-			return "", fmt.Errorf("%w: --mqtt-password and --mqtt-password-file: give one", errUsage)
+		if os.Getenv("HOLO_MQTT_PASSWORD") != "" {
+			return "", fmt.Errorf("%w: --mqtt-password-file and $HOLO_MQTT_PASSWORD: give one", errUsage)
 		}
 		st, err := os.Stat(f.passwordFile)
 		if err != nil {
@@ -149,16 +151,18 @@ func (f *mqttFlags) bridgePassword(e *env) (string, error) {
 		}
 		return p, nil
 	}
-	if f.password == "" {
-		return os.Getenv("HOLO_MQTT_PASSWORD"), nil
-	}
-	return f.password, nil
+	return os.Getenv("HOLO_MQTT_PASSWORD"), nil
 }
 
 // check refuses bad MQTT flags before anything starts.
 func (f mqttFlags) check(brokerURL string) error {
 	if f.off {
 		return nil
+	}
+	if u, err := url.Parse(brokerURL); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return errSecretOnArgv("a password in --mqtt's URL", "--mqtt-user with --mqtt-password-file FILE or $HOLO_MQTT_PASSWORD")
+		}
 	}
 	if err := mqtt.Check(mqtt.Options{Broker: brokerURL, Base: f.base, HAPrefix: f.haPrefix,
 		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key}); err != nil {
@@ -203,8 +207,8 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 	var lines []string
 	user, password := f.user, ""
 	if brokerURL == "" {
-		if f.user != "" || f.password != "" || f.passwordFile != "" {
-			return component{}, fmt.Errorf("%w: --mqtt-user and --mqtt-password are for an external broker (--mqtt); "+
+		if f.user != "" || f.passwordFile != "" || os.Getenv("HOLO_MQTT_PASSWORD") != "" {
+			return component{}, fmt.Errorf("%w: --mqtt-user, --mqtt-password-file and $HOLO_MQTT_PASSWORD are for an external broker (--mqtt); "+
 				"the embedded broker logs clients in with gateway tokens (username = token name, password = its secret)", errUsage)
 		}
 		addr := broker.ListenAddr(f.port)

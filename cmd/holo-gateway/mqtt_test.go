@@ -113,6 +113,8 @@ func TestMQTTFlags(t *testing.T) {
 		{"--listen", "no-port"},
 		{"--mqtt-port", "0", "--mqtt-user", "shared"},
 		{"--mqtt-port", "0", "--mqtt-password", "shared"},
+		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password", "shared"},
+		{"--mqtt", "tcp://holo:shared@127.0.0.1:1"},
 		{"--mqtt-port", "0", "--mqtt-accept", "root"},
 		{"--mqtt-port", "0", "--mqtt-accept", ""},
 		{"--mqtt-port", "0", "--mqtt-anonymous", "god"},

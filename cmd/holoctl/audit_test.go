@@ -66,7 +66,7 @@ func TestHoloctlAudit(t *testing.T) {
 	url, admin, op := startAuditGateway(t)
 	ctl := func(token string, args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{args[0], "--gateway", url, "--token", token}, args[1:]...), &out, &errb)
+		code := run(context.Background(), append([]string{args[0], "--gateway", url, "--token-file", tokenFile(t, token)}, args[1:]...), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	if code, _, errOut := ctl(op, "gw", "call", "aa01", "POST", "/ota/pull", `{"url":"http://x"}`); code != 1 || !strings.Contains(errOut, "403") {

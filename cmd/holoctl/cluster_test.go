@@ -67,7 +67,7 @@ func TestHoloctlCluster(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	ctl := func(token string, args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{"gw", "--gateway", "http://" + ln.Addr().String(), "--token", token}, args...), &out, &errb)
+		code := run(context.Background(), append([]string{"gw", "--gateway", "http://" + ln.Addr().String(), "--token-file", tokenFile(t, token)}, args...), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	code, out, errOut := ctl(viewer, "cluster")

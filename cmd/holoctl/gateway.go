@@ -37,9 +37,42 @@ func gwFlags(fs *flag.FlagSet) *gwClient {
 		def = "http://127.0.0.1:8480"
 	}
 	fs.StringVar(&c.base, "gateway", def, "gateway base URL (env HOLO_GATEWAY)")
-	fs.StringVar(&c.token, "token", os.Getenv("HOLO_TOKEN"), "bearer token (env HOLO_TOKEN)")
+	c.token = os.Getenv("HOLO_TOKEN")
+	fs.Func("token-file", "file holding the bearer token (mode 0600, one line; default: env HOLO_TOKEN)", func(path string) error {
+		tok, err := readSecretFile(path)
+		if err != nil {
+			return err
+		}
+		c.token = tok
+		return nil
+	})
+	fs.Func("token", "removed: a token on the command line shows in ps and shell history; use --token-file FILE or env HOLO_TOKEN", func(string) error {
+		return errors.New("secrets are not taken on the command line (ps and shell history show them): use --token-file FILE or env HOLO_TOKEN")
+	})
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
 	return c
+}
+
+// readSecretFile reads a one-line secret (a trailing newline is
+// ignored). A file others may read is refused: the secret is no longer
+// one.
+func readSecretFile(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s is readable by others (mode %v): chmod 0600 it", path, st.Mode().Perm())
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimRight(string(raw), "\r\n")
+	if s == "" || strings.ContainsAny(s, "\r\n") {
+		return "", fmt.Errorf("%s: want one line holding the secret", path)
+	}
+	return s, nil
 }
 
 // userAgent names holoctl in the gateway's audit log and request log.

@@ -121,7 +121,7 @@ func TestHoloctlFirmwareAndRollout(t *testing.T) {
 		}
 		return out.String() + errb.String()
 	}
-	gw := []string{"--gateway", base, "--token", admin}
+	gw := []string{"--gateway", base, "--token-file", tokenFile(t, admin)}
 
 	exe := bytes.Repeat([]byte("2.0.0|"), 8<<10)
 	img, err := image.Pack(image.Desc{Version: "2.0.0", Project: buildinfo.Project, Date: "Jan  1 2026", Time: "00:00:00", IDF: "test"}, exe)
@@ -148,7 +148,7 @@ func TestHoloctlFirmwareAndRollout(t *testing.T) {
 	if out := holoctl(1, append([]string{"fw", "upload", filepath.Join(dir, "junk.bin")}, gw...)...); !strings.Contains(out, "400 invalid_argument") {
 		t.Errorf("junk upload:\n%s", out)
 	}
-	if out := holoctl(1, "fw", "upload", file, "--gateway", base, "--token", viewer); !strings.Contains(out, "403") {
+	if out := holoctl(1, "fw", "upload", file, "--gateway", base, "--token-file", tokenFile(t, viewer)); !strings.Contains(out, "403") {
 		t.Errorf("viewer upload:\n%s", out)
 	}
 	if out := holoctl(0, append([]string{"fw", "list"}, gw...)...); !strings.Contains(out, sha[:12]) || !strings.Contains(out, "2.0.0") {

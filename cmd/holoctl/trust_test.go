@@ -51,7 +51,7 @@ func TestFirmwareTrustCLI(t *testing.T) {
 		}
 		return nil
 	}, []image.KeyDigest{d})
-	gw := []string{"--gateway", base, "--token", admin}
+	gw := []string{"--gateway", base, "--token-file", tokenFile(t, admin)}
 
 	plain := filepath.Join(dir, "fw.bin")
 	if err := os.WriteFile(plain, sigtest.Image(t, "2.0.0", 4000), 0o644); err != nil {
@@ -82,7 +82,7 @@ func TestFirmwareTrustCLI(t *testing.T) {
 		}
 		return nil
 	}, nil)
-	gw2 := []string{"--gateway", base2, "--token", admin2}
+	gw2 := []string{"--gateway", base2, "--token-file", tokenFile(t, admin2)}
 	foreign := filepath.Join(dir, "fw-other.bin")
 	if err := os.WriteFile(foreign, sigtest.Sign(t, sigtest.Image(t, "2.0.1", 4000), other), 0o644); err != nil {
 		t.Fatal(err)

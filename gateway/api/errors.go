@@ -60,7 +60,7 @@ const ReasonTooLarge = "too_large"
 //	auth.ErrNoToken, ErrBadToken                                   Unauthenticated
 //	auth.ErrForbidden                                              PermissionDenied
 //	auth.ErrExists                                                 AlreadyExists
-//	ErrBadRequest, auth.ErrBadRole, ErrBadName                     InvalidArgument
+//	ErrBadRequest, auth.ErrBadRole, ErrBadName, ErrBadPath         InvalidArgument
 //	fleet.ErrBadAction, ErrBadSelector, ErrBadTime                 InvalidArgument
 //	ErrFellBehind                                                  ResourceExhausted
 //	auth.ErrLimited (rate, streams)                                ResourceExhausted, with RetryInfo
@@ -178,7 +178,7 @@ func codeOf(err error) codes.Code {
 		return codes.PermissionDenied
 	case errors.Is(err, auth.ErrExists):
 		return codes.AlreadyExists
-	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName),
+	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName), errors.Is(err, auth.ErrBadPath),
 		errors.Is(err, fleet.ErrBadAction), errors.Is(err, fleet.ErrBadSelector), errors.Is(err, fleet.ErrBadTime):
 		return codes.InvalidArgument
 	case errors.Is(err, ErrFellBehind), errors.Is(err, auth.ErrLimited):

@@ -58,6 +58,16 @@ type Limits struct {
 	// average; Burst how many at once.
 	Rate  float64
 	Burst int
+	// PublicStreamsPerSource and PublicStreams bound the open streams of
+	// the services anyone may call (gRPC health Watch; reflection in demo
+	// mode and a lab), per source address and in all. They are a pool of
+	// their own: however full, it never takes a slot of the
+	// authenticated streams above.
+	PublicStreamsPerSource, PublicStreams int
+	// PublicStreamIdle ends a health Watch or reflection stream (with or
+	// without a token) that has neither sent nor received a message for
+	// this long (DeadlineExceeded).
+	PublicStreamIdle time.Duration
 }
 
 // Defaults of Limits.
@@ -71,13 +81,20 @@ const (
 	DefaultStreams           = 1024
 	DefaultRate              = 20
 	DefaultBurst             = 40
+	// Public streams: a few per source (a probe, grpcurl), a pool that a
+	// crowd of sources fills long before the memory of the gateway.
+	DefaultPublicStreamsPerSource = 8
+	DefaultPublicStreams          = 256
+	DefaultPublicStreamIdle       = 2 * time.Minute
 )
 
 // DefaultLimits returns the defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxBody: DefaultMaxBody, ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
 		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, StreamsPerToken: DefaultStreamsPerToken,
-		Streams: DefaultStreams, Rate: DefaultRate, Burst: DefaultBurst}
+		Streams: DefaultStreams, Rate: DefaultRate, Burst: DefaultBurst,
+		PublicStreamsPerSource: DefaultPublicStreamsPerSource, PublicStreams: DefaultPublicStreams,
+		PublicStreamIdle: DefaultPublicStreamIdle}
 }
 
 // withDefaults fills zero fields and turns negative ones into "none" (0
@@ -108,6 +125,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	l.StreamsPerToken = orDefault(l.StreamsPerToken, d.StreamsPerToken)
 	l.Streams = orDefault(l.Streams, d.Streams)
+	l.PublicStreamsPerSource = orDefault(l.PublicStreamsPerSource, d.PublicStreamsPerSource)
+	l.PublicStreams = orDefault(l.PublicStreams, d.PublicStreams)
+	l.PublicStreamIdle = orDefault(l.PublicStreamIdle, d.PublicStreamIdle)
 	switch {
 	case l.Rate == 0:
 		l.Rate = d.Rate
@@ -153,6 +173,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // front runs the door's checks; false means it answered the request.
 func (s *Server) front(w http.ResponseWriter, r *http.Request, isGRPC bool) bool {
+	if !s.credentialCheck(w, r, isGRPC) {
+		return false
+	}
 	if code, err := s.siteCheck(r, isGRPC); err != nil {
 		a := auth.Attributes{Surface: auth.SurfaceREST, Client: r.RemoteAddr, Agent: r.UserAgent(),
 			Operation: r.Method + " " + r.URL.Path, RequestID: r.Header.Get(RequestIDHeader)}
@@ -177,9 +200,48 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, isGRPC bool) bool
 	return s.limitBody(w, r)
 }
 
-// tokenless reports whether r would be let in without a token.
+// credentialCheck refuses, on every path and in every mode, a request
+// whose Authorization header is present but empty, blank, malformed or
+// repeated (401, recorded): such a request is never "without a token",
+// so it can neither pass as the demo's loopback admin nor skip the
+// checks made of tokenless requests. False means it answered.
+func (s *Server) credentialCheck(w http.ResponseWriter, r *http.Request, isGRPC bool) bool {
+	c := auth.CallerOfHTTP(r)
+	if !c.Presented {
+		return true
+	}
+	_, err := auth.Credential(c)
+	if err == nil {
+		return true
+	}
+	a := auth.Attributes{Surface: auth.SurfaceREST, Client: r.RemoteAddr, Agent: r.UserAgent(),
+		Operation: r.Method + " " + r.URL.Path, RequestID: r.Header.Get(RequestIDHeader)}
+	if isGRPC {
+		a.Surface, a.Operation = auth.SurfaceGRPC, r.URL.Path
+	}
+	s.guard.Refuse(a, err)
+	if isGRPC {
+		grpcRefuse(w, status.New(codes.Unauthenticated, err.Error()))
+		return false
+	}
+	writeBody(w, http.StatusUnauthorized, ErrorBody{Error: codeName(codes.Unauthenticated), Message: err.Error()})
+	return false
+}
+
+// tokenless reports whether r would be let in without a token: in a lab,
+// or in demo mode when r carries no credential at all (the loopback
+// identity; a present credential was checked by credentialCheck and is
+// a token's). The identity follows from the parsed credential, never
+// from whether some header has a value.
 func (s *Server) tokenless(r *http.Request) bool {
-	return s.cfg.InsecureLab || (s.cfg.Demo && len(r.Header.Values("Authorization")) == 0)
+	if s.cfg.InsecureLab {
+		return true
+	}
+	if !s.cfg.Demo {
+		return false
+	}
+	secret, err := auth.Credential(auth.CallerOfHTTP(r))
+	return err != nil || secret == ""
 }
 
 func safeMethod(m string) bool {

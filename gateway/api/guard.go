@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path"
 	"sort"
 	"strings"
@@ -34,6 +35,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
@@ -45,9 +47,14 @@ type rule struct {
 	// watch marks the long streams the stream limits count.
 	watch bool
 	// public marks what anyone may call without a token: gRPC's health
-	// and reflection (the API's description is public at
-	// /v1/openapi.json too). A token, when sent, is still checked.
+	// (probes). A token, when sent, is still checked. Their streams
+	// (Watch) count in a pool of their own, per source address.
 	public bool
+	// reflection marks gRPC server reflection: public in demo mode and
+	// a lab (as health), else it needs a viewer token (grpcurl -H
+	// 'authorization: Bearer ...'). Its streams count like health's
+	// when public and like watch streams when a token made them.
+	reflection bool
 	// attrs adds what the request names (targets, kind, board call); an
 	// error (ErrBadRequest) refuses a malformed request before it is
 	// decided. Streams have no request at the gate (attrs is not called).
@@ -131,8 +138,8 @@ var rules = map[string]rule{
 	healthCheck:       {verb: auth.VerbRead, public: true},
 	healthList:        {verb: auth.VerbRead, public: true},
 	healthWatch:       {verb: auth.VerbWatch, public: true, watch: true},
-	reflectionV1:      {verb: auth.VerbRead, public: true},
-	reflectionV1Alpha: {verb: auth.VerbRead, public: true},
+	reflectionV1:      {verb: auth.VerbRead, res: auth.ResSchema, reflection: true, watch: true},
+	reflectionV1Alpha: {verb: auth.VerbRead, res: auth.ResSchema, reflection: true, watch: true},
 }
 
 // Full method names of gRPC's standard health and reflection services.
@@ -152,7 +159,10 @@ func nonEmpty(s string) []string {
 }
 
 // callAttrs names CallBoard's board and board API request. A path that is
-// not absolute is malformed (the service refuses it too).
+// not absolute is malformed (the service refuses it too); one that is
+// not canonical (auth.CanonicalBoardPath: %77eb, //web, /a/../web ...) is
+// refused before it is decided, and recorded, so that the path decided
+// is exactly the path the service sends.
 func callAttrs(a *auth.Attributes, req any) error {
 	r := req.(*fleetv1.CallBoardRequest)
 	a.Boards = nonEmpty(r.GetId())
@@ -160,6 +170,11 @@ func callAttrs(a *auth.Attributes, req any) error {
 	if !strings.HasPrefix(r.GetPath(), "/") {
 		return fmt.Errorf("%w: path %q must start with /", ErrBadRequest, r.GetPath())
 	}
+	send, _, err := auth.CanonicalBoardPath(r.GetPath())
+	if err != nil {
+		return err
+	}
+	a.Path = send
 	return nil
 }
 
@@ -209,7 +224,31 @@ type gate struct {
 	guard   *auth.Guard
 	rate    *auth.RateLimiter
 	streams *auth.StreamLimiter
-	log     *slog.Logger
+	// public counts the streams of public methods (health Watch, and
+	// reflection where it is public) per source address and in all,
+	// apart from streams, which it can never starve.
+	public *auth.StreamLimiter
+	// openReflection makes reflection public (demo mode, a lab).
+	openReflection bool
+	// idle ends a health Watch or reflection stream quiet for this long
+	// (0: never), timed by clk.
+	idle time.Duration
+	clk  clock.Clock
+	log  *slog.Logger
+}
+
+// isPublic reports whether r is open to callers without a token here.
+func (g *gate) isPublic(r rule) bool {
+	return r.public || (r.reflection && g.openReflection)
+}
+
+// sourceKey is the public-stream limit key of a caller: its host.
+func sourceKey(c auth.Caller) string {
+	host := c.Addr
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return "source:" + host
 }
 
 // call is one request passing the gate.
@@ -238,11 +277,13 @@ func (g *gate) admit(ctx context.Context, c *call, method string, req any) (cont
 	}
 	c.attrs.Verb, c.attrs.Resource = r.verb, r.res
 	id, err := g.guard.Identify(c.caller)
-	if r.public && (err == nil || errors.Is(err, auth.ErrNoToken)) {
-		// Anyone may; only the streams count, keyed by client host.
+	if g.isPublic(r) && (err == nil || errors.Is(err, auth.ErrNoToken)) {
+		// Anyone may; every stream counts in the public pool, per source
+		// address, whoever makes it: a crowd of sources fills that pool,
+		// never the authenticated streams'.
 		release := func() {}
-		if r.watch {
-			if release, err = g.streams.Acquire(auth.Key(id, c.caller)); err != nil {
+		if streamMethods[method] {
+			if release, err = g.public.Acquire(sourceKey(c.caller)); err != nil {
 				return g.refuse(ctx, c, codes.ResourceExhausted, err)
 			}
 		}
@@ -323,12 +364,67 @@ func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo
 		g.logDone(ctx, c, err)
 		return err
 	}
-	err = h(srv, &ctxStream{ServerStream: ss, ctx: cctx})
+	if r := rules[info.FullMethod]; (r.public || r.reflection) && g.idle > 0 {
+		err = g.idleStream(cctx, ss, func(s grpc.ServerStream) error { return h(srv, s) })
+	} else {
+		err = h(srv, &ctxStream{ServerStream: ss, ctx: cctx})
+	}
 	err = revoked(cctx, err)
 	release()
 	p.Done(status.Code(err).String())
 	g.logDone(ctx, c, err)
 	return err
+}
+
+// errIdle ends a public stream that stayed quiet too long.
+var errIdle = errors.New("stream idle")
+
+// idleStream runs a health Watch or reflection stream that ends with
+// DeadlineExceeded once it has neither sent nor received a message for
+// g.idle: its context is cancelled (Watch waits on it) and a pending
+// receive returns (reflection waits in one).
+func (g *gate) idleStream(ctx context.Context, ss grpc.ServerStream, h func(grpc.ServerStream) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t := g.clk.AfterFunc(g.idle, func() { cancel(errIdle) })
+	defer t.Stop()
+	is := &quietStream{ServerStream: ss, ctx: ctx, touch: func() { t.Reset(g.idle) }}
+	err := h(is)
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return status.Errorf(codes.DeadlineExceeded, "stream idle for %v, the gateway's limit (--public-stream-idle)", g.idle)
+	}
+	return err
+}
+
+// quietStream is a stream whose messages keep it alive (touch) and
+// whose receives end with its context.
+type quietStream struct {
+	grpc.ServerStream
+	ctx   context.Context
+	touch func()
+}
+
+func (q *quietStream) Context() context.Context { return q.ctx }
+
+func (q *quietStream) SendMsg(m any) error {
+	q.touch()
+	return q.ServerStream.SendMsg(m)
+}
+
+func (q *quietStream) RecvMsg(m any) error {
+	done := make(chan error, 1)
+	go func() { done <- q.ServerStream.RecvMsg(m) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			q.touch()
+		}
+		return err
+	case <-q.ctx.Done():
+		// The receive goroutine ends with the stream, which ends when
+		// the handler returns.
+		return status.FromContextError(q.ctx.Err()).Err()
+	}
 }
 
 type ctxStream struct {
@@ -356,7 +452,7 @@ func (g *gate) logDone(ctx context.Context, c *call, err error) {
 		attrs = append(attrs, slog.String("err", status.Convert(err).Message()))
 	}
 	level := slog.LevelInfo
-	if rules[c.method].public {
+	if r := rules[c.method]; r.public || r.reflection {
 		level = slog.LevelDebug
 	}
 	g.log.LogAttrs(ctx, level, "api: request", attrs...)

@@ -46,7 +46,7 @@ func TestGateAdmit(t *testing.T) {
 	toks, _ := auth.Open(db)
 	viewer, _, _ := toks.Create("v", auth.RoleViewer)
 	g := &gate{guard: &auth.Guard{Tokens: toks}, log: slog.New(slog.DiscardHandler),
-		streams: auth.NewStreamLimiter(1, 0)}
+		streams: auth.NewStreamLimiter(1, 0), public: auth.NewStreamLimiter(1, 0)}
 	ctxFor := func(authz string) context.Context {
 		md := metadata.MD{}
 		if authz != "" {
@@ -63,7 +63,8 @@ func TestGateAdmit(t *testing.T) {
 		{"health without a token", healthCheck, "", nil, codes.OK},
 		{"health with a viewer", healthCheck, "Bearer " + viewer, nil, codes.OK},
 		{"health with a bad token", healthCheck, "Bearer holo_bad", nil, codes.Unauthenticated},
-		{"reflection without a token", reflectionV1, "", nil, codes.OK},
+		{"reflection without a token", reflectionV1, "", nil, codes.Unauthenticated},
+		{"reflection with a viewer", reflectionV1, "Bearer " + viewer, nil, codes.OK},
 		{"health watch", healthWatch, "", nil, codes.OK},
 		{"second health watch of one host", healthWatch, "", nil, codes.ResourceExhausted},
 		{"unknown method", "/x.Y/Z", "Bearer " + viewer, nil, codes.PermissionDenied},

@@ -145,10 +145,18 @@ func (f *flipCheck) setErr(err error) {
 }
 
 // TestReflection lists the services over gRPC server reflection with a
-// real client and no token, as grpcurl list does.
+// real client and a viewer token, as grpcurl list -H does; without a
+// token (outside demo mode) reflection is refused.
 func TestReflection(t *testing.T) {
 	g := startGateway(t)
-	stream, err := reflectionpb.NewServerReflectionClient(g.conn).ServerReflectionInfo(g.ctx(t, ""))
+	anon, err := reflectionpb.NewServerReflectionClient(g.conn).ServerReflectionInfo(g.ctx(t, ""))
+	if err == nil {
+		_, err = anon.Recv()
+	}
+	if status.Code(err) != codes.Unauthenticated {
+		t.Errorf("reflection without a token: %v, want Unauthenticated", err)
+	}
+	stream, err := reflectionpb.NewServerReflectionClient(g.conn).ServerReflectionInfo(g.ctx(t, "viewer"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,30 +211,39 @@ func TestGrpcurl(t *testing.T) {
 		t.Skip("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3; CI installs it)")
 	}
 	g := startGateway(t)
-	run := func(args ...string) string {
-		t.Helper()
+	grpcurl := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, bin, append([]string{"-plaintext"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := grpcurl(args...)
 		if err != nil {
 			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
 		}
-		return string(out)
+		return out
 	}
-	list := run(g.addr, "list")
+	// Outside demo mode reflection needs a token (docs/gateway-api.md).
+	if out, err := grpcurl(g.addr, "list"); err == nil || !strings.Contains(out, "Unauthenticated") {
+		t.Errorf("grpcurl list without a token: %v\n%s", err, out)
+	}
+	viewer := "authorization: Bearer " + g.secrets["viewer"]
+	list := run("-H", viewer, g.addr, "list")
 	for _, want := range []string{"holo.fleet.v1.FleetService", "grpc.health.v1.Health"} {
 		if !strings.Contains(list, want) {
 			t.Errorf("grpcurl list:\n%s\nlacks %s", list, want)
 		}
 	}
-	if d := run(g.addr, "describe", "holo.fleet.v1.FleetService"); !strings.Contains(d, "rpc ListBoards") {
+	if d := run("-H", viewer, g.addr, "describe", "holo.fleet.v1.FleetService"); !strings.Contains(d, "rpc ListBoards") {
 		t.Errorf("grpcurl describe:\n%s", d)
 	}
-	if h := run(g.addr, "grpc.health.v1.Health/Check"); !strings.Contains(h, `"SERVING"`) {
+	if h := run("-H", viewer, g.addr, "grpc.health.v1.Health/Check"); !strings.Contains(h, `"SERVING"`) {
 		t.Errorf("grpcurl health check:\n%s", h)
 	}
 	// With a token, a fleet call works through reflection alone.
-	if b := run("-H", "authorization: Bearer "+g.secrets["viewer"], g.addr, "holo.fleet.v1.FleetService/ListBoards"); !strings.Contains(b, "holo-b1") {
+	if b := run("-H", viewer, g.addr, "holo.fleet.v1.FleetService/ListBoards"); !strings.Contains(b, "holo-b1") {
 		t.Errorf("grpcurl ListBoards:\n%s", b)
 	}
 }

@@ -213,7 +213,10 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	g := &gate{guard: s.guard, log: s.log, rate: auth.NewRateLimiter(s.limits.Rate, s.limits.Burst, nil),
-		streams: auth.NewStreamLimiter(s.limits.StreamsPerToken, s.limits.Streams)}
+		streams: auth.NewStreamLimiter(s.limits.StreamsPerToken, s.limits.Streams),
+		public: auth.NewNamedStreamLimiter(s.limits.PublicStreamsPerSource, s.limits.PublicStreams,
+			"public streams (health, reflection) from one source address", "public streams (health, reflection) on the gateway"),
+		openReflection: cfg.Demo || cfg.InsecureLab, idle: s.limits.PublicStreamIdle, clk: s.clk}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(s.limits.MaxBody)),
 		grpc.ChainUnaryInterceptor(m.unary, g.unary),

@@ -90,11 +90,17 @@ func (s *service) CallBoard(ctx context.Context, r *fleetv1.CallBoardRequest) (*
 	case !strings.HasPrefix(r.GetPath(), "/"):
 		return nil, Err(fmt.Errorf("%w: path %q must start with /", ErrBadRequest, r.GetPath()))
 	}
+	// Exactly the path the gate decided on (callAttrs): canonical, or
+	// refused.
+	path, _, err := auth.CanonicalBoardPath(r.GetPath())
+	if err != nil {
+		return nil, Err(err)
+	}
 	body, err := jsonOf(r.GetBody())
 	if err != nil {
 		return nil, Err(err)
 	}
-	reply, err := s.fleet.Call(ctx, r.GetId(), method, r.GetPath(), body)
+	reply, err := s.fleet.Call(ctx, r.GetId(), method, path, body)
 	if err != nil {
 		return nil, Err(err)
 	}

@@ -62,6 +62,12 @@ var (
 	ErrExists = errors.New("auth: token name taken")
 	// ErrUnknownToken: no token has that name.
 	ErrUnknownToken = errors.New("auth: no such token")
+	// ErrBadPath: a raw board call's path is not in its canonical form
+	// (percent-escapes that decode to something else, dot segments,
+	// doubled or trailing slashes, encoded '%', fragments): what would be
+	// authorised and what a board would route could differ, so it is
+	// refused (see CanonicalBoardPath).
+	ErrBadPath = errors.New("auth: board path not canonical")
 )
 
 // Role is what a token may do; a higher role includes the lower ones.

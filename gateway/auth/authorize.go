@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"strings"
 )
@@ -56,6 +57,7 @@ const (
 	ResBridge    Resource = "bridge"    // MQTT bridge requests not covered above, and their traffic
 	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
 	ResCluster   Resource = "cluster"   // the cluster of gateways (its members, removing a dead one)
+	ResSchema    Resource = "schema"    // the API's description served by gRPC reflection
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -203,7 +205,7 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbRead || a.Verb == VerbWatch {
 			return RoleAdmin, what
 		}
-	case ResMetrics, ResSelf:
+	case ResMetrics, ResSelf, ResSchema:
 		if a.Verb == VerbRead {
 			return RoleViewer, what
 		}
@@ -228,44 +230,133 @@ var showPaths = []string{
 // trusted sites. An operator may read the rest (state, files, scenes).
 var adminReadPaths = []string{"/web", "/web/*", "/network", "/network/*"}
 
-// callNeed is the role a raw board call needs.
+// callNeed is the role a raw board call needs. A path that is not
+// canonical (CanonicalBoardPath) is allowed to no role.
 func callNeed(method, p string) (Role, string) {
 	method = strings.ToUpper(method)
-	p = cleanBoardPath(p)
-	what := fmt.Sprintf("call %s %s", method, p)
-	if p == "" {
-		return RoleNone, what + ": bad path"
+	_, route, err := CanonicalBoardPath(p)
+	if err != nil {
+		return RoleNone, fmt.Sprintf("call %s %q: %v", method, p, err)
 	}
+	what := fmt.Sprintf("call %s %s", method, route)
 	if readMethod(method) {
-		if matchAny(adminReadPaths, p) {
+		if matchAny(adminReadPaths, route) {
 			return RoleAdmin, what
 		}
 		return RoleOperator, what
 	}
-	if matchAny(showPaths, p) {
+	if matchAny(showPaths, route) {
 		return RoleOperator, what
 	}
 	return RoleAdmin, what
 }
 
-// cleanBoardPath strips the query and an "/api/v1" prefix, and cleans the
-// path so that "/leds/../ota/pull" cannot pass as a show path. It returns
-// "" for a path that is not absolute.
-func cleanBoardPath(p string) string {
-	if i := strings.IndexAny(p, "?#"); i >= 0 {
-		p = p[:i]
+// CanonicalBoardPath is the one reading of a raw board call's path, shared
+// by the decision and the transport so that what is authorised is
+// exactly what the board routes. The path part (before '?') is
+// normalised once as RFC 3986 section 6 does: escapes of unreserved
+// characters (letters, digits, '-', '.', '_', '~') and of '/' decoded,
+// hex digits upper case, dot segments removed, doubled and trailing
+// slashes merged; other escapes (a space, '&', '(' in a file name) stay
+// escaped. An "/api/v1" prefix is dropped. The request must already be
+// in that form: anything that changes under it (/%77eb, //web, /./web,
+// /a/../web, /%2e%2e/web, /web/, /w%65b) is ErrBadPath, as are an
+// escaped '%' (double encoding: /%2577eb), a backslash, control
+// characters, characters that must be escaped and a fragment.
+//
+// It returns send, the path to send to the board (the canonical path
+// with the query as given, without the prefix), and route, the decoded
+// path the policy matches ("/web").
+func CanonicalBoardPath(p string) (send, route string, err error) {
+	raw, query, hasQuery := strings.Cut(p, "?")
+	bad := func(why string) (string, string, error) {
+		return "", "", fmt.Errorf("%w: %q %s", ErrBadPath, p, why)
 	}
-	if !strings.HasPrefix(p, "/") {
-		return ""
+	switch {
+	case !strings.HasPrefix(raw, "/"):
+		return bad("is not absolute")
+	case strings.Contains(p, "#"):
+		return bad("has a fragment")
 	}
-	p = path.Clean(p)
-	if rest, ok := strings.CutPrefix(p, "/api/v1"); ok && (rest == "" || rest[0] == '/') {
-		p = rest
-		if p == "" {
-			p = "/"
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return bad("has a control character, a backslash or a byte beyond ASCII (escape it)")
 		}
 	}
-	return p
+	if rest, ok := strings.CutPrefix(raw, "/api/v1"); ok && (rest == "" || rest[0] == '/') {
+		raw = rest
+		if raw == "" {
+			raw = "/"
+		}
+	}
+	var canon strings.Builder
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '%' {
+			if !pathChar(c) {
+				canon.WriteString(fmt.Sprintf("%%%02X", c))
+			} else {
+				canon.WriteByte(c)
+			}
+			continue
+		}
+		if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
+			return bad("has a bad percent-escape")
+		}
+		d := unhex(raw[i+1])<<4 | unhex(raw[i+2])
+		i += 2
+		switch {
+		case d == '%':
+			return bad("escapes a '%' (double encoding)")
+		case d < 0x20 || d == 0x7f || d == '\\':
+			return bad("escapes a control character or a backslash")
+		case unreserved(d) || d == '/':
+			canon.WriteByte(d)
+		default:
+			canon.WriteString(fmt.Sprintf("%%%02X", d))
+		}
+	}
+	c := canon.String()
+	if cl := path.Clean(c); cl != c {
+		c = cl
+	}
+	if c != raw {
+		return bad(fmt.Sprintf("is %q once normalised; send that", c))
+	}
+	if route, err = url.PathUnescape(c); err != nil {
+		return bad("has a bad percent-escape")
+	}
+	send = c
+	if hasQuery {
+		send += "?" + query
+	}
+	return send, route, nil
+}
+
+// unreserved reports RFC 3986's unreserved characters: escaping them
+// never changes a URI's meaning, so a canonical path never does.
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// pathChar reports the characters a path may hold unescaped: RFC 3986's
+// pchar without the escapes, and '/'.
+func pathChar(c byte) bool {
+	return unreserved(c) || strings.IndexByte("!$&'()*+,;=:@/", c) >= 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 func readMethod(m string) bool {

@@ -68,6 +68,11 @@ type Caller struct {
 	// Ambiguous is set when the request carried more than one
 	// Authorization value; such a request is refused.
 	Ambiguous bool
+	// Presented is set when the request carried an Authorization header
+	// at all, even an empty one. Only a request without one may be the
+	// demo's loopback identity: a present but empty, blank or malformed
+	// value is a bad credential (401), never "no token".
+	Presented bool
 	// Addr is the client's address (host:port).
 	Addr string
 	// Forwarded reports that a proxy forwarded the request: the address
@@ -94,6 +99,7 @@ func CallerOf(ctx context.Context) Caller {
 	if len(authz) > 0 {
 		c.Authorization = authz[0]
 		c.Ambiguous = len(authz) > 1
+		c.Presented = true
 	}
 	if ua := md.Get("user-agent"); len(ua) > 0 {
 		c.Agent = ua[0]
@@ -148,6 +154,7 @@ func CallerOfHTTP(r *http.Request) Caller {
 	if len(authz) > 0 {
 		c.Authorization = authz[0]
 		c.Ambiguous = len(authz) > 1
+		c.Presented = true
 	}
 	return c
 }
@@ -222,17 +229,17 @@ type Guard struct {
 }
 
 // Identify establishes who c is: with Insecure, the lab's admin; with a
-// bearer token, the token's name and role; without one, with
-// LoopbackFree and from loopback, the demo's admin. Else ErrNoToken or
-// ErrBadToken (wrapped).
+// bearer token, the token's name and role; without any Authorization
+// header, with LoopbackFree and from loopback, the demo's admin. Else
+// ErrNoToken or ErrBadToken (wrapped). The loopback identity comes from
+// the parsed credential being absent, not from a header's value being
+// empty: a present but empty, blank or malformed Authorization is
+// ErrBadToken.
 func (g *Guard) Identify(c Caller) (Identity, error) {
 	if g.Insecure {
 		return Identity{Name: InsecureName, Role: RoleAdmin}, nil
 	}
-	if c.Ambiguous {
-		return Identity{}, fmt.Errorf("%w: more than one Authorization value", ErrBadToken)
-	}
-	secret, err := ParseBearer(c.Authorization)
+	secret, err := Credential(c)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -313,6 +320,24 @@ func (p *Pending) Done(code string) {
 	}
 	p.active = false
 	p.g.record(p.a, true, p.reason, code)
+}
+
+// Credential returns the bearer secret c presented, "" when c carried no
+// Authorization header at all, and ErrBadToken (wrapped) for more than
+// one value or a present value that is empty, blank or not "Bearer
+// <secret>".
+func Credential(c Caller) (string, error) {
+	if c.Ambiguous {
+		return "", fmt.Errorf("%w: more than one Authorization value", ErrBadToken)
+	}
+	secret, err := ParseBearer(c.Authorization)
+	if err != nil {
+		return "", err
+	}
+	if secret == "" && c.Presented {
+		return "", fmt.Errorf("%w: empty Authorization header (send \"Bearer <token>\" or no header at all)", ErrBadToken)
+	}
+	return secret, nil
 }
 
 // ParseBearer returns the secret of an Authorization value ("Bearer

@@ -124,6 +124,9 @@ func (l *RateLimiter) forgetFull(now time.Time) {
 type StreamLimiter struct {
 	perKey, total int
 	retry         time.Duration
+	// keyName and poolName word refusals: "%d open streams for one
+	// token", "%d open streams on the gateway".
+	keyName, poolName string
 
 	mu   sync.Mutex
 	open map[string]int
@@ -137,7 +140,14 @@ const StreamRetry = 5 * time.Second
 // NewStreamLimiter allows perKey streams per key and total in all; 0 or
 // less means no limit of that kind.
 func NewStreamLimiter(perKey, total int) *StreamLimiter {
-	return &StreamLimiter{perKey: perKey, total: total, retry: StreamRetry, open: map[string]int{}}
+	return NewNamedStreamLimiter(perKey, total, "streams for one token", "streams on the gateway")
+}
+
+// NewNamedStreamLimiter is NewStreamLimiter whose refusals name its
+// streams: "%d open <keyName>", "%d open <poolName>".
+func NewNamedStreamLimiter(perKey, total int, keyName, poolName string) *StreamLimiter {
+	return &StreamLimiter{perKey: perKey, total: total, retry: StreamRetry, open: map[string]int{},
+		keyName: keyName, poolName: poolName}
 }
 
 // Acquire counts one more stream of key, or returns a *LimitError. The
@@ -150,10 +160,10 @@ func (l *StreamLimiter) Acquire(key string) (release func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.perKey > 0 && l.open[key] >= l.perKey {
-		return func() {}, &LimitError{What: fmt.Sprintf("%d open streams for one token", l.perKey), RetryAfter: l.retry}
+		return func() {}, &LimitError{What: fmt.Sprintf("%d open %s", l.perKey, l.keyName), RetryAfter: l.retry}
 	}
 	if l.total > 0 && l.all >= l.total {
-		return func() {}, &LimitError{What: fmt.Sprintf("%d open streams on the gateway", l.total), RetryAfter: l.retry}
+		return func() {}, &LimitError{What: fmt.Sprintf("%d open %s", l.total, l.poolName), RetryAfter: l.retry}
 	}
 	l.open[key]++
 	l.all++

@@ -98,7 +98,7 @@ type demoGW struct {
 }
 
 var apiLine = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
-var tokenLine = regexp.MustCompile(`first admin token[^:]*:\s+(holo_\S+)`)
+var tokenLine = regexp.MustCompile(`first admin token: written to (\S+) \(mode`)
 
 // startDemo runs `holo-gateway demo` with its own data dir on port 0 and
 // waits until every board is online on both the line and the LAN.
@@ -131,7 +131,7 @@ func startDemo(tb testing.TB, boards int) *demoGW {
 				g.URL = m[1]
 			}
 			if m := tokenLine.FindStringSubmatch(line); m != nil {
-				g.Admin = m[1]
+				g.Admin = func() string { b, _ := os.ReadFile(m[1]); return strings.TrimSpace(string(b)) }()
 			}
 			ready := g.URL != "" && g.Admin != "" && strings.Contains(g.log.String(), "Ctrl-C stops.")
 			g.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/gateway/action"
+	"github.com/holofleet/holofleet/gateway/auth"
 )
 
 // Transports a Result names in Via.
@@ -80,10 +81,23 @@ func apiPath(path string) string {
 	return path
 }
 
+// boardPath is the path a request sends: the canonical form of
+// auth.CanonicalBoardPath (the one the decision read), without the API
+// prefix. A path that is not canonical is never sent (auth.ErrBadPath):
+// what the board would route could differ from what was authorised.
+func boardPath(p string) (string, error) {
+	send, _, err := auth.CanonicalBoardPath(p)
+	if err != nil {
+		return "", err
+	}
+	return send, nil
+}
+
 // Call implements Service: it runs one API request on the board by the
 // transport that fits and returns the board's reply as it came. A board
 // error (status 400 or more) is a Reply, not an error; errors are
-// ErrUnknownBoard, ErrUnreachable, ErrNotOverLink and the driver's
+// ErrUnknownBoard, ErrUnreachable, ErrNotOverLink, auth.ErrBadPath (a
+// path not in canonical form) and the driver's
 // (ErrNoReply, ErrBadReply, ErrTooLarge, ...). A GET that fails on one
 // transport is tried on the next, and so is any request too large for
 // one (ErrTooLarge: nothing was sent).
@@ -95,7 +109,10 @@ func (f *Fleet) Call(ctx context.Context, id, method, path string, body []byte) 
 }
 
 func (f *Fleet) call(ctx context.Context, id, method, path string, body []byte) (Reply, string, error) {
-	path = apiPath(path)
+	path, err := boardPath(path)
+	if err != nil {
+		return Reply{}, "", err
+	}
 	f.mu.Lock()
 	b, ok := f.boards[id]
 	if !ok {

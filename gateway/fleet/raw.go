@@ -21,7 +21,10 @@ type RawCaller interface {
 // transport reaches the board now) and the driver's. A body is read once,
 // so a failed request is not tried on another transport.
 func (f *Fleet) CallRaw(ctx context.Context, id, method, path, contentType string, body io.Reader, length int64) (Reply, error) {
-	path = apiPath(path)
+	path, err := boardPath(path)
+	if err != nil {
+		return Reply{}, err
+	}
 	f.mu.Lock()
 	b, ok := f.boards[id]
 	if !ok {

@@ -337,7 +337,7 @@ func (s *syncBuf) String() string {
 
 var (
 	apiLine   = regexp.MustCompile(`API:\s+(http://\S+)`)
-	adminLine = regexp.MustCompile(`first admin token.*: (holo_\S+)`)
+	adminLine = regexp.MustCompile(`first admin token: written to (\S+) \(mode`)
 )
 
 // spawnGateway runs holo-gateway with a fresh data directory, no MQTT and
@@ -382,7 +382,7 @@ func spawnGateway(t testing.TB, env []string, args ...string) *gwProc {
 		if m := apiLine.FindStringSubmatch(out); m != nil && strings.Contains(out, "Ctrl-C stops") {
 			p.url = m[1]
 			if m := adminLine.FindStringSubmatch(out); m != nil {
-				p.admin = m[1]
+				p.admin = func() string { b, _ := os.ReadFile(m[1]); return strings.TrimSpace(string(b)) }()
 			}
 			return p
 		}

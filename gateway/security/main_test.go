@@ -57,7 +57,7 @@ type gateway struct {
 var (
 	mqttAPILine = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
 	mqttLine    = regexp.MustCompile(`embedded broker (tcp://\S+)`)
-	tokenLine   = regexp.MustCompile(`first admin token \(shown once, stored hashed\): (holo_\S+)`)
+	tokenLine   = regexp.MustCompile(`first admin token: written to (\S+) \(mode`)
 )
 
 // startGateway runs `holo-gateway demo` (two simulated boards in group 1)
@@ -103,7 +103,7 @@ func startGateway(t *testing.T, extra ...string) *gateway {
 			g.mqtt = m[1]
 		}
 		if m := tokenLine.FindStringSubmatch(l); m != nil {
-			g.adminToken = m[1]
+			g.adminToken = func() string { b, _ := os.ReadFile(m[1]); return strings.TrimSpace(string(b)) }()
 		}
 		if strings.Contains(l, "mqtt:     rollouts on") || strings.Contains(l, "mqtt:     off") {
 			break
