@@ -120,7 +120,7 @@ type Cluster struct {
 	// the gateways alive now) are in. Until then every other gateway
 	// would look dead, and a board it owns would be taken from it.
 	gwLoaded bool
-	lastBeat time.Time       // last heartbeat the engine acknowledged
+	lastBeat time.Time // last heartbeat the engine acknowledged
 	setupErr error
 
 	tokens  *auth.Tokens // shared with the cluster (ShareTokens), or nil
