@@ -199,6 +199,15 @@ func startGateway(t testing.TB, name, url string, s *site, extra ...string) *gwP
 // instead of --insecure-lab.
 func startGatewayAuth(t testing.TB, name, url string, s *site, secure bool, extra ...string) *gwProc {
 	t.Helper()
+	g := newGateway(t, name, url, s, secure, extra...)
+	g.start(t)
+	return g
+}
+
+// newGateway is startGatewayAuth without the start: the process is
+// stopped when the test ends if it was started.
+func newGateway(t testing.TB, name, url string, s *site, secure bool, extra ...string) *gwProc {
+	t.Helper()
 	g := &gwProc{name: name, data: t.TempDir()}
 	g.args = []string{"--data", g.data, "--listen", "127.0.0.1:0", "--no-mqtt"}
 	if !secure {
@@ -215,20 +224,27 @@ func startGatewayAuth(t testing.TB, name, url string, s *site, secure bool, extr
 		}
 	}
 	g.args = append(g.args, extra...)
-	g.start(t)
 	t.Cleanup(g.stop)
 	return g
 }
 
 func (g *gwProc) start(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(gatewayBinary(t), g.args...)
+	if err := g.launch(gatewayBinary(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// launch starts the gateway process and waits until it serves (it may
+// run on any goroutine: it reports instead of failing the test).
+func (g *gwProc) launch(bin string) error {
+	cmd := exec.Command(bin, g.args...)
 	g.out, g.log = &syncBuf{}, &syncBuf{}
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(g.out, pw)
 	cmd.Stderr = g.log
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -260,11 +276,12 @@ func (g *gwProc) start(t testing.TB) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	if api == "" {
-		t.Fatalf("gateway %s did not start:\n%s\n%s", g.name, g.out.String(), g.log.String())
+		return fmt.Errorf("gateway %s did not start:\n%s\n%s", g.name, g.out.String(), g.log.String())
 	}
 	g.mu.Lock()
 	g.api = api
 	g.mu.Unlock()
+	return nil
 }
 
 // base is the gateway's API base URL.

@@ -17,6 +17,7 @@ import (
 // (TestClusterMQTT saw the shared board go to gw2). Several joins, each
 // a new run of the joining gateway, in one process.
 func TestJoinKeepsLiveOwners(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	view := scaleView("x", 1)

@@ -21,6 +21,7 @@ func TestPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway and engine processes")
 	}
+	t.Parallel()
 	var px *proxy
 	var nc *natsCluster
 	tc := startClusterVia(t, "three-nodes", func(i int, url string) string {
@@ -34,9 +35,16 @@ func TestPartition(t *testing.T) {
 	boards := tc.waitListing(t, 60*time.Second)
 	gw1, gw3 := tc.gws[0], tc.gws[2]
 	var own3 []boardJSON
+	var lan1, lan3 string // a LAN board of gw1's, of gw3's: their events come at once
 	for _, b := range boards {
 		if b.Gateway == "gw3" {
 			own3 = append(own3, b)
+		}
+		if b.Line == "" && b.Gateway == "gw1" {
+			lan1 = b.ID
+		}
+		if b.Line == "" && b.Gateway == "gw3" {
+			lan3 = b.ID
 		}
 	}
 
@@ -65,8 +73,7 @@ func TestPartition(t *testing.T) {
 	tc.waitListing(t, 20*time.Second)
 
 	// The events since now, as gw1 streams them.
-	stream := watchEvents(t, gw1, 0)
-	time.Sleep(300 * time.Millisecond)
+	stream := watchEventsFrom(t, gw1, lan1)
 
 	// gw3 is cut off.
 	px.cut()
@@ -95,8 +102,7 @@ func TestPartition(t *testing.T) {
 	if call.Status != 200 {
 		t.Errorf("partitioned gw3 calls its own board: %+v", call)
 	}
-	ev3 := watchEvents(t, gw3, 0)
-	time.Sleep(300 * time.Millisecond)
+	ev3 := watchEventsFrom(t, gw3, lan3)
 	gw3.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"all": true},
 		"body": map[string]any{"mode": "solid", "brightness": 77}}, &res)
 	for _, r := range res.Results {
