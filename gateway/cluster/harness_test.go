@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bufio"
+	"flag"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,6 +38,16 @@ func gatewayBinary(t testing.TB) string {
 	if p := os.Getenv("HOLO_CLUSTER_GATEWAY"); p != "" {
 		return p
 	}
+	buildGateway()
+	if buildErr != nil {
+		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}
+
+// buildGateway builds holo-gateway once; TestMain starts it at once, so
+// that the tests run their engines and boards meanwhile.
+func buildGateway() {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "holo-cluster")
 		if err != nil {
@@ -48,10 +59,6 @@ func gatewayBinary(t testing.TB) string {
 		cmd.Dir = filepath.Join("..", "..")
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
-	if buildErr != nil {
-		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
 }
 
 // childMains are the other roles of the test binary: when the named
@@ -65,9 +72,18 @@ func TestMain(m *testing.M) {
 			os.Exit(run(v))
 		}
 	}
+	flag.Parse()
+	// Not for -short, a given binary, or a run of no test (a build).
+	building := !testing.Short() && os.Getenv("HOLO_CLUSTER_GATEWAY") == "" && flag.Lookup("test.run").Value.String() != "^$"
+	if building {
+		go buildGateway()
+	}
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+	if building {
+		buildGateway() // waits for the build under way
+		if binPath != "" {
+			os.RemoveAll(filepath.Dir(binPath))
+		}
 	}
 	os.Exit(code)
 }
