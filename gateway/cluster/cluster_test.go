@@ -80,12 +80,23 @@ func startClusterVia(t *testing.T, engine string, via func(i int, url string) st
 		wg.Go(func() { errs[i] = g.launch(bin) })
 	}
 	wg.Wait()
+	// At the end the gateways stop together (each may take seconds).
+	t.Cleanup(func() { stopAll(tc.gws) })
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	return tc
+}
+
+// stopAll stops the gateways at once.
+func stopAll(gws []*gwProc) {
+	var wg sync.WaitGroup
+	for _, g := range gws {
+		wg.Go(g.stop)
+	}
+	wg.Wait()
 }
 
 // waitListing waits until every gateway lists every board online, owned
@@ -368,7 +379,7 @@ func hasBrightness(e eventJSON, b int) bool {
 func collect(t *testing.T, ch <-chan eventJSON, d time.Duration, what string, pred func([]eventJSON) bool) []eventJSON {
 	t.Helper()
 	var got []eventJSON
-	timeout := time.After(d)
+	timeout := time.After(slack * d)
 	for !pred(got) {
 		select {
 		case e, ok := <-ch:

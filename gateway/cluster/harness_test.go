@@ -2,10 +2,10 @@ package cluster_test
 
 import (
 	"bufio"
-	"flag"
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -229,8 +229,10 @@ func newGateway(t testing.TB, name, url string, s *site, secure bool, extra ...s
 	if !secure {
 		g.args = append(g.args, "--insecure-lab")
 	}
+	// Deaths are told within 3 s: on a loaded machine (two cores, CPU
+	// hogs beside) a live gateway was once taken for dead at 1.5 s.
 	g.args = append(g.args, "--name", name, "--cluster", url, "--cluster-listen", "127.0.0.1:0",
-		"--cluster-heartbeat", "250ms", "--cluster-dead-after", "1500ms", "--cluster-lease", "1500ms")
+		"--cluster-heartbeat", "500ms", "--cluster-dead-after", "3s", "--cluster-lease", "3s")
 	if s != nil {
 		if s.hubURL != "" {
 			g.args = append(g.args, "--line", s.hubURL)
@@ -412,19 +414,25 @@ func (g *gwProc) boards(t testing.TB, query string) []boardJSON {
 	return out
 }
 
-// eventually retries f until it returns nil or d passes.
+// slack stretches the bounds of waits: d is about what a path takes on a
+// loaded machine, and a wait fails only at slack times d, which catches
+// a broken path and not a slow one (tests run beside CPU hogs, make
+// flaky).
+const slack = 4
+
+// eventually retries f until it returns nil or slack times d passes.
 func eventually(t testing.TB, d time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(slack * d)
 	for {
 		err := f()
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
+			t.Fatalf("%s (%v): %v", what, slack*d, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polling a condition
 	}
 }
 

@@ -117,7 +117,7 @@ func (w *mqttWatch) request(base, verb, body string, settle time.Duration) []map
 	mark := w.mark()
 	w.publish(base+"/bridge/request/"+verb, string(b))
 	var got []map[string]any
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(slack * 15 * time.Second)
 	for time.Now().Before(deadline) {
 		got = got[:0]
 		for _, p := range w.since(mark, base+"/bridge/response/"+verb) {

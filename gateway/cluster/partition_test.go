@@ -70,14 +70,15 @@ func TestPartition(t *testing.T) {
 		}
 		return nil
 	})
-	tc.waitListing(t, 20*time.Second)
+	tc.waitListing(t, 60*time.Second)
 
-	// The events since now, as gw1 streams them.
+	// The events since now, as gw1 streams them. (A watch opened before
+	// the node died gets nothing more: docs/cluster.md, "Not done yet".)
 	stream := watchEventsFrom(t, gw1, lan1)
 
 	// gw3 is cut off.
 	px.cut()
-	eventually(t, 10*time.Second, "gw3 says it is partitioned", func() error {
+	eventually(t, 30*time.Second, "gw3 says it is partitioned", func() error {
 		code, body := get(gw3.base() + "/readyz")
 		if code != 503 || !strings.Contains(body, "partitioned") {
 			return fmt.Errorf("/readyz %d %s", code, body)
@@ -121,9 +122,9 @@ func TestPartition(t *testing.T) {
 		}
 		return true
 	}
-	collect(t, ev3, 15*time.Second, "partitioned gw3 streams its own boards' events", func(es []eventJSON) bool { return bright77(es, own3) })
+	collect(t, ev3, 30*time.Second, "partitioned gw3 streams its own boards' events", func(es []eventJSON) bool { return bright77(es, own3) })
 	// The others see gw3's boards offline.
-	eventually(t, 10*time.Second, "gw1 shows gw3's boards offline", func() error {
+	eventually(t, 30*time.Second, "gw1 shows gw3's boards offline", func() error {
 		for _, b := range gw1.boards(t, "") {
 			if b.Gateway == "gw3" && (b.Online || !strings.Contains(b.OfflineReason, "gw3")) {
 				return fmt.Errorf("%+v", b)
@@ -135,14 +136,14 @@ func TestPartition(t *testing.T) {
 	// Healed: everything converges, and the events of the cut reach
 	// every gateway's stream.
 	px.heal()
-	tc.waitListing(t, 20*time.Second)
-	eventually(t, 10*time.Second, "gw3 ready again", func() error {
+	tc.waitListing(t, 60*time.Second)
+	eventually(t, 30*time.Second, "gw3 ready again", func() error {
 		if code, body := get(gw3.base() + "/readyz"); code != 200 {
 			return fmt.Errorf("/readyz %d %s", code, body)
 		}
 		return nil
 	})
-	collect(t, stream, 20*time.Second, "gw1 streams the events gw3 had while cut off", func(es []eventJSON) bool { return bright77(es, own3) })
+	collect(t, stream, 60*time.Second, "gw1 streams the events gw3 had while cut off", func(es []eventJSON) bool { return bright77(es, own3) })
 }
 
 func get(url string) (int, string) {
