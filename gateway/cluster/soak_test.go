@@ -215,6 +215,8 @@ type soak struct {
 	gaps           []string
 	reorders       []string
 	lastN          uint64
+	stalls         int  // event watches silent for 10 s, resumed
+	showOver       bool // the show stopped
 }
 
 type soakAnswer struct {
@@ -346,6 +348,9 @@ func TestSoak(t *testing.T) {
 	stopKills()
 	<-killsDone
 	stopShow()
+	s.mu.Lock()
+	s.showOver = true
+	s.mu.Unlock()
 	stopRollouts() // the rollout under way finishes; no new one starts
 	<-rolloutsDone
 	if err := s.healthy(3 * time.Minute); err != nil {
@@ -648,42 +653,77 @@ func (s *soak) kill(ctx context.Context, rng *rand.Rand) {
 }
 
 // watchEvents follows /v1/events on a live gateway, resuming after the
-// last event on another when the one it reads dies, and checks each
-// board's happenings: within one run of the board (between two
-// "restarted"), seq goes up by one (65535 is followed by 1).
+// last event on another when the one it reads dies, or stays silent for
+// 10 s while the show runs (a watch can stall when an engine node dies:
+// docs/cluster.md), and checks each board's happenings: within one run
+// of the board (between two "restarted"), seq goes up by one (65535 is
+// followed by 1).
 func (s *soak) watchEvents(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(10, 1))
 	for ctx.Err() == nil {
 		g := s.live(rng)
 		if g == nil {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // a retry's pause
 			continue
 		}
 		s.mu.Lock()
 		after := s.lastN
 		s.mu.Unlock()
-		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/events?after=%d", g.base(), after), nil)
+		rctx, cancel := context.WithCancel(ctx)
+		req, _ := http.NewRequestWithContext(rctx, "GET", fmt.Sprintf("%s/v1/events?after=%d", g.base(), after), nil)
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+		if err != nil || resp.StatusCode != 200 {
+			if err == nil {
+				resp.Body.Close()
+			}
+			cancel()
+			time.Sleep(100 * time.Millisecond) // a retry's pause
 			continue
 		}
-		if resp.StatusCode != 200 {
-			resp.Body.Close()
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		dec := json.NewDecoder(resp.Body)
+		got := make(chan soakEvent, 1024)
+		go func() {
+			defer close(got)
+			dec := json.NewDecoder(resp.Body)
+			for {
+				var m struct {
+					Result soakEvent `json:"result"`
+				}
+				if dec.Decode(&m) != nil {
+					return
+				}
+				got <- m.Result
+			}
+		}()
+		quiet := time.NewTimer(10 * time.Second)
+	read:
 		for {
-			var m struct {
-				Result soakEvent `json:"result"`
+			select {
+			case e, ok := <-got:
+				if !ok {
+					break read
+				}
+				s.take(e)
+				quiet.Reset(10 * time.Second)
+			case <-quiet.C:
+				s.mu.Lock()
+				showing := !s.showOver
+				if showing {
+					s.stalls++
+				}
+				s.mu.Unlock()
+				if showing {
+					s.t.Logf("the event watch on %s was silent for 10 s while the show ran: resuming", g.name)
+				}
+				break read
+			case <-ctx.Done():
+				break read
 			}
-			if dec.Decode(&m) != nil {
-				break
-			}
-			s.take(m.Result)
 		}
+		quiet.Stop()
+		cancel()
 		resp.Body.Close()
+		for range got {
+		}
 	}
 }
 
@@ -931,6 +971,7 @@ func (s *soak) report(dur time.Duration, seed uint64, took time.Duration, auditM
 	}
 	fmt.Fprintf(&b, "| events read from /v1/events | %d (%d happenings, %d boards) |\n", s.events, happenings, len(s.boardLogs))
 	fmt.Fprintf(&b, "| happenings lost (gaps) | %d |\n| happenings reordered | %d |\n", len(s.gaps), len(s.reorders))
+	fmt.Fprintf(&b, "| event watches silent for 10 s while the show ran (resumed elsewhere) | %d |\n", s.stalls)
 	fmt.Fprintf(&b, "| show actions | %d answered, %d failed or not sent (gateway killed, or behind) |\n", s.showOK, s.showFail)
 	fmt.Fprintf(&b, "| rollouts | %d: %s |\n", len(s.rolloutResults), strings.Join(s.rolloutResults, ", "))
 	fmt.Fprintf(&b, "| audit | %d answered actions missing, %d lost to a kill of their gateway within 2 s |\n", auditMissing, auditLost)
