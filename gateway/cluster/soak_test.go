@@ -186,6 +186,7 @@ type soakEvent struct {
 type soakBoardLog struct {
 	last       uint16 // the last happening's seq (0: none since the start or a restart)
 	happenings int
+	restarts   int
 }
 
 // soak is the running soak: its processes and what it counted.
@@ -215,8 +216,9 @@ type soak struct {
 	gaps           []string
 	reorders       []string
 	lastN          uint64
-	stalls         int  // event watches silent for 10 s, resumed
-	showOver       bool // the show stopped
+	stalls         int               // event watches silent for 10 s, resumed
+	showOver       bool              // the show stopped
+	names          map[string]string // board id -> "LAN board 1", "line board 2.1"
 }
 
 type soakAnswer struct {
@@ -282,7 +284,7 @@ func TestSoak(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, seed))
 	s := &soak{t: t, down: map[any]bool{}, killsBy: map[string]int{}, killsOf: map[*gwProc][]time.Time{},
 		answered: map[*gwProc][]soakAnswer{}, boardLogs: map[string]*soakBoardLog{},
-		base: fmt.Sprintf("soak-%d", os.Getpid())}
+		base: fmt.Sprintf("soak-%d", os.Getpid()), names: map[string]string{}}
 	started := time.Now()
 
 	// The processes.
@@ -324,6 +326,23 @@ func TestSoak(t *testing.T) {
 	s.boards = 3*2 + len(s.bps)
 	if err := s.healthy(3 * time.Minute); err != nil {
 		t.Fatalf("the cluster did not come up: %v", err)
+	}
+	// Board ids by what they are, for the report.
+	var listed []boardJSON
+	if err := httpJSON(s.gws[0].base()+"/v1/boards", &listed); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range listed {
+		for i, bp := range s.bps {
+			if b.URL == bp.URL() {
+				s.names[b.ID] = fmt.Sprintf("LAN board %d", i+1)
+			}
+		}
+		for i, st := range s.sites {
+			if j := slices.Index(st.lineURLs, b.URL); j >= 0 {
+				s.names[b.ID] = fmt.Sprintf("line board %d.%d", i+1, j+1)
+			}
+		}
 	}
 	t.Logf("soak for %v (seed %d): %d boards, cluster up in %v", dur, seed, s.boards, time.Since(started).Round(time.Second))
 
@@ -751,6 +770,7 @@ func (s *soak) take(e soakEvent) {
 	switch e.Type {
 	case "restarted":
 		bl.last = 0
+		bl.restarts++
 	case "happening":
 		bl.happenings++
 		if bl.last != 0 {
@@ -761,9 +781,9 @@ func (s *soak) take(e soakEvent) {
 			switch {
 			case e.Seq == want:
 			case e.Seq > want || (e.Seq < bl.last && bl.last-e.Seq > 60000):
-				s.gaps = append(s.gaps, fmt.Sprintf("board %s: seq %d after %d (event %d)", e.Board, e.Seq, bl.last, n))
+				s.gaps = append(s.gaps, fmt.Sprintf("gap: board %s (%s): seq %d after %d (event %d)", e.Board, s.names[e.Board], e.Seq, bl.last, n))
 			default:
-				s.reorders = append(s.reorders, fmt.Sprintf("board %s: seq %d after %d (event %d)", e.Board, e.Seq, bl.last, n))
+				s.reorders = append(s.reorders, fmt.Sprintf("reorder: board %s (%s): seq %d after %d (event %d)", e.Board, s.names[e.Board], e.Seq, bl.last, n))
 			}
 		}
 		bl.last = e.Seq
@@ -969,7 +989,11 @@ func (s *soak) report(dur time.Duration, seed uint64, took time.Duration, auditM
 	for _, bl := range s.boardLogs {
 		happenings += bl.happenings
 	}
-	fmt.Fprintf(&b, "| events read from /v1/events | %d (%d happenings, %d boards) |\n", s.events, happenings, len(s.boardLogs))
+	restarts := 0
+	for _, bl := range s.boardLogs {
+		restarts += bl.restarts
+	}
+	fmt.Fprintf(&b, "| events read from /v1/events | %d (%d happenings, %d restarted, %d boards) |\n", s.events, happenings, restarts, len(s.boardLogs))
 	fmt.Fprintf(&b, "| happenings lost (gaps) | %d |\n| happenings reordered | %d |\n", len(s.gaps), len(s.reorders))
 	fmt.Fprintf(&b, "| event watches silent for 10 s while the show ran (resumed elsewhere) | %d |\n", s.stalls)
 	fmt.Fprintf(&b, "| show actions | %d answered, %d failed or not sent (gateway killed, or behind) |\n", s.showOK, s.showFail)
