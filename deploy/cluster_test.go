@@ -14,6 +14,7 @@ import (
 // nodes routed to each other, and three gateways that build from the
 // Dockerfile, use flags holo-gateway has, and join all three nodes.
 func TestClusterCompose(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("cluster/compose.yaml")
 	if err != nil {
 		t.Fatal(err)

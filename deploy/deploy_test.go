@@ -7,6 +7,7 @@ package deploy_test
 
 import (
 	"bufio"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,21 +20,20 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// binaries builds the commands once per test binary into a temporary
-// directory and returns it.
+// binaries returns the directory of the commands, built once per test
+// binary: TestMain starts the build at once, so that the tests that need
+// no binary run meanwhile.
 var (
 	buildOnce sync.Once
+	buildDone = make(chan struct{})
 	binDir    string
 	buildErr  error
 	buildOut  []byte
 )
 
-func binaries(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the commands")
-	}
+func build() {
 	buildOnce.Do(func() {
+		defer close(buildDone)
 		binDir, buildErr = os.MkdirTemp("", "holofleet-deploy-test")
 		if buildErr != nil {
 			return
@@ -42,6 +42,15 @@ func binaries(t *testing.T) string {
 		cmd.Dir = ".."
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
+}
+
+func binaries(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the commands")
+	}
+	go build()
+	<-buildDone
 	if buildErr != nil {
 		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
 	}
@@ -49,9 +58,16 @@ func binaries(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if !testing.Short() {
+		go build()
+	}
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
+	if !testing.Short() {
+		<-buildDone
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
 	}
 	os.Exit(code)
 }
@@ -103,6 +119,7 @@ type compose struct {
 }
 
 func TestCompose(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("compose.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +202,7 @@ func TestCompose(t *testing.T) {
 }
 
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("Dockerfile")
 	if err != nil {
 		t.Fatal(err)
@@ -259,6 +277,7 @@ func unit(t *testing.T, path string) map[string][]string {
 }
 
 func TestSystemdUnits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ unit, env, bin string }{
 		{"systemd/holo-gateway.service", "systemd/holo-gateway.env", "holo-gateway"},
 		{"systemd/holo-board.service", "systemd/holo-board.env", "holo-board"},

@@ -194,6 +194,7 @@ func TestMosquittoHealthcheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Mosquitto")
 	}
+	t.Parallel()
 	raw, err := os.ReadFile("compose.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +233,7 @@ func TestMosquittoACL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Mosquitto")
 	}
+	t.Parallel()
 	dir, pw := secrets(t)
 	addr := startMosquitto(t, dir)
 	pub := mosquittoBin(t, "mosquitto_pub")
@@ -403,6 +405,7 @@ func TestMosquittoWithGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Mosquitto and holo-gateway")
 	}
+	t.Parallel()
 	dir, pw := secrets(t)
 	addr := startMosquitto(t, dir)
 	bin := filepath.Join(binaries(t), "holo-gateway")

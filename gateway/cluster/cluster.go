@@ -120,7 +120,11 @@ type Cluster struct {
 	written  map[string]time.Time
 	standby  map[string]bool // boards this gateway reaches but another owns
 	loaded   bool            // the boards bucket's initial values are in
-	lastBeat time.Time       // last heartbeat the engine acknowledged
+	// gwLoaded: the gateways bucket's initial values (the heartbeats of
+	// the gateways alive now) are in. Until then every other gateway
+	// would look dead, and a board it owns would be taken from it.
+	gwLoaded bool
+	lastBeat time.Time // last heartbeat the engine acknowledged
 	setupErr error
 
 	tokens  *auth.Tokens // shared with the cluster (ShareTokens), or nil

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,6 +48,11 @@ func startClusterVia(t *testing.T, engine string, via func(i int, url string) st
 		tc.nats = startNATSCluster(t, 3)
 		url = tc.nats.URL()
 	}
+	// The gateways start together, except on the embedded engine, where
+	// the others join with the URL gw1 prints.
+	var wg sync.WaitGroup
+	errs := make([]error, len(tc.sites))
+	bin := gatewayBinary(t)
 	for i, s := range tc.sites {
 		name := fmt.Sprintf("gw%d", i+1)
 		u := url
@@ -59,16 +65,38 @@ func startClusterVia(t *testing.T, engine string, via func(i int, url string) st
 		if via != nil {
 			u = via(i, u)
 		}
-		g := startGateway(t, name, u, s, extra...)
-		if engine == "embedded" && i == 0 && g.join == "" {
-			t.Fatalf("gw1 printed no join URL:\n%s", g.out.String())
-		}
+		g := newGateway(t, name, u, s, false, extra...)
 		tc.gws = append(tc.gws, g)
 		for _, u := range append(append([]string{}, s.lineURLs...), s.lanURLs...) {
 			tc.owner[u] = name
 		}
+		if engine == "embedded" && i == 0 {
+			g.start(t)
+			if g.join == "" {
+				t.Fatalf("gw1 printed no join URL:\n%s", g.out.String())
+			}
+			continue
+		}
+		wg.Go(func() { errs[i] = g.launch(bin) })
+	}
+	wg.Wait()
+	// At the end the gateways stop together (each may take seconds).
+	t.Cleanup(func() { stopAll(tc.gws) })
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	return tc
+}
+
+// stopAll stops the gateways at once.
+func stopAll(gws []*gwProc) {
+	var wg sync.WaitGroup
+	for _, g := range gws {
+		wg.Go(g.stop)
+	}
+	wg.Wait()
 }
 
 // waitListing waits until every gateway lists every board online, owned
@@ -110,8 +138,10 @@ func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway and engine processes")
 	}
+	t.Parallel()
 	for _, engine := range []string{"embedded", "three-nodes"} {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
 			tc := startCluster(t, engine)
 			boards := tc.waitListing(t, 60*time.Second)
 			byGW := map[string][]boardJSON{}
@@ -295,11 +325,61 @@ func watchEvents(t *testing.T, g *gwProc, after uint64) <-chan eventJSON {
 	return ch
 }
 
+// watchEventsFrom is watchEvents from now: it returns once the watch is
+// in place, which a marker proves: an LED change on board (one g can
+// act on) sent through g, repeated until the stream shows it. The
+// marker's events are read off the channel.
+func watchEventsFrom(t *testing.T, g *gwProc, board string) <-chan eventJSON {
+	t.Helper()
+	ch := watchEvents(t, g, 0)
+	deadline := time.Now().Add(30 * time.Second)
+	sent := map[int]bool{} // any marker sent proves it (a line board's state comes with its next poll)
+	for mark := 0; ; mark++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the event watch shows no marker (%d sent to %s)", g.name, mark, board)
+		}
+		brightness := 80 + mark%10 // 80-89: no other check uses them
+		if code, b := g.rest(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"boards": []string{board}},
+			"body": map[string]any{"mode": "solid", "brightness": brightness}}); code != 200 {
+			t.Logf("marker through %s: %d %s", g.name, code, b)
+		}
+		sent[brightness] = true
+		retry := time.After(2 * time.Second)
+	read:
+		for {
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					t.Fatalf("%s: the event stream ended", g.name)
+				}
+				if e.Board != board || e.Kind != "leds" {
+					continue
+				}
+				for b := range sent {
+					if hasBrightness(e, b) {
+						return ch
+					}
+				}
+			case <-retry:
+				break read
+			}
+		}
+	}
+}
+
+// hasBrightness reports whether event e's data sets brightness b.
+func hasBrightness(e eventJSON, b int) bool {
+	var d struct {
+		Brightness *float64 `json:"brightness"`
+	}
+	return json.Unmarshal([]byte(e.Data), &d) == nil && d.Brightness != nil && *d.Brightness == float64(b)
+}
+
 // collect reads events from ch until pred is true of what was read, or d.
 func collect(t *testing.T, ch <-chan eventJSON, d time.Duration, what string, pred func([]eventJSON) bool) []eventJSON {
 	t.Helper()
 	var got []eventJSON
-	timeout := time.After(d)
+	timeout := time.After(slack * d)
 	for !pred(got) {
 		select {
 		case e, ok := <-ch:
@@ -328,8 +408,7 @@ func num(t *testing.T, e eventJSON) uint64 {
 // gateway, also one restarted since.
 func testEvents(t *testing.T, tc *testCluster, boards []boardJSON) {
 	gw1, gw2 := tc.gws[0], tc.gws[1]
-	ch := watchEvents(t, gw1, 0)
-	time.Sleep(300 * time.Millisecond) // the watch is in place
+	ch := watchEventsFrom(t, gw1, boards[0].ID)
 	var res struct {
 		Results []struct{ Board, Error string } `json:"results"`
 	}

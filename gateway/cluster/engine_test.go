@@ -46,6 +46,7 @@ func TestCheck(t *testing.T) {
 // KV bucket with watch and compare-and-set, and a stream read back by
 // sequence.
 func TestEngines(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	t.Run("embedded", func(t *testing.T) {

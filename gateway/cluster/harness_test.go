@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,16 @@ func gatewayBinary(t testing.TB) string {
 	if p := os.Getenv("HOLO_CLUSTER_GATEWAY"); p != "" {
 		return p
 	}
+	buildGateway()
+	if buildErr != nil {
+		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}
+
+// buildGateway builds holo-gateway once; TestMain starts it at once, so
+// that the tests run their engines and boards meanwhile.
+func buildGateway() {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "holo-cluster")
 		if err != nil {
@@ -48,10 +59,6 @@ func gatewayBinary(t testing.TB) string {
 		cmd.Dir = filepath.Join("..", "..")
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
-	if buildErr != nil {
-		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
 }
 
 // childMains are the other roles of the test binary: when the named
@@ -65,9 +72,18 @@ func TestMain(m *testing.M) {
 			os.Exit(run(v))
 		}
 	}
+	flag.Parse()
+	// Not for -short, a given binary, or a run of no test (a build).
+	building := !testing.Short() && os.Getenv("HOLO_CLUSTER_GATEWAY") == "" && flag.Lookup("test.run").Value.String() != "^$"
+	if building {
+		go buildGateway()
+	}
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+	if building {
+		buildGateway() // waits for the build under way
+		if binPath != "" {
+			os.RemoveAll(filepath.Dir(binPath))
+		}
 	}
 	os.Exit(code)
 }
@@ -199,13 +215,24 @@ func startGateway(t testing.TB, name, url string, s *site, extra ...string) *gwP
 // instead of --insecure-lab.
 func startGatewayAuth(t testing.TB, name, url string, s *site, secure bool, extra ...string) *gwProc {
 	t.Helper()
+	g := newGateway(t, name, url, s, secure, extra...)
+	g.start(t)
+	return g
+}
+
+// newGateway is startGatewayAuth without the start: the process is
+// stopped when the test ends if it was started.
+func newGateway(t testing.TB, name, url string, s *site, secure bool, extra ...string) *gwProc {
+	t.Helper()
 	g := &gwProc{name: name, data: t.TempDir()}
 	g.args = []string{"--data", g.data, "--listen", "127.0.0.1:0", "--no-mqtt"}
 	if !secure {
 		g.args = append(g.args, "--insecure-lab")
 	}
+	// Deaths are told within 3 s: on a loaded machine (two cores, CPU
+	// hogs beside) a live gateway was once taken for dead at 1.5 s.
 	g.args = append(g.args, "--name", name, "--cluster", url, "--cluster-listen", "127.0.0.1:0",
-		"--cluster-heartbeat", "250ms", "--cluster-dead-after", "1500ms", "--cluster-lease", "1500ms")
+		"--cluster-heartbeat", "500ms", "--cluster-dead-after", "3s", "--cluster-lease", "3s")
 	g.args = append(g.args, joinArgs(t, name, url)...)
 	if s != nil {
 		if s.hubURL != "" {
@@ -216,20 +243,27 @@ func startGatewayAuth(t testing.TB, name, url string, s *site, secure bool, extr
 		}
 	}
 	g.args = append(g.args, extra...)
-	g.start(t)
 	t.Cleanup(g.stop)
 	return g
 }
 
 func (g *gwProc) start(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(gatewayBinary(t), g.args...)
+	if err := g.launch(gatewayBinary(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// launch starts the gateway process and waits until it serves (it may
+// run on any goroutine: it reports instead of failing the test).
+func (g *gwProc) launch(bin string) error {
+	cmd := exec.Command(bin, g.args...)
 	g.out, g.log = &syncBuf{}, &syncBuf{}
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(g.out, pw)
 	cmd.Stderr = g.log
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -262,11 +296,12 @@ func (g *gwProc) start(t testing.TB) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	if api == "" {
-		t.Fatalf("gateway %s did not start:\n%s\n%s", g.name, g.out.String(), g.log.String())
+		return fmt.Errorf("gateway %s did not start:\n%s\n%s", g.name, g.out.String(), g.log.String())
 	}
 	g.mu.Lock()
 	g.api = api
 	g.mu.Unlock()
+	return nil
 }
 
 // base is the gateway's API base URL.
@@ -381,19 +416,25 @@ func (g *gwProc) boards(t testing.TB, query string) []boardJSON {
 	return out
 }
 
-// eventually retries f until it returns nil or d passes.
+// slack stretches the bounds of waits: d is about what a path takes on a
+// loaded machine, and a wait fails only at slack times d, which catches
+// a broken path and not a slow one (tests run beside CPU hogs, make
+// flaky).
+const slack = 4
+
+// eventually retries f until it returns nil or slack times d passes.
 func eventually(t testing.TB, d time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(slack * d)
 	for {
 		err := f()
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
+			t.Fatalf("%s (%v): %v", what, slack*d, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polling a condition
 	}
 }
 

@@ -106,9 +106,11 @@ func startNATSCluster(t testing.TB, n int) *natsCluster {
 		node.start(t)
 	}
 	t.Cleanup(func() {
+		var wg sync.WaitGroup
 		for _, node := range c.nodes {
-			node.stop()
+			wg.Go(node.stop)
 		}
+		wg.Wait()
 	})
 	for _, node := range c.nodes {
 		node.waitListening(t)
@@ -225,7 +227,7 @@ func startProxy(t testing.TB, target string) *proxy {
 				c.Close()
 				continue
 			}
-			up, err := net.Dial("tcp", target)
+			up, err := net.Dial("tcp", p.target)
 			if err != nil {
 				p.mu.Unlock()
 				c.Close()
@@ -247,6 +249,18 @@ func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cutOff = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// retarget sends new connections to target (a process restarted on
+// another port), dropping the ones to the old.
+func (p *proxy) retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
 	for _, c := range p.conns {
 		c.Close()
 	}

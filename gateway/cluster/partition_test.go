@@ -21,6 +21,7 @@ func TestPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway and engine processes")
 	}
+	t.Parallel()
 	var px *proxy
 	var nc *natsCluster
 	tc := startClusterVia(t, "three-nodes", func(i int, url string) string {
@@ -34,9 +35,16 @@ func TestPartition(t *testing.T) {
 	boards := tc.waitListing(t, 60*time.Second)
 	gw1, gw3 := tc.gws[0], tc.gws[2]
 	var own3 []boardJSON
+	var lan1, lan3 string // a LAN board of gw1's, of gw3's: their events come at once
 	for _, b := range boards {
 		if b.Gateway == "gw3" {
 			own3 = append(own3, b)
+		}
+		if b.Line == "" && b.Gateway == "gw1" {
+			lan1 = b.ID
+		}
+		if b.Line == "" && b.Gateway == "gw3" {
+			lan3 = b.ID
 		}
 	}
 
@@ -62,15 +70,15 @@ func TestPartition(t *testing.T) {
 		}
 		return nil
 	})
-	tc.waitListing(t, 20*time.Second)
+	tc.waitListing(t, 60*time.Second)
 
-	// The events since now, as gw1 streams them.
-	stream := watchEvents(t, gw1, 0)
-	time.Sleep(300 * time.Millisecond)
+	// The events since now, as gw1 streams them. (A watch opened before
+	// the node died gets nothing more: docs/cluster.md, "Not done yet".)
+	stream := watchEventsFrom(t, gw1, lan1)
 
 	// gw3 is cut off.
 	px.cut()
-	eventually(t, 10*time.Second, "gw3 says it is partitioned", func() error {
+	eventually(t, 30*time.Second, "gw3 says it is partitioned", func() error {
 		code, body := get(gw3.base() + "/readyz")
 		if code != 503 || !strings.Contains(body, "partitioned") {
 			return fmt.Errorf("/readyz %d %s", code, body)
@@ -95,8 +103,7 @@ func TestPartition(t *testing.T) {
 	if call.Status != 200 {
 		t.Errorf("partitioned gw3 calls its own board: %+v", call)
 	}
-	ev3 := watchEvents(t, gw3, 0)
-	time.Sleep(300 * time.Millisecond)
+	ev3 := watchEventsFrom(t, gw3, lan3)
 	gw3.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"all": true},
 		"body": map[string]any{"mode": "solid", "brightness": 77}}, &res)
 	for _, r := range res.Results {
@@ -115,9 +122,9 @@ func TestPartition(t *testing.T) {
 		}
 		return true
 	}
-	collect(t, ev3, 15*time.Second, "partitioned gw3 streams its own boards' events", func(es []eventJSON) bool { return bright77(es, own3) })
+	collect(t, ev3, 30*time.Second, "partitioned gw3 streams its own boards' events", func(es []eventJSON) bool { return bright77(es, own3) })
 	// The others see gw3's boards offline.
-	eventually(t, 10*time.Second, "gw1 shows gw3's boards offline", func() error {
+	eventually(t, 30*time.Second, "gw1 shows gw3's boards offline", func() error {
 		for _, b := range gw1.boards(t, "") {
 			if b.Gateway == "gw3" && (b.Online || !strings.Contains(b.OfflineReason, "gw3")) {
 				return fmt.Errorf("%+v", b)
@@ -129,14 +136,14 @@ func TestPartition(t *testing.T) {
 	// Healed: everything converges, and the events of the cut reach
 	// every gateway's stream.
 	px.heal()
-	tc.waitListing(t, 20*time.Second)
-	eventually(t, 10*time.Second, "gw3 ready again", func() error {
+	tc.waitListing(t, 60*time.Second)
+	eventually(t, 30*time.Second, "gw3 ready again", func() error {
 		if code, body := get(gw3.base() + "/readyz"); code != 200 {
 			return fmt.Errorf("/readyz %d %s", code, body)
 		}
 		return nil
 	})
-	collect(t, stream, 20*time.Second, "gw1 streams the events gw3 had while cut off", func(es []eventJSON) bool { return bright77(es, own3) })
+	collect(t, stream, 60*time.Second, "gw1 streams the events gw3 had while cut off", func(es []eventJSON) bool { return bright77(es, own3) })
 }
 
 func get(url string) (int, string) {

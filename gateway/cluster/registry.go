@@ -128,6 +128,8 @@ func (c *Cluster) partitionReason() string {
 		return "joining: the engine's buckets are not set up yet"
 	case !c.loaded:
 		return "joining: reading the board records"
+	case !c.gwLoaded:
+		return "joining: reading the gateways' heartbeats"
 	case c.lastBeat.IsZero() || c.clk.Since(c.lastBeat) > c.o.DeadAfter:
 		return "the engine does not acknowledge this gateway's heartbeat"
 	}
@@ -251,7 +253,12 @@ func (c *Cluster) watchGateways(ctx context.Context) {
 			g.heard = time.Time{}
 		}
 		c.gateways[hb.Name] = g
-	}, nil, 3*c.o.Heartbeat)
+	}, func() {
+		c.mu.Lock()
+		c.gwLoaded = true
+		c.mu.Unlock()
+		c.poke()
+	}, 3*c.o.Heartbeat)
 }
 
 // watchBoards follows every board's record.
@@ -384,7 +391,9 @@ type write struct {
 // changed, and the boards this gateway takes over.
 func (c *Cluster) syncOnce(ctx context.Context) {
 	c.mu.Lock()
-	ready := c.kvBoards != nil && c.loaded
+	// Both buckets read first: with the records but not yet the
+	// heartbeats, every owner would look dead and its boards be taken.
+	ready := c.kvBoards != nil && c.loaded && c.gwLoaded
 	c.mu.Unlock()
 	if !ready || c.Partitioned() {
 		return

@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 )
@@ -71,17 +71,47 @@ type rolloutJSON struct {
 	} `json:"progress"`
 }
 
+// phaseRank orders a board's rollout phases: how far the board got.
+var phaseRank = map[string]int{"pending": 0, "staging": 1, "staged": 2, "activating": 3, "restarting": 4}
+
+// progress is how far a rollout got: the sum of its boards' phase ranks
+// (a finished board counts 5). It only grows while the rollout runs.
+func (ro rolloutJSON) progress() int {
+	n := 0
+	for ph, k := range ro.Progress.Phases {
+		r, ok := phaseRank[ph]
+		if !ok {
+			r = 5
+		}
+		n += r * k
+	}
+	return n
+}
+
+// rolloutOn reads rollout id from g.
+func rolloutOn(t *testing.T, g *gwProc, id string) (rolloutJSON, error) {
+	var ro rolloutJSON
+	code, b := g.rest(t, "GET", "/v1/rollouts/"+id, nil)
+	if code != 200 {
+		return ro, fmt.Errorf("%s: %d %s", g.name, code, b)
+	}
+	return ro, jsonUnmarshal(b, &ro)
+}
+
 // TestRolloutKills runs rollouts across three gateways on a three-node
 // engine cluster and kills the rollout coordinator with SIGKILL at random
-// moments (at least minKills times), starting it again at once or a
-// little later (so another gateway takes over). Every rollout must
-// finish with every board of every gateway running the new image,
-// confirmed, having booted it exactly once, and none left staged.
+// points of the rollout's progress (kills times: 5 in make test, 50 in
+// make soak), starting it again at once or once another gateway has
+// taken over. After each kill the test waits for the rollout to move on.
+// Every rollout must finish with every board of every gateway running
+// the new image, confirmed, having booted it exactly once, and none left
+// staged.
 func TestRolloutKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills gateway processes")
 	}
-	const minKills = 50
+	t.Parallel()
+	minKills := testlevel.Pick(5, 50)
 	tc := startCluster(t, "three-nodes")
 	boards := tc.waitListing(t, 60*time.Second)
 	urls := map[string]string{} // board id -> URL
@@ -94,7 +124,9 @@ func TestRolloutKills(t *testing.T) {
 			}
 		}
 	}
-	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(2, seed))
 	start := time.Now()
 	kills, midway, takeovers := 0, 0, 0
 	booted := map[string][]string{}
@@ -123,32 +155,46 @@ func TestRolloutKills(t *testing.T) {
 			}
 			return jsonUnmarshal(b, &ro)
 		})
-		deadline := time.Now().Add(3 * time.Minute)
 		for !ro.Finished {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: rollout %s not finished after %d kills: %+v", round, ro.ID, kills, ro)
-			}
-			// Kill the coordinator at a random moment.
-			var co *gwProc
+			// The coordinator, and a gateway to watch the rollout from.
+			var co, other *gwProc
 			eventually(t, 30*time.Second, "a coordinator", func() error {
 				if co = tc.coordinator(); co == nil {
 					return fmt.Errorf("none")
 				}
 				return nil
 			})
-			time.Sleep(time.Duration(50+rng.IntN(700)) * time.Millisecond)
-			var before rolloutJSON
 			for _, g := range tc.gws {
-				if g == co {
-					continue
+				if g != co {
+					other = g
 				}
-				if code, b := g.rest(t, "GET", "/v1/rollouts/"+ro.ID, nil); code == 200 && jsonUnmarshal(b, &before) == nil {
-					break
+			}
+			// Kill it at a random point of the rollout's progress: at
+			// once, or once the boards got up to three phases further.
+			var before rolloutJSON
+			eventually(t, 30*time.Second, "rollout status", func() error {
+				var err error
+				before, err = rolloutOn(t, other, ro.ID)
+				return err
+			})
+			target := before.progress() + rng.IntN(4)
+			eventually(t, 60*time.Second, fmt.Sprintf("round %d: rollout %s progresses to %d", round, ro.ID, target), func() error {
+				r, err := rolloutOn(t, other, ro.ID)
+				if err != nil {
+					return err
 				}
+				if before = r; !r.Finished && r.progress() < target {
+					return fmt.Errorf("progress %d: %+v", r.progress(), r)
+				}
+				return nil
+			})
+			if before.Finished {
+				ro = before
+				break
 			}
 			co.kill()
 			kills++
-			if !before.Finished && before.Progress.Phases["pending"] < len(boards) {
+			if before.Progress.Phases["pending"] < len(boards) {
 				midway++
 			}
 			if rng.IntN(2) == 0 {
@@ -162,29 +208,17 @@ func TestRolloutKills(t *testing.T) {
 				})
 			}
 			co.start(t)
-			var other *gwProc
-			for _, g := range tc.gws {
-				if g != co {
-					other = g
+			// The rollout moves on (or finishes) after the kill.
+			eventually(t, 60*time.Second, fmt.Sprintf("round %d: rollout %s moves on after kill %d", round, ro.ID, kills), func() error {
+				r, err := rolloutOn(t, other, ro.ID)
+				if err != nil {
+					return err
 				}
-			}
-			eventually(t, 30*time.Second, "rollout status", func() error {
-				code, b := other.rest(t, "GET", "/v1/rollouts/"+ro.ID, nil)
-				if code != 200 {
-					return fmt.Errorf("%d %s", code, b)
+				if ro = r; !r.Finished && r.progress() <= before.progress() {
+					return fmt.Errorf("progress %d, %d at the kill: %+v", r.progress(), before.progress(), r)
 				}
-				return jsonUnmarshal(b, &ro)
+				return nil
 			})
-			// Between kills, let the rollout go on.
-			for range 20 {
-				if ro.Finished {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-				if code, b := other.rest(t, "GET", "/v1/rollouts/"+ro.ID, nil); code == 200 {
-					_ = jsonUnmarshal(b, &ro)
-				}
-			}
 		}
 		if ro.State != "done" {
 			t.Fatalf("round %d: rollout %s: %s (%s)", round, ro.ID, ro.State, ro.Reason)
@@ -237,5 +271,4 @@ func TestRolloutKills(t *testing.T) {
 	}
 	t.Logf("%d kills of the coordinator (%d with another gateway taking over, %d mid-rollout), every rollout correct, in %v",
 		kills, takeovers, midway, time.Since(start).Round(time.Second))
-	_ = strings.Contains
 }

@@ -14,6 +14,7 @@ func TestTokens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway processes")
 	}
+	t.Parallel()
 	gw1 := startGatewayAuth(t, "gw1", "embedded", nil, true)
 	gw2 := startGatewayAuth(t, "gw2", gw1.join, nil, true)
 	if gw1.admin == "" || gw2.admin == "" {
