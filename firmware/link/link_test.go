@@ -83,11 +83,12 @@ func TestTagsAddressesAndPending(t *testing.T) {
 	if rep.Tag != "abc-9" || rep.Status != 200 || rep.Addr.String() != "@1" {
 		t.Fatalf("tagged reply %+v", rep)
 	}
-	// Another board's address: silence on the wire.
+	// Another board's address: silence on the wire (the next reply is
+	// the next thing on it).
 	if _, err := hostEnd.Write([]byte("@7 GET /leds\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(300 * time.Millisecond)
+	h.barrier(1)
 	// Happenings of the host's kinds are pending until fetched.
 	if rep, _, _ := h.line(`PATCH /link/events {"kinds":["clip_ended"]}`); rep.Status != 200 {
 		t.Fatal(rep)
