@@ -399,7 +399,9 @@ func TestConsoleOverPty(t *testing.T) {
 	})
 	con.ok("boot")
 	getJSON(t, api+"/info", &ni)
-	if !ni.AP.On || ni.AP.OffInS == nil || *ni.AP.OffInS < 290 || *ni.AP.OffInS > 300 {
+	// Five minutes from the press; a loaded machine may take a while to
+	// answer, so a minute of slack (the countdown only proves a timed AP).
+	if !ni.AP.On || ni.AP.OffInS == nil || *ni.AP.OffInS < 240 || *ni.AP.OffInS > 300 {
 		t.Errorf("after boot: %+v", ni.AP)
 	}
 	con.ok("wifi ap off")

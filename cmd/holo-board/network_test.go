@@ -71,7 +71,9 @@ func TestNetworkAccessPointListener(t *testing.T) {
 	}
 	b := boardtest.Start(t, dir)
 	st := getNetwork(t, b)
-	if st.Joined != nil || !st.AP.On || st.AP.OffInS == nil || *st.AP.OffInS < 295 || st.AP.Port == 0 {
+	// Five minutes from the start; a loaded machine may take a while to
+	// answer, so a minute of slack.
+	if st.Joined != nil || !st.AP.On || st.AP.OffInS == nil || *st.AP.OffInS < 240 || *st.AP.OffInS > 300 || st.AP.Port == 0 {
 		t.Fatalf("start without a network: %+v", st)
 	}
 	ap := fmt.Sprintf("%s:%d", st.AP.IP, st.AP.Port)
