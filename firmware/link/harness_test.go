@@ -35,7 +35,8 @@ type host struct {
 	seq  uint8
 	// lossy tolerates damaged replies (a faulty line): they count as lost.
 	lossy bool
-	// wait is how long to wait for a reply (default 3 s).
+	// wait is how long to wait for a reply (default 10 s: a bound for a
+	// loaded machine, waited in full only when a reply is lost).
 	wait time.Duration
 }
 
@@ -43,7 +44,7 @@ func (h *host) replyWait() time.Duration {
 	if h.wait > 0 {
 		return h.wait
 	}
-	return 3 * time.Second
+	return 10 * time.Second
 }
 
 func newHost(t testing.TB, rw io.ReadWriteCloser) *host {

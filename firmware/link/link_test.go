@@ -119,7 +119,7 @@ func TestTagsAddressesAndPending(t *testing.T) {
 
 func waitPending(t *testing.T, h *host, n int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rep, _, _ := h.line("GET /leds")
 		if rep.Pending == n {
@@ -141,7 +141,7 @@ func TestPushJSONAndNative(t *testing.T) {
 	}
 	tb.Board.Current().Hub.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 	_, evs, _ := h.line(`PATCH /leds {"mode":"solid"}`)
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(evs) < 2 && time.Now().Before(deadline) {
 		if it, ok := h.next(200 * time.Millisecond); ok && strings.HasPrefix(string(it.Data), "! ") {
 			evs = append(evs, it.Data[2:])

@@ -137,7 +137,7 @@ func TestRS485EventsKeptAndFetched(t *testing.T) {
 	}
 	// push means nothing on RS485: the board keeps them (nothing but the
 	// replies comes on the wire), pending says so once the link has them.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		hd, _ := h.only(2, &frame.PingRequest{})
 		if hd.Pending == 7 {
@@ -217,7 +217,7 @@ func TestRS485FaultsNeverRunCorruptCommands(t *testing.T) {
 	}
 	// Every change of colour so far has reached the subscriptions once
 	// each board's last event shows its current colour.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; i < len(boards); {
 		var cur struct{ Colour string }
 		_ = json.Unmarshal(linkGet(boards[i], "/leds"), &cur)
@@ -307,7 +307,7 @@ func TestI2C(t *testing.T) {
 		if err := bus.Write(ctx, 0x42, i2creg.RegCommand, cmd); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(3 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var res i2creg.Result
 			if err := res.UnmarshalBinary(read(i2creg.RegResult, 56)); err != nil {
@@ -346,7 +346,7 @@ func TestI2C(t *testing.T) {
 	// Events: kept and read one by one from EVENT.
 	run(4, &frame.EventsSetRequest{Kinds: frame.MaskTouch})
 	tb.Board.Current().Hub.Emit("touch", map[string]any{"action": "down", "x": 3, "y": 4})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if err := st.UnmarshalBinary(read(i2creg.RegStatus, 14)); err != nil || st.Pending > 1 || st.Pending == 0 && time.Now().After(deadline) {
 			t.Fatalf("pending %+v %v", st, err)
@@ -368,7 +368,7 @@ func TestI2C(t *testing.T) {
 	if err := bus.Write(ctx, i2creg.GeneralCall, i2creg.RegCommand, gc); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for assembleLEDs(tb) != "off" {
 		if time.Now().After(deadline) {
 			t.Fatal("general call did not reach the board")
