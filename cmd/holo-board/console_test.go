@@ -100,7 +100,7 @@ func (p *conProc) await(re *regexp.Regexp) string {
 			return m[1]
 		}
 	}
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(120 * time.Second) // a bound: a start takes seconds, longer on a loaded machine
 	for {
 		select {
 		case l, ok := <-p.lines:

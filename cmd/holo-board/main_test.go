@@ -22,7 +22,7 @@ import (
 // says otherwise: they spend their time waiting on holo-board processes
 // (starting, restarting, serving), not computing, so go test's default of
 // GOMAXPROCS would leave a two-core machine mostly idle.
-const parallel = 6
+const parallel = 4
 
 func TestMain(m *testing.M) {
 	flag.Parse()

@@ -142,7 +142,7 @@ func Start(t testing.TB, dir string, extra ...string) *Board {
 		}
 		b.URL = u
 		b.Host = strings.TrimPrefix(u, "http://")
-	case <-time.After(60 * time.Second):
+	case <-time.After(120 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatalf("holo-board did not start: %s", errBuf.String())
 	}
