@@ -42,12 +42,13 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -376,11 +377,12 @@ func (p *process) supervise(log *slog.Logger, args []string, httpAddr string) er
 	if err != nil {
 		return err
 	}
+	install := func(w io.Writer) error { _, _, err := packSelf(exe, w); return err }
 	fuses := p.fuses(fl, log)
 	crashes := 0
 	for {
 		choice, err := bootloader.Choose(bootloader.Config{Flash: fl, Expect: ota.HostExpect(), Log: log,
-			Install: func() ([]byte, error) { return packSelf(exe) }, Fuses: fuses, Factory: factory})
+			InstallTo: install, Fuses: fuses, Factory: factory})
 		if err != nil {
 			return err
 		}
@@ -482,20 +484,38 @@ func powerLock(fl *flash.Flash) (*os.File, error) {
 // factoryDigest is the SHA-256 of the factory image packSelf makes of
 // exe: the image the bootloader boots without a signature.
 func factoryDigest(exe string) ([32]byte, error) {
-	img, err := packSelf(exe)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	return sha256.Sum256(img), nil
+	_, sum, err := packSelf(exe, io.Discard)
+	return sum, err
 }
 
-// packSelf packs this executable as the first image, described by its
-// build information.
-func packSelf(exe string) ([]byte, error) {
-	b, err := os.ReadFile(exe)
+// packSelf packs the executable exe as the first image, described by this
+// executable's build information, writing it to w as it reads exe (the
+// image is as large as the executable: it is never held in memory). It
+// returns the image's size and SHA-256.
+func packSelf(exe string, w io.Writer) (int64, [32]byte, error) {
+	f, err := os.Open(exe)
 	if err != nil {
-		return nil, err
+		return 0, [32]byte{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, [32]byte{}, err
 	}
 	app := buildinfo.Running()
-	return image.Pack(image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF}, b)
+	d := image.Desc{Project: app.Project, Version: app.Version, Date: app.Date, Time: app.Time, IDF: app.IDF}
+	// Running hashed this very executable already (unless it read a
+	// handoff from the environment); otherwise PackTo hashes exe itself.
+	if sum, err := hex.DecodeString(app.ELFSHA256); err == nil && len(sum) == len(d.ELFSHA256) && hashedByRunning(exe) {
+		copy(d.ELFSHA256[:], sum)
+	}
+	return image.PackTo(w, d, f, st.Size())
+}
+
+// hashedByRunning reports whether buildinfo.Running's ELFSHA256 is the
+// SHA-256 of exe: exe is the running executable, and Running hashed it
+// rather than reading a bootloader's handoff.
+func hashedByRunning(exe string) bool {
+	self, err := os.Executable()
+	return err == nil && self == exe && os.Getenv(buildinfo.AppEnv) == ""
 }

@@ -72,7 +72,7 @@ func startConsoleBoard(t *testing.T, extra ...string) *conProc {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
@@ -100,7 +100,7 @@ func (p *conProc) await(re *regexp.Regexp) string {
 			return m[1]
 		}
 	}
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(120 * time.Second) // a bound: a start takes seconds, longer on a loaded machine
 	for {
 		select {
 		case l, ok := <-p.lines:
@@ -187,7 +187,7 @@ func (tm *term) run(cmdline string) (out []string, status string) {
 	tm.t.Helper()
 	tm.send(cmdline + "\r")
 	for {
-		l, ok := tm.line(20 * time.Second)
+		l, ok := tm.line(30 * time.Second)
 		if !ok {
 			tm.t.Fatalf("%q: no status line; output so far %q", cmdline, out)
 		}
@@ -261,7 +261,7 @@ func openSSE(t *testing.T, url string) *sse {
 // holds every part.
 func (s *sse) wait(t *testing.T, from int, kind string, parts ...string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		s.mu.Lock()
 		for i := from; i < len(s.msgs); i++ {
@@ -316,6 +316,7 @@ func getJSON(t *testing.T, url string, v any) {
 }
 
 func TestConsoleOverPty(t *testing.T) {
+	t.Parallel()
 	p := startConsoleBoard(t, "--uart", "pty")
 	conPath := p.await(conOnRE)
 	linkPath := p.await(conLinkRE)
@@ -392,13 +393,15 @@ func TestConsoleOverPty(t *testing.T) {
 		t.Errorf("after wifi ap on: %+v", ni.AP)
 	}
 	con.ok("wifi ap off")
-	boardtest.WaitFor(t, 5*time.Second, "the access point off", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "the access point off", func() bool {
 		getJSON(t, api+"/info", &ni)
 		return !ni.AP.On
 	})
 	con.ok("boot")
 	getJSON(t, api+"/info", &ni)
-	if !ni.AP.On || ni.AP.OffInS == nil || *ni.AP.OffInS < 290 || *ni.AP.OffInS > 300 {
+	// Five minutes from the press; a loaded machine may take a while to
+	// answer, so a minute of slack (the countdown only proves a timed AP).
+	if !ni.AP.On || ni.AP.OffInS == nil || *ni.AP.OffInS < 240 || *ni.AP.OffInS > 300 {
 		t.Errorf("after boot: %+v", ni.AP)
 	}
 	con.ok("wifi ap off")
@@ -432,8 +435,11 @@ func TestConsoleOverPty(t *testing.T) {
 	// Touch reporting: off by default; on, touches reach SSE and the link.
 	link.send(`PATCH /link/events {"kinds":["touch"],"push":true}` + "\n")
 	for {
-		l, ok := link.line(5 * time.Second)
-		if !ok || strings.HasPrefix(l, "! ") && strings.Contains(l, `"ready"`) {
+		l, ok := link.line(30 * time.Second)
+		if !ok {
+			t.Fatal("no reply to PATCH /link/events over the link")
+		}
+		if strings.HasPrefix(l, "! ") && strings.Contains(l, `"ready"`) {
 			continue // the link's start
 		}
 		if !strings.HasPrefix(l, "200") {
@@ -456,7 +462,7 @@ func TestConsoleOverPty(t *testing.T) {
 		t.Errorf("touch happenings: %q (only those while reporting is on)", got)
 	}
 	for _, action := range []string{"down", "up"} {
-		l, ok := link.line(5 * time.Second)
+		l, ok := link.line(30 * time.Second)
 		if !ok || !strings.HasPrefix(l, "! ") || !strings.Contains(l, `"event":"touch"`) || !strings.Contains(l, `"action":"`+action+`"`) {
 			t.Errorf("link event %s: %q", action, l)
 		}
@@ -506,8 +512,10 @@ func TestConsoleOverPty(t *testing.T) {
 }
 
 func TestConsolePowerOff(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"process", "direct"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			var extra []string
 			if mode == "direct" {
 				extra = []string{"--bootloader=false"}
@@ -518,7 +526,7 @@ func TestConsolePowerOff(t *testing.T) {
 			con.ok("power off")
 			select {
 			case <-p.done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("still running after power off")
 			}
 			ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -534,6 +542,7 @@ func TestConsolePowerOff(t *testing.T) {
 }
 
 func TestSimInputsHTTP(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "")
 	if r := b.Do("POST", "/sim/boot", `{}`); r.Status != 204 {
 		t.Fatalf("POST /sim/boot: %d %s", r.Status, r.Body)
@@ -578,7 +587,7 @@ func TestSimInputsHTTP(t *testing.T) {
 		if !errors.As(err, &ee) {
 			t.Errorf("after POST /sim/power: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("still running after POST /sim/power")
 	}
 }

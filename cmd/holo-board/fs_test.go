@@ -47,6 +47,7 @@ func expect(t *testing.T, r boardtest.Reply, status int, code string) {
 }
 
 func TestFiles(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "")
 	vol := b.Do("GET", "/fs", nil).Map(t)
 	if vol["root"] != "/" || vol["total"] != float64(12<<20) || vol["used"] != float64(0) {
@@ -118,6 +119,7 @@ func TestFiles(t *testing.T) {
 }
 
 func TestFileErrors(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "", "--volume-size", fmt.Sprint(256<<10))
 	expect(t, upload(b, "/f.txt", "", []byte("text")), 201, "")
 	for _, p := range []string{"", "rel", "/a/../f.txt", "/./f.txt", "//f.txt", "/dir/", "/x.part",
@@ -155,8 +157,12 @@ func TestFileErrors(t *testing.T) {
 }
 
 func TestMediaEndpoints(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "")
 	dirs := []string{"../../firmware/media/testdata", "../../../shared/media"}
+	if _, err := os.Stat(dirs[1]); err != nil {
+		t.Fatalf("shared media absent: %v (the suite reads them from ../shared/media beside the repository)", err)
+	}
 	for _, dir := range dirs {
 		names, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, n := range names {
@@ -183,14 +189,12 @@ func TestMediaEndpoints(t *testing.T) {
 	expect(t, b.Do("GET", "/media/info?path=/m", nil), 400, "is_a_directory")
 	expect(t, b.Do("GET", "/media/info?path=/m/none.mov", nil), 404, "not_found")
 	expect(t, b.Do("GET", "/media/info?path=/m/../x", nil), 400, "bad_path")
-	if _, err := os.Stat(dirs[1]); err == nil {
-		m := info("/m/clip-240-30fps.mov")
-		if m["frames"] != float64(60) || m["fps"] != float64(30) || m["width"] != float64(240) {
-			t.Errorf("shared clip %v", m)
-		}
-		for _, f := range []string{"too-large-320x240.mov", "not-mjpeg-mpeg4.mov", "image-progressive.jpg"} {
-			expect(t, b.Do("GET", "/media/info?path=/m/"+f, nil), 422, "not_playable")
-		}
+	m := info("/m/clip-240-30fps.mov")
+	if m["frames"] != float64(60) || m["fps"] != float64(30) || m["width"] != float64(240) {
+		t.Errorf("shared clip %v", m)
+	}
+	for _, f := range []string{"too-large-320x240.mov", "not-mjpeg-mpeg4.mov", "image-progressive.jpg"} {
+		expect(t, b.Do("GET", "/media/info?path=/m/"+f, nil), 422, "not_playable")
 	}
 	var l struct {
 		Path    string `json:"path"`
@@ -247,6 +251,7 @@ func slowUpload(t *testing.T, b *boardtest.Board, path string, size int) (*io.Pi
 // restart no partial file remains and the old file is intact. While the
 // upload runs, other long operations are refused with busy.
 func TestUploadKilledMidway(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := boardtest.Start(t, dir)
 	old := []byte("the old file")
@@ -258,7 +263,7 @@ func TestUploadKilledMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 	part := filepath.Join(dir, "storage", "clip.bin.part")
-	boardtest.WaitFor(t, 10*time.Second, "the .part file", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "the .part file", func() bool {
 		st, err := os.Stat(part)
 		return err == nil && st.Size() > 0
 	})
@@ -295,7 +300,7 @@ func TestUploadKilledMidway(t *testing.T) {
 		t.Fatal("cut-off upload succeeded")
 	}
 	var d boardtest.Reply
-	boardtest.WaitFor(t, 10*time.Second, "the .part file to go and the upload to let go of the lock", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "the .part file to go and the upload to let go of the lock", func() bool {
 		_, err := os.Stat(part)
 		if !os.IsNotExist(err) {
 			return false

@@ -15,6 +15,7 @@ import (
 // there (this one has no spidev, i2c-dev or GPIO of a Pi): it stops at
 // once, naming each field or part, and never serves.
 func TestHALLinuxRefusesBadHardware(t *testing.T) {
+	t.Parallel()
 	bin := boardtest.Binary(t)
 	dir := t.TempDir()
 	write := func(name, body string) string {

@@ -21,8 +21,9 @@ var linkOnRE = regexp.MustCompile(`holo-board link on (\S+)`)
 // real binary with --uart pty, the host side opening the pty through
 // go.bug.st/serial as it would open a USB serial adapter.
 func TestLinkOverPtyThroughSerial(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "", "--uart", "pty")
-	path := b.AwaitOutput(t, linkOnRE, 10*time.Second)
+	path := b.AwaitOutput(t, linkOnRE, 30*time.Second)
 	port, err := serialport.Open(path, serialport.Config{Baud: 115200})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestLinkOverPtyThroughSerial(t *testing.T) {
 	defer cancel()
 	go func() { _ = recv.Pump(ctx, port) }()
 	next := func() (stream.Item, bool) {
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		it, err := recv.Next(c)
 		if err != nil {

@@ -62,6 +62,7 @@ const testRadio = `{
 `
 
 func TestNetworkAccessPointListener(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// No network provisioned: the board cannot join at start, so its
 	// access point comes on for five minutes.
@@ -70,7 +71,9 @@ func TestNetworkAccessPointListener(t *testing.T) {
 	}
 	b := boardtest.Start(t, dir)
 	st := getNetwork(t, b)
-	if st.Joined != nil || !st.AP.On || st.AP.OffInS == nil || *st.AP.OffInS < 295 || st.AP.Port == 0 {
+	// Five minutes from the start; a loaded machine may take a while to
+	// answer, so a minute of slack.
+	if st.Joined != nil || !st.AP.On || st.AP.OffInS == nil || *st.AP.OffInS < 240 || *st.AP.OffInS > 300 || st.AP.Port == 0 {
 		t.Fatalf("start without a network: %+v", st)
 	}
 	ap := fmt.Sprintf("%s:%d", st.AP.IP, st.AP.Port)
@@ -93,7 +96,7 @@ func TestNetworkAccessPointListener(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"joined":{"ssid":"lab"`) {
 		t.Fatalf("join: %d %s", r.Status, r.Body)
 	}
-	boardtest.WaitFor(t, 5*time.Second, "joined", func() bool { return getNetwork(t, b).Joined != nil })
+	boardtest.WaitFor(t, 30*time.Second, "joined", func() bool { return getNetwork(t, b).Joined != nil })
 	// {on:true} makes the timed access point count down again; then off
 	// from the access point itself: the reply arrives before it closes.
 	if r := onAP(b, ap, "PATCH", "/network/ap", `{"on":true}`); r.Status != 200 {
@@ -102,7 +105,7 @@ func TestNetworkAccessPointListener(t *testing.T) {
 	if r := onAP(b, ap, "PATCH", "/network/ap", `{"on":false}`); r.Status != 200 || !strings.Contains(string(r.Body), `"ap":{"on":false`) {
 		t.Fatalf("off: %d %s", r.Status, r.Body)
 	}
-	boardtest.WaitFor(t, 5*time.Second, "the access point listener to close", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "the access point listener to close", func() bool {
 		c := &http.Client{Timeout: time.Second}
 		resp, err := c.Get("http://" + ap + "/api/v1/info")
 		if err == nil {
@@ -126,6 +129,7 @@ func TestNetworkAccessPointListener(t *testing.T) {
 }
 
 func TestNetworkEndpoints(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	radio := strings.Replace(testRadio, `{`, `{"provision": ["lab"],`, 1)
 	if err := os.WriteFile(filepath.Join(dir, "radio.json"), []byte(radio), 0o644); err != nil {
@@ -193,7 +197,7 @@ func TestNetworkEndpoints(t *testing.T) {
 	if r := do("POST", "/network/join", `{"ssid":"cafe"}`); r.Status != 200 {
 		t.Fatalf("join cafe: %d %s", r.Status, r.Body)
 	}
-	boardtest.WaitFor(t, 5*time.Second, "joined cafe", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "joined cafe", func() bool {
 		j := getNetwork(t, b).Joined
 		return j != nil && j.SSID == "cafe"
 	})
@@ -207,7 +211,7 @@ func TestNetworkEndpoints(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "radio.json"), []byte(noCafe), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	boardtest.WaitFor(t, 10*time.Second, "the station to leave cafe", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "the station to leave cafe", func() bool {
 		j := getNetwork(t, b).Joined
 		return j != nil && j.SSID == "lab"
 	})
@@ -216,13 +220,13 @@ func TestNetworkEndpoints(t *testing.T) {
 	if r := do("DELETE", "/network/known?ssid=lab", nil); r.Status != 200 {
 		t.Fatalf("forget: %d %s", r.Status, r.Body)
 	}
-	boardtest.WaitFor(t, 5*time.Second, "attic", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "attic", func() bool {
 		j := getNetwork(t, b).Joined
 		return j != nil && j.SSID == "attic"
 	})
 	// Station off: nothing joined, kept across a restart.
 	do("PATCH", "/network", `{"sta_enabled":false}`)
-	boardtest.WaitFor(t, 5*time.Second, "station off", func() bool { return getNetwork(t, b).Joined == nil })
+	boardtest.WaitFor(t, 30*time.Second, "station off", func() bool { return getNetwork(t, b).Joined == nil })
 	b.Stop()
 	b = boardtest.Start(t, dir)
 	st = getNetwork(t, b)

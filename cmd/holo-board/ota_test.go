@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/image"
@@ -143,6 +144,7 @@ func waitConfirmed(t *testing.T, b *boardtest.Board, label string) {
 // new version after the restart with its slot confirmed, then goes back
 // to the previous firmware with POST /ota/activate.
 func TestOTAUpdateToNewVersion(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "")
 	v := otaState(t, b)
 	first := version(b)
@@ -177,6 +179,7 @@ func TestOTAUpdateToNewVersion(t *testing.T) {
 // fault hook makes fail its trial; both times the old version returns and
 // the slot is recorded rolled back.
 func TestOTAFailedTrialRollsBack(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "", "--fault-fail-trial", "6.6.6")
 	first := version(b)
 	for _, img := range [][]byte{scriptImage(t, "5.0.0"), boardImage(t, "6.6.6")} {
@@ -211,6 +214,7 @@ func TestOTAFailedTrialRollsBack(t *testing.T) {
 
 // TestOTAHTTPRules checks the upload's HTTP rules on the real board.
 func TestOTAHTTPRules(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "")
 	if r := b.Do("PUT", "/ota/image", nil); r.Status != 422 && r.Status != 411 {
 		t.Fatalf("empty upload: %d %s", r.Status, r.Body)
@@ -242,22 +246,27 @@ func TestOTAHTTPRules(t *testing.T) {
 // TestOTAPowerCuts pulls the power (kill -9 of the board process) at
 // random moments of an update: while the image streams in, around the end
 // of the stream (verification and staging), between the activation and
-// the restart, and during the trial boot before and after confirmation.
-// After each cut the board starts again, serves a firmware that is one of
-// the two versions, and GET /ota agrees with GET /info.
+// the restart, and during the trial boot, before or after the image
+// confirms itself. After each cut the board starts again, serves a
+// firmware that is one of the two versions, and GET /ota agrees with
+// GET /info. make test cuts once in each phase, make soak four times
+// (HOLO_POWERCUTS=N sets the number of cuts).
 func TestOTAPowerCuts(t *testing.T) {
-	n := 16
+	t.Parallel()
+	n := testlevel.Pick(4, 16)
 	if s := os.Getenv("HOLO_POWERCUTS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	if testing.Short() {
-		n = 4
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("HOLO_POWERCUTS=%q: %v", s, err)
+		}
 	}
 	dir := t.TempDir()
 	b := boardtest.Start(t, dir)
 	base := version(b)
 	img := boardImage(t, "8.0.0")
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
 	// How long an upload takes here, to aim the cuts.
 	start := time.Now()
 	if r := put(b, img, ""); r.Status != 200 {
@@ -277,7 +286,6 @@ func TestOTAPowerCuts(t *testing.T) {
 		if s := otaState(t, b).Session; s.State != "idle" {
 			b.Do("DELETE", "/ota/image", nil)
 		}
-		var delay time.Duration
 		upload := func() {
 			c := http.Client{Timeout: 60 * time.Second}
 			req, _ := http.NewRequest("PUT", b.URL+"/api/v1/ota/image?activate=1&reboot=1", bytes.NewReader(img))
@@ -285,6 +293,10 @@ func TestOTAPowerCuts(t *testing.T) {
 				resp.Body.Close()
 			}
 		}
+		// The cut comes at a random moment of the phase: a delay from a
+		// point the test sees (the upload's start or end, or a line the
+		// bootloader or the firmware logs).
+		var delay time.Duration
 		switch phase {
 		case "upload":
 			delay = time.Duration(rng.Int64N(int64(uploadTime)))
@@ -296,10 +308,19 @@ func TestOTAPowerCuts(t *testing.T) {
 			upload()
 			delay = time.Duration(rng.Int64N(int64(ota.UpdateRestartDelay)))
 		case "trial":
+			// The trial boot, then before or after the image confirms.
+			boots, confirms := strings.Count(b.Log(), "trial=true"), strings.Count(b.Log(), "image confirmed")
 			upload()
-			delay = ota.UpdateRestartDelay + time.Duration(rng.IntN(500))*time.Millisecond
+			boardtest.WaitFor(t, 60*time.Second, "the trial boot", func() bool { return strings.Count(b.Log(), "trial=true") > boots })
+			if rng.IntN(2) == 1 {
+				phase = "trial, confirmed"
+				boardtest.WaitFor(t, 60*time.Second, "the image to confirm", func() bool {
+					return strings.Count(b.Log(), "image confirmed") > confirms
+				})
+			}
+			delay = time.Duration(rng.Int64N(int64(300 * time.Millisecond)))
 		}
-		time.Sleep(delay)
+		time.Sleep(delay) // the random moment of the cut, not a wait for anything
 		b.Kill()
 		b = boardtest.Start(t, dir)
 		got := version(b)

@@ -16,6 +16,7 @@ func putScene(b *boardtest.Board, name, body string) boardtest.Reply {
 }
 
 func TestScenes(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "")
 	if f := b.Do("GET", "/info", nil).Map(t)["features"]; !strings.Contains(fmt.Sprint(f), "scenes") {
 		t.Errorf("features %v lack scenes", f)
@@ -91,10 +92,10 @@ func TestScenes(t *testing.T) {
 	seq := latestSeq(t, b)
 	r = b.Do("POST", "/scenes/apply", `{"slot":5}`)
 	expect(t, r, 200, "")
-	boardtest.WaitFor(t, 10*time.Second, "the scene to end", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "the scene to end", func() bool {
 		return b.Do("GET", "/scenes", nil).Map(t)["active"] == nil
 	})
-	boardtest.WaitFor(t, 10*time.Second, "the screen to be restored", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "the screen to be restored", func() bool {
 		return screenState(t, b)["colour"] == "#0000ff"
 	})
 	got := happenings(t, b, seq, "clip_started,clip_ended,scene_started,scene_ended")
@@ -131,6 +132,7 @@ func TestScenes(t *testing.T) {
 // TestBootScene: settings.boot_scene is applied at start, after the saved
 // backlight; deleting the scene forgets it.
 func TestBootScene(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := boardtest.Start(t, dir)
 	expect(t, b.Do("PATCH", "/settings", `{"boot_scene":"hello"}`), 400, "bad_request")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"encoding/binary"
@@ -201,6 +202,7 @@ func refixCRC(img []byte, i int) []byte {
 // and each refusal leaves the running firmware, both slots, otadata and
 // the slot records as they were.
 func TestSecureBootRefusesUploads(t *testing.T) {
+	t.Parallel()
 	old, a, b, c := newKey(t), newKey(t), newKey(t), newKey(t)
 	dir := t.TempDir()
 	// The board's fuses: old (revoked since), a, b. c is no one's key.
@@ -341,6 +343,7 @@ func (rs *releaseSite) add(name string, img []byte) string {
 // starts; an image the keys do not let in then fails the session with
 // invalid_image and the reason, leaving the slots as they were.
 func TestSecureBootRefusesPulls(t *testing.T) {
+	t.Parallel()
 	old, a, c := newKey(t), newKey(t), newKey(t)
 	rs := newReleaseSite(t)
 	dir := t.TempDir()
@@ -364,7 +367,7 @@ func TestSecureBootRefusesPulls(t *testing.T) {
 			t.Fatalf("pull %s: %d %s", name, r.Status, r.Body)
 		}
 		var s ota.Session
-		boardtest.WaitFor(t, 20*time.Second, name+" to end", func() bool {
+		boardtest.WaitFor(t, 30*time.Second, name+" to end", func() bool {
 			s = secureState(t, bd).Session
 			return s.State == ota.StateFailed || s.State == ota.StateStaged || s.State == ota.StateActive
 		})
@@ -402,6 +405,7 @@ func TestSecureBootRefusesPulls(t *testing.T) {
 // revokes a, which makes the image a signed invalid (no rollback to it)
 // and a's images refused, across a power cut.
 func TestSecureBootUpdateAndRevocation(t *testing.T) {
+	t.Parallel()
 	a, b := newKey(t), newKey(t)
 	dir := t.TempDir()
 	bd := boardtest.Start(t, dir, keyArgs(a, b)...)
@@ -441,7 +445,7 @@ func TestSecureBootUpdateAndRevocation(t *testing.T) {
 	}
 	waitVersion(t, bd, "3.0.0")
 	waitConfirmed(t, bd, "ota_0")
-	boardtest.WaitFor(t, 20*time.Second, "a revoked, its image invalid", func() bool {
+	boardtest.WaitFor(t, 30*time.Second, "a revoked, its image invalid", func() bool {
 		v := secureState(t, bd)
 		return slices.Equal(v.keysOf(), []string{a.digest.String() + " revoked", b.digest.String()}) &&
 			!v.Rollback && v.Slots[1].State != nil && *v.Slots[1].State == "invalid"
@@ -473,6 +477,7 @@ func TestSecureBootUpdateAndRevocation(t *testing.T) {
 // so, and takes unsigned images, signed ones and ones whose blocks are
 // broken alike.
 func TestOpenBoard(t *testing.T) {
+	t.Parallel()
 	bd := boardtest.Start(t, "")
 	v := secureState(t, bd)
 	if v.SecureBoot.Enabled || len(v.SecureBoot.Keys) != 0 {
@@ -495,6 +500,7 @@ func TestOpenBoard(t *testing.T) {
 // make build KEY=PUB does) burns them at its first start without
 // --ota-key.
 func TestBuiltinKeys(t *testing.T) {
+	t.Parallel()
 	a := newKey(t)
 	link, err := image.LinkKey(&a.priv.PublicKey)
 	if err != nil {
@@ -536,6 +542,7 @@ func TestBuiltinKeys(t *testing.T) {
 // revocation's write: the board always starts again and trusts exactly
 // the old set or the new one.
 func TestEFuseWritePowerCuts(t *testing.T) {
+	t.Parallel()
 	a, b := newKey(t), newKey(t)
 	readFuses := func(dir string) efuse.State {
 		st, err := efuse.Open(filepath.Join(dir, "flash")).Read()
@@ -546,8 +553,11 @@ func TestEFuseWritePowerCuts(t *testing.T) {
 	}
 	for _, step := range []string{"burn:written", "burn:synced", "burn:renamed"} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
-			cmd := exec.Command(boardtest.Binary(t), append([]string{"--data", dir, "--http", "127.0.0.1:0", "--fault-efuse-cut", step}, keyArgs(a, b)...)...)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // the hook fires at the first start, or never
+			defer cancel()
+			cmd := exec.CommandContext(ctx, boardtest.Binary(t), append([]string{"--data", dir, "--http", "127.0.0.1:0", "--fault-efuse-cut", step}, keyArgs(a, b)...)...)
 			out, _ := cmd.CombinedOutput()
 			if cmd.ProcessState.ExitCode() != 137 || !strings.Contains(string(out), "fault hook") {
 				t.Fatalf("exit %d: %s", cmd.ProcessState.ExitCode(), out)
@@ -571,6 +581,7 @@ func TestEFuseWritePowerCuts(t *testing.T) {
 	update := signWith(t, withRevoke, b)
 	for _, step := range []string{"revoke:written", "revoke:synced", "revoke:renamed"} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			bd := boardtest.Start(t, dir, append(keyArgs(a, b), "--fault-efuse-cut", step)...)
 			if r := put(bd, update, "?activate=1&reboot=1"); r.Status != 200 {
@@ -592,7 +603,7 @@ func TestEFuseWritePowerCuts(t *testing.T) {
 			if got := version(bd); got != "3.0.0" {
 				t.Fatalf("after the cut runs %s", got)
 			}
-			boardtest.WaitFor(t, 20*time.Second, "a revoked", func() bool {
+			boardtest.WaitFor(t, 30*time.Second, "a revoked", func() bool {
 				return slices.Equal(secureState(t, bd).keysOf(), []string{a.digest.String() + " revoked", b.digest.String()})
 			})
 		})
@@ -603,6 +614,7 @@ func TestEFuseWritePowerCuts(t *testing.T) {
 // handler and is refused the same way; ota keys shows the keys; the host
 // link serves no firmware update path at all (JSON lines answer 404).
 func TestSecureBootConsoleAndLink(t *testing.T) {
+	t.Parallel()
 	a := newKey(t)
 	p := startConsoleBoard(t, append(keyArgs(a), "--uart", "pty")...)
 	con := openTerm(t, p.await(conOnRE))
@@ -636,7 +648,7 @@ func TestSecureBootConsoleAndLink(t *testing.T) {
 		link.send(line + "\n")
 		got := ""
 		for {
-			l, ok := link.line(10 * time.Second)
+			l, ok := link.line(30 * time.Second)
 			if !ok {
 				t.Fatalf("%s: no reply over the link", line)
 			}

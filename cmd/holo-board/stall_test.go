@@ -35,7 +35,7 @@ func stallingPUT(t *testing.T, b *boardtest.Board, path string) net.Conn {
 // reply reads the board's answer on a raw connection (bounded in time).
 func reply(t *testing.T, conn net.Conn) (int, string) {
 	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no reply on the stalled connection: %v", err)
@@ -78,6 +78,7 @@ func systemCut(t *testing.T, sc *bufio.Scanner) map[string]any {
 // 400, and a system event reports the cut. The same holds for a firmware
 // upload, whose session fails.
 func TestStalledUploadsAreCut(t *testing.T) {
+	t.Parallel()
 	b := boardtest.Start(t, "", "--stall-timeout", "300ms")
 	req, _ := http.NewRequest("GET", b.URL+"/api/v1/events?kinds=system", nil)
 	req.Header.Set("Accept", "text/event-stream")
@@ -91,14 +92,17 @@ func TestStalledUploadsAreCut(t *testing.T) {
 	start := time.Now()
 	conn := stallingPUT(t, b, "/fs/file?path=/big.bin")
 	part := filepath.Join(b.DataDir, "storage", "big.bin.part")
-	boardtest.WaitFor(t, 5*time.Second, "the upload to start", func() bool { _, err := os.Stat(part); return err == nil })
+	boardtest.WaitFor(t, 30*time.Second, "the upload to start", func() bool { _, err := os.Stat(part); return err == nil })
 	// Meanwhile other long operations are busy, as they should be.
 	expect(t, upload(b, "/other.bin", "", []byte("x")), 409, "busy")
 	status, msg := reply(t, conn)
 	if status != 400 || !strings.Contains(msg, "no bytes for 300ms") {
 		t.Errorf("the stalled client got %d %s", status, msg)
 	}
-	if waited := time.Since(start); waited < 300*time.Millisecond || waited > 5*time.Second {
+	// Not before the stall timeout; how much later depends on the
+	// machine's load, and the message above shows the 300 ms timeout cut
+	// it (not the 30 s default).
+	if waited := time.Since(start); waited < 300*time.Millisecond {
 		t.Errorf("cut after %v", waited)
 	}
 	if _, err := os.Stat(part); !os.IsNotExist(err) {

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -116,7 +117,7 @@ func Start(t testing.TB, dir string, extra ...string) *Board {
 		t.Fatal(err)
 	}
 	b := &Board{t: t, DataDir: dir, Cmd: cmd, Stdout: &bytes.Buffer{}, Stderr: &errBuf,
-		Client: &http.Client{Timeout: 20 * time.Second}, validate: true}
+		Client: &http.Client{Timeout: 60 * time.Second}, validate: true}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -141,11 +142,16 @@ func Start(t testing.TB, dir string, extra ...string) *Board {
 		}
 		b.URL = u
 		b.Host = strings.TrimPrefix(u, "http://")
-	case <-time.After(30 * time.Second):
+	case <-time.After(120 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatalf("holo-board did not start: %s", errBuf.String())
 	}
 	t.Cleanup(func() { b.Stop() })
+	// The description is read now, while the board surely serves: read at
+	// the first request, it could meet a board that request restarted.
+	if _, err := b.routerFor(); err != nil {
+		t.Fatalf("holo-board's openapi.json: %v", err)
+	}
 	return b
 }
 
@@ -170,7 +176,7 @@ func (b *Board) Stop() {
 	go func() { done <- b.Cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		_ = b.Cmd.Process.Kill()
 		<-done
 		b.t.Errorf("holo-board did not stop on SIGTERM")
@@ -317,6 +323,29 @@ func (b *Board) routerFor() (routers.Router, error) {
 	if err != nil {
 		return nil, err
 	}
+	r, err := routerOf(raw)
+	if err != nil {
+		return nil, err
+	}
+	b.router = r
+	return r, nil
+}
+
+// routers holds the router made of each openapi.json seen, by its
+// content: every board of a test process serves the same description, and
+// loading and validating it is slow with the race detector.
+var (
+	routersMu sync.Mutex
+	routersBy = map[[32]byte]routers.Router{}
+)
+
+func routerOf(raw []byte) (routers.Router, error) {
+	key := sha256.Sum256(raw)
+	routersMu.Lock()
+	defer routersMu.Unlock()
+	if r, ok := routersBy[key]; ok {
+		return r, nil
+	}
 	doc, err := openapi3.NewLoader().LoadFromData(raw)
 	if err != nil {
 		return nil, fmt.Errorf("openapi.json does not load: %w", err)
@@ -329,7 +358,7 @@ func (b *Board) routerFor() (routers.Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.router = r
+	routersBy[key] = r
 	return r, nil
 }
 

@@ -45,36 +45,61 @@ func TestBoardFiresAtItsClock(t *testing.T) {
 	}
 	red := func(c color.RGBA) bool { return c.R > 0 && c.B == 0 }
 
-	for _, lead := range []time.Duration{40 * time.Millisecond, 150 * time.Millisecond} {
-		_, tb := do(t, "GET", api+"/time", "")
-		var tr boardapi.TimeReply
-		if err := json.Unmarshal(tb, &tr); err != nil {
-			t.Fatal(err)
+	for _, base := range []time.Duration{40 * time.Millisecond, 150 * time.Millisecond} {
+		// The lead is base plus four GET /time round trips, so the moment
+		// is still ahead when the PATCH arrives however loaded the
+		// machine; should it not be, the board makes the change at once
+		// (200) and the test tries again with a longer lead.
+		var (
+			lead              time.Duration
+			earliest, latest  time.Time
+			sent              time.Time
+			scheduled         bool
+			code              int
+			body              []byte
+			fr                boardapi.FireReply
+			fireAt, rttFactor = int64(0), time.Duration(4)
+		)
+		for try := 0; try < 5 && !scheduled; try, rttFactor = try+1, rttFactor*4 {
+			before := time.Now()
+			_, tb := do(t, "GET", api+"/time", "")
+			var tr boardapi.TimeReply
+			if err := json.Unmarshal(tb, &tr); err != nil {
+				t.Fatal(err)
+			}
+			// The board's clock read tr.T3 between before and sent: its
+			// moment T3 + lead is between before + lead and sent + lead.
+			sent = time.Now()
+			lead = base + rttFactor*sent.Sub(before)
+			earliest, latest = before.Add(lead), sent.Add(lead)
+			fireAt = tr.T3 + lead.Microseconds()
+			code, body = do(t, "PATCH", api+"/leds?fire_at="+strconv.FormatInt(fireAt, 10), `{"colour":"#ff0000"}`)
+			if code == http.StatusOK { // the moment had passed on arrival
+				t.Logf("lead %v: the moment passed before the request arrived; again with a longer lead", lead)
+				if c, b := do(t, "PATCH", api+"/leds", `{"colour":"#000010"}`); c != 200 {
+					t.Fatalf("reset: %d %s", c, b)
+				}
+				continue
+			}
+			scheduled = true
 		}
-		// The board's clock read tr.T3 a moment ago, at about sent.
-		sent := time.Now()
-		fireAt := tr.T3 + lead.Microseconds()
-		moment := sent.Add(lead)
-		code, body := do(t, "PATCH", api+"/leds?fire_at="+strconv.FormatInt(fireAt, 10), `{"colour":"#ff0000"}`)
-		var fr boardapi.FireReply
 		if code != http.StatusAccepted || json.Unmarshal(body, &fr) != nil || !fr.Scheduled || fr.FireAt != fireAt || fr.InUS <= 0 {
 			t.Fatalf("lead %v: %d %s", lead, code, body)
 		}
-		if _, ok := strip.First(sent, red); ok && time.Now().Before(moment.Add(-5*time.Millisecond)) {
-			t.Fatalf("lead %v: changed before its moment", lead)
-		}
-		w, ok := strip.Await(sent, red, 5*time.Second)
+		w, ok := strip.Await(sent, red, 30*time.Second)
 		if !ok {
 			t.Fatalf("lead %v: never changed", lead)
 		}
-		// The moment is known here only to the GET /time round trip on
-		// loopback; the board itself keeps its own moment to microseconds
-		// (TestScheduled). Late by more than a frame only on a loaded
-		// machine (50 ms seen while a 15,000-board benchmark ran); early
-		// is what this test is for: a board that applied at receipt would
-		// be a whole lead early.
-		if d := w.At.Sub(moment); d < -5*time.Millisecond || d > 100*time.Millisecond {
-			t.Errorf("lead %v: changed %v from the moment", lead, d)
+		// Early is what this test is for: a board that applied at receipt
+		// would be most of a lead early. How late it is depends on the
+		// machine's load; the bound only catches a broken path (precise
+		// timing: the scheduler's own tests on the fake clock, and the
+		// benchmarks).
+		if d := w.At.Sub(earliest); d < -5*time.Millisecond {
+			t.Errorf("lead %v: changed %v before its moment", lead, -d)
+		}
+		if d := w.At.Sub(latest); d > time.Second {
+			t.Errorf("lead %v: changed %v after its moment", lead, d)
 		}
 		if code, body := do(t, "PATCH", api+"/leds", `{"colour":"#000010"}`); code != 200 {
 			t.Fatalf("reset: %d %s", code, body)
@@ -82,14 +107,13 @@ func TestBoardFiresAtItsClock(t *testing.T) {
 	}
 
 	// at_ms: a lead from arrival, for clients without an aligned clock.
+	// Arrival is after sent, so the change comes 60 ms after sent or
+	// later, never before.
 	sent := time.Now()
 	if code, body := do(t, "PATCH", api+"/leds?at_ms=60", `{"colour":"#ff0000"}`); code != http.StatusAccepted {
 		t.Fatalf("at_ms: %d %s", code, body)
 	}
-	if code, body := do(t, "GET", api+"/leds", ""); code != 200 || !bytes.Contains(body, []byte(`"colour":"#000010"`)) {
-		t.Fatalf("changed before its moment: %s", body)
-	}
-	if w, ok := strip.Await(sent, red, 5*time.Second); !ok || w.At.Sub(sent) < 55*time.Millisecond {
+	if w, ok := strip.Await(sent, red, 30*time.Second); !ok || w.At.Sub(sent) < 55*time.Millisecond {
 		t.Fatalf("at_ms=60: changed %v after the request (ok %v)", w.At.Sub(sent), ok)
 	}
 

@@ -181,14 +181,14 @@ func TestScheduled(t *testing.T) {
 	}
 	step := func(d time.Duration) {
 		t.Helper()
-		if !clk.WaitForWaiters(1, 5*time.Second) {
+		if !clk.WaitForWaiters(1, 30*time.Second) {
 			t.Fatal("the scheduler waits on no timer")
 		}
 		clk.Advance(d)
 	}
 	waitMade := func(n int) []string {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			made, _, _ := rec.state()
 			if len(made) >= n || time.Now().After(deadline) {

@@ -35,7 +35,8 @@ type host struct {
 	seq  uint8
 	// lossy tolerates damaged replies (a faulty line): they count as lost.
 	lossy bool
-	// wait is how long to wait for a reply (default 3 s).
+	// wait is how long to wait for a reply (default 10 s: a bound for a
+	// loaded machine, waited in full only when a reply is lost).
 	wait time.Duration
 }
 
@@ -43,7 +44,7 @@ func (h *host) replyWait() time.Duration {
 	if h.wait > 0 {
 		return h.wait
 	}
-	return 3 * time.Second
+	return 10 * time.Second
 }
 
 func newHost(t testing.TB, rw io.ReadWriteCloser) *host {
@@ -107,6 +108,48 @@ func (h *host) quiet(d time.Duration) {
 	h.t.Helper()
 	if it, ok := h.next(d); ok {
 		h.t.Fatalf("unexpected %v %q", it.Kind, it.Data)
+	}
+}
+
+// only sends a request frame to addr and returns its reply, which must be
+// the next thing on the wire: no other reply, line or event before it.
+// As a board handles what it reads in order, a reply from each board
+// proves that it has handled everything sent before, and answered none of
+// it: the barrier a test needs after a request that must get no answer.
+func (h *host) only(addr frame.Address, req frame.Request) (frame.Header, frame.Message) {
+	h.t.Helper()
+	h.seq++
+	wire, err := frame.AppendRequest(nil, addr, h.seq, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.rw.Write(wire); err != nil {
+		h.t.Fatal(err)
+	}
+	it, ok := h.next(h.replyWait())
+	if !ok {
+		h.t.Fatalf("no reply from %v to %v", addr, req.Type())
+	}
+	if it.Kind != stream.Frame {
+		h.t.Fatalf("unexpected %v %q before the reply from %v", it.Kind, it.Data, addr)
+	}
+	f := frame.Frame{Addr: frame.Address(it.Data[0]), Seq: it.Data[1], Type: frame.Type(it.Data[2]), Payload: it.Data[3:]}
+	if f.Addr != addr || f.Seq != h.seq || f.Type != req.Type().Reply() {
+		h.t.Fatalf("unexpected frame %v before the reply from %v to seq %d", f, addr, h.seq)
+	}
+	hd, body, err := frame.ParseReply(f)
+	if err != nil {
+		h.t.Fatalf("parse reply %v: %v", f, err)
+	}
+	return hd, body
+}
+
+// barrier pings each address in turn (see only): afterwards every one
+// of them has handled all that was sent before without answering it.
+func (h *host) barrier(addrs ...frame.Address) {
+	h.t.Helper()
+	for _, a := range addrs {
+		h.only(a, &frame.PingRequest{})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/events"
 	"github.com/holofleet/holofleet/firmware/link"
@@ -67,17 +68,17 @@ func TestRS485Addressing(t *testing.T) {
 	if _, err := master.Write([]byte("GET /leds\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(300 * time.Millisecond)
+	h.barrier(1, 2, 3)
 	// A group command reaches its members without any reply.
 	if _, err := master.Write([]byte(`@g1 PATCH /leds {"mode":"solid","colour":"green"}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(500 * time.Millisecond)
+	h.barrier(1, 2, 3)
 	wire, _ := frame.AppendRequest(nil, frame.GroupAddress(2), 5, &frame.BacklightRequest{Percent: 10})
 	if _, err := master.Write(wire); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(300 * time.Millisecond)
+	h.barrier(1, 2, 3)
 	for i, b := range boards {
 		st := assembleLEDs(b)
 		want := "off"
@@ -101,7 +102,7 @@ func TestRS485Addressing(t *testing.T) {
 	if _, err := master.Write(wire); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(300 * time.Millisecond)
+	h.barrier(1, 2, 3)
 	for i, b := range boards {
 		if m := assembleLEDs(b); m != "rainbow" {
 			t.Errorf("board %d after broadcast: %s", i+1, m)
@@ -134,11 +135,18 @@ func TestRS485EventsKeptAndFetched(t *testing.T) {
 	for i := range 7 {
 		boards[1].Board.Current().Hub.Emit(events.KindClipEnded, map[string]any{"path": "/c.mov", "finished": i%2 == 0})
 	}
-	// push means nothing on RS485: the board keeps them, pending says so.
-	time.Sleep(100 * time.Millisecond)
-	_, hd, _, _ := h.native(2, &frame.PingRequest{})
-	if hd.Pending != 7 {
-		t.Fatalf("pending %d, want 7", hd.Pending)
+	// push means nothing on RS485: the board keeps them (nothing but the
+	// replies comes on the wire), pending says so once the link has them.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		hd, _ := h.only(2, &frame.PingRequest{})
+		if hd.Pending == 7 {
+			break
+		}
+		if hd.Pending > 7 || time.Now().After(deadline) {
+			t.Fatalf("pending %d, want 7", hd.Pending)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	var got []frame.Record
 	for len(got) < 7 {
@@ -155,16 +163,16 @@ func TestRS485EventsKeptAndFetched(t *testing.T) {
 	if len(got) != 7 || got[0].Seq != 1 || !got[0].Finished || got[1].Finished {
 		t.Fatalf("records %+v", got)
 	}
-	_, hd, _, _ = h.native(2, &frame.PingRequest{})
-	if hd.Pending != 0 {
+	if hd, _ := h.only(2, &frame.PingRequest{}); hd.Pending != 0 {
 		t.Fatalf("pending after fetching: %d", hd.Pending)
 	}
 }
 
 // TestRS485FaultsNeverRunCorruptCommands sends LED colours as native
 // frames over a line with 1% bit flips and 1% dropped bytes, and checks
-// that every colour a board ever showed is one the master sent, and the
-// counters saw faults. (JSON lines carry no checksum, so a flipped bit in
+// that every colour a board ever showed is one the master sent, that many
+// got through, and the counters saw faults (make test sends 80, make
+// soak 300). (JSON lines carry no checksum, so a flipped bit in
 // a value can pass as another value; hosts on noisy lines use native
 // frames, and docs/spec-decisions.md says so.)
 func TestRS485FaultsNeverRunCorruptCommands(t *testing.T) {
@@ -175,7 +183,8 @@ func TestRS485FaultsNeverRunCorruptCommands(t *testing.T) {
 	sent := map[string]bool{"#ffffff": true}
 	var mu sync.Mutex
 	var shown []string
-	for _, b := range boards {
+	last := make([]string, len(boards)) // the last colour each board showed
+	for i, b := range boards {
 		sub := b.Board.Current().Hub.Subscribe(events.FilterOf("leds"), nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
@@ -189,13 +198,15 @@ func TestRS485FaultsNeverRunCorruptCommands(t *testing.T) {
 				_ = json.Unmarshal(m.Data, &ev)
 				mu.Lock()
 				shown = append(shown, ev.State.Colour)
+				last[i] = ev.State.Colour
 				mu.Unlock()
 			}
 		}()
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
+	n := testlevel.Pick(80, 300)
 	ok := 0
-	for i := range 150 {
+	for i := range n {
 		r, g, b := uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256))
 		col := strings.ToLower(frameColour(r, g, b))
 		sent[col] = true
@@ -204,13 +215,37 @@ func TestRS485FaultsNeverRunCorruptCommands(t *testing.T) {
 			ok++
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Every change of colour so far has reached the subscriptions once
+	// each board's last event shows its current colour.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < len(boards); {
+		var cur struct{ Colour string }
+		_ = json.Unmarshal(linkGet(boards[i], "/leds"), &cur)
+		mu.Lock()
+		seen := last[i]
+		mu.Unlock()
+		if strings.EqualFold(seen, cur.Colour) || seen == "" && cur.Colour == "#ffffff" {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("board %d shows %s, its last event %s", i+1, cur.Colour, seen)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	ran := map[string]bool{}
 	for _, c := range shown {
 		if !sent[c] {
 			t.Fatalf("a board showed %s, which the master never sent", c)
 		}
+		ran[c] = true
+	}
+	// How many got through does not depend on how fast replies come back
+	// (a loaded machine answers some after the master stopped waiting).
+	if len(ran) < n/3 {
+		t.Fatalf("only %d of %d commands ran over a 1%% fault line", len(ran), n)
 	}
 	st := line.Stats()
 	if st.BitFlips == 0 || st.Dropped == 0 {
@@ -226,10 +261,8 @@ func TestRS485FaultsNeverRunCorruptCommands(t *testing.T) {
 	if counters.BadCRC+counters.Garbage+counters.BadFrames == 0 {
 		t.Fatalf("boards counted no bad input: %+v", counters)
 	}
-	if ok < 75 {
-		t.Fatalf("only %d of 150 commands got through a 1%% fault line", ok)
-	}
-	t.Logf("%d/150 acknowledged; line %+v; boards bad_crc=%d garbage=%d bad_frames=%d", ok, st, counters.BadCRC, counters.Garbage, counters.BadFrames)
+	t.Logf("%d/%d ran, %d acknowledged in time; line %+v; boards bad_crc=%d garbage=%d bad_frames=%d",
+		len(ran), n, ok, st, counters.BadCRC, counters.Garbage, counters.BadFrames)
 }
 
 func frameColour(r, g, b uint8) string {
@@ -274,7 +307,7 @@ func TestI2C(t *testing.T) {
 		if err := bus.Write(ctx, 0x42, i2creg.RegCommand, cmd); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(3 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var res i2creg.Result
 			if err := res.UnmarshalBinary(read(i2creg.RegResult, 56)); err != nil {
@@ -302,16 +335,26 @@ func TestI2C(t *testing.T) {
 	cmd, _ := i2creg.AppendCommand(nil, 3, &frame.LEDsRequest{Mode: frame.LEDOff})
 	cmd[3] ^= 0x01
 	_ = bus.Write(ctx, 0x42, i2creg.RegCommand, cmd)
-	time.Sleep(50 * time.Millisecond)
+	// Refused as it is written: RESULT says so, and nothing started.
+	var bad i2creg.Result
+	if err := bad.UnmarshalBinary(read(i2creg.RegResult, 56)); err != nil || bad.Status != frame.StatusBadRequest {
+		t.Fatalf("result of a corrupted command %+v %v", bad, err)
+	}
 	if m := assembleLEDs(tb); m != "wipe" {
 		t.Fatalf("corrupted command ran: leds %s", m)
 	}
 	// Events: kept and read one by one from EVENT.
 	run(4, &frame.EventsSetRequest{Kinds: frame.MaskTouch})
 	tb.Board.Current().Hub.Emit("touch", map[string]any{"action": "down", "x": 3, "y": 4})
-	time.Sleep(100 * time.Millisecond)
-	if err := st.UnmarshalBinary(read(i2creg.RegStatus, 14)); err != nil || st.Pending != 1 {
-		t.Fatalf("pending %+v", st)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := st.UnmarshalBinary(read(i2creg.RegStatus, 14)); err != nil || st.Pending > 1 || st.Pending == 0 && time.Now().After(deadline) {
+			t.Fatalf("pending %+v %v", st, err)
+		}
+		if st.Pending == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	var rec frame.Record
 	if err := rec.UnmarshalBinary(read(i2creg.RegEvent, 8)); err != nil || rec.Kind != frame.KindTouch || rec.X != 3 {
@@ -325,7 +368,7 @@ func TestI2C(t *testing.T) {
 	if err := bus.Write(ctx, i2creg.GeneralCall, i2creg.RegCommand, gc); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for assembleLEDs(tb) != "off" {
 		if time.Now().After(deadline) {
 			t.Fatal("general call did not reach the board")

@@ -225,7 +225,7 @@ func (g *rig) state() State { return g.n.State() }
 // waitFor polls cond (AfterFunc callbacks run in their own goroutines).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -574,7 +574,7 @@ func TestPassphrasesNeverLeave(t *testing.T) {
 	keep(g.do("GET", "/network", ""))
 	scanned := make(chan *httptest.ResponseRecorder)
 	go func() { scanned <- g.do("GET", "/network/scan", "") }()
-	if !g.clk.WaitForWaiters(1, 5*time.Second) {
+	if !g.clk.WaitForWaiters(1, 30*time.Second) {
 		t.Fatal("scan did not start")
 	}
 	g.clk.Advance(ScanTime)
@@ -598,7 +598,7 @@ func TestRadioFileChangesWhileRunning(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = g.n.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	if !g.clk.WaitForWaiters(1, 5*time.Second) {
+	if !g.clk.WaitForWaiters(1, 30*time.Second) {
 		t.Fatal("poll ticker not armed")
 	}
 	// lab grows weaker: followed.
@@ -661,7 +661,7 @@ func TestScan(t *testing.T) {
 	release()
 	got := make(chan *httptest.ResponseRecorder)
 	go func() { got <- g.do("GET", "/network/scan", "") }()
-	if !g.clk.WaitForWaiters(1, 5*time.Second) {
+	if !g.clk.WaitForWaiters(1, 30*time.Second) {
 		t.Fatal("scan did not start")
 	}
 	if g.long.Holder() == "" {

@@ -145,8 +145,11 @@ type RawContent string
 
 func errorStatuses(r api.Route) []int {
 	// Any request that presents a password may meet the limit on
-	// guessing it (429 too_many_attempts).
-	set := map[int]bool{http.StatusTooManyRequests: true}
+	// guessing it (429 too_many_attempts), and any request may find the
+	// board restarting (503 restarting, once it has waited 10 s for the
+	// new boot, or when the firmware process it reached is going away:
+	// docs/spec-decisions.md).
+	set := map[int]bool{http.StatusTooManyRequests: true, http.StatusServiceUnavailable: true}
 	changing := r.Method != http.MethodGet
 	if changing {
 		set[http.StatusForbidden] = true

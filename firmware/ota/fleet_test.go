@@ -72,7 +72,7 @@ func (f *fleetBoard) status(t *testing.T) (Status, bool) {
 func (f *fleetBoard) waitRunning(t *testing.T, label, version, state string) Status {
 	t.Helper()
 	var last Status
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if st, ok := f.status(t); ok {
 			last = st
@@ -122,7 +122,7 @@ func TestFleetUpdateAndFaultRollback(t *testing.T) {
 		t.Fatalf("/info firmware %q (%v), want 2.0.0", info.Firmware.Version, err)
 	}
 	up("3.0.0") // the fault hook fails its trial
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(fb.versions()) < 4 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -127,7 +127,7 @@ func TestFleetSecureBoot(t *testing.T) {
 		t.Fatalf("update signed by b: %d", r)
 	}
 	fb.waitRunning(t, "ota_0", "3.0.0", "confirmed")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, _ = fb.status(t)
 		if len(st.SecureBoot.Keys) == 2 && st.SecureBoot.Keys[0].Revoked && !st.SecureBoot.Keys[1].Revoked &&

@@ -45,7 +45,7 @@ func TestPullStallIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return svc.Session().Bytes == 10 })
-	if !clk.WaitForWaiters(1, 5*time.Second) {
+	if !clk.WaitForWaiters(1, 30*time.Second) {
 		t.Fatal("the download never armed its watchdog")
 	}
 	if e.long.Holder() == "" {

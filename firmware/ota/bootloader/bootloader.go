@@ -76,7 +76,11 @@ type Config struct {
 	// Install returns the image to write into ota_0 when otadata holds no
 	// record (a board's first start).
 	Install func() ([]byte, error)
-	Log     *slog.Logger
+	// InstallTo, when set, is used instead of Install: it writes that
+	// image to w, so that a large one (an executable of tens of
+	// megabytes) never has to be held in memory.
+	InstallTo func(w io.Writer) error
+	Log       *slog.Logger
 	// Fuses are the board's eFuses; nil is a board with none (open).
 	Fuses *efuse.Fuses
 	// Factory is the SHA-256 of the factory image, the one Install
@@ -134,7 +138,7 @@ func Choose(cfg Config) (Choice, error) {
 		return Choice{}, err
 	}
 	c, err := choose(cfg, trust)
-	if errors.Is(err, ErrNoBootable) && trust.Enabled() && cfg.Install != nil {
+	if errors.Is(err, ErrNoBootable) && trust.Enabled() && (cfg.Install != nil || cfg.InstallTo != nil) {
 		cfg.Log.Error("bootloader: no slot holds an image this board may boot; installing the factory firmware again", "err", err)
 		if err := reinstall(cfg); err != nil {
 			return c, err
@@ -316,24 +320,36 @@ func reinstall(cfg Config) error {
 	return err
 }
 
-// writeFactory writes Install's image into ota_0 (staged, then committed
-// in one rename) and checks its structure.
+// writeFactory writes Install's (or InstallTo's) image into ota_0
+// (staged, then committed in one rename) and checks its structure.
 func writeFactory(cfg Config) error {
-	if cfg.Install == nil {
+	if cfg.Install == nil && cfg.InstallTo == nil {
 		return fmt.Errorf("%w: otadata is empty and there is nothing to install", ErrInstall)
 	}
-	img, err := cfg.Install()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInstall, err)
-	}
-	if _, err := image.VerifyBytes(img, image.Expect{Chip: cfg.Expect.Chip, ChipRev: cfg.Expect.ChipRev, Force: true}); err != nil {
-		return fmt.Errorf("%w: %v", ErrInstall, err)
+	exp := image.Expect{Chip: cfg.Expect.Chip, ChipRev: cfg.Expect.ChipRev, Force: true}
+	var img []byte
+	if cfg.InstallTo == nil {
+		var err error
+		if img, err = cfg.Install(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInstall, err)
+		}
+		if _, err := image.VerifyBytes(img, exp); err != nil {
+			return fmt.Errorf("%w: %v", ErrInstall, err)
+		}
 	}
 	st, err := cfg.Flash.Stage(flash.Slots[0])
 	if err != nil {
 		return err
 	}
-	if _, err := st.WriteAt(img, 0); err != nil {
+	if img != nil {
+		_, err = st.WriteAt(img, 0)
+	} else {
+		w := &countingWriter{w: io.NewOffsetWriter(st, 0)}
+		if err = cfg.InstallTo(w); err == nil {
+			_, err = image.VerifyAt(io.NewSectionReader(st, 0, w.n), w.n, exp)
+		}
+	}
+	if err != nil {
 		st.Abort()
 		return fmt.Errorf("%w: %v", ErrInstall, err)
 	}
@@ -344,6 +360,18 @@ func writeFactory(cfg Config) error {
 		return fmt.Errorf("%w: %v", ErrInstall, err)
 	}
 	return nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Confirm records that the image in slot is up: a slot on trial becomes

@@ -1,7 +1,10 @@
 package bootloader
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
+	"io"
 	"os"
 	"testing"
 
@@ -121,5 +124,36 @@ func TestNothingBootable(t *testing.T) {
 	}
 	if r, _ := st.Read(); r.States[0] != otadata.Invalid {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestInstallTo: the streaming install writes the same first image as
+// Install, and one that fails its check is refused as Install's would be.
+func TestInstallTo(t *testing.T) {
+	fl, err := flash.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := img(t, "1.0.0")
+	c, err := Choose(Config{Flash: fl, Expect: exp, InstallTo: func(w io.Writer) error { _, err := w.Write(want); return err }})
+	if err != nil || !c.Installed || c.Slot != 0 || c.Trial || c.Image.Desc.Version != "1.0.0" || c.Image.SHA256 != sha256.Sum256(want) {
+		t.Fatalf("install: %+v %v", c, err)
+	}
+	if c, err := Choose(Config{Flash: fl, Expect: exp}); err != nil || c.Installed || c.Image.Desc.Version != "1.0.0" {
+		t.Fatalf("next start: %+v %v", c, err)
+	}
+
+	fl, _ = flash.Open(t.TempDir())
+	bad := bytes.Clone(want)
+	bad[len(bad)-40] ^= 1 // the checksum byte's neighbourhood: a broken image
+	if _, err := Choose(Config{Flash: fl, Expect: exp, InstallTo: func(w io.Writer) error { _, err := w.Write(bad); return err }}); !errors.Is(err, ErrInstall) {
+		t.Fatalf("a bad first image: %v", err)
+	}
+	if _, err := Choose(Config{Flash: fl, Expect: exp}); !errors.Is(err, ErrInstall) {
+		t.Fatalf("after a refused install, otadata must still be empty: %v", err)
+	}
+	fail := errors.New("disk full")
+	if _, err := Choose(Config{Flash: fl, Expect: exp, InstallTo: func(io.Writer) error { return fail }}); !errors.Is(err, ErrInstall) {
+		t.Fatalf("a failing writer: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -281,3 +282,70 @@ func TestVerifyAt(t *testing.T) {
 		t.Fatalf("short slot: %v", err)
 	}
 }
+
+// smallReads is a ReaderAt that returns at most n bytes per call (short
+// reads without an error, which io.ReaderAt does not promise never to
+// do), with io.EOF at the end as bytes.Reader does.
+type smallReads struct {
+	b []byte
+	n int
+}
+
+func (s smallReads) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(s.b)) {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), s.n)], s.b[off:])
+	if off+int64(k) == int64(len(s.b)) && k < len(p) {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+// TestPackToIsPack: the streaming packer writes exactly Pack's bytes and
+// returns their length and SHA-256, for any executable size (padding to
+// 4 and 16 bytes), with or without the executable's hash given, and
+// whatever the reader returns per call.
+func TestPackToIsPack(t *testing.T) {
+	for _, size := range []int{0, 1, 3, 4, 5, 10, 255, 256<<10 - 1, 256 << 10, 256<<10 + 7, 700001} {
+		exe := make([]byte, size)
+		for i := range exe {
+			exe[i] = byte(i*7 + i>>9)
+		}
+		want := mustPack(t, testDesc(), exe)
+		given := testDesc()
+		given.ELFSHA256 = sha256.Sum256(exe)
+		for _, tc := range []struct {
+			name string
+			d    Desc
+			r    io.ReaderAt
+		}{
+			{"hashed here", testDesc(), bytes.NewReader(exe)},
+			{"hash given", given, bytes.NewReader(exe)},
+			{"small reads", testDesc(), smallReads{exe, 1000}},
+		} {
+			var got bytes.Buffer
+			n, sum, err := PackTo(&got, tc.d, tc.r, int64(size))
+			if err != nil {
+				t.Fatalf("%d bytes, %s: %v", size, tc.name, err)
+			}
+			if !bytes.Equal(got.Bytes(), want) || n != int64(len(want)) || sum != sha256.Sum256(want) {
+				t.Fatalf("%d bytes, %s: PackTo wrote %d bytes (says %d), Pack %d; same bytes %v, same sum %v",
+					size, tc.name, got.Len(), n, len(want), bytes.Equal(got.Bytes(), want), sum == sha256.Sum256(want))
+			}
+		}
+	}
+	// An executable shorter than it is said to be is an error, not a
+	// short image.
+	if _, _, err := PackTo(io.Discard, testDesc(), bytes.NewReader(make([]byte, 10)), 20); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short executable: %v", err)
+	}
+	// So is a writer that fails.
+	if _, _, err := PackTo(failWriter{}, testDesc(), bytes.NewReader(make([]byte, 10)), 10); err == nil {
+		t.Error("a failing writer went unnoticed")
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }

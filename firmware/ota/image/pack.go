@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
+	"io"
 )
 
 // Raw is a segment to build: its load address and data. Data whose length
@@ -64,6 +66,87 @@ func Pack(d Desc, exe []byte) ([]byte, error) {
 		return nil, err
 	}
 	return Build(HostHeader(), []Raw{{LoadAddr: LoadDesc, Data: desc}, {LoadAddr: LoadPayload, Data: exe}})
+}
+
+// PackTo writes to w the image Pack(d, exe) returns, reading the
+// executable's size bytes from exe as it goes, and returns the number of
+// bytes written and the SHA-256 of the whole image. It holds one small
+// buffer, not the image: a board packs its own executable (tens of
+// megabytes) at every start to know its factory image. A zero
+// d.ELFSHA256 costs one more pass over exe.
+func PackTo(w io.Writer, d Desc, exe io.ReaderAt, size int64) (int64, [HashSize]byte, error) {
+	var sum [HashSize]byte
+	if size < 0 || size > 1<<32-4 {
+		return 0, sum, fmt.Errorf("%w: executable of %d bytes", ErrTooLarge, size)
+	}
+	if d.ELFSHA256 == ([32]byte{}) {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(exe, 0, size)); err != nil {
+			return 0, sum, err
+		}
+		h.Sum(d.ELFSHA256[:0])
+	}
+	desc, err := d.Append(nil)
+	if err != nil {
+		return 0, sum, err
+	}
+	h := HostHeader()
+	h.SegmentCount = 2
+	pw := &packWriter{w: w, h: sha256.New()}
+	pw.write(h.Append(nil))
+	var acc uint64
+	seg := func(load uint32, n int64) {
+		pw.write(binary.LittleEndian.AppendUint32(nil, load))
+		pw.write(binary.LittleEndian.AppendUint32(nil, uint32((n+3)&^3)))
+	}
+	seg(LoadDesc, int64(len(desc)))
+	pw.write(desc)
+	pw.write(make([]byte, (len(desc)+3)&^3-len(desc)))
+	acc = xorFold(acc, desc)
+	seg(LoadPayload, size)
+	buf := make([]byte, 256<<10)
+	for off := int64(0); off < size && pw.err == nil; {
+		k, err := exe.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if k == 0 && err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return pw.n, sum, err
+		}
+		acc = xorFold(acc, buf[:k])
+		pw.write(buf[:k])
+		off += int64(k)
+	}
+	pw.write(make([]byte, (size+3)&^3-size))
+	pw.write(make([]byte, padLen(pw.n)))
+	pw.write([]byte{fold(acc) ^ ChecksumSeed})
+	if h.HashAppended == 1 {
+		pw.write(pw.h.Sum(nil)) // the running state goes on: the whole image's hash follows
+	}
+	if pw.err != nil {
+		return pw.n, sum, pw.err
+	}
+	pw.h.Sum(sum[:0])
+	return pw.n, sum, nil
+}
+
+// packWriter writes to w and hashes what it wrote, keeping the first
+// error.
+type packWriter struct {
+	w   io.Writer
+	h   hash.Hash
+	n   int64
+	err error
+}
+
+func (p *packWriter) write(b []byte) {
+	if p.err != nil || len(b) == 0 {
+		return
+	}
+	p.h.Write(b)
+	n, err := p.w.Write(b)
+	p.n += int64(n)
+	p.err = err
 }
 
 // PayloadIndex is the segment of a host image that holds the executable.

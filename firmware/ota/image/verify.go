@@ -305,6 +305,14 @@ func padLen(end int64) int64 { return (15 - end%16) % 16 }
 
 // xorFold XORs p into the accumulator eight bytes at a time. Which lane a
 // byte lands in does not matter: fold XORs the lanes together at the end.
+//
+// It is not instrumented for the race detector (go:norace): in a -race
+// build every byte load would be checked, tens of millions per image,
+// which made most of a board's start in the -race builds tests run (it
+// packs and checks its own executable). It only reads p, and its callers'
+// accesses to p are checked as usual.
+//
+//go:norace
 func xorFold(acc uint64, p []byte) uint64 {
 	for len(p) >= 32 {
 		acc ^= binary.LittleEndian.Uint64(p) ^ binary.LittleEndian.Uint64(p[8:]) ^
