@@ -201,7 +201,7 @@ type gwProc struct {
 var (
 	apiLine  = regexp.MustCompile(`^\s*API:\s+(http://\S+)`)
 	joinLine = regexp.MustCompile(`others join with --cluster (\S+)`)
-	tokLine  = regexp.MustCompile(`first admin token \(shown once, stored hashed\): (holo_\S+)`)
+	tokLine  = regexp.MustCompile(`first admin token: written to (\S+) \(mode`)
 )
 
 // startGateway runs holo-gateway --name name --cluster url with the site's
@@ -288,7 +288,7 @@ func (g *gwProc) launch(bin string) error {
 			registerEmbedded(g.join, g.data)
 		}
 		if m := tokLine.FindStringSubmatch(l); m != nil {
-			g.admin = m[1]
+			g.admin = readSecretFile(m[1])
 		}
 		if strings.Contains(l, "Ctrl-C stops.") {
 			break
@@ -453,3 +453,11 @@ func httpJSON(url string, out any) error {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// readSecretFile reads a secret a gateway wrote for its operator (the
+// first admin token: the banner names the file, never the secret).
+// An unreadable file gives "", which the caller's requests then show.
+func readSecretFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}

@@ -24,7 +24,8 @@ func TestJoinKeepsLiveOwners(t *testing.T) {
 	view.Gateway = ""
 	local := &staticLocal{views: []fleet.BoardView{view}}
 
-	engA, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "a", URL: cluster.Embedded, Listen: "127.0.0.1:0", Dir: t.TempDir()})
+	dirA := t.TempDir()
+	engA, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "a", URL: cluster.Embedded, Listen: "127.0.0.1:0", Dir: dirA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +33,16 @@ func TestJoinKeepsLiveOwners(t *testing.T) {
 	a := runMember(ctx, t, engA, local)
 	waitStatus(t, a, "a owns the board", func(st cluster.Status) bool { return st.Owned == 1 && !st.Partitioned })
 
+	path, err := cluster.MintCredentials(dirA, "b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsB, err := cluster.ReadCredentials(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
-		engB, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "b", URL: engA.JoinURL()})
+		engB, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "b", URL: engA.JoinURL(), Credentials: credsB})
 		if err != nil {
 			t.Fatal(err)
 		}
