@@ -32,11 +32,10 @@ func TestClockAligned(t *testing.T) {
 		if d := c.OffsetUS - truth; d < -c.UncertaintyUS || d > c.UncertaintyUS {
 			t.Fatalf("board %s: offset %d ± %d µs, truth %d: off by %d µs", a, c.OffsetUS, c.UncertaintyUS, truth, d)
 		}
-		// Uncorrected, half the wire time of the exchange (about 100
-		// bytes, 8.7 ms at 115200 baud) would be in the uncertainty.
-		if c.UncertaintyUS >= 4000 {
-			t.Fatalf("board %s: uncertainty %d µs: the wire times were not taken out", a, c.UncertaintyUS)
-		}
+		// That the wire times are taken out of the uncertainty is
+		// TestClockSample's, on fixed figures: here, on the real clock, a
+		// loaded machine's scheduling delays (10 ms beside 50 runnable
+		// processes) are in the round trip and dwarf the 4.4 ms they are.
 		t.Logf("board %s: offset %d ± %d µs, error %d µs", a, c.OffsetUS, c.UncertaintyUS, c.OffsetUS-truth)
 	}
 }
