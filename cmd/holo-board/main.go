@@ -41,6 +41,8 @@ func run(args []string) error {
 	mdnsOn := fs.Bool("mdns", false, "announce <hostname>.local and the HTTP service over mDNS while joined")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	stall := fs.Duration("stall-timeout", longop.DefaultIdle, "cut an upload, pull or download whose client sends or takes no byte for this long")
+	minRate := fs.Int64("min-rate", longop.DefaultMinRate, "cut an upload, pull or download averaging fewer bytes a second than this over --rate-window of waiting (negative: never)")
+	rateWindow := fs.Duration("rate-window", longop.DefaultRateWindow, "the waiting time --min-rate is averaged over")
 	consoleAddr := fs.String("console", "", "console transport: stdio, pty, tcp://ADDR or a serial device (default stdio when stdin is a terminal)")
 	proc := processFlags(fs, data)  // process mode: bootloader, slots, OTA (boot.go)
 	hwFlags := newHardwareFlags(fs) // --hal, --hardware (hardware.go)
@@ -73,7 +75,11 @@ func run(args []string) error {
 	if *stall <= 0 {
 		return fmt.Errorf("--stall-timeout must be positive, not %s", *stall)
 	}
-	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log, OnRestart: proc.onRestart(), StallTimeout: *stall}
+	if *minRate == 0 || *rateWindow <= 0 {
+		return fmt.Errorf("--min-rate must not be 0 (negative turns it off) and --rate-window must be positive")
+	}
+	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log, OnRestart: proc.onRestart(), StallTimeout: *stall,
+		MinRate: *minRate, RateWindow: *rateWindow}
 	var running atomic.Pointer[board.Board] // for the BOOT button, once open
 	hw, devs, err := hwFlags.open(ctx, log, func() *board.Boot {
 		if r := running.Load(); r != nil {

@@ -64,6 +64,37 @@ type Config struct {
 	// is cut and the long-operation lock given back
 	// (longop.DefaultIdle, 30 s, when 0).
 	StallTimeout time.Duration
+	// MinRate and RateWindow: an upload, pull or download averaging
+	// fewer than MinRate bytes a second over a RateWindow of waiting on
+	// its client is cut too (longop.DefaultMinRate, 1 KiB/s, and
+	// longop.DefaultRateWindow, 30 s, when 0; MinRate < 0: no rate cut).
+	MinRate    int64
+	RateWindow time.Duration
+	// HeaderTimeout bounds the reading of a request's headers and
+	// IdleTimeout how long a keep-alive connection may sit idle between
+	// requests (HTTPHeaderTimeout and HTTPIdleTimeout when 0).
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+}
+
+// Timeouts of the board's HTTP server: a client that sends its headers
+// slower than this, or keeps a connection open with no request, is
+// dropped (a board has few sockets to spare).
+const (
+	HTTPHeaderTimeout = 10 * time.Second
+	HTTPIdleTimeout   = 60 * time.Second
+)
+
+// NewHTTPServer is an HTTP server for the board's API with its header and
+// idle timeouts; the API server and the access point's use it.
+func NewHTTPServer(h http.Handler, header, idle time.Duration) *http.Server {
+	if header <= 0 {
+		header = HTTPHeaderTimeout
+	}
+	if idle <= 0 {
+		idle = HTTPIdleTimeout
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: header, IdleTimeout: idle}
 }
 
 // Hardware is the set of devices a board drives.
@@ -223,8 +254,8 @@ func (b *Board) Restart(delay time.Duration) {
 func (b *Board) Run(ctx context.Context, ln net.Listener) error {
 	defer close(b.closed)
 	defer b.db.Close()
-	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := NewHTTPServer(b, b.cfg.HeaderTimeout, b.cfg.IdleTimeout)
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	srvErr := make(chan error, 1)
 	started := false
 	defer func() {

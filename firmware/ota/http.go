@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/firmware/ota/flash"
 )
 
 // queryBool reads a boolean query parameter: true/1 or false/0, def when
@@ -168,8 +169,14 @@ func (s *Service) serveUpload(w http.ResponseWriter, r *http.Request) {
 		length = -1
 	}
 	// A client that stops sending is cut after the long-operation lock's
-	// idle timeout: the session fails and the lock is given back.
-	body := s.cfg.Long.Watch(r.Body, "firmware upload", abort)
+	// idle timeout, one that trickles below its minimum rate or runs past
+	// the deadline of its length (the slot's size when undeclared) too:
+	// the session fails and the lock is given back.
+	declared := length
+	if declared < 0 || declared > flash.SlotSize {
+		declared = flash.SlotSize
+	}
+	body := s.cfg.Long.WatchN(r.Body, "firmware upload", declared, abort)
 	sess, err := s.Upload(SourceOf(r), body, length, opt, abort)
 	if err != nil {
 		// Do not read on: the client learns at once and the connection
