@@ -21,6 +21,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/console"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/longop"
+	"github.com/holofleet/holofleet/firmware/web"
 )
 
 func main() {
@@ -57,6 +58,10 @@ func run(args []string) error {
 	lv.Set(level)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 	proc.powerCut = func() { powerCut(proc) }
+	if os.Getenv("HOLO_BOARD_INSECURE_TEST_KDF") == "1" { // boardtest.TestKDFEnv
+		web.DefaultKDF = web.KDF{Memory: 64, Time: 1, Threads: 1}
+		log.Warn("HOLO_BOARD_INSECURE_TEST_KDF=1: new passwords are stored with a cheap KDF; for tests only")
+	}
 	if err := hwFlags.check(); err != nil { // before any boot: a bad description never crash-loops
 		return err
 	}
