@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,9 @@ type Config struct {
 	// DataDir holds the settings store, flash partitions and the storage
 	// volume; created on first start.
 	DataDir string
+	// Password, when set, replaces the saved password at start (unless it
+	// is the saved one already), as holo-board --password-file does.
+	Password string
 	// Hostname, when set, replaces the saved hostname at start (and is
 	// saved), as --hostname does.
 	Hostname string
@@ -158,6 +162,20 @@ func Open(cfg Config) (*Board, error) {
 	if err := b.loadIdentity(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.Password != "" {
+		ws, err := web.Load(db.Bucket("web"), b.identity.DefaultHostname())
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		if !ws.HasPassword() || !ws.CheckPassword(cfg.Password) {
+			pw, _ := json.Marshal(cfg.Password)
+			if _, err := ws.Apply(web.Patch{Password: pw}); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("board: --password-file: %w", err)
+			}
+		}
 	}
 	if cfg.Hostname != "" {
 		ws, err := web.Load(db.Bucket("web"), b.identity.DefaultHostname())
