@@ -73,7 +73,7 @@ func (s *Service) Routes() []api.Route {
 				boolParam("reboot", "with activate, restart a second after the reply"),
 				boolParam("force", "accept an image built for another project"),
 			},
-			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrSHA256Mismatch},
+			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrDowngrade, api.ErrSHA256Mismatch},
 			Handler: http.HandlerFunc(s.serveUpload)},
 		{Method: http.MethodDelete, Path: "/ota/image", Link: true, Response: Session{},
 			Summary: "Cancel the update in progress, or forget a staged or failed one",
@@ -89,7 +89,7 @@ func (s *Service) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/ota/activate", Link: true, Request: ActivateRequest{}, Response: ActivateResult{},
 			Status:  http.StatusAccepted,
 			Summary: "Make the staged image (or a slot) the boot image; restart a second later unless reboot is false",
-			Errors:  []*api.Error{api.ErrNoSuchSlot, api.ErrNothingStaged, api.ErrBusy, api.ErrInvalidImage},
+			Errors:  []*api.Error{api.ErrNoSuchSlot, api.ErrNothingStaged, api.ErrBusy, api.ErrInvalidImage, api.ErrDowngrade},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var req ActivateRequest
 				if err := api.Decode(r, &req, true); err != nil {
