@@ -206,12 +206,22 @@ func (l *Lock) clock() clock.Clock {
 	return l.Clock
 }
 
-func (l *Lock) cut(c Cut) {
+// record makes c the last cut.
+func (l *Lock) record(c Cut) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	l.lastCut = &c
+	l.mu.Unlock()
+}
+
+// cut tells OnCut of c, already recorded.
+func (l *Lock) cut(c Cut) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
 	on := l.OnCut
 	l.mu.Unlock()
 	if on != nil {
@@ -350,15 +360,18 @@ func (d *dog) fire() {
 	}
 	c := d.cutLocked(reason, now)
 	d.mu.Unlock()
-	d.l.cut(c) // recorded before the aborted call returns
+	d.l.cut(c)
 	if d.abort != nil {
 		d.abort()
 	}
 }
 
-// cutLocked marks the stream cut for reason; d.mu held.
-func (d *dog) cutLocked(reason string, now time.Time) Cut {
-	c := Cut{What: d.what, Bytes: d.n, Idle: d.idle, At: now, Reason: reason}
+// cutLocked marks the stream cut for reason and records the cut as the
+// lock's last, before any call can see the stream cut; d.mu held (lock
+// order: d.mu, then l.mu).
+func (d *dog) cutLocked(reason string, now time.Time) (c Cut) {
+	defer func() { d.l.record(c) }()
+	c = Cut{What: d.what, Bytes: d.n, Idle: d.idle, At: now, Reason: reason}
 	switch reason {
 	case ReasonStalled:
 		d.cutErr = fmt.Errorf("%w: %s: no bytes for %s (after %d)", ErrStalled, d.what, d.idle, d.n)
