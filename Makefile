@@ -15,6 +15,8 @@ FUZZMIN   ?= 500x
 BENCHTIME ?= 1s
 REPORT    ?= $(BIN)/bench-report.md
 VERSION   ?= 0.0.0-dev
+# Anti-rollback secure version of make image (docs/secure-boot.md).
+SECURE_VERSION ?= 0
 LDFLAGS   := -s -w -X github.com/holofleet/holofleet/firmware/buildinfo.Version=$(VERSION)
 COMMANDS  := $(notdir $(wildcard cmd/*))
 # Signing: make image signs with KEY (a private key PEM), or with the
@@ -200,7 +202,7 @@ HOST_GO := GOOS= GOARCH= GOARM= $(GO)
 image: ## Build holo-board with VERSION, pack and sign it: $(BIN)/holo-board-VERSION.bin (KEY=private key PEM, default a dev key; GOARCH=arm64 for a Pi)
 	@mkdir -p $(BIN)
 	$(HOST_GO) build -o $(BIN)/holoctl ./cmd/holoctl
-	$(BIN)/holoctl image pack --version $(VERSION) -o $(BIN)/holo-board-$(VERSION).bin
+	$(BIN)/holoctl image pack --version $(VERSION) --secure-version $(SECURE_VERSION) -o $(BIN)/holo-board-$(VERSION).bin
 	@key='$(KEY)'; \
 	if [ -z "$$key" ]; then \
 	  key='$(DEV_KEY)'; \

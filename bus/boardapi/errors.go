@@ -83,7 +83,10 @@ var (
 
 	ErrInvalidImage   = &Error{http.StatusUnprocessableEntity, "invalid_image", "not a usable firmware image"}
 	ErrSHA256Mismatch = &Error{http.StatusUnprocessableEntity, "sha256_mismatch", "content does not match sha256"}
-	ErrNotPlayable    = &Error{http.StatusUnprocessableEntity, "not_playable", "the screen cannot show this file"}
+	// ErrDowngrade refuses a firmware image whose secure version is below
+	// the board's (anti-rollback; not in the spec, docs/spec-decisions.md).
+	ErrDowngrade   = &Error{http.StatusUnprocessableEntity, "downgrade_refused", "the image's secure version is below the board's"}
+	ErrNotPlayable = &Error{http.StatusUnprocessableEntity, "not_playable", "the screen cannot show this file"}
 
 	ErrOffline     = &Error{http.StatusServiceUnavailable, "offline", "no internet connection"}
 	ErrUnreachable = &Error{http.StatusServiceUnavailable, "unreachable", "release site unreachable"}

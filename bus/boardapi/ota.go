@@ -9,6 +9,9 @@ type App struct {
 	Time      string `json:"time"`
 	IDF       string `json:"idf"`
 	ELFSHA256 string `json:"elf_sha256"`
+	// SecureVersion is the image's anti-rollback secure version (0 for
+	// images that do not set it); omitted when 0.
+	SecureVersion uint32 `json:"secure_version,omitempty" doc:"anti-rollback secure version of the image (application description offset 4); absent when 0"`
 	// SecureBoot is set for the running firmware only (GET /info).
 	SecureBoot *SecureBoot `json:"secure_boot,omitempty"`
 }
@@ -80,6 +83,8 @@ type SecureBootStatus struct {
 	Enabled bool `json:"enabled" doc:"true once keys are burned: only images signed by a trusted, unrevoked key are accepted, activated and booted; false: images are not checked"`
 	// Keys are the burned key digests in slot order.
 	Keys []TrustedKey `json:"keys" doc:"burned key digests in slot order; empty when secure boot is off"`
+	// SecureVersion is the highest secure version confirmed on the board.
+	SecureVersion uint32 `json:"secure_version" doc:"anti-rollback: the highest secure version of an image confirmed on this board (kept in its eFuses); images below it are refused at upload, pull, activation and boot (422 downgrade_refused), keys or not"`
 }
 
 // TrustedKey is one burned key digest.

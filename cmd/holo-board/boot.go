@@ -392,7 +392,7 @@ func (p *process) supervise(log *slog.Logger, args []string, httpAddr string) er
 		}
 		d := choice.Image.Desc
 		h := handoff{Slot: choice.Slot, Label: choice.Label, Trial: choice.Trial, RolledBack: choice.RolledBack,
-			App:  buildinfo.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()},
+			App:  buildinfo.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex(), SecureVersion: d.SecureVersion},
 			Pull: p.pull, FailTrial: p.failTrial, Factory: choice.Factory,
 			FactoryDigest: image.KeyDigest(factory).String(), EFuseCut: p.efuseCut}
 		for _, k := range choice.Signers {

@@ -34,7 +34,7 @@ func TestHALLinuxRefusesBadHardware(t *testing.T) {
 		{"no description", []string{"--hal", "linux", "--hardware", filepath.Join(dir, "none.json")}, []string{"hardware description", "none.json"}},
 		{"bad description", []string{"--hal", "linux", "--hardware", write("bad.json", `{"display":{"spi":"/dev/spidev0.0"},"servos":{"i2c":"/dev/i2c-1","pan":3,"tilt":3}}`)},
 			[]string{"display.dc: a pin is required", "pan and tilt are both channel 3"}},
-		{"parts missing", []string{"--hal", "linux", "--bootloader=false", "--hardware", write("pi.json",
+		{"parts missing", []string{"--hal", "linux", "--open-ota", "--bootloader=false", "--hardware", write("pi.json",
 			`{"display":{"spi":"/dev/spidev9.0","dc":"GPIO25"},"servos":{"i2c":"/dev/i2c-9","pan":0,"tilt":1},"boot_button":"GPIO999"}`)},
 			[]string{"hardware missing: display (/dev/spidev9.0)", "hardware missing: servos (/dev/i2c-9)", "boot_button (GPIO999)"}},
 	}

@@ -13,6 +13,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -21,6 +23,9 @@ import (
 	"github.com/holofleet/holofleet/firmware/console"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/longop"
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
+	"github.com/holofleet/holofleet/firmware/ota/flash"
+	"github.com/holofleet/holofleet/firmware/web"
 )
 
 func main() {
@@ -41,7 +46,11 @@ func run(args []string) error {
 	mdnsOn := fs.Bool("mdns", false, "announce <hostname>.local and the HTTP service over mDNS while joined")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	stall := fs.Duration("stall-timeout", longop.DefaultIdle, "cut an upload, pull or download whose client sends or takes no byte for this long")
+	minRate := fs.Int64("min-rate", longop.DefaultMinRate, "cut an upload, pull or download averaging fewer bytes a second than this over --rate-window of waiting (negative: never)")
+	rateWindow := fs.Duration("rate-window", longop.DefaultRateWindow, "the waiting time --min-rate is averaged over")
 	consoleAddr := fs.String("console", "", "console transport: stdio, pty, tcp://ADDR or a serial device (default stdio when stdin is a terminal)")
+	openOTA := fs.Bool("open-ota", false, "with --hal linux: start without trusted OTA keys, so that anyone who reaches the API may install firmware (the simulator is always open without keys, as the spec says)")
+	passwordFile := fs.String("password-file", "", "set the board's password from the first line of this file at every start")
 	proc := processFlags(fs, data)  // process mode: bootloader, slots, OTA (boot.go)
 	hwFlags := newHardwareFlags(fs) // --hal, --hardware (hardware.go)
 	if err := fs.Parse(args); err != nil {
@@ -55,8 +64,27 @@ func run(args []string) error {
 	lv.Set(level)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 	proc.powerCut = func() { powerCut(proc) }
+	if os.Getenv("HOLO_BOARD_INSECURE_TEST_KDF") == "1" { // boardtest.TestKDFEnv
+		web.DefaultKDF = web.KDF{Memory: 64, Time: 1, Threads: 1}
+		log.Warn("HOLO_BOARD_INSECURE_TEST_KDF=1: new passwords are stored with a cheap KDF; for tests only")
+	}
 	if err := hwFlags.check(); err != nil { // before any boot: a bad description never crash-loops
 		return err
+	}
+	// Real hardware with no trusted key runs whatever a LAN client
+	// uploads (issue 25 row 5): refused before anything is opened.
+	if hwFlags.hal == halLinux && !*openOTA {
+		if err := proc.requireTrust(); err != nil {
+			return err
+		}
+	}
+	var password string
+	if *passwordFile != "" {
+		pw, err := readPasswordFile(*passwordFile)
+		if err != nil {
+			return err
+		}
+		password = pw
 	}
 	if done, err := proc.start(log, args, *httpAddr); done || err != nil {
 		return err
@@ -73,7 +101,11 @@ func run(args []string) error {
 	if *stall <= 0 {
 		return fmt.Errorf("--stall-timeout must be positive, not %s", *stall)
 	}
-	cfg := board.Config{DataDir: *data, Hostname: *hostname, Log: log, OnRestart: proc.onRestart(), StallTimeout: *stall}
+	if *minRate == 0 || *rateWindow <= 0 {
+		return fmt.Errorf("--min-rate must not be 0 (negative turns it off) and --rate-window must be positive")
+	}
+	cfg := board.Config{DataDir: *data, Hostname: *hostname, Password: password, Log: log, OnRestart: proc.onRestart(), StallTimeout: *stall,
+		MinRate: *minRate, RateWindow: *rateWindow}
 	var running atomic.Pointer[board.Board] // for the BOOT button, once open
 	hw, devs, err := hwFlags.open(ctx, log, func() *board.Boot {
 		if r := running.Load(); r != nil {
@@ -151,4 +183,41 @@ func powerCut(proc *process) {
 		_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
 	}
 	os.Exit(console.PowerCutCode)
+}
+
+// ErrNoTrustedKeys is the refusal of --hal linux without keys.
+var ErrNoTrustedKeys = errors.New("--hal linux: no trusted OTA key: give --ota-key FILE (or build keys in with make build KEY=PUB), or pass --open-ota to let anyone on the network install firmware")
+
+// requireTrust fails unless OTA images will be checked against a key:
+// --ota-key files, keys built in, or keys burned at an earlier start.
+func (p *process) requireTrust() error {
+	keys, err := p.keys()
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		return nil
+	}
+	st, err := efuse.Open(filepath.Join(*p.data, flash.Dir)).Read()
+	if err != nil {
+		return fmt.Errorf("secure boot: %w", err)
+	}
+	if st.Enabled() {
+		return nil
+	}
+	return ErrNoTrustedKeys
+}
+
+// readPasswordFile reads a board password: the file's first line.
+func readPasswordFile(name string) (string, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", fmt.Errorf("--password-file: %w", err)
+	}
+	pw, _, _ := strings.Cut(string(b), "\n")
+	pw = strings.TrimSuffix(pw, "\r")
+	if pw == "" {
+		return "", fmt.Errorf("--password-file %s: the first line is empty", name)
+	}
+	return pw, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/ota"
+	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
@@ -65,6 +66,7 @@ func imagePack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	project := fs.String("project", buildinfo.Project, "project name written into the image")
 	var revoke keyList
 	fs.Var(&revoke, "revoke", "public key `PEM` (or hex key digest) the image asks boards to revoke once it is confirmed; repeat for two")
+	secver := fs.Uint("secure-version", 0, "anti-rollback secure version (0-255): once an image of this secure version confirms, a board refuses every image below it; raise it for security fixes only")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -73,6 +75,9 @@ func imagePack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *version == "" || fs.NArg() > 0 {
 		return fmt.Errorf("%w: --version is required and no arguments are taken", errUsage)
+	}
+	if *secver > efuse.MaxSecureVersion {
+		return fmt.Errorf("%w: --secure-version %d: at most %d", errUsage, *secver, efuse.MaxSecureVersion)
 	}
 	if *out == "" {
 		*out = "holo-board-" + *version + ".bin"
@@ -99,7 +104,7 @@ func imagePack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	img, err := image.Pack(image.Desc{Project: *project, Version: *version, Date: date, Time: clock, IDF: "host-" + goVersion(), Revoke: revoke}, b)
+	img, err := image.Pack(image.Desc{Project: *project, Version: *version, Date: date, Time: clock, IDF: "host-" + goVersion(), Revoke: revoke, SecureVersion: uint32(*secver)}, b)
 	if err != nil {
 		return err
 	}
@@ -330,6 +335,7 @@ func imageSign(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "signed image to write (default: IN, rewritten)")
 	var revoke keyList
 	fs.Var(&revoke, "revoke", "public key `PEM` (or hex digest) the image asks boards to revoke; only on an image not signed yet")
+	secver := fs.Int("secure-version", -1, "set the anti-rollback secure version (0-255); only on an image not signed yet (default: leave it)")
 	in, err := interleaved(fs, args)
 	if err != nil {
 		return err
@@ -351,6 +357,14 @@ func imageSign(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(revoke) > 0 {
 		if img, err = image.WithRevoke(img, revoke); err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+	}
+	if *secver > efuse.MaxSecureVersion {
+		return fmt.Errorf("%w: --secure-version %d: at most %d", errUsage, *secver, efuse.MaxSecureVersion)
+	}
+	if *secver >= 0 {
+		if img, err = image.WithSecureVersion(img, uint32(*secver)); err != nil {
 			return fmt.Errorf("%s: %w", in, err)
 		}
 	}

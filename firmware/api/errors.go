@@ -44,6 +44,7 @@ var (
 	ErrTooLarge       = boardapi.ErrTooLarge
 	ErrContentType    = boardapi.ErrContentType
 	ErrInvalidImage   = boardapi.ErrInvalidImage
+	ErrDowngrade      = boardapi.ErrDowngrade
 	ErrSHA256Mismatch = boardapi.ErrSHA256Mismatch
 	ErrNotPlayable    = boardapi.ErrNotPlayable
 	ErrOffline        = boardapi.ErrOffline

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,9 @@ type Config struct {
 	// DataDir holds the settings store, flash partitions and the storage
 	// volume; created on first start.
 	DataDir string
+	// Password, when set, replaces the saved password at start (unless it
+	// is the saved one already), as holo-board --password-file does.
+	Password string
 	// Hostname, when set, replaces the saved hostname at start (and is
 	// saved), as --hostname does.
 	Hostname string
@@ -64,6 +68,37 @@ type Config struct {
 	// is cut and the long-operation lock given back
 	// (longop.DefaultIdle, 30 s, when 0).
 	StallTimeout time.Duration
+	// MinRate and RateWindow: an upload, pull or download averaging
+	// fewer than MinRate bytes a second over a RateWindow of waiting on
+	// its client is cut too (longop.DefaultMinRate, 1 KiB/s, and
+	// longop.DefaultRateWindow, 30 s, when 0; MinRate < 0: no rate cut).
+	MinRate    int64
+	RateWindow time.Duration
+	// HeaderTimeout bounds the reading of a request's headers and
+	// IdleTimeout how long a keep-alive connection may sit idle between
+	// requests (HTTPHeaderTimeout and HTTPIdleTimeout when 0).
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+}
+
+// Timeouts of the board's HTTP server: a client that sends its headers
+// slower than this, or keeps a connection open with no request, is
+// dropped (a board has few sockets to spare).
+const (
+	HTTPHeaderTimeout = 10 * time.Second
+	HTTPIdleTimeout   = 60 * time.Second
+)
+
+// NewHTTPServer is an HTTP server for the board's API with its header and
+// idle timeouts; the API server and the access point's use it.
+func NewHTTPServer(h http.Handler, header, idle time.Duration) *http.Server {
+	if header <= 0 {
+		header = HTTPHeaderTimeout
+	}
+	if idle <= 0 {
+		idle = HTTPIdleTimeout
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: header, IdleTimeout: idle}
 }
 
 // Hardware is the set of devices a board drives.
@@ -127,6 +162,20 @@ func Open(cfg Config) (*Board, error) {
 	if err := b.loadIdentity(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.Password != "" {
+		ws, err := web.Load(db.Bucket("web"), b.identity.DefaultHostname())
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		if !ws.HasPassword() || !ws.CheckPassword(cfg.Password) {
+			pw, _ := json.Marshal(cfg.Password)
+			if _, err := ws.Apply(web.Patch{Password: pw}); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("board: --password-file: %w", err)
+			}
+		}
 	}
 	if cfg.Hostname != "" {
 		ws, err := web.Load(db.Bucket("web"), b.identity.DefaultHostname())
@@ -223,8 +272,8 @@ func (b *Board) Restart(delay time.Duration) {
 func (b *Board) Run(ctx context.Context, ln net.Listener) error {
 	defer close(b.closed)
 	defer b.db.Close()
-	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := NewHTTPServer(b, b.cfg.HeaderTimeout, b.cfg.IdleTimeout)
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	srvErr := make(chan error, 1)
 	started := false
 	defer func() {

@@ -153,7 +153,7 @@ func (wiredNetwork) ViaAP(*http.Request) bool { return false }
 func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot := &Boot{Board: b, Clock: b.clk, Log: b.log, Started: b.clk.Now(), addr: addr,
 		features: map[string]bool{}, Network: wiredNetwork{addr}, values: map[any]any{},
-		Long: &longop.Lock{Idle: b.cfg.StallTimeout, Clock: b.clk}}
+		Long: &longop.Lock{Idle: b.cfg.StallTimeout, MinRate: b.cfg.MinRate, RateWindow: b.cfg.RateWindow, Clock: b.clk}}
 	boot.ctx, boot.cancel = context.WithCancel(context.Background())
 	boot.OnClose(boot.wg.Wait)
 	boot.OnClose(boot.cancel)
@@ -164,7 +164,7 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	// A long operation cut because its client stalled is told in the
 	// system state at once (an upload's own client no longer listens).
 	boot.Long.OnCut = func(c longop.Cut) {
-		boot.Log.Warn("board: long operation cut: its client stalled", "what", c.What, "bytes", c.Bytes, "idle", c.Idle)
+		boot.Log.Warn("board: long operation cut: its client stalled", "what", c.What, "bytes", c.Bytes, "idle", c.Idle, "reason", c.Reason)
 		boot.Hub.SetState(events.KindSystem, boot.System())
 	}
 	ws, err := web.Load(b.db.Bucket("web"), b.identity.DefaultHostname())
@@ -389,7 +389,8 @@ type System struct {
 type LongOpCut struct {
 	What   string `json:"what" doc:"the operation, such as uploading /clips/a.mov or firmware upload"`
 	Bytes  int64  `json:"bytes" doc:"bytes that passed before it stalled"`
-	IdleMS int64  `json:"idle_ms" doc:"how long it waited, ms"`
+	IdleMS int64  `json:"idle_ms" doc:"how long it waited, ms (the rate window for too_slow, the time it ran for deadline)"`
+	Reason string `json:"reason" doc:"stalled (no byte for the stall timeout), too_slow (under the minimum rate) or deadline (past the deadline of its length)"`
 	TMs    int64  `json:"t_ms" doc:"board uptime when it was cut, ms"`
 }
 
@@ -401,7 +402,7 @@ func (boot *Boot) System() System {
 		s.RSSI = &rssi
 	}
 	if c := boot.Long.LastCut(); c != nil {
-		s.LastCut = &LongOpCut{What: c.What, Bytes: c.Bytes, IdleMS: c.Idle.Milliseconds(), TMs: c.At.Sub(boot.Started).Milliseconds()}
+		s.LastCut = &LongOpCut{What: c.What, Bytes: c.Bytes, IdleMS: c.Idle.Milliseconds(), Reason: c.Reason, TMs: c.At.Sub(boot.Started).Milliseconds()}
 	}
 	return s
 }

@@ -98,6 +98,10 @@ type Board struct {
 
 var listenRE = regexp.MustCompile(`listening on (http://(\S+))`)
 
+// TestKDFEnv, set to 1, makes holo-board store new passwords with a
+// cheap KDF (tests only; it warns at start).
+const TestKDFEnv = "HOLO_BOARD_INSECURE_TEST_KDF"
+
 // Start runs holo-board with --data dir (a new temp dir when empty) on a
 // free loopback port, plus extra flags, and waits until it serves.
 func Start(t testing.TB, dir string, extra ...string) *Board {
@@ -107,6 +111,9 @@ func Start(t testing.TB, dir string, extra ...string) *Board {
 	}
 	args := append([]string{"--data", dir, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)
 	cmd := exec.Command(Binary(t), args...)
+	// Passwords stored with a cheap argon2id: the race-built binary on a
+	// loaded machine takes seconds per production verification.
+	cmd.Env = append(os.Environ(), TestKDFEnv+"=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -277,7 +277,7 @@ func (h *handlers) download(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	// A client that stops taking bytes is cut the same way.
 	rc := http.NewResponseController(w)
-	out := h.long.WatchWriter(w, what, func() { _ = rc.SetWriteDeadline(time.Now()) })
+	out := h.long.WatchWriterN(w, what, e.Size, func() { _ = rc.SetWriteDeadline(time.Now()) })
 	_, _ = io.CopyN(out, file, e.Size)
 }
 
@@ -324,7 +324,7 @@ func (h *handlers) upload(w http.ResponseWriter, r *http.Request) {
 	// A client that stops sending is cut after the lock's idle timeout:
 	// the read fails, the .part file goes, the lock is given back.
 	rc := http.NewResponseController(w)
-	body := h.long.Watch(r.Body, what, func() { _ = rc.SetReadDeadline(time.Now()) })
+	body := h.long.WatchN(r.Body, what, r.ContentLength, func() { _ = rc.SetReadDeadline(time.Now()) })
 	e, created, err := h.v.Put(r.Context(), p, body, r.ContentLength, opt)
 	if err != nil {
 		api.WriteError(w, err)

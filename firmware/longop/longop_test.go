@@ -76,7 +76,7 @@ func TestWatchCutsAStalledReader(t *testing.T) {
 		t.Fatal("the stalled read was not cut")
 	}
 	c := <-cuts
-	want := Cut{What: "uploading /a.mov", Bytes: 10, Idle: 5 * time.Second, At: t0.Add(time.Hour + 5*time.Second)}
+	want := Cut{What: "uploading /a.mov", Bytes: 10, Idle: 5 * time.Second, Reason: ReasonStalled, At: t0.Add(time.Hour + 5*time.Second)}
 	if c != want || *l.LastCut() != want {
 		t.Errorf("cut %+v, last %+v, want %+v", c, l.LastCut(), want)
 	}

@@ -61,7 +61,7 @@ func (l *APListener) Open() (net.Addr, error) {
 		}
 	}
 	l.last = ln.Addr().String()
-	srv := &http.Server{Handler: l.Handler, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: l.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, // as board.NewHTTPServer
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return WithViaAP(ctx) }}
 	if l.Log != nil {
 		srv.ErrorLog = slog.NewLogLogger(l.Log.Handler(), slog.LevelDebug)

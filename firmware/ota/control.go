@@ -2,6 +2,7 @@ package ota
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/holofleet/holofleet/firmware/api"
@@ -191,6 +192,9 @@ func (s *Service) recheck(slot int, staged *image.Image) (*image.Image, error) {
 		return cur.With(slot, otadata.Invalid)
 	})
 	e := api.Errorf(api.ErrInvalidImage, "%s fails its check: %v", flash.Slots[slot], err)
+	if errors.Is(err, image.ErrSecureVersion) {
+		e = api.Errorf(api.ErrDowngrade, "%s: %v", flash.Slots[slot], strings.TrimPrefix(err.Error(), "image: "))
+	}
 	s.mu.Lock()
 	if staged != nil && s.staged == staged {
 		s.sess.State = StateFailed

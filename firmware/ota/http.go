@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/firmware/ota/flash"
 )
 
 // queryBool reads a boolean query parameter: true/1 or false/0, def when
@@ -72,7 +73,7 @@ func (s *Service) Routes() []api.Route {
 				boolParam("reboot", "with activate, restart a second after the reply"),
 				boolParam("force", "accept an image built for another project"),
 			},
-			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrSHA256Mismatch},
+			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrDowngrade, api.ErrSHA256Mismatch},
 			Handler: http.HandlerFunc(s.serveUpload)},
 		{Method: http.MethodDelete, Path: "/ota/image", Link: true, Response: Session{},
 			Summary: "Cancel the update in progress, or forget a staged or failed one",
@@ -88,7 +89,7 @@ func (s *Service) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/ota/activate", Link: true, Request: ActivateRequest{}, Response: ActivateResult{},
 			Status:  http.StatusAccepted,
 			Summary: "Make the staged image (or a slot) the boot image; restart a second later unless reboot is false",
-			Errors:  []*api.Error{api.ErrNoSuchSlot, api.ErrNothingStaged, api.ErrBusy, api.ErrInvalidImage},
+			Errors:  []*api.Error{api.ErrNoSuchSlot, api.ErrNothingStaged, api.ErrBusy, api.ErrInvalidImage, api.ErrDowngrade},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var req ActivateRequest
 				if err := api.Decode(r, &req, true); err != nil {
@@ -168,8 +169,14 @@ func (s *Service) serveUpload(w http.ResponseWriter, r *http.Request) {
 		length = -1
 	}
 	// A client that stops sending is cut after the long-operation lock's
-	// idle timeout: the session fails and the lock is given back.
-	body := s.cfg.Long.Watch(r.Body, "firmware upload", abort)
+	// idle timeout, one that trickles below its minimum rate or runs past
+	// the deadline of its length (the slot's size when undeclared) too:
+	// the session fails and the lock is given back.
+	declared := length
+	if declared < 0 || declared > flash.SlotSize {
+		declared = flash.SlotSize
+	}
+	body := s.cfg.Long.WatchN(r.Body, "firmware upload", declared, abort)
 	sess, err := s.Upload(SourceOf(r), body, length, opt, abort)
 	if err != nil {
 		// Do not read on: the client learns at once and the connection

@@ -371,7 +371,7 @@ func (s *Service) Pull(ctx context.Context, req PullRequest) (Session, error) {
 		defer resp.Body.Close()
 		// A release site that stops sending is cut after the
 		// long-operation lock's idle timeout.
-		err := s.receive(wctx, w.gen, slot, s.cfg.Long.Watch(body, "firmware pull", cancelFetch), total, opt)
+		err := s.receive(wctx, w.gen, slot, s.cfg.Long.WatchN(body, "firmware pull", total, cancelFetch), total, opt)
 		s.finished(w)
 		release()
 		if err == nil && opt.Activate {

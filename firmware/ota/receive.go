@@ -175,6 +175,10 @@ func (s *Service) checkSignature(im *image.Image) error {
 	if err != nil {
 		return err
 	}
+	// Anti-rollback first, keys or not (issue 25 row 11).
+	if err := st.Trust().CheckSecureVersion(im.Desc); err != nil {
+		return api.Errorf(api.ErrDowngrade, "%s", strings.TrimPrefix(err.Error(), "image: "))
+	}
 	if !st.Enabled() {
 		return nil
 	}

@@ -272,7 +272,7 @@ func (s *Service) slotApp(label string) *App {
 }
 
 func appOf(d image.Desc) *App {
-	return &App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()}
+	return &App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex(), SecureVersion: d.SecureVersion}
 }
 
 // Options are the choices of an upload or pull.

@@ -53,7 +53,7 @@ type (
 )
 
 func secureBootOf(st efuse.State) SecureBootStatus {
-	out := SecureBootStatus{Enabled: st.Enabled(), Keys: []TrustedKey{}}
+	out := SecureBootStatus{Enabled: st.Enabled(), Keys: []TrustedKey{}, SecureVersion: st.SecureVersion}
 	for i, k := range st.Keys {
 		out.Keys = append(out.Keys, TrustedKey{Digest: k.String(), Revoked: st.Revoked[i]})
 	}

@@ -3,15 +3,15 @@
 // whose pages may call the API from a browser (CORS). They are saved and
 // survive restarts; it implements httpapi.Access for the HTTP server.
 //
-// The password is never returned; it is kept as a salted SHA-256 so the
-// settings file does not hold it in the clear.
+// The password is never returned; it is kept as an argon2id record (see
+// KDF) so the settings file does not hold it in the clear nor anything a
+// guessing rig can test fast. A record of the old format (one salted
+// SHA-256, boards before issue 25) still verifies and is rewritten as
+// argon2id at its next good login.
 package web
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -36,7 +36,10 @@ type Store interface {
 // Publisher receives state changes (the board's event hub).
 type Publisher interface{ SetState(kind string, state any) }
 
-// saved is the stored document.
+// saved is the stored document. PasswordHash is an argon2id PHC string
+// ($argon2id$v=19$m=..,t=..,p=..$salt$key) with PasswordSalt empty, or,
+// in a record from before issue 25, the hex SHA-256 of PasswordSalt, a
+// NUL and the password.
 type saved struct {
 	Hostname     string   `json:"hostname"`
 	PasswordSalt string   `json:"password_salt,omitempty"`
@@ -65,9 +68,13 @@ type Settings struct {
 	store           Store
 	defaultHostname string
 	onHostname      func(string)
+	kdf             KDF
 
 	mu  sync.RWMutex
 	cur saved
+
+	verify sync.Mutex // one KDF at a time; guards good
+	good   *goodCache
 }
 
 const storeKey = "web"
@@ -75,7 +82,7 @@ const storeKey = "web"
 // Load reads the saved web settings or starts from the defaults.
 // defaultHostname is holo- plus four characters of the board's identity.
 func Load(st Store, defaultHostname string) (*Settings, error) {
-	s := &Settings{store: st, defaultHostname: defaultHostname}
+	s := &Settings{store: st, defaultHostname: defaultHostname, kdf: DefaultKDF, good: newGoodCache()}
 	ok, err := st.Get(storeKey, &s.cur)
 	if err != nil {
 		return nil, fmt.Errorf("web: load: %w", err)
@@ -107,20 +114,54 @@ func (s *Settings) HasPassword() bool {
 	return s.cur.PasswordHash != ""
 }
 
-// CheckPassword reports whether p is the password.
+// SetKDF sets the cost new passwords are stored with (DefaultKDF from
+// Load); tests use a cheap one. Records keep the cost they were made with.
+func (s *Settings) SetKDF(k KDF) {
+	s.mu.Lock()
+	s.kdf = k
+	s.mu.Unlock()
+}
+
+// CheckPassword reports whether p is the password. A good password in an
+// old-format record rewrites the record as argon2id.
 func (s *Settings) CheckPassword(p string) bool {
 	s.mu.RLock()
-	salt, want := s.cur.PasswordSalt, s.cur.PasswordHash
+	salt, want, kdf := s.cur.PasswordSalt, s.cur.PasswordHash, s.kdf
 	s.mu.RUnlock()
 	if want == "" {
 		return true
 	}
-	return subtle.ConstantTimeCompare([]byte(hashPassword(salt, p)), []byte(want)) == 1
+	s.verify.Lock()
+	defer s.verify.Unlock()
+	if g := s.good; g.record == want && g.mac != nil && subtle.ConstantTimeCompare(g.sum(p), g.mac) == 1 {
+		return true
+	}
+	if !verifyRecord(salt, want, p) {
+		return false
+	}
+	s.good.record, s.good.mac = want, s.good.sum(p)
+	if isLegacy(want) {
+		s.upgrade(want, kdf.hashNew(p))
+	}
+	return true
 }
 
-func hashPassword(salt, p string) string {
-	h := sha256.Sum256([]byte(salt + "\x00" + p))
-	return hex.EncodeToString(h[:])
+// upgrade replaces the old-format record old with rec, unless the
+// password changed meanwhile. A failed save leaves the old record, to be
+// upgraded at a later login.
+func (s *Settings) upgrade(old, rec string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur.PasswordHash != old {
+		return
+	}
+	next := s.cur
+	next.PasswordSalt, next.PasswordHash = "", rec
+	if err := s.store.Put(storeKey, next); err != nil {
+		return
+	}
+	s.cur = next
+	s.good.record = rec
 }
 
 // TrustedOrigin implements httpapi.Access.
@@ -157,6 +198,18 @@ func (s *Settings) State() State {
 
 // Apply validates and saves a patch; nothing changes when it fails.
 func (s *Settings) Apply(p Patch) (State, error) {
+	// A new password's record is derived before locking: the KDF is slow
+	// on purpose and nothing else should wait on it.
+	var newRecord string
+	if p.Password != nil && !isNull(p.Password) {
+		var pw string
+		if json.Unmarshal(p.Password, &pw) == nil && validPassword(pw) {
+			s.mu.RLock()
+			k := s.kdf
+			s.mu.RUnlock()
+			newRecord = k.hashNew(pw)
+		}
+	}
 	s.mu.Lock()
 	next := s.cur
 	next.TrustedSites = append([]string(nil), s.cur.TrustedSites...)
@@ -187,12 +240,12 @@ func (s *Settings) Apply(p Patch) (State, error) {
 				s.mu.Unlock()
 				return State{}, api.Errorf(api.ErrBadRequest, "password must be a string or null")
 			}
-			if len(pw) < 1 || len(pw) > 128 || strings.ContainsAny(pw, "\x00\r\n") {
+			if !validPassword(pw) || newRecord == "" {
 				s.mu.Unlock()
 				return State{}, api.Errorf(api.ErrBadRequest, "password must be 1-128 bytes without control line breaks; null clears it")
 			}
-			next.PasswordSalt = newSalt()
-			next.PasswordHash = hashPassword(next.PasswordSalt, pw)
+			next.PasswordSalt = ""
+			next.PasswordHash = newRecord
 		}
 	}
 	if p.TrustedSites != nil {
@@ -229,16 +282,14 @@ func (s *Settings) Apply(p Patch) (State, error) {
 	return s.State(), nil
 }
 
+func validPassword(pw string) bool {
+	return len(pw) >= 1 && len(pw) <= 128 && !strings.ContainsAny(pw, "\x00\r\n")
+}
+
 // MaxTrustedSites bounds the trusted sites list.
 const MaxTrustedSites = 16
 
 func isNull(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == "null" }
-
-func newSalt() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // ValidHostname checks a .local hostname: one DNS label of 1-63 letters,
 // digits and hyphens, not starting or ending with a hyphen.

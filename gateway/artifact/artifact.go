@@ -308,7 +308,7 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 	}
 	d := im.Desc
 	a = Artifact{SHA256: sum, Size: n, Chip: im.Header.ChipID, Name: filepath.Base(name),
-		App:   boardapi.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex()},
+		App:   boardapi.App{Project: d.Project, Version: d.Version, Date: d.Date, Time: d.Time, IDF: d.IDF, ELFSHA256: d.ELFSHA256Hex(), SecureVersion: d.SecureVersion},
 		Added: s.o.Clock.Now().UTC()}
 	if a.Signature, a.Signers, err = signatureOf(tmp, im); err != nil {
 		return a, false, err

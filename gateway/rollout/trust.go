@@ -48,7 +48,7 @@ const trustParallel = 16
 // it. Secure boot on without a readable key refuses everything: the board
 // says it checks, and the gateway cannot tell what would pass.
 func trustOf(sb boardapi.SecureBootStatus) (image.Trust, error) {
-	var t image.Trust
+	t := image.Trust{MinSecureVersion: sb.SecureVersion}
 	if !sb.Enabled {
 		return t, nil
 	}
@@ -91,6 +91,11 @@ func trustNames(t image.Trust) string {
 
 // refusal is why a board holding t refuses a, or "" when it takes it.
 func refusal(a artifact.Artifact, t image.Trust) string {
+	// Anti-rollback (issue 25 row 11): a board refuses an image below the
+	// secure version it burned, keys or not.
+	if a.App.SecureVersion < t.MinSecureVersion {
+		return fmt.Sprintf("anti-rollback would refuse the image (downgrade_refused): its secure version is %d, the board's %d", a.App.SecureVersion, t.MinSecureVersion)
+	}
 	if _, err := a.Check(t); err != nil {
 		return fmt.Sprintf("secure boot would refuse the image: %s (%s)", strings.TrimPrefix(err.Error(), "image: "), trustNames(t))
 	}
@@ -154,7 +159,7 @@ func (e *Engine) checkTrust(ctx context.Context, a artifact.Artifact, picked []s
 				verdicts[i].refused = fmt.Sprintf("secure boot: %v", err)
 				return
 			}
-			key := fmt.Sprint(t.Keys, t.Revoked)
+			key := fmt.Sprint(t.Keys, t.Revoked, t.MinSecureVersion)
 			mu.Lock()
 			why, ok := memo[key]
 			mu.Unlock()
@@ -194,7 +199,7 @@ func (w *worker) refusedBy(v view) (string, error) {
 		// take nothing the gateway can vouch for.
 		return fmt.Sprintf("secure boot: %v", err), nil
 	}
-	if !t.Enabled() {
+	if !t.Enabled() && t.MinSecureVersion == 0 {
 		return "", nil
 	}
 	a, err := w.e.o.Artifacts.Get(w.rollout().Image.SHA256)

@@ -187,9 +187,16 @@ func choose(cfg Config, trust image.Trust) (Choice, error) {
 						return c, err
 					}
 					c.Trial = true
-				} else if trust.Enabled() && len(im.Desc.Revoke) > 0 {
-					if c.Revoked, err = applyRevocations(cfg, store, b, im); err != nil {
+				} else {
+					// Confirmed: burn its secure version (again, should a
+					// power cut have come between confirm and burn).
+					if err := burnSecureVersion(cfg, im, c.Factory); err != nil {
 						return c, err
+					}
+					if trust.Enabled() && len(im.Desc.Revoke) > 0 {
+						if c.Revoked, err = applyRevocations(cfg, store, b, im); err != nil {
+							return c, err
+						}
 					}
 				}
 				c.Slot, c.Label, c.Image = b, flash.Slots[b], im
@@ -275,6 +282,13 @@ func Check(fl *flash.Flash, slot int, exp image.Expect, trust image.Trust, facto
 		return nil, nil, false, err
 	}
 	signers := image.Signers(im)
+	isFactory := factory != ([32]byte{}) && im.SHA256 == factory
+	// Anti-rollback: an image below the board's secure version is
+	// refused, keys or not. The factory firmware (the executable the
+	// board's owner started) is exempt, as from signatures.
+	if err := trust.CheckSecureVersion(im.Desc); err != nil && !isFactory {
+		return nil, nil, false, err
+	}
 	if !trust.Enabled() {
 		return im, signers, false, nil
 	}
@@ -282,7 +296,7 @@ func Check(fl *flash.Flash, slot int, exp image.Expect, trust image.Trust, facto
 	if terr == nil {
 		return im, signers, false, nil
 	}
-	if factory != ([32]byte{}) && im.SHA256 == factory {
+	if isFactory {
 		return im, signers, true, nil
 	}
 	return nil, nil, false, terr
@@ -407,15 +421,21 @@ func ApplyRevocations(cfg Config, slot int) ([]image.KeyDigest, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	trust, err := cfg.trust()
-	if err != nil || !trust.Enabled() {
+	if err != nil || cfg.Fuses == nil {
 		return nil, err
 	}
 	var c Choice
 	im, err := check(cfg, trust, slot, &c)
 	if err != nil {
+		if !trust.Enabled() {
+			return nil, nil // as before anti-rollback: an open board did not check here
+		}
 		return nil, err
 	}
-	if len(im.Desc.Revoke) == 0 {
+	if err := burnSecureVersion(cfg, im, c.Factory); err != nil {
+		return nil, err
+	}
+	if !trust.Enabled() || len(im.Desc.Revoke) == 0 {
 		return nil, nil
 	}
 	odp, err := cfg.Flash.Open(flash.OTAData)
@@ -424,6 +444,26 @@ func ApplyRevocations(cfg Config, slot int) ([]image.KeyDigest, error) {
 	}
 	defer odp.Close()
 	return applyRevocations(cfg, otadata.NewStore(odp), slot, im)
+}
+
+// burnSecureVersion raises the board's secure version to that of im, a
+// confirmed image (not the factory firmware, which is exempt from it).
+func burnSecureVersion(cfg Config, im *image.Image, factory bool) error {
+	if cfg.Fuses == nil || factory || im.Desc.SecureVersion == 0 {
+		return nil
+	}
+	before, err := cfg.Fuses.Read()
+	if err != nil {
+		return err
+	}
+	st, err := cfg.Fuses.BurnSecureVersion(im.Desc.SecureVersion)
+	if err != nil {
+		return err
+	}
+	if st.SecureVersion > before.SecureVersion {
+		cfg.Log.Warn("bootloader: secure version raised by the confirmed image; older images are refused now", "secure_version", st.SecureVersion, "version", im.Desc.Version)
+	}
+	return nil
 }
 
 func applyRevocations(cfg Config, store *otadata.Store, slot int, im *image.Image) ([]image.KeyDigest, error) {

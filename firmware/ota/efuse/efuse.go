@@ -18,7 +18,10 @@
 //	     4     1  format version, 1
 //	     5     1  number of key digests burned, 0-3
 //	     6     1  revoke bits: bit i set revokes key digest i
-//	     7     1  reserved, zero
+//	     7     1  secure version: the highest secure version
+//	              (image.Desc.SecureVersion) of an image that confirmed
+//	              itself on this board, 0-255; reserved and zero before
+//	              anti-rollback, so older files read as 0
 //	     8    96  key digests 0, 1, 2 (SHA-256 of the public key as a
 //	              signature block holds it, see image.KeyDigest); zero
 //	              past the number burned
@@ -105,14 +108,25 @@ type State struct {
 	Keys []image.KeyDigest
 	// Revoked[i] is the revoke bit of Keys[i].
 	Revoked [MaxKeys]bool
+	// SecureVersion is the highest secure version confirmed on the board
+	// (anti-rollback); images below it are refused.
+	SecureVersion uint32
 }
+
+// MaxSecureVersion is the highest secure version the fuses hold (one
+// byte, as ESP32 parts hold a few dozen in a thermometer-coded field):
+// raise it for security fixes only.
+const MaxSecureVersion = 255
+
+// ErrSecureVersion means a secure version above MaxSecureVersion.
+var ErrSecureVersion = errors.New("efuse: secure version out of range")
 
 // Enabled reports whether any key is burned (secure boot on).
 func (s State) Enabled() bool { return len(s.Keys) > 0 }
 
 // Trust is the state as the image package checks against it.
 func (s State) Trust() image.Trust {
-	t := image.Trust{Keys: slices.Clone(s.Keys)}
+	t := image.Trust{Keys: slices.Clone(s.Keys), MinSecureVersion: s.SecureVersion}
 	for i, k := range s.Keys {
 		if s.Revoked[i] {
 			t.Revoked = append(t.Revoked, k)
@@ -127,8 +141,12 @@ func (s State) Encode() ([Size]byte, error) {
 	if len(s.Keys) > MaxKeys {
 		return b, fmt.Errorf("%w: %d keys", ErrTooMany, len(s.Keys))
 	}
+	if s.SecureVersion > MaxSecureVersion {
+		return b, fmt.Errorf("%w: %d", ErrSecureVersion, s.SecureVersion)
+	}
 	copy(b[:], magic)
 	b[4] = version
+	b[7] = byte(s.SecureVersion)
 	b[5] = byte(len(s.Keys))
 	for i, k := range s.Keys {
 		copy(b[offKeys+32*i:], k[:])
@@ -152,9 +170,10 @@ func Decode(b []byte) (State, error) {
 		return s, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
 	case b[4] != version:
 		return s, fmt.Errorf("%w: format version %d", ErrCorrupt, b[4])
-	case b[5] > MaxKeys || b[6]>>b[5] != 0 || b[7] != 0:
+	case b[5] > MaxKeys || b[6]>>b[5] != 0:
 		return s, fmt.Errorf("%w: %d keys, revoke bits %#x", ErrCorrupt, b[5], b[6])
 	}
+	s.SecureVersion = uint32(b[7])
 	for i := range int(b[5]) {
 		var k image.KeyDigest
 		copy(k[:], b[offKeys+32*i:])
@@ -366,4 +385,31 @@ func names(keys []image.KeyDigest) string {
 		s[i] = k.Short()
 	}
 	return strings.Join(s, ", ")
+}
+
+// BurnSecureVersion raises the board's secure version to v (anti-rollback,
+// once an image of secure version v has confirmed itself) and returns the
+// state. A v not above the burned one writes nothing: like a fuse, the
+// secure version never goes down. The write is the crash-safe one of Burn
+// (steps "secver:written", ":synced", ":renamed").
+func (f *Fuses) BurnSecureVersion(v uint32) (State, error) {
+	if v > MaxSecureVersion {
+		return State{}, fmt.Errorf("%w: %d, at most %d", ErrSecureVersion, v, MaxSecureVersion)
+	}
+	unlock, err := f.lock()
+	if err != nil {
+		return State{}, err
+	}
+	defer unlock()
+	cur, err := f.Read()
+	if err != nil || v <= cur.SecureVersion {
+		return cur, err
+	}
+	next := cur
+	next.Keys = slices.Clone(cur.Keys)
+	next.SecureVersion = v
+	if err := f.write("secver", next); err != nil {
+		return cur, err
+	}
+	return next, nil
 }

@@ -58,7 +58,6 @@ func TestDecodeErrors(t *testing.T) {
 		"version":        edit(func(x []byte) { x[4] = 2 }, true),
 		"four keys":      edit(func(x []byte) { x[5] = 4 }, true),
 		"revoke unknown": edit(func(x []byte) { x[6] = 2 }, true),
-		"reserved":       edit(func(x []byte) { x[7] = 1 }, true),
 		"stray key":      edit(func(x []byte) { x[offKeys+40] = 1 }, true),
 	} {
 		if _, err := Decode(in); !errors.Is(err, ErrCorrupt) {

@@ -34,7 +34,8 @@
 //
 //	offset  size  field
 //	     0     4  magic word 0xABCD5432
-//	     4     4  secure version
+//	     4     4  secure version (anti-rollback; zero in images packed
+//	              before it, which read as 0: docs/secure-boot.md)
 //	     8     8  reserved
 //	    16    32  version, NUL-terminated
 //	    48    32  project name, NUL-terminated

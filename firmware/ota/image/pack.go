@@ -157,15 +157,25 @@ const PayloadIndex = 1
 // SHA-256 made again. The image must not be signed yet: the request is
 // part of the signed content.
 func WithRevoke(img []byte, keys []KeyDigest) ([]byte, error) {
+	return withDesc(img, "revocations", func(d *Desc) { d.Revoke = keys })
+}
+
+// WithSecureVersion returns img with secure version v in its description
+// (anti-rollback), as WithRevoke does: only before the first signature.
+func WithSecureVersion(img []byte, v uint32) ([]byte, error) {
+	return withDesc(img, "the secure version", func(d *Desc) { d.SecureVersion = v })
+}
+
+func withDesc(img []byte, what string, edit func(*Desc)) ([]byte, error) {
 	im, err := Inspect(img)
 	if err != nil {
 		return nil, err
 	}
 	if im.Signed() {
-		return nil, fmt.Errorf("%w: the image is signed already; revocations go in before the first signature", ErrField)
+		return nil, fmt.Errorf("%w: the image is signed already; %s go in before the first signature", ErrField, what)
 	}
 	d := im.Desc
-	d.Revoke = keys
+	edit(&d)
 	desc, err := d.Append(nil)
 	if err != nil {
 		return nil, err

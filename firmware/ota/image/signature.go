@@ -281,6 +281,23 @@ func signatureOK(blk Block, digest [32]byte) error {
 type Trust struct {
 	Keys    []KeyDigest
 	Revoked []KeyDigest
+	// MinSecureVersion is the highest secure version a confirmed image
+	// had on this board (anti-rollback): an image below it is refused,
+	// whether or not keys are burned (CheckSecureVersion).
+	MinSecureVersion uint32
+}
+
+// ErrSecureVersion means an image's secure version is below the board's
+// (anti-rollback): it is an older release the board no longer runs.
+var ErrSecureVersion = errors.New("image: secure version below the board's")
+
+// CheckSecureVersion refuses a description whose secure version is below
+// t.MinSecureVersion.
+func (t Trust) CheckSecureVersion(d Desc) error {
+	if d.SecureVersion < t.MinSecureVersion {
+		return fmt.Errorf("%w: %s has secure version %d, the board requires at least %d", ErrSecureVersion, d.Version, d.SecureVersion, t.MinSecureVersion)
+	}
+	return nil
 }
 
 // Enabled reports whether any key is burned: a Trust without keys checks
