@@ -20,7 +20,7 @@ import (
 	"github.com/holofleet/holofleet/bus/transport"
 )
 
-const boardUsage = `holoctl board [--url URL] [--password PW] [-o json] COMMAND
+const boardUsage = `holoctl board [--url URL] [--password-file FILE] [-o json] COMMAND
   info                      GET /info
   get PATH                  GET an API path (/leds, /screen, /ota ...)
   call METHOD PATH [JSON]   any API request; prints the board's reply
@@ -39,7 +39,19 @@ func runBoard(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		def = "http://127.0.0.1:80"
 	}
 	base := fs.String("url", def, "board base URL (env HOLO_BOARD)")
-	password := fs.String("password", os.Getenv("HOLO_BOARD_PASSWORD"), "the board's web password (env HOLO_BOARD_PASSWORD)")
+	pw := os.Getenv("HOLO_BOARD_PASSWORD")
+	password := &pw
+	fs.Func("password-file", "file holding the board's web password (mode 0600, one line; default: env HOLO_BOARD_PASSWORD)", func(path string) error {
+		p, err := readSecretFile(path)
+		if err != nil {
+			return err
+		}
+		pw = p
+		return nil
+	})
+	fs.Func("password", "removed: a password on the command line shows in ps and shell history; use --password-file FILE or env HOLO_BOARD_PASSWORD", func(string) error {
+		return errors.New("secrets are not taken on the command line (ps and shell history show them): use --password-file FILE or env HOLO_BOARD_PASSWORD")
+	})
 	output := fs.String("o", "text", "output: text or json")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -36,6 +36,8 @@ func TestTokenNotOnArgv(t *testing.T) {
 		{[]string{"token", "--token", "holo_x", "list"}, "not taken on the command line"},
 		{[]string{"gw", "--token-file", loose, "boards"}, "readable by others"},
 		{[]string{"gw", "--token-file", filepath.Join(t.TempDir(), "none"), "boards"}, "no such file"},
+		{[]string{"board", "--password", "s3cret", "info"}, "not taken on the command line"},
+		{[]string{"board", "--password-file", loose, "info"}, "readable by others"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), tc.args, &out, &errb)
