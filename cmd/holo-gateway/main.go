@@ -220,8 +220,13 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 		}
 	}
 	for _, b := range o.boards {
-		if _, _, err := splitPassword(b); err != nil {
-			return o, fmt.Errorf("%w: --board %s: %w", errUsage, b, err)
+		_, pw, err := splitPassword(b)
+		if err != nil {
+			return o, fmt.Errorf("%w: --board %s: %w", errUsage, redact(b), err)
+		}
+		if pw != "" {
+			return o, fmt.Errorf("%w: --board %s: secrets are not taken on the command line (ps and shell history show them): put the password in --boards-file or $%s",
+				errUsage, redact(b), boardPasswordEnv)
 		}
 	}
 	var err error

@@ -33,6 +33,7 @@ type mqttFlags struct {
 	portSet        bool
 	user           string
 	passwordFile   string
+	argvPassword   bool // --mqtt-password was given (refused in check)
 	ca, cert, key  string
 	clientID       string
 	channel        string // release channel the HA update entities offer
@@ -74,8 +75,11 @@ func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	fs.StringVar(&f.haPrefix, "ha-prefix", mqtt.DefaultHAPrefix, "Home Assistant discovery prefix")
 	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", defaultBrokerPort))
 	fs.StringVar(&f.user, "mqtt-user", "", "username on the external broker (--mqtt)")
+	// Refused in check, not here: the flag package would repeat the
+	// value (the secret) in its error, and so in the journal.
 	fs.Func("mqtt-password", "removed: a password on the command line shows in ps and shell history; use --mqtt-password-file or $HOLO_MQTT_PASSWORD", func(string) error {
-		return errSecretOnArgv("--mqtt-password", "--mqtt-password-file FILE or $HOLO_MQTT_PASSWORD")
+		f.argvPassword = true
+		return nil
 	})
 	fs.StringVar(&f.passwordFile, "mqtt-password-file", "", "file holding the password on the external broker (mode 0600; a trailing newline is ignored); or $HOLO_MQTT_PASSWORD")
 	fs.StringVar(&f.ca, "mqtt-ca", "", "CA certificate (PEM) that signed the broker's certificate")
@@ -156,6 +160,9 @@ func (f *mqttFlags) bridgePassword(e *env) (string, error) {
 
 // check refuses bad MQTT flags before anything starts.
 func (f mqttFlags) check(brokerURL string) error {
+	if f.argvPassword {
+		return errSecretOnArgv("--mqtt-password", "--mqtt-password-file FILE or $HOLO_MQTT_PASSWORD")
+	}
 	if f.off {
 		return nil
 	}

@@ -11,12 +11,15 @@ import (
 // use instead.
 func TestSecretFlagsRemoved(t *testing.T) {
 	for _, args := range [][]string{
+		{"--board", "http://:s3cret@127.0.0.1:1"},
 		{"--mqtt", "tcp://127.0.0.1:1", "--mqtt-password", "s3cret"},
 		{"--mqtt", "tcp://holo:s3cret@127.0.0.1:1"},
 	} {
 		_, err := parseServe(append([]string{"--data", t.TempDir()}, args...), false, &syncBuffer{})
 		if err == nil || !strings.Contains(err.Error(), "not taken on the command line") {
 			t.Errorf("%v: %v", args, err)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%v: the refusal repeats the secret: %v", args, err)
 		}
 	}
 }
