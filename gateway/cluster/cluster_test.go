@@ -191,12 +191,28 @@ func TestCluster(t *testing.T) {
 			})
 
 			// A group fire from gw2 reaches group 1 behind every gateway.
+			// Group 1 is one line board behind each gateway (startSite);
+			// the listing is read again until it says so, since line
+			// boards report their groups as they are identified.
 			var group1 []boardJSON
-			for _, b := range boards {
-				if slices.Contains(b.Groups, 1) {
-					group1 = append(group1, b)
+			eventually(t, 30*time.Second, "group 1 listed behind every gateway", func() error {
+				var bs []boardJSON
+				if err := httpJSON(gw2.base()+"/v1/boards", &bs); err != nil {
+					return err
 				}
-			}
+				group1 = group1[:0]
+				spans := map[string]bool{}
+				for _, b := range bs {
+					if slices.Contains(b.Groups, 1) {
+						group1 = append(group1, b)
+						spans[b.Gateway] = true
+					}
+				}
+				if len(group1) != 3 || len(spans) != 3 {
+					return fmt.Errorf("group 1: %+v", group1)
+				}
+				return nil
+			})
 			var res struct {
 				Results []struct {
 					Board, Via, Error string

@@ -284,7 +284,15 @@ func (h *haRig) start(name string) {
 		h.setStrip(`{"mode":"solid","colour":"#102030","brightness":50,"loop":false}`, "solid")
 		h.must(http.MethodPost, "/scenes/apply", `{"name":"pulse"}`)
 	case "holo not calibrated":
-		h.call(http.MethodPost, "/holo/motion", `{"motion":"center"}`)
+		// Centred and at rest first: a move still under way when the
+		// calibration goes stays where it stopped (moving).
+		for _, s := range []string{"pan", "tilt"} {
+			h.must(http.MethodPut, "/servos/calibration?id="+s, `{"min_us":1000,"max_us":2000}`)
+		}
+		h.must(http.MethodPost, "/holo/motion", `{"motion":"center"}`)
+		if err := h.eventually(holoAt(0, 0)); err != nil {
+			h.t.Fatalf("holo centred: %v", err)
+		}
 		for _, s := range []string{"pan", "tilt"} {
 			h.call(http.MethodDelete, "/servos/calibration?id="+s, "")
 		}
