@@ -240,6 +240,9 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		if e.tokens != nil {
 			o.Tokens = e.tokens
 		}
+		if e.audit != nil {
+			o.Audit = e.audit
+		}
 		br, err = broker.Start(o)
 		if err != nil {
 			if errors.Is(err, broker.ErrConfig) {

@@ -183,6 +183,9 @@ type Options struct {
 	Addr string
 	// Tokens logs in token clients; nil lets none in.
 	Tokens Tokens
+	// Audit, when set, records the refused takeovers of a client id or
+	// a kept session by another identity.
+	Audit auth.Auditor
 	// Policy decides what sessions do; nil is Generic (viewers read,
 	// admins write, the bridge both).
 	Policy Policy
@@ -512,6 +515,7 @@ func (h *hook) OnConnect(cl *mochi.Client, pk packets.Packet) error {
 	}
 	if old := h.session(cl.ID); old != nil && !old.same(s) {
 		if existing, ok := h.srv.Clients.Get(cl.ID); ok && !existing.Closed() {
+			h.auditTakeover(s, cl.ID, "the client id is in use by another identity ("+old.id.Name+"): refused")
 			return h.refuseConnect(cl, packets.ErrClientIdentifierNotValid, v3BadIdentifier,
 				"the client id is in use by another identity", "holder", old.id.Name)
 		}
@@ -541,6 +545,7 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, _ packets.Packet) bool {
 		}
 		h.o.Log.Warn("mqtt broker: a kept session of another identity was not resumed: clean start",
 			"client", cl.ID, "holder", old.id.Name, "user", s.id.Name)
+		h.auditTakeover(s, cl.ID, "the kept session of another identity ("+old.id.Name+") is not resumed: clean start")
 	}
 	h.sessions[cl.ID] = s
 	if s.gateway {
@@ -811,3 +816,12 @@ func (Generic) Gateway(string, bool) bool { return true }
 
 // Command knows no commands.
 func (Generic) Command(string) bool { return false }
+
+// auditTakeover records a refused takeover of client id by session s.
+func (h *hook) auditTakeover(s *session, clientID, why string) {
+	if h.o.Audit == nil {
+		return
+	}
+	h.o.Audit.Audit(auth.Record{Time: h.o.Clock.Now(), Attributes: auth.Attributes{Who: s.id, Surface: auth.SurfaceMQTT,
+		Operation: "CONNECT client id " + clientID, Name: clientID, Client: s.remote}, Reason: why, Code: "PermissionDenied"})
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +39,8 @@ func (f *fixture) mosquitto(t *testing.T, tool string, args ...string) string {
 // identity now starts clean; the same identity still resumes. With the
 // real mosquitto clients.
 func TestKeptSessionOnlyForItsIdentity(t *testing.T) {
-	f := start(t, broker.Options{Anonymous: auth.RoleViewer})
+	audited := &auditRecorder{}
+	f := start(t, broker.Options{Anonymous: auth.RoleViewer, Audit: audited})
 	admin := []string{"-u", "admin", "-P", f.secrets["admin"]}
 	bridge := []string{"-u", gwUser, "-P", gwPass}
 	const id = "ha-shared"
@@ -52,6 +55,11 @@ func TestKeptSessionOnlyForItsIdentity(t *testing.T) {
 	got := f.mosquitto(t, "mosquitto_sub", "-i", id, "-c", "-q", "1", "-t", "holo/marker", "-v", "-C", "1", "-W", "15")
 	if strings.TrimSpace(got) != "holo/marker marker" {
 		t.Fatalf("anonymous client with the admin's client id got %q, want only the marker", got)
+	}
+	// The refusal to resume is in the audit log, with who tried.
+	if recs := audited.taken(); len(recs) == 0 || recs[0].Surface != auth.SurfaceMQTT || recs[0].Name != id ||
+		recs[0].Who.Name != broker.AnonymousName || !strings.Contains(recs[0].Reason, "not resumed") || recs[0].Allowed {
+		t.Errorf("audit records of the refused resume: %+v", recs)
 	}
 	// The admin's subscription did not survive in the anonymous session.
 	f.mosquitto(t, "mosquitto_pub", append([]string{"-q", "1", "-t", "holo/b1/reply", "-m", "second"}, bridge...)...)
@@ -144,4 +152,22 @@ func TestSubscriptionDefaults(t *testing.T) {
 	if codes != want {
 		t.Errorf("SUBACK of %d filters ends %q", broker.DefaultMaxFilters+1, codes[max(0, len(codes)-20):])
 	}
+}
+
+// auditRecorder keeps the records the broker gives its auditor.
+type auditRecorder struct {
+	mu   sync.Mutex
+	recs []auth.Record
+}
+
+func (a *auditRecorder) Audit(r auth.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recs = append(a.recs, r)
+}
+
+func (a *auditRecorder) taken() []auth.Record {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.recs)
 }
