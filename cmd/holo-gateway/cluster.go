@@ -188,25 +188,14 @@ func loopbackListen(addr string) bool {
 //	holo-gateway cluster revoke --data DIR NAME
 //	holo-gateway cluster users --data DIR
 func runCluster(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: cluster credentials|revoke|users --data DIR [NAME]", errUsage)
+	sub, fs, err := subcommand("cluster", "credentials|revoke|users --data DIR [NAME]", []string{"credentials", "revoke", "users"}, args, stderr)
+	if err != nil {
+		return err
 	}
-	sub := args[0]
-	if sub != "credentials" && sub != "revoke" && sub != "users" {
-		return fmt.Errorf("%w: unknown cluster command %q (credentials, revoke, users)", errUsage, sub)
-	}
-	fs := flag.NewFlagSet("holo-gateway cluster "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	data := fs.String("data", "", "directory of the gateway running the embedded engine")
 	out := fs.String("out", "", "where to write the credentials file (credentials; default DATA/engine/creds/NAME.creds)")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *data == "" {
-		return fmt.Errorf("%w: --data DIR is required", errUsage)
+	if err := parseSubcommand(fs, args[1:]); err != nil {
+		return err
 	}
 	dir := filepath.Join(*data, "engine")
 	if sub == "users" {

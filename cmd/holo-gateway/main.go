@@ -54,6 +54,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -560,26 +561,15 @@ func banner(out io.Writer, o options, isDemo bool, addr, firstSecret string, w *
 
 // runToken manages tokens in the store while the gateway is stopped.
 func runToken(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: token create|list|revoke --data DIR", errUsage)
+	sub, fs, err := subcommand("token", "create|list|revoke --data DIR", []string{"create", "list", "revoke"}, args, stderr)
+	if err != nil {
+		return err
 	}
-	sub := args[0]
-	if sub != "create" && sub != "list" && sub != "revoke" {
-		return fmt.Errorf("%w: unknown token command %q (create, list, revoke)", errUsage, sub)
-	}
-	fs := flag.NewFlagSet("holo-gateway token "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	data := fs.String("data", "", "directory of the gateway's store")
 	name := fs.String("name", "", "token name (create)")
 	role := fs.String("role", "admin", "viewer, operator or admin (create)")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *data == "" {
-		return fmt.Errorf("%w: --data DIR is required", errUsage)
+	if err := parseSubcommand(fs, args[1:]); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(*data, 0o700); err != nil {
 		return err
@@ -622,6 +612,35 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "token %q revoked\n", n)
+	}
+	return nil
+}
+
+// subcommand checks that args names one of subs of the command group
+// (holo-gateway token, holo-gateway cluster) and returns it with the flag
+// set its flags go in; usage is the group's synopsis for an empty args.
+func subcommand(group, usage string, subs, args []string, stderr io.Writer) (string, *flag.FlagSet, error) {
+	if len(args) == 0 {
+		return "", nil, fmt.Errorf("%w: %s %s", errUsage, group, usage)
+	}
+	if !slices.Contains(subs, args[0]) {
+		return "", nil, fmt.Errorf("%w: unknown %s command %q (%s)", errUsage, group, args[0], strings.Join(subs, ", "))
+	}
+	fs := flag.NewFlagSet("holo-gateway "+group+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return args[0], fs, nil
+}
+
+// parseSubcommand parses a subcommand's flags, which all take --data.
+func parseSubcommand(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.Lookup("data").Value.String() == "" {
+		return fmt.Errorf("%w: --data DIR is required", errUsage)
 	}
 	return nil
 }
