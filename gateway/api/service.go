@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
-	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -115,35 +114,24 @@ func (s *service) DoAction(ctx context.Context, r *fleetv1.DoActionRequest) (*fl
 	if err != nil {
 		return nil, Err(err)
 	}
-	// The body is checked here, before any board is reached: boards on a
-	// line do not answer group frames, so a refused body would go unseen.
-	if _, err := action.Decode(action.Kind(r.GetKind()), body); err != nil {
-		return nil, Err(fmt.Errorf("%w: %w", ErrBadRequest, err))
-	}
 	ps := r.GetSelector()
 	sel := fleet.Selector{Boards: ps.GetBoards(), Labels: ps.GetLabels(), All: ps.GetAll()}
 	for _, g := range ps.GetGroups() {
-		if g < 0 || g > 31 {
-			return nil, Err(fmt.Errorf("%w: group %d (0-31)", ErrBadRequest, g))
-		}
 		sel.Groups = append(sel.Groups, int(g))
 	}
-	if !sel.All && len(sel.Boards) == 0 && len(sel.Groups) == 0 && len(sel.Labels) == 0 {
-		return nil, Err(fmt.Errorf("%w: the selector names no boards (set boards, groups, labels or all)", ErrBadRequest))
-	}
 	act := fleet.Action{Kind: r.GetKind(), Body: body}
-	switch {
-	case r.GetFireAt() != nil && r.GetLeadMs() != 0:
-		return nil, Err(fmt.Errorf("%w: give fire_at or lead_ms, not both", ErrBadRequest))
-	case r.GetFireAt() != nil:
-		if err := r.GetFireAt().CheckValid(); err != nil {
-			return nil, Err(fmt.Errorf("%w: fire_at: %v", ErrBadRequest, err))
+	if err := fireTimeOf(r, &act); err != nil {
+		// A wrong body or selector is said first.
+		if _, perr := fleet.Prepare(sel, fleet.Action{Kind: act.Kind, Body: act.Body}, time.Time{}); perr != nil {
+			return nil, Err(perr)
 		}
-		act.At = r.GetFireAt().AsTime()
-	case r.GetLeadMs() < 0 || r.GetLeadMs() > fleet.MaxFireLead.Milliseconds():
-		return nil, Err(fmt.Errorf("%w: lead_ms %d (0-%d)", ErrBadRequest, r.GetLeadMs(), fleet.MaxFireLead.Milliseconds()))
-	default:
-		act.Lead = time.Duration(r.GetLeadMs()) * time.Millisecond
+		return nil, Err(err)
+	}
+	// The action is prepared here, before any board is reached: boards on
+	// a line do not answer group frames, so a refused body would go
+	// unseen. The fleet checks the moment on its own clock.
+	if _, err := fleet.Prepare(sel, act, time.Time{}); err != nil {
+		return nil, Err(err)
 	}
 	results, err := s.fleet.Do(ctx, sel, act)
 	if err != nil {
@@ -163,6 +151,24 @@ func (s *service) DoAction(ctx context.Context, r *fleetv1.DoActionRequest) (*fl
 		out.Results = append(out.Results, pr)
 	}
 	return out, nil
+}
+
+// fireTimeOf sets a's moment from a request's fire_at or lead_ms.
+func fireTimeOf(r *fleetv1.DoActionRequest, a *fleet.Action) error {
+	switch {
+	case r.GetFireAt() != nil && r.GetLeadMs() != 0:
+		return fmt.Errorf("%w: give fire_at or lead_ms, not both", ErrBadRequest)
+	case r.GetFireAt() != nil:
+		if err := r.GetFireAt().CheckValid(); err != nil {
+			return fmt.Errorf("%w: fire_at: %v", ErrBadRequest, err)
+		}
+		a.At = r.GetFireAt().AsTime()
+	case r.GetLeadMs() < 0 || r.GetLeadMs() > fleet.MaxFireLead.Milliseconds():
+		return fmt.Errorf("%w: lead_ms %d (0-%d)", ErrBadRequest, r.GetLeadMs(), fleet.MaxFireLead.Milliseconds())
+	default:
+		a.Lead = time.Duration(r.GetLeadMs()) * time.Millisecond
+	}
+	return nil
 }
 
 func (s *service) WatchEvents(r *fleetv1.WatchEventsRequest, stream fleetv1.FleetService_WatchEventsServer) error {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/holofleet/holofleet/bus/frame"
-	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -157,24 +155,14 @@ func (c *Cluster) CallRaw(ctx context.Context, id, method, path, contentType str
 // results come back merged, ordered by board id. Boards whose gateway is
 // dead or cannot be reached report why in Error.
 func (c *Cluster) Do(ctx context.Context, sel fleet.Selector, a fleet.Action) ([]fleet.Result, error) {
-	if _, err := action.Decode(action.Kind(a.Kind), a.Body); err != nil {
-		return nil, fmt.Errorf("%w: %w", fleet.ErrBadAction, err)
-	}
-	if len(sel.Boards) == 0 && len(sel.Groups) == 0 && len(sel.Labels) == 0 && !sel.All {
-		return nil, fmt.Errorf("%w: no boards, groups, labels or all", fleet.ErrBadSelector)
-	}
-	for _, g := range sel.Groups {
-		if g < 1 || g > frame.MaxGroup {
-			return nil, fmt.Errorf("%w: group %d (groups are 1-%d)", fleet.ErrBadSelector, g, frame.MaxGroup)
-		}
-	}
 	// A lead becomes its moment here, once, so that every gateway's part
 	// fires at the same moment however long the routing took (the
 	// gateways' clocks are their hosts', kept by NTP; docs/cluster.md).
-	a, err := fleet.FireTime(a, c.clk.Now())
+	p, err := fleet.Prepare(sel, a, c.clk.Now())
 	if err != nil {
 		return nil, err
 	}
+	a = p.Resolved()
 	if !a.At.IsZero() {
 		// The owners answer once their part has fired: the routed calls
 		// wait for the moment as well as for the call.

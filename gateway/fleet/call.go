@@ -12,9 +12,7 @@ import (
 	"sync"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
-	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
-	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/auth"
 )
 
@@ -152,10 +150,10 @@ type groupSend struct {
 	members []string
 }
 
-// Do implements Service. The action's body is decoded and checked first
-// (package action): a body any board would refuse is an ErrBadAction and
-// nothing is sent. Boards named by id, and boards picked by labels,
-// are called one by one (concurrently, at most Concurrency at a time).
+// Do implements Service. The action is prepared first (Prepare): a body
+// any board would refuse is an ErrBadAction, a selector naming nothing or
+// a group outside 1-31 an ErrBadSelector, and nothing is sent. Boards
+// named by id, and boards picked by labels, are called one by one (concurrently, at most Concurrency at a time).
 // Group and All selectors go out as one frame per line and group (group
 // 0, every board, for All) where the action has a native form, else as
 // one JSON line to the group; members no line reaches now are called one
@@ -165,36 +163,18 @@ type groupSend struct {
 // message in Message. An action with At is a timed fire (fire.go): every
 // board changes at that moment; a fire time out of bounds is ErrBadTime.
 func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error) {
-	ab, err := action.Decode(action.Kind(a.Kind), a.Body)
+	p, err := Prepare(sel, a, f.clk.Now())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadAction, err)
+		return nil, err
 	}
+	ab, a := p.Body, p.Resolved()
 	req := ab.Request()
 	body := req.Body
-	if len(sel.Boards) == 0 && len(sel.Groups) == 0 && len(sel.Labels) == 0 && !sel.All {
-		return nil, fmt.Errorf("%w: no boards, groups, labels or all", ErrBadSelector)
-	}
-	for _, g := range sel.Groups {
-		if g < 1 || g > frame.MaxGroup {
-			return nil, fmt.Errorf("%w: group %d (groups are 1-%d)", ErrBadSelector, g, frame.MaxGroup)
-		}
-	}
-	if a.Lead != 0 {
-		if !a.At.IsZero() || a.Lead < 0 {
-			return nil, fmt.Errorf("%w: a lead of %v (0-%v, and not with a moment)", ErrBadTime, a.Lead, MaxFireLead)
-		}
-		a.At = f.clk.Now().Add(a.Lead)
-	}
-	if !a.At.IsZero() {
-		if err := f.checkFireTime(a.At); err != nil {
-			return nil, err
-		}
-	}
 	sends, single, err := f.plan(sel)
 	if err != nil {
 		return nil, err
 	}
-	if !a.At.IsZero() {
+	if p.Timed() {
 		return f.doAt(ctx, a, ab, sends, single), nil
 	}
 	native, hasNative := ab.Native()

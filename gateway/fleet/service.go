@@ -93,7 +93,7 @@ const (
 )
 
 // Action is one thing to do on the selected boards: its kind and its body
-// as JSON, which Do decodes with action.Decode, and when.
+// as JSON, which Prepare decodes (with package action), and when.
 type Action struct {
 	Kind string          `json:"kind"`
 	Body json.RawMessage `json:"body,omitempty"`

@@ -303,13 +303,18 @@ func (b *Bridge) runGroup(ctx context.Context, group int, resource string, paylo
 			}
 			break
 		}
-		var err error
-		if ab, err = boardAction(resource, payload); err != nil {
+		a, err := boardAction(resource, payload)
+		if err != nil {
 			return nil, err
 		}
-		if ab == nil {
+		if a.Kind == "" {
 			return nil, fmt.Errorf("%w: a group's screen takes show fields or off", ErrBadCommand)
 		}
+		p, err := prepare(fleet.Selector{Groups: []int{group}}, a)
+		if err != nil {
+			return nil, err
+		}
+		ab = p.Body
 	default:
 		return nil, fmt.Errorf("%w: group resource %q (scene, leds, holo, screen)", ErrBadCommand, resource)
 	}
@@ -362,7 +367,7 @@ func (b *Bridge) namedResults(res []fleet.Result) []map[string]any {
 
 // translate turns a set command in the board's own form into board API
 // calls, refusing what the board would refuse.
-func (b *Bridge) translate(_, resource string, payload []byte) ([]apiCall, error) {
+func (b *Bridge) translate(id, resource string, payload []byte) ([]apiCall, error) {
 	switch resource {
 	case "leds", "holo", "scene", "screen":
 		if resource == "screen" {
@@ -370,11 +375,15 @@ func (b *Bridge) translate(_, resource string, payload []byte) ([]apiCall, error
 				return []apiCall{call}, err
 			}
 		}
-		ab, err := boardAction(resource, payload)
+		a, err := boardAction(resource, payload)
 		if err != nil {
 			return nil, err
 		}
-		return []apiCall{callOf(ab.Request())}, nil
+		p, err := prepare(fleet.Selector{Boards: []string{id}}, a)
+		if err != nil {
+			return nil, err
+		}
+		return []apiCall{callOf(p.Body.Request())}, nil
 	case "settings":
 		body, err := settingsBody(payload)
 		return []apiCall{{http.MethodPatch, "/settings", body}}, err
@@ -385,27 +394,27 @@ func (b *Bridge) translate(_, resource string, payload []byte) ([]apiCall, error
 	return nil, fmt.Errorf("%w: resource %q (leds, screen, holo, scene, settings, restart, update)", ErrBadCommand, resource)
 }
 
-// boardAction decodes a command in the board's form into the action it
-// stands for, with package action's decoder (the one the API and the
-// fleet use):
+// boardAction reads a command in the board's form as the action it
+// stands for; prepare then checks it with the fleet's one preparation of
+// an action (the one the API, OSC and the fleet use):
 //
 //	leds    a PATCH /leds body (at least one field)
 //	holo    a POST /holo/motion body
 //	scene   {"end": true} to end the running scene, else a POST /scenes/apply body
 //	screen  {"off": true} to turn it off, else a POST /screen/show body
 //
-// A screen {"backlight": n} is no action: boardAction returns nil for it
-// (backlightCall handles it on one board).
-func boardAction(resource string, payload []byte) (action.Body, error) {
+// A screen {"backlight": n} is no action: boardAction returns an action
+// of no kind for it (backlightCall handles it on one board).
+func boardAction(resource string, payload []byte) (fleet.Action, error) {
 	m, err := object(payload)
 	if err != nil {
-		return nil, err
+		return fleet.Action{}, err
 	}
 	var kind action.Kind
 	switch resource {
 	case "leds":
 		if len(m) == 0 {
-			return nil, fmt.Errorf("%w: leds: nothing to change", ErrBadCommand)
+			return fleet.Action{}, fmt.Errorf("%w: leds: nothing to change", ErrBadCommand)
 		}
 		kind = action.KindLEDs
 	case "holo":
@@ -413,34 +422,41 @@ func boardAction(resource string, payload []byte) (action.Body, error) {
 	case "scene":
 		kind = action.KindSceneApply
 		if end, ok, err := getBool(m, "end"); err != nil {
-			return nil, err
+			return fleet.Action{}, err
 		} else if ok {
 			if !end || len(m) != 1 {
-				return nil, fmt.Errorf("%w: scene: end stands alone and is true", ErrBadCommand)
+				return fleet.Action{}, fmt.Errorf("%w: scene: end stands alone and is true", ErrBadCommand)
 			}
-			return action.SceneEnd{}, nil
+			return fleet.Action{Kind: string(action.KindSceneEnd)}, nil
 		}
 	case "screen":
 		kind = action.KindScreenShow
 		if _, ok := m["backlight"]; ok {
-			return nil, nil
+			return fleet.Action{}, nil
 		}
 		if off, ok, err := getBool(m, "off"); err != nil {
-			return nil, err
+			return fleet.Action{}, err
 		} else if ok {
 			if !off || len(m) != 1 {
-				return nil, fmt.Errorf("%w: screen: off stands alone and is true", ErrBadCommand)
+				return fleet.Action{}, fmt.Errorf("%w: screen: off stands alone and is true", ErrBadCommand)
 			}
-			return action.ScreenOff{}, nil
+			return fleet.Action{Kind: string(action.KindScreenOff)}, nil
 		}
 	default:
-		return nil, fmt.Errorf("%w: resource %q", ErrBadCommand, resource)
+		return fleet.Action{}, fmt.Errorf("%w: resource %q", ErrBadCommand, resource)
 	}
-	ab, err := action.Decode(kind, payload)
+	return fleet.Action{Kind: string(kind), Body: payload}, nil
+}
+
+// prepare prepares a show command's action for sel with the fleet's one
+// preparation of an action (fleet.Prepare; the fleet checks the moment on
+// its own clock); a refusal is an ErrBadCommand that says why.
+func prepare(sel fleet.Selector, a fleet.Action) (fleet.Prepared, error) {
+	p, err := fleet.Prepare(sel, a, time.Time{})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+		return fleet.Prepared{}, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
-	return ab, nil
+	return p, nil
 }
 
 // backlightCall is PATCH /screen for a screen command {"backlight": n}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -80,16 +79,23 @@ func timedAction(resource string, body []byte, ft fireTime) (fleet.Action, error
 	if _, ha, _ := haCommand(resource, body); ha {
 		return fleet.Action{}, fmt.Errorf("%w: a Home Assistant light command takes no fire_at or lead_ms", ErrBadCommand)
 	}
-	ab, err := boardAction(resource, body)
+	a, err := boardAction(resource, body)
 	if err != nil {
 		return fleet.Action{}, err
 	}
-	if ab == nil {
+	if a.Kind == "" {
 		return fleet.Action{}, fmt.Errorf("%w: the backlight takes no fire_at or lead_ms", ErrBadCommand)
 	}
-	a := actionOf(ab)
 	a.At, a.Lead = ft.at, ft.lead
-	return a, nil
+	// Any selector: the command's own is checked where it is named, and
+	// again by the fleet when it runs the action.
+	p, err := prepare(fleet.Selector{All: true}, a)
+	if err != nil {
+		return fleet.Action{}, err
+	}
+	out := actionOf(p.Body)
+	out.At, out.Lead = a.At, a.Lead
+	return out, nil
 }
 
 // runTimed runs a timed show command on sel.
@@ -97,9 +103,6 @@ func (b *Bridge) runTimed(ctx context.Context, sel fleet.Selector, resource stri
 	a, err := timedAction(resource, body, ft)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := action.Decode(action.Kind(a.Kind), a.Body); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	return b.o.Fleet.Do(ctx, sel, a)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
@@ -147,6 +148,11 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 		if err != nil {
 			return nil, err
 		}
+		// Prepared as the fleet's Do will: refused alike, before
+		// anything is sent.
+		if _, err := fleet.Prepare(sel, *r.Action, time.Time{}); err != nil {
+			return nil, err
+		}
 		res, err := b.inst().Do(ctx, sel, *r.Action)
 		if err != nil {
 			return nil, err
@@ -171,11 +177,15 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 				m2[k] = v
 			}
 		}
-		ab, err := boardAction("scene", mustJSON(m2))
+		a, err := boardAction("scene", mustJSON(m2))
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.inst().Do(ctx, sel, actionOf(ab))
+		p, err := prepare(sel, a)
+		if err != nil {
+			return nil, err
+		}
+		res, err := b.inst().Do(ctx, sel, actionOf(p.Body))
 		if err != nil {
 			return nil, err
 		}
