@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,20 +16,19 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/auth"
-	"github.com/holofleet/holofleet/gateway/cluster"
+	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/fleet"
-	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
 // Errors of the API layer.
 var (
 	// ErrBadRequest: a request field is missing or malformed.
-	ErrBadRequest = errors.New("api: bad request")
+	ErrBadRequest = fault.New(fault.Invalid, "api: bad request")
 	// ErrFellBehind: an event watcher fell too far behind and was cut off.
-	ErrFellBehind = errors.New("api: event watcher fell behind")
+	ErrFellBehind = fault.New(fault.Busy, "api: event watcher fell behind")
 	// ErrDisabled: the gateway was built without the part the call
 	// needs (firmware store, rollouts).
-	ErrDisabled = errors.New("api: not enabled on this gateway")
+	ErrDisabled = fault.New(fault.Unimplemented, "api: not enabled on this gateway")
 )
 
 // BoardErrorDomain is the ErrorInfo domain of a board's own error carried
@@ -50,34 +48,17 @@ const GatewayErrorDomain = "gateway.holofleet"
 const ReasonTooLarge = "too_large"
 
 // Status turns any error of the fleet, auth or API layers into a gRPC
-// status. It is the one place where domain errors meet gRPC codes:
+// status. The code is the error's class (package fault: each package
+// declares the class of its sentinel errors, and fault's one table gives
+// the class's gRPC code and HTTP status); Status adds what a code alone
+// does not tell:
 //
-//	fleet.ErrUnknownBoard, ErrUnknownGroup, auth.ErrUnknownToken  NotFound
-//	fleet.ErrUnreachable, ErrNoReply, ErrClosed                    Unavailable
-//	fleet.ErrNotOverLink                                           FailedPrecondition
-//	fleet.ErrBadReply                                              Internal
-//	fleet.ErrTooLarge, artifact.ErrTooLarge                        InvalidArgument, with ErrorInfo ReasonTooLarge
-//	auth.ErrNoToken, ErrBadToken                                   Unauthenticated
-//	auth.ErrForbidden                                              PermissionDenied
-//	auth.ErrExists                                                 AlreadyExists
-//	ErrBadRequest, auth.ErrBadRole, ErrBadName, ErrBadPath         InvalidArgument
-//	fleet.ErrBadAction, ErrBadSelector, ErrBadTime                 InvalidArgument
-//	ErrFellBehind                                                  ResourceExhausted
-//	auth.ErrLimited (rate, streams)                                ResourceExhausted, with RetryInfo
-//	rollout.ErrPlan, ErrArtifact (even when the artifact is unknown) InvalidArgument
-//	rollout.ErrNotFound, artifact.ErrNotFound                      NotFound
-//	rollout.ErrState, artifact.ErrInUse                            FailedPrecondition
-//	artifact.ErrInvalid, ErrBadName, ErrUntrusted                  InvalidArgument
-//	rollout.ErrClosed                                              Unavailable
-//	ErrDisabled                                                    Unimplemented
-//	cluster.ErrUnknownGateway                                      NotFound
-//	cluster.ErrGatewayAlive                                        FailedPrecondition
-//	cluster.ErrPartitioned, ErrGatewayDown                         Unavailable
-//	context deadline / cancel                                      DeadlineExceeded / Canceled
-//	a board's *firmware/api.Error                                  by its HTTP status, with ErrorInfo
+//	a board's *boardapi.Error                 the code of its HTTP status, with ErrorInfo (BoardErrorDomain)
+//	fleet.ErrTooLarge, artifact.ErrTooLarge   InvalidArgument, with ErrorInfo ReasonTooLarge
+//	auth.ErrLimited (rate, streams)           ResourceExhausted, with RetryInfo
 //
-// Anything else is Internal. A status error passes through unchanged.
-// REST statuses follow from these codes in restError.
+// A status error passes through unchanged. REST statuses follow from
+// these codes in restError.
 func Status(err error) *status.Status {
 	if err == nil {
 		return status.New(codes.OK, "")
@@ -141,55 +122,9 @@ func Err(err error) error {
 	return Status(err).Err()
 }
 
-func codeOf(err error) codes.Code {
-	switch {
-	// A plan naming an unknown artifact is a bad plan: checked before
-	// the artifact store's NotFound it wraps.
-	case errors.Is(err, rollout.ErrPlan), errors.Is(err, rollout.ErrArtifact):
-		return codes.InvalidArgument
-	case errors.Is(err, rollout.ErrNotFound), errors.Is(err, artifact.ErrNotFound):
-		return codes.NotFound
-	case errors.Is(err, rollout.ErrState), errors.Is(err, artifact.ErrInUse):
-		return codes.FailedPrecondition
-	case errors.Is(err, artifact.ErrInvalid), errors.Is(err, artifact.ErrTooLarge), errors.Is(err, artifact.ErrBadName),
-		errors.Is(err, artifact.ErrUntrusted):
-		return codes.InvalidArgument
-	case errors.Is(err, rollout.ErrClosed):
-		return codes.Unavailable
-	case errors.Is(err, ErrDisabled):
-		return codes.Unimplemented
-	case errors.Is(err, cluster.ErrUnknownGateway):
-		return codes.NotFound
-	case errors.Is(err, cluster.ErrGatewayAlive):
-		return codes.FailedPrecondition
-	case errors.Is(err, cluster.ErrPartitioned), errors.Is(err, cluster.ErrGatewayDown):
-		return codes.Unavailable
-	case errors.Is(err, fleet.ErrUnknownBoard), errors.Is(err, fleet.ErrUnknownGroup), errors.Is(err, auth.ErrUnknownToken):
-		return codes.NotFound
-	case errors.Is(err, fleet.ErrUnreachable), errors.Is(err, fleet.ErrNoReply), errors.Is(err, fleet.ErrClosed):
-		return codes.Unavailable
-	case errors.Is(err, fleet.ErrNotOverLink):
-		return codes.FailedPrecondition
-	case errors.Is(err, fleet.ErrBadReply):
-		return codes.Internal
-	case errors.Is(err, auth.ErrNoToken), errors.Is(err, auth.ErrBadToken):
-		return codes.Unauthenticated
-	case errors.Is(err, auth.ErrForbidden):
-		return codes.PermissionDenied
-	case errors.Is(err, auth.ErrExists):
-		return codes.AlreadyExists
-	case errors.Is(err, ErrBadRequest), errors.Is(err, auth.ErrBadRole), errors.Is(err, auth.ErrBadName), errors.Is(err, auth.ErrBadPath),
-		errors.Is(err, fleet.ErrBadAction), errors.Is(err, fleet.ErrBadSelector), errors.Is(err, fleet.ErrBadTime):
-		return codes.InvalidArgument
-	case errors.Is(err, ErrFellBehind), errors.Is(err, auth.ErrLimited):
-		return codes.ResourceExhausted
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	}
-	return codes.Internal
-}
+// codeOf is the gRPC code of err's class (fault.Of): the one
+// classification every surface reads.
+func codeOf(err error) codes.Code { return fault.Of(err).GRPC() }
 
 // boardStatus carries a board's error: the code chosen by its HTTP status,
 // the message "code: message", and an ErrorInfo with both as sent.
@@ -305,35 +240,8 @@ func tooLarge(st *status.Status) (string, bool) {
 	return "request too large: " + st.Message(), true
 }
 
-func httpStatus(c codes.Code) int {
-	switch c {
-	case codes.OK:
-		return http.StatusOK
-	case codes.InvalidArgument, codes.OutOfRange:
-		return http.StatusBadRequest
-	case codes.Unauthenticated:
-		return http.StatusUnauthorized
-	case codes.PermissionDenied:
-		return http.StatusForbidden
-	case codes.NotFound:
-		return http.StatusNotFound
-	case codes.AlreadyExists, codes.Aborted:
-		return http.StatusConflict
-	case codes.FailedPrecondition:
-		return http.StatusPreconditionFailed
-	case codes.ResourceExhausted:
-		return http.StatusTooManyRequests
-	case codes.Canceled:
-		return 499
-	case codes.Unimplemented:
-		return http.StatusNotImplemented
-	case codes.Unavailable:
-		return http.StatusServiceUnavailable
-	case codes.DeadlineExceeded:
-		return http.StatusGatewayTimeout
-	}
-	return http.StatusInternalServerError
-}
+// httpStatus is the REST status of a gRPC code: its class's (fault).
+func httpStatus(c codes.Code) int { return fault.FromCode(c).HTTP() }
 
 var codeNames = map[codes.Code]string{
 	codes.Canceled:           "canceled",

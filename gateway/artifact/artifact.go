@@ -53,6 +53,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -60,22 +61,22 @@ import (
 var (
 	// ErrInvalid: the upload is not a complete, good image for the
 	// fleet's boards (structure, checksum, hash, chip, project, size).
-	ErrInvalid = errors.New("artifact: invalid image")
+	ErrInvalid = fault.New(fault.Invalid, "artifact: invalid image")
 	// ErrNotFound: no artifact has that SHA-256, or no such channel.
-	ErrNotFound = errors.New("artifact: not found")
+	ErrNotFound = fault.New(fault.NotFound, "artifact: not found")
 	// ErrBadName: a SHA-256 that is not 64 hex digits, or a channel name
 	// outside [a-z0-9._-]{1,32}.
-	ErrBadName = errors.New("artifact: bad name")
+	ErrBadName = fault.New(fault.Invalid, "artifact: bad name")
 	// ErrInUse: the artifact is published on a channel or used by a
 	// rollout.
-	ErrInUse = errors.New("artifact: in use")
+	ErrInUse = fault.New(fault.Precondition, "artifact: in use")
 	// ErrTooLarge: the upload is larger than a slot.
-	ErrTooLarge = errors.New("artifact: image too large")
+	ErrTooLarge = fault.New(fault.Invalid, "artifact: image too large")
 	// ErrUntrusted: the store has trusted keys and the upload carries no
 	// valid signature block of one of them. The error also wraps the
 	// image package's reason (image.ErrUnsigned, ErrUntrustedKey,
 	// ErrBadSignature, ErrBadBlock).
-	ErrUntrusted = errors.New("artifact: image not trusted")
+	ErrUntrusted = fault.New(fault.Invalid, "artifact: image not trusted")
 )
 
 // Trust verdicts of an artifact (Artifact.Trust).

@@ -42,32 +42,33 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/store"
 )
 
 // Errors of token handling and checks.
 var (
 	// ErrNoToken: the call carried no bearer token.
-	ErrNoToken = errors.New("auth: bearer token required")
+	ErrNoToken = fault.New(fault.Unauthenticated, "auth: bearer token required")
 	// ErrBadToken: the token is unknown (never made, or revoked).
-	ErrBadToken = errors.New("auth: invalid or revoked token")
+	ErrBadToken = fault.New(fault.Unauthenticated, "auth: invalid or revoked token")
 	// ErrForbidden: the token's role does not allow the call.
-	ErrForbidden = errors.New("auth: role does not allow this call")
+	ErrForbidden = fault.New(fault.Denied, "auth: role does not allow this call")
 	// ErrBadRole: a role name other than viewer, operator or admin.
-	ErrBadRole = errors.New("auth: unknown role")
+	ErrBadRole = fault.New(fault.Invalid, "auth: unknown role")
 	// ErrBadName: a token name that is empty, too long or has characters
 	// other than letters, digits, '-', '_' and '.'.
-	ErrBadName = errors.New("auth: bad token name")
+	ErrBadName = fault.New(fault.Invalid, "auth: bad token name")
 	// ErrExists: a token with that name exists.
-	ErrExists = errors.New("auth: token name taken")
+	ErrExists = fault.New(fault.Exists, "auth: token name taken")
 	// ErrUnknownToken: no token has that name.
-	ErrUnknownToken = errors.New("auth: no such token")
+	ErrUnknownToken = fault.New(fault.NotFound, "auth: no such token")
 	// ErrBadPath: a raw board call's path is not in its canonical form
 	// (percent-escapes that decode to something else, dot segments,
 	// doubled or trailing slashes, encoded '%', fragments): what would be
 	// authorised and what a board would route could differ, so it is
 	// refused (see CanonicalBoardPath).
-	ErrBadPath = errors.New("auth: board path not canonical")
+	ErrBadPath = fault.New(fault.Invalid, "auth: board path not canonical")
 )
 
 // Role is what a token may do; a higher role includes the lower ones.

@@ -1,12 +1,13 @@
 package auth
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/holofleet/holofleet/gateway/fault"
 )
 
 // Limits keep one token (or one client without a token) from taking the
@@ -16,7 +17,7 @@ import (
 
 // ErrLimited: a rate or stream limit refused the request. Errors wrapping
 // it are *LimitError, which carry the wait.
-var ErrLimited = errors.New("auth: limit reached")
+var ErrLimited = fault.New(fault.Busy, "auth: limit reached")
 
 // LimitError is a refusal by a limit.
 type LimitError struct {

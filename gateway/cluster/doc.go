@@ -34,7 +34,11 @@
 // saw meanwhile reaches the engine when it is back.
 package cluster
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/holofleet/holofleet/gateway/fault"
+)
 
 // Errors of the cluster.
 var (
@@ -45,14 +49,14 @@ var (
 	// ErrPartitioned: the engine cannot be reached now, so the request
 	// (about another gateway's board, or a cluster-wide change) cannot
 	// be served; this gateway's own boards still are.
-	ErrPartitioned = errors.New("cluster: cut off from the engine")
+	ErrPartitioned = fault.New(fault.Unavailable, "cluster: cut off from the engine")
 	// ErrGatewayDown: the gateway that owns the board does not answer.
-	ErrGatewayDown = errors.New("cluster: the board's gateway does not answer")
+	ErrGatewayDown = fault.New(fault.Unavailable, "cluster: the board's gateway does not answer")
 	// ErrTooLarge: a request too large for the engine's messages.
 	ErrTooLarge = errors.New("cluster: request too large to route")
 	// ErrGatewayAlive: a gateway still alive (or this one) cannot be
 	// removed from the cluster.
-	ErrGatewayAlive = errors.New("cluster: the gateway is alive")
+	ErrGatewayAlive = fault.New(fault.Precondition, "cluster: the gateway is alive")
 	// ErrUnknownGateway: no gateway of that name is in the cluster.
-	ErrUnknownGateway = errors.New("cluster: unknown gateway")
+	ErrUnknownGateway = fault.New(fault.NotFound, "cluster: unknown gateway")
 )

@@ -13,37 +13,37 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/gateway/fault"
 )
 
 // Errors of drivers and the fleet core.
 var (
 	// ErrNoReply: the board did not answer within the reply wait (after
 	// the driver's retries).
-	ErrNoReply = errors.New("fleet: board did not reply")
+	ErrNoReply = fault.New(fault.Unavailable, "fleet: board did not reply")
 	// ErrUnreachable: no driver can reach the board now.
-	ErrUnreachable = errors.New("fleet: board unreachable")
+	ErrUnreachable = fault.New(fault.Unavailable, "fleet: board unreachable")
 	// ErrUnknownBoard: no board has that id.
-	ErrUnknownBoard = errors.New("fleet: unknown board")
+	ErrUnknownBoard = fault.New(fault.NotFound, "fleet: unknown board")
 	// ErrUnknownGroup: no board is in that group.
-	ErrUnknownGroup = errors.New("fleet: unknown group")
+	ErrUnknownGroup = fault.New(fault.NotFound, "fleet: unknown group")
 	// ErrNotOverLink: the API path is not served over the host link.
-	ErrNotOverLink = errors.New("fleet: path not served over the host link")
+	ErrNotOverLink = fault.New(fault.Precondition, "fleet: path not served over the host link")
 	// ErrBadReply: the board answered something that does not parse.
-	ErrBadReply = errors.New("fleet: malformed reply")
+	ErrBadReply = fault.New(fault.Internal, "fleet: malformed reply")
 	// ErrClosed: the driver or fleet was closed.
-	ErrClosed = errors.New("fleet: closed")
+	ErrClosed = fault.New(fault.Unavailable, "fleet: closed")
 	// ErrTooLarge: the request is larger than the transport to the board
 	// can carry (a JSON line over 1024 bytes on RS485, a native frame
 	// payload over 48 bytes); nothing was sent. The wrapping message
 	// names the size and the limit. It is the caller's error: shorten
 	// the request, or reach the board another way (the LAN). A LAN
 	// board's own limit comes back as the board's 413 too_large reply.
-	ErrTooLarge = errors.New("fleet: request too large for the transport")
+	ErrTooLarge = fault.New(fault.Invalid, "fleet: request too large for the transport")
 )
 
 // Ref says where a board is, as a driver sees it.

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/gateway/action"
+	"github.com/holofleet/holofleet/gateway/fault"
 )
 
 // Timed fire: an Action with At changes every selected board at that
@@ -57,7 +57,7 @@ const (
 
 // ErrBadTime: a fire time more than MaxFireLead ahead or MaxFirePast
 // behind; nothing was sent.
-var ErrBadTime = errors.New("fleet: bad fire time")
+var ErrBadTime = fault.New(fault.Invalid, "fleet: bad fire time")
 
 // FireReport is one timed fire as the gateway knows it, for metrics
 // (ObserveFire): the requested moment and each board's change.

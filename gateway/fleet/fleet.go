@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/registry"
 )
 
@@ -17,9 +18,9 @@ import (
 var (
 	// ErrBadAction: the action kind is unknown or its body is not one the
 	// boards take (it wraps action.ErrUnknownKind or action.ErrInvalid).
-	ErrBadAction = errors.New("fleet: bad action")
+	ErrBadAction = fault.New(fault.Invalid, "fleet: bad action")
 	// ErrBadSelector: the selector names nothing, or a group outside 1-31.
-	ErrBadSelector = errors.New("fleet: bad selector")
+	ErrBadSelector = fault.New(fault.Invalid, "fleet: bad selector")
 )
 
 // Defaults of Options.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/holofleet/holofleet/firmware/leds"
 	"github.com/holofleet/holofleet/gateway/action"
+	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
@@ -158,12 +159,13 @@ func (b *Bridge) answer(c command, data any, err error) {
 		if json.Unmarshal(c.payload, &env) == nil && len(env.Transaction) > 0 && len(env.Transaction) <= 256 {
 			tx = env.Transaction
 		}
-		resp := map[string]any{"status": "ok", "data": data}
+		// The status is the error's class's (package fault's table).
+		resp := map[string]any{"status": fault.Of(err).MQTT(), "data": data}
 		if data == nil {
 			resp["data"] = map[string]any{}
 		}
 		if err != nil {
-			resp["status"], resp["error"] = "error", err.Error()
+			resp["error"] = err.Error()
 		}
 		if tx != nil {
 			resp["transaction"] = tx

@@ -2,7 +2,6 @@ package osc
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,12 +9,13 @@ import (
 	"strings"
 
 	"github.com/holofleet/holofleet/gateway/action"
+	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
 // ErrBadRequest: an address outside the gateway's address space, or
 // arguments an address does not take. The text says why.
-var ErrBadRequest = errors.New("osc: bad request")
+var ErrBadRequest = fault.New(fault.Invalid, "osc: bad request")
 
 // Address classes, the metrics' class label.
 const (

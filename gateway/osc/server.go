@@ -19,6 +19,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -54,21 +55,29 @@ const (
 var (
 	// ErrTooFar: a bundle timed further ahead than fleet.MaxFireLead, the
 	// fire horizon of every action (an action's fire_at is refused alike).
-	ErrTooFar = errors.New("osc: bundle timed too far ahead")
+	ErrTooFar = fault.New(fault.Invalid, "osc: bundle timed too far ahead")
 	// ErrBusy: too many timed bundles wait already (from this host or in
 	// all).
-	ErrBusy = errors.New("osc: too many timed bundles waiting")
+	ErrBusy = fault.New(fault.Busy, "osc: too many timed bundles waiting")
 	// ErrTooMany: a limit of subscribers (from this host or in all) is
 	// reached.
-	ErrTooMany = errors.New("osc: too many subscribers")
+	ErrTooMany = fault.New(fault.Busy, "osc: too many subscribers")
 )
 
-// Reply statuses.
+// Reply statuses: an error's is its class's (package fault's table,
+// which every surface reads; outcome).
 const (
-	StatusOK     = "ok"
-	StatusError  = "error"
-	StatusDenied = "denied"
+	StatusOK     = fault.StatusOK
+	StatusError  = fault.StatusError
+	StatusDenied = fault.StatusDenied
 )
+
+// outcome is the reply status and the audit code (the gRPC code's name,
+// as every surface records it) of an error, by its class.
+func outcome(err error) (status, code string) {
+	c := fault.Of(err)
+	return c.OSC(), c.GRPC().String()
+}
 
 // Fleet is what the server needs of the fleet core.
 type Fleet interface {
@@ -505,10 +514,7 @@ func (s *Server) holdTimed(c *client) (release func(), err error) {
 // counts the refusal (holo_osc_bundles_refused_total) and records it in
 // the audit log (one record for the bundle).
 func (s *Server) refuseBundle(ctx context.Context, c *client, b *Bundle, reason string, err error) {
-	code := "InvalidArgument"
-	if errors.Is(err, ErrBusy) {
-		code = auth.CodeResourceExhausted
-	}
+	status, code := outcome(err)
 	s.m.refused.WithLabelValues(reason).Inc()
 	s.log.Debug("osc: timed bundle refused", "client", c.name(), "err", err)
 	s.o.Guard.Record(auth.Attributes{Who: s.identity(c), Surface: auth.SurfaceOSC, Verb: auth.VerbAct,
@@ -519,8 +525,8 @@ func (s *Server) refuseBundle(ctx context.Context, c *client, b *Bundle, reason 
 		for _, e := range elems {
 			switch v := e.(type) {
 			case *Message:
-				s.m.count(classOf(v), StatusError)
-				c.reply(ctx, v.Address, StatusError, errData(err))
+				s.m.count(classOf(v), status)
+				c.reply(ctx, v.Address, status, errData(err))
 			case *Bundle:
 				each(v.Elements)
 			}
@@ -700,13 +706,15 @@ func (s *Server) handle(ctx context.Context, c *client, m *Message, at time.Time
 	a := s.attrs(c, m)
 	a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResActions, sa.Action.Kind
 	if err != nil {
-		s.o.Guard.Record(a, false, "InvalidArgument", err.Error())
-		return sa.Class, StatusError, errData(err)
+		status, code := outcome(err)
+		s.o.Guard.Record(a, false, code, err.Error())
+		return sa.Class, status, errData(err)
 	}
 	sel, err := selector(sa.Target, s.o.Fleet.Boards(fleet.Filter{}))
 	if err != nil {
-		s.o.Guard.Record(a, false, "InvalidArgument", err.Error())
-		return sa.Class, StatusError, errData(err)
+		status, code := outcome(err)
+		s.o.Guard.Record(a, false, code, err.Error())
+		return sa.Class, status, errData(err)
 	}
 	a.Boards = sel.Boards
 	if len(sel.Groups) > 0 || sel.All {
@@ -714,18 +722,22 @@ func (s *Server) handle(ctx context.Context, c *client, m *Message, at time.Time
 	}
 	p, err := s.o.Guard.Check(a)
 	if err != nil {
-		return sa.Class, StatusDenied, errData(err)
+		status, _ := outcome(err)
+		return sa.Class, status, errData(err)
 	}
 	act := sa.Action
 	act.At = at
-	res, err := s.o.Fleet.Do(ctx, sel, act)
+	// The fleet's one preparation of an action, as every surface: the
+	// fleet checks the moment on its own clock when it runs it.
+	_, err = fleet.Prepare(sel, act, time.Time{})
+	var res []fleet.Result
+	if err == nil {
+		res, err = s.o.Fleet.Do(ctx, sel, act)
+	}
 	if err != nil {
-		code := "Unknown"
-		if errors.Is(err, fleet.ErrBadAction) || errors.Is(err, fleet.ErrBadSelector) || errors.Is(err, fleet.ErrBadTime) {
-			code = "InvalidArgument"
-		}
+		status, code := outcome(err)
 		p.Done(code)
-		return sa.Class, StatusError, errData(err)
+		return sa.Class, status, errData(err)
 	}
 	p.Done(auth.CodeOK)
 	for _, r := range res {

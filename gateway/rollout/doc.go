@@ -53,21 +53,23 @@
 //	a/<board>                 the rollout id the board belongs to while it runs
 package rollout
 
-import "errors"
+import (
+	"github.com/holofleet/holofleet/gateway/fault"
+)
 
 // Errors of rollouts.
 var (
 	// ErrPlan: the plan is impossible (empty target, bad thresholds,
 	// unknown canary, ...); the message lists every problem.
-	ErrPlan = errors.New("rollout: bad plan")
+	ErrPlan = fault.New(fault.Invalid, "rollout: bad plan")
 	// ErrArtifact: the plan's artifact is unknown or does not suit the
 	// boards.
-	ErrArtifact = errors.New("rollout: bad artifact")
+	ErrArtifact = fault.New(fault.Invalid, "rollout: bad artifact")
 	// ErrNotFound: no rollout has that id.
-	ErrNotFound = errors.New("rollout: not found")
+	ErrNotFound = fault.New(fault.NotFound, "rollout: not found")
 	// ErrState: the rollout's state does not allow the request (resume
 	// of a finished rollout, revert twice, ...).
-	ErrState = errors.New("rollout: not allowed in this state")
+	ErrState = fault.New(fault.Precondition, "rollout: not allowed in this state")
 	// ErrClosed: the engine is not running.
-	ErrClosed = errors.New("rollout: engine closed")
+	ErrClosed = fault.New(fault.Unavailable, "rollout: engine closed")
 )
