@@ -727,13 +727,10 @@ func (s *Server) handle(ctx context.Context, c *client, m *Message, at time.Time
 	}
 	act := sa.Action
 	act.At = at
-	// The fleet's one preparation of an action, as every surface: the
-	// fleet checks the moment on its own clock when it runs it.
-	_, err = fleet.Prepare(sel, act, time.Time{})
-	var res []fleet.Result
-	if err == nil {
-		res, err = s.o.Fleet.Do(ctx, sel, act)
-	}
+	// The fleet service prepares the action first (fleet.Prepare, the
+	// one preparation every surface reaches): the address and arguments
+	// only build its body.
+	res, err := s.o.Fleet.Do(ctx, sel, act)
 	if err != nil {
 		status, code := outcome(err)
 		p.Done(code)
