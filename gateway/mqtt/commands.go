@@ -123,7 +123,7 @@ func (b *Bridge) parseTopic(topic string) (command, error) {
 		c.sort, c.verb = cmdRequest, parts[2]
 	case len(parts) == 4 && parts[0] == levelGroup && parts[2] == levelSet:
 		n, err := strconv.Atoi(parts[1])
-		if err != nil || n < 1 || n > 31 || strconv.Itoa(n) != parts[1] {
+		if err != nil || fleet.CheckGroup(n) != nil || strconv.Itoa(n) != parts[1] {
 			c.sort, c.resource = cmdGroup, parts[3]
 			return c, nil // group stays 0: refused with a reason
 		}

@@ -221,13 +221,8 @@ func (b *Bridge) selector(boards []string, groups []int, labels map[string]strin
 		}
 		sel.Boards = append(sel.Boards, id)
 	}
-	for _, g := range groups {
-		if g < 1 || g > 31 {
-			return sel, fmt.Errorf("%w: group %d (1-31)", ErrBadCommand, g)
-		}
-	}
-	if len(sel.Boards) == 0 && len(sel.Groups) == 0 && len(sel.Labels) == 0 && !sel.All {
-		return sel, fmt.Errorf("%w: the selector names no board", ErrBadCommand)
+	if err := fleet.CheckSelector(sel); err != nil {
+		return sel, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	return sel, nil
 }
