@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+
+	"github.com/holofleet/holofleet/gateway/fault"
 )
 
 // RemoteAddrKey is the gRPC metadata key under which the gateway's own REST
@@ -168,21 +169,19 @@ const (
 	CodeResourceExhausted = "ResourceExhausted"
 )
 
-// CodeOf is the outcome code of an error of this package: OK for nil,
-// Unauthenticated, PermissionDenied or ResourceExhausted for ErrNoToken
-// and ErrBadToken, ErrForbidden and ErrLimited; "Unknown" otherwise.
+// CodeOf is the outcome code of an error: OK for nil, else the gRPC code
+// name of its class (package fault: Unauthenticated for ErrNoToken and
+// ErrBadToken, PermissionDenied for ErrForbidden, ResourceExhausted for
+// ErrLimited, ...); "Unknown" for an error of no class.
 func CodeOf(err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return CodeOK
-	case errors.Is(err, ErrNoToken), errors.Is(err, ErrBadToken):
-		return CodeUnauthenticated
-	case errors.Is(err, ErrForbidden):
-		return CodePermissionDenied
-	case errors.Is(err, ErrLimited):
-		return CodeResourceExhausted
 	}
-	return "Unknown"
+	c := fault.Of(err)
+	if c == fault.Internal {
+		return "Unknown"
+	}
+	return c.GRPC().String()
 }
 
 // Record is what the audit log keeps of one request: its attributes,
