@@ -182,12 +182,7 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 	results := map[string]Result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	// Lines work in parallel; on one line the frames go one after the other.
-	byLine := map[string][]groupSend{}
-	for _, s := range sends {
-		byLine[s.line.Name()] = append(byLine[s.line.Name()], s)
-	}
-	for _, ss := range byLine {
+	for _, ss := range perLine(sends) {
 		wg.Go(func() {
 			for _, s := range ss {
 				var err error
@@ -242,6 +237,16 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 		out = append(out, results[id])
 	}
 	return out, nil
+}
+
+// perLine groups sends by line: lines work in parallel; on one line the
+// frames go one after the other, in order.
+func perLine(sends []groupSend) map[string][]groupSend {
+	out := map[string][]groupSend{}
+	for _, s := range sends {
+		out[s.line.Name()] = append(out[s.line.Name()], s)
+	}
+	return out
 }
 
 // plan resolves sel into group sends and boards to call one by one.

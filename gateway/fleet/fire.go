@@ -179,11 +179,7 @@ func (f *Fleet) doAt(ctx context.Context, a Action, ab action.Body, sends []grou
 		results[r.Board] = r
 	}
 
-	byLine := map[string][]groupSend{}
-	for _, s := range sends {
-		byLine[s.line.Name()] = append(byLine[s.line.Name()], s)
-	}
-	for _, ss := range byLine {
+	for _, ss := range perLine(sends) {
 		wg.Go(func() {
 			for _, s := range ss {
 				end, err := f.groupAt(ctx, s, hasNative, native, req, at)
