@@ -192,3 +192,47 @@ func g() { _, _ = act.Decode("leds", nil) }
 		t.Errorf("uses %v", got)
 	}
 }
+
+// FuzzPrepare: any kind, body, groups and lead are prepared or refused
+// with one of the three errors, never a panic; what is accepted names
+// groups 1-31 only, and its body's request prepares again to the same
+// request (the decoded value is what the board gets).
+func FuzzPrepare(f *testing.F) {
+	for _, s := range []struct {
+		kind, body string
+		group      int
+		leadMS     int64
+	}{
+		{"leds", `{"mode":"solid","loop":true}`, 1, 0},
+		{"scene_apply", `{"slot":3}`, 31, 250},
+		{"holo", `{"motion":"move","x":0.5,"y":-1}`, 0, 0},
+		{"screen_off", ``, 32, -1},
+		{"explode", `{}`, 5, 60001},
+		{"screen_show", `{"colour":"red","path":"/a"}`, 2, 10},
+	} {
+		f.Add(s.kind, []byte(s.body), s.group, s.leadMS)
+	}
+	now := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, kind string, body []byte, group int, leadMS int64) {
+		sel := Selector{Groups: []int{group}}
+		a := Action{Kind: kind, Body: body, Lead: time.Duration(leadMS) * time.Millisecond}
+		p, err := Prepare(sel, a, now)
+		if err != nil {
+			if !errors.Is(err, ErrBadAction) && !errors.Is(err, ErrBadSelector) && !errors.Is(err, ErrBadTime) {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if group < 1 || group > 31 {
+			t.Fatalf("group %d accepted", group)
+		}
+		req := p.Body.Request()
+		again, err := Prepare(sel, Action{Kind: kind, Body: req.Body}, now)
+		if err != nil {
+			t.Fatalf("the body's own request is refused: %s: %v", req.Body, err)
+		}
+		if r2 := again.Body.Request(); r2.Method != req.Method || r2.Path != req.Path || string(r2.Body) != string(req.Body) {
+			t.Fatalf("request %+v prepares again as %+v", req, r2)
+		}
+	})
+}
