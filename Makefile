@@ -160,6 +160,13 @@ generate: ## Regenerate generated code (protobuf stubs with buf, then go generat
 	cd proto && PATH="$$($(GO) env GOPATH)/bin:$$PATH" buf generate
 	$(GO) generate $(PKGS)
 
+# The Grafana dashboards are Go (dashboards/gen, with the Grafana
+# Foundation SDK's builders); their JSON is committed, and the tests of
+# dashboards/gen fail when it differs from what this writes.
+.PHONY: dashboards
+dashboards: ## Write dashboards/*.json from their Go definitions in dashboards/gen
+	$(GO) run ./dashboards/gen -out dashboards
+
 # Code generators at pinned versions, installed into $(go env GOPATH)/bin.
 BUF_VERSION                ?= v1.75.0
 PROTOC_GEN_GO_VERSION      ?= v1.36.12

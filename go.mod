@@ -20,6 +20,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
+require github.com/grafana/grafana-foundation-sdk/go v0.0.22 // indirect
+
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.4.3-default-no-op // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect
