@@ -14,7 +14,7 @@ import (
 
 // TestRedoclyLint runs redocly lint (the npm package @redocly/cli, with the
 // repository's redocly.yaml: the recommended rules) on the description a
-// real board serves and wants no error and no warning. Skipped where the
+// real holo-board process serves and wants no error and no warning. Skipped where the
 // CLI is not installed, except in CI, which installs it.
 func TestRedoclyLint(t *testing.T) {
 	redocly, err := exec.LookPath("redocly")
@@ -24,7 +24,12 @@ func TestRedoclyLint(t *testing.T) {
 		}
 		t.Skip("redocly is not installed (npm install -g @redocly/cli@2.77.0)")
 	}
-	b := boardtest.StartInProcess(t, boardtest.InProcOptions{})
+	if testing.Short() {
+		t.Skip("builds and runs holo-board")
+	}
+	// The holo-board binary: every feature a user's board has (OTA,
+	// files, network, ...), so every operation it serves is linted.
+	b := boardtest.Start(t, "")
 	resp, err := http.Get(b.URL + "/api/v1/openapi.json")
 	if err != nil {
 		t.Fatal(err)
