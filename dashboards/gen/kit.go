@@ -16,6 +16,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -125,13 +126,13 @@ func scoped(expr string) (string, error) {
 		// After the name matcher, before the query's own matchers.
 		var out []*labels.Matcher
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName {
+			if m.Name == model.MetricNameLabel {
 				out = append(out, m)
 			}
 		}
 		out = append(out, extra...)
 		for _, m := range vs.LabelMatchers {
-			if m.Name != labels.MetricName {
+			if m.Name != model.MetricNameLabel {
 				out = append(out, m)
 			}
 		}
@@ -164,6 +165,9 @@ func queryVar(name, label, def string) *dashboard.QueryVariableBuilder {
 
 // build turns a board into Grafana's dashboard JSON.
 func (b board) build() ([]byte, error) {
+	// The classic dashboard JSON (schema v1), not dashboardv2: file
+	// provisioning, Grafana's import and the dashboard linter read it.
+	//lint:ignore SA1019 see above
 	d := dashboard.NewDashboardBuilder(b.title).Uid(b.uid).Description(b.desc).
 		Tags([]string{"holofleet"}).Readonly().Timezone("browser").Refresh("30s").Time("now-6h", "now").
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
