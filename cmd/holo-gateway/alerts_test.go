@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/boardtest"
+	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/gateway/demo"
 )
 
@@ -35,10 +39,12 @@ const (
 	alertInstance = "demo"
 )
 
-// TestAlertsFireInDemo makes the conditions of four alerts true in a real
+// TestAlertsFireInDemo makes the conditions of five alerts true in a real
 // demo gateway and shows, with promtool, that the shipped rules fire on
 // what it exports:
 //
+//   - a rollout of an image every board refuses fails its threshold and
+//     pauses (HoloRolloutFailed);
 //   - a LAN board is killed (HoloBoardOffline; one board of three is
 //     HoloBoardsOfflineMany);
 //   - a node on the simulated RS485 line floods it with noise
@@ -105,6 +111,36 @@ func TestAlertsFireInDemo(t *testing.T) {
 		t.Fatalf("board info: %d %s", code, body)
 	}
 	killed = info.ID
+	var demoBoards []string
+	for _, b := range boards() {
+		if b.ID != killed {
+			demoBoards = append(demoBoards, `"`+b.ID+`"`)
+		}
+	}
+
+	// A rollout that fails its threshold: the plan bounds the image's
+	// transfer to 1 ns, past before the first byte leaves, so every board
+	// times out and the wave fails.
+	exe := bytes.Repeat([]byte("holo-board 9.9.9 "), 4096)
+	img, err := image.Pack(image.Desc{Version: "9.9.9", Project: buildinfo.Project, Date: "Jan  1 2026", Time: "00:00:00", IDF: "test"}, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body = post(t, base+"/v1/artifacts?name=other.bin", "application/octet-stream", img)
+	sha := regexp.MustCompile(`"sha256":\s*"([0-9a-f]{64})"`).FindStringSubmatch(body)
+	if code != 200 || sha == nil {
+		t.Fatalf("upload: %d %s", code, body)
+	}
+	code, body = post(t, base+"/v1/rollouts", "application/json", []byte(`{"name":"alert-test","artifact":"`+sha[1]+
+		`","target":{"boards":[`+strings.Join(demoBoards, ",")+`]},"thresholds":{"wave_failure":0.5},"timeouts":{"transfer":"1ns"}}`))
+	rollout := regexp.MustCompile(`"id":\s*"([^"]+)"`).FindStringSubmatch(body)
+	if code != 200 || rollout == nil {
+		t.Fatalf("rollout: %d %s", code, body)
+	}
+	waitFor(t, "the rollout paused by its failure threshold", 45*time.Second, func() bool {
+		_, body := get(t, base+"/v1/rollouts/"+rollout[1], "")
+		return strings.Contains(body, `"state":"paused"`) || strings.Contains(body, `"state": "paused"`)
+	})
 
 	before, atBefore := scrapeFamilies(t, base)
 
@@ -183,7 +219,7 @@ func TestAlertsFireInDemo(t *testing.T) {
 		"rule_files":          []string{"rules.yml", "alerts.yml"},
 		"evaluation_interval": step.String(),
 		"tests": []any{map[string]any{
-			"name":         "the demo after a board was killed, the line flooded and the broker lost",
+			"name":         "the demo after a failed rollout, a board killed, the line flooded and the broker lost",
 			"interval":     step.String(),
 			"input_series": promtoolSeries(before, after, steps),
 			"alert_rule_test": []any{
@@ -191,6 +227,7 @@ func TestAlertsFireInDemo(t *testing.T) {
 				expect("HoloBoardsOfflineMany", "critical", nil),
 				expect("HoloLineErrors", "warning", map[string]string{"line": demo.LineName}),
 				expect("HoloMQTTDisconnected", "warning", nil),
+				expect("HoloRolloutFailed", "warning", map[string]string{"rollout": rollout[1]}),
 			},
 		}},
 	}
