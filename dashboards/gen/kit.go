@@ -51,6 +51,26 @@ type panel struct {
 	w, h                    int
 	queries                 []query
 	stack                   bool // time series stacked (parts of a whole)
+	// alarm, for a stat, colours it red from this value up (green below);
+	// alarmBelow colours it red below the value instead.
+	alarm      *float64
+	alarmBelow bool
+}
+
+// redFrom marks a stat red from v up: a count of something wrong.
+func (p panel) redFrom(v float64) panel { p.alarm = &v; return p }
+
+// redBelow marks a stat red below v: a state that should hold.
+func (p panel) redBelow(v float64) panel { p.alarm, p.alarmBelow = &v, true; return p }
+
+// thresholds are the colour steps of a stat with an alarm value.
+func (p panel) thresholds() *dashboard.ThresholdsConfigBuilder {
+	low, high := "green", "red"
+	if p.alarmBelow {
+		low, high = "red", "green"
+	}
+	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).
+		Steps([]dashboard.Threshold{{Color: low}, {Value: p.alarm, Color: high}})
 }
 
 // A query is PromQL written without job and instance: scoped() adds
@@ -253,8 +273,12 @@ func (p panel) builder(id uint32) (cog.Builder[dashboard.Panel], error) {
 		}
 		return b, nil
 	case kindStat:
-		return stat.NewPanelBuilder().Id(id).Title(p.title).Description(p.desc).Unit(p.unit).Datasource(dsRef).
-			Span(uint32(p.w)).Height(uint32(p.h)).Targets(tgs).ReduceOptions(reduce).GraphMode(common.BigValueGraphModeNone), nil
+		b := stat.NewPanelBuilder().Id(id).Title(p.title).Description(p.desc).Unit(p.unit).Datasource(dsRef).
+			Span(uint32(p.w)).Height(uint32(p.h)).Targets(tgs).ReduceOptions(reduce).GraphMode(common.BigValueGraphModeNone)
+		if p.alarm != nil {
+			b.Thresholds(p.thresholds()).ColorMode(common.BigValueColorModeBackground)
+		}
+		return b, nil
 	case kindTable:
 		return table.NewPanelBuilder().Id(id).Title(p.title).Description(p.desc).Unit(p.unit).Datasource(dsRef).
 			Span(uint32(p.w)).Height(uint32(p.h)).Targets(tgs), nil
