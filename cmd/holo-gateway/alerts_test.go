@@ -168,9 +168,9 @@ func TestAlertsFireInDemo(t *testing.T) {
 		}
 	}()
 
-	lineErrors := func(fams map[string]*dto.MetricFamily) float64 {
+	sumOf := func(fams map[string]*dto.MetricFamily, names ...string) float64 {
 		sum := 0.0
-		for _, n := range []string{"holo_gateway_line_bad_crc_total", "holo_gateway_line_garbage_total", "holo_gateway_line_timeouts_total"} {
+		for _, n := range names {
 			if f := fams[n]; f != nil {
 				for _, m := range f.GetMetric() {
 					sum += m.GetCounter().GetValue()
@@ -178,6 +178,12 @@ func TestAlertsFireInDemo(t *testing.T) {
 			}
 		}
 		return sum
+	}
+	lineErrors := func(fams map[string]*dto.MetricFamily) float64 {
+		return sumOf(fams, "holo_gateway_line_bad_crc_total", "holo_gateway_line_garbage_total", "holo_gateway_line_timeouts_total")
+	}
+	lineReplies := func(fams map[string]*dto.MetricFamily) float64 {
+		return sumOf(fams, "holo_gateway_line_receive_frames_total", "holo_gateway_line_receive_json_lines_total")
 	}
 	var after map[string]*dto.MetricFamily
 	var atAfter time.Time
@@ -195,7 +201,8 @@ func TestAlertsFireInDemo(t *testing.T) {
 		return lineErrors(after)-lineErrors(before) >= 20 && atAfter.Sub(atBefore) >= 2*time.Second
 	})
 	cancel()
-	t.Logf("between the scrapes (%v): %.0f line errors", atAfter.Sub(atBefore).Round(time.Millisecond), lineErrors(after)-lineErrors(before))
+	t.Logf("between the scrapes (%v): %.0f line errors, %.0f replies", atAfter.Sub(atBefore).Round(time.Millisecond),
+		lineErrors(after)-lineErrors(before), lineReplies(after)-lineReplies(before))
 
 	dir := t.TempDir()
 	writeAlertsWithoutAnnotations(t, filepath.Join(monitoringDir, "alerts.yml"), filepath.Join(dir, "alerts.yml"))
