@@ -17,7 +17,7 @@ REPORT    ?= $(BIN)/bench-report.md
 VERSION   ?= 0.0.0-dev
 # Anti-rollback secure version of make image (docs/secure-boot.md).
 SECURE_VERSION ?= 0
-LDFLAGS   := -s -w -X github.com/holofleet/holofleet/firmware/buildinfo.Version=$(VERSION)
+LDFLAGS   := -s -w -X github.com/holofleet/holofleet/bus/buildinfo.Version=$(VERSION)
 COMMANDS  := $(notdir $(wildcard cmd/*))
 # Signing: make image signs with KEY (a private key PEM), or with the
 # development key DEV_KEY, made on first use (git-ignored). make build

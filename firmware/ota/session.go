@@ -2,7 +2,7 @@ package ota
 
 import (
 	"github.com/holofleet/holofleet/bus/boardapi"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/image"
 )
