@@ -100,7 +100,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 5s) each
 # and to check action bodies with the boards' own request types and rules
 # (gateway/action: leds, screen, holo, scenes), so that what the gateway
 # accepts is what a board accepts. Shapes alone never justify an import.
-GATEWAY_FIRMWARE_OK := firmware/fleetmode firmware/ota/image firmware/ota/flash firmware/network/mdns \
+GATEWAY_FIRMWARE_OK := firmware/fleetmode bus/image firmware/ota/flash firmware/network/mdns \
 	firmware/leds firmware/screen firmware/holo firmware/scenes
 .PHONY: deps
 deps: ## Check the dependency rules between bus/, firmware/ and gateway/

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // runImage is holoctl image pack|inspect|keygen|sign|verify: build, pack
