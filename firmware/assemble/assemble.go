@@ -10,6 +10,7 @@ import (
 	"context"
 	"hash/fnv"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/firmware/board"
@@ -123,7 +124,7 @@ func LEDs(b *board.Boot) error {
 	b.AddFeature("leds", c.Routes()...)
 	b.AddStatus(func(sb *frame.StatusBlock) {
 		s := c.State()
-		sb.LEDs = frame.LEDMode(leds.ModeNumber(s.Mode))
+		sb.LEDs = frame.LEDMode(boardapi.LEDModeNumber(s.Mode))
 		sb.Brightness = uint8(s.Brightness)
 	})
 	return nil

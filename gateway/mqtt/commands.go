@@ -14,7 +14,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/holofleet/holofleet/firmware/leds"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
@@ -566,7 +566,7 @@ func settingsBody(payload []byte) ([]byte, error) {
 			case part.k == "leds" && k == "brightness":
 				lo = action.MinBrightness
 			case k == "count":
-				lo, hi = 1, leds.MaxCount
+				lo, hi = 1, boardapi.MaxLEDCount
 			}
 			if _, _, err := getNumber(sub, k, lo, hi, true); err != nil {
 				return nil, err

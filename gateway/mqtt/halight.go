@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/holofleet/holofleet/firmware/leds"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/action"
 )
 
@@ -21,7 +21,7 @@ import (
 
 // haEffects are the strip modes HA offers as effects: every mode but off,
 // which is the light's OFF state.
-var haEffects = []string{leds.ModeSolid, leds.ModeWipe, leds.ModeRainbow, leds.ModeFlicker}
+var haEffects = []string{boardapi.LEDModeSolid, boardapi.LEDModeWipe, boardapi.LEDModeRainbow, boardapi.LEDModeFlicker}
 
 // haLight is one JSON-schema light command, checked.
 type haLight struct {
@@ -120,16 +120,16 @@ type ledsNow struct {
 //	                      when none), with the colour and brightness given
 func haLEDsPatch(c haLight, now ledsNow) action.LEDs {
 	if !c.on {
-		off := leds.ModeOff
+		off := boardapi.LEDModeOff
 		return action.LEDs{Mode: &off}
 	}
 	p := action.LEDs{Colour: c.colour, Brightness: c.brightness}
 	switch {
 	case c.effect != nil:
 		p.Mode = c.effect
-	case now.mode == "" || now.mode == leds.ModeOff:
-		m := leds.ModeSolid
-		if now.lastOn != "" && now.lastOn != leds.ModeOff {
+	case now.mode == "" || now.mode == boardapi.LEDModeOff:
+		m := boardapi.LEDModeSolid
+		if now.lastOn != "" && now.lastOn != boardapi.LEDModeOff {
 			m = now.lastOn
 		}
 		p.Mode = &m
