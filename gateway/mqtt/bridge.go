@@ -23,6 +23,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -73,7 +74,7 @@ type Options struct {
 	// Rollouts, when set, is followed on bridge/rollout/<id>, bridge/event
 	// and the HA update entities, runs the "rollout" request and, with
 	// Firmware, installs the UpdateChannel's image (see rollout.go).
-	Rollouts RolloutEngine
+	Rollouts rollout.Service
 	// Firmware gives the release channels: the update entities' latest
 	// version and what their install command installs.
 	Firmware FirmwareChannels

@@ -41,21 +41,6 @@ const DefaultUpdateChannel = "stable"
 // topic by default: the broker does not collect every rollout ever run.
 const DefaultKeepRollouts = 20
 
-// RolloutEngine is what the bridge needs of the rollout engine
-// (*rollout.Engine).
-type RolloutEngine interface {
-	DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error)
-	Create(ctx context.Context, p rollout.Plan) (rollout.Status, error)
-	Get(id string) (rollout.Status, error)
-	List() []rollout.Status
-	Boards(id string) ([]rollout.Board, error)
-	Pause(ctx context.Context, id, reason string) (rollout.Status, error)
-	Resume(ctx context.Context, id string) (rollout.Status, error)
-	Abort(ctx context.Context, id, reason string) (rollout.Status, error)
-	Revert(ctx context.Context, id, reason string) (rollout.Status, error)
-	Watch(ctx context.Context, id string, after uint64) <-chan rollout.Event
-}
-
 // FirmwareChannels is what the bridge needs of the firmware store
 // (*artifact.Store): the release channels, and the artifacts they name
 // (who signed them, for the update entities' release summary).
