@@ -70,3 +70,33 @@ func TestMotionFromNative(t *testing.T) {
 		t.Errorf("range 255: %v", err)
 	}
 }
+
+// TestHasExtension: an extension counts in extensions, and in features
+// for boards from before the extensions field; never a feature of the
+// specification's own list by mistake.
+func TestHasExtension(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		features, extensions []string
+		want                 bool
+	}{
+		{"in extensions", []string{"leds"}, []string{"fire", "time"}, true},
+		{"old board: in features", []string{"leds", "fire"}, nil, true},
+		{"neither", []string{"leds"}, []string{"time"}, false},
+		{"nothing", nil, nil, false},
+	} {
+		if got := HasExtension(tc.features, tc.extensions, ExtensionFire); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, f := range Features {
+		if !IsFeature(f) {
+			t.Errorf("IsFeature(%q) false", f)
+		}
+	}
+	for _, e := range []string{ExtensionFire, ExtensionTime, ExtensionLinkI2C} {
+		if IsFeature(e) {
+			t.Errorf("extension %q is a feature", e)
+		}
+	}
+}
