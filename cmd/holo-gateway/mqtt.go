@@ -19,6 +19,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
 // defaultBrokerPort is the embedded broker's port when --mqtt-port is not
@@ -71,8 +72,8 @@ const gatewayUser = "@holo-gateway"
 
 func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	f.port = fmt.Sprint(defaultBrokerPort)
-	fs.StringVar(&f.base, "mqtt-base", mqtt.DefaultBase, "MQTT topic root")
-	fs.StringVar(&f.haPrefix, "ha-prefix", mqtt.DefaultHAPrefix, "Home Assistant discovery prefix")
+	fs.StringVar(&f.base, "mqtt-base", layout.DefaultBase, "MQTT topic root")
+	fs.StringVar(&f.haPrefix, "ha-prefix", layout.DefaultHAPrefix, "Home Assistant discovery prefix")
 	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", defaultBrokerPort))
 	fs.StringVar(&f.user, "mqtt-user", "", "username on the external broker (--mqtt)")
 	// Refused in check, not here: the flag package would repeat the

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
 // Access control of the bridge's topics.
@@ -61,7 +62,7 @@ type Policy struct {
 	// refused reader would flood the log).
 	Guard *auth.Guard
 
-	t topics
+	t layout.Topics
 	// baseLevels and haLevels are the roots split into levels.
 	baseLevels, haLevels []string
 }
@@ -69,11 +70,11 @@ type Policy struct {
 // NewPolicy returns the policy of the topics under base and haPrefix
 // (empty: the defaults).
 func NewPolicy(base, haPrefix string) (*Policy, error) {
-	base, haPrefix = rootsOrDefault(base, haPrefix)
+	base, haPrefix = layout.RootsOrDefault(base, haPrefix)
 	if err := checkRoots(base, haPrefix); err != nil {
 		return nil, err
 	}
-	return &Policy{t: topics{base: base, ha: haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil
+	return &Policy{t: layout.Topics{Base: base, HA: haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil
 }
 
 // topicKind sorts the topics for the policy.
@@ -100,27 +101,27 @@ type sorted struct {
 }
 
 func (p *Policy) sort(topic string) sorted {
-	if topic == p.t.haStatus() {
+	if topic == p.t.HAStatus() {
 		return sorted{kind: kindHAStatus}
 	}
 	if topic == "$SYS" || strings.HasPrefix(topic, "$SYS/") {
 		return sorted{kind: kindSys}
 	}
-	if rest, ok := strings.CutPrefix(topic, p.t.base+"/"); ok {
+	if rest, ok := strings.CutPrefix(topic, p.t.Base+"/"); ok {
 		parts := strings.Split(rest, "/")
 		switch {
-		case len(parts) == 3 && parts[0] == levelBridge && parts[1] == levelRequest:
+		case len(parts) == 3 && parts[0] == layout.LevelBridge && parts[1] == layout.LevelRequest:
 			return sorted{kind: kindRequest, leaf: parts[2]}
-		case len(parts) == 3 && parts[0] == levelBridge && parts[1] == levelResponse:
+		case len(parts) == 3 && parts[0] == layout.LevelBridge && parts[1] == layout.LevelResponse:
 			return sorted{kind: kindResponse, leaf: parts[2]}
-		case len(parts) == 4 && parts[0] == levelGroup && parts[2] == levelSet:
+		case len(parts) == 4 && parts[0] == layout.LevelGroup && parts[2] == layout.LevelSet:
 			return sorted{kind: kindGroup, group: parts[1], leaf: parts[3]}
-		case len(parts) == 3 && parts[1] == levelSet && parts[0] != levelBridge && parts[0] != levelGroup:
+		case len(parts) == 3 && parts[1] == layout.LevelSet && parts[0] != layout.LevelBridge && parts[0] != layout.LevelGroup:
 			return sorted{kind: kindSet, board: parts[0], leaf: parts[2]}
 		}
 		return sorted{kind: kindMirror}
 	}
-	if strings.HasPrefix(topic, p.t.ha+"/") {
+	if strings.HasPrefix(topic, p.t.HA+"/") {
 		return sorted{kind: kindDiscovery}
 	}
 	return sorted{kind: kindOther}
@@ -151,7 +152,7 @@ func (p *Policy) PublishAttributes(who auth.Identity, topic string, payload []by
 			a.Verb, a.Resource, a.Method, a.Path = auth.VerbCall, auth.ResBoardAPI, "PATCH", "/settings"
 		case s.leaf == "restart":
 			a.Verb, a.Resource, a.Method, a.Path = auth.VerbCall, auth.ResBoardAPI, "POST", "/restart"
-		case s.leaf == levelUpdate:
+		case s.leaf == layout.LevelUpdate:
 			a.Verb, a.Resource, a.Kind = auth.VerbCreate, auth.ResRollouts, "install"
 		default:
 			a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResBridge, "set/"+s.leaf
@@ -428,8 +429,8 @@ func (p *Policy) Gateway(topic string, publish bool) bool {
 		return false
 	}
 	switch topic {
-	case p.t.setFilter(), p.t.groupFilter(), p.t.requestFilter(), p.t.haStatus(),
-		p.t.peerFilter("state"), p.t.peerFilter("boards"):
+	case p.t.SetFilter(), p.t.GroupFilter(), p.t.RequestFilter(), p.t.HAStatus(),
+		p.t.PeerFilter("state"), p.t.PeerFilter("boards"):
 		// In a cluster the bridge reads the other bridges' state and
 		// boards (cluster.go).
 		return true
@@ -437,7 +438,7 @@ func (p *Policy) Gateway(topic string, publish bool) bool {
 	if strings.ContainsAny(topic, "+#") {
 		return false
 	}
-	if _, leaf, ok := p.t.peerOf(topic); ok && (leaf == "state" || leaf == "boards") {
+	if _, leaf, ok := p.t.PeerOf(topic); ok && (leaf == "state" || leaf == "boards") {
 		return true
 	}
 	switch p.sort(topic).kind {

@@ -17,6 +17,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
 
@@ -48,13 +49,13 @@ type command struct {
 // onMessage is paho's handler: it sorts the message, applies the size and
 // rate limits, and hands it to the workers without blocking.
 func (b *Bridge) onMessage(_ paho.Client, msg paho.Message) {
-	if gw, leaf, ok := b.t.peerOf(msg.Topic()); ok && b.clustered() {
+	if gw, leaf, ok := b.t.PeerOf(msg.Topic()); ok && b.clustered() {
 		if leaf == "state" || leaf == "boards" {
 			b.onPeer(gw, leaf, msg.Payload())
 		}
 		return
 	}
-	if msg.Retained() && msg.Topic() != b.t.haStatus() {
+	if msg.Retained() && msg.Topic() != b.t.HAStatus() {
 		return // a stale retained command is not a command
 	}
 	c, err := b.parseTopic(msg.Topic())
@@ -108,7 +109,7 @@ func (c command) limitKey() string {
 // parseTopic sorts a topic the bridge subscribed to.
 func (b *Bridge) parseTopic(topic string) (command, error) {
 	c := command{topic: topic}
-	if topic == b.t.haStatus() {
+	if topic == b.t.HAStatus() {
 		c.sort = cmdHA
 		return c, nil
 	}
@@ -118,16 +119,16 @@ func (b *Bridge) parseTopic(topic string) (command, error) {
 	}
 	parts := strings.Split(rest, "/")
 	switch {
-	case len(parts) == 3 && parts[0] == levelBridge && parts[1] == levelRequest:
+	case len(parts) == 3 && parts[0] == layout.LevelBridge && parts[1] == layout.LevelRequest:
 		c.sort, c.verb = cmdRequest, parts[2]
-	case len(parts) == 4 && parts[0] == levelGroup && parts[2] == levelSet:
+	case len(parts) == 4 && parts[0] == layout.LevelGroup && parts[2] == layout.LevelSet:
 		n, err := strconv.Atoi(parts[1])
 		if err != nil || n < 1 || n > 31 || strconv.Itoa(n) != parts[1] {
 			c.sort, c.resource = cmdGroup, parts[3]
 			return c, nil // group stays 0: refused with a reason
 		}
 		c.sort, c.group, c.resource = cmdGroup, n, parts[3]
-	case len(parts) == 3 && parts[1] == levelSet && parts[0] != levelBridge && parts[0] != levelGroup:
+	case len(parts) == 3 && parts[1] == layout.LevelSet && parts[0] != layout.LevelBridge && parts[0] != layout.LevelGroup:
 		c.sort, c.board, c.resource = cmdSet, parts[0], parts[2]
 	default:
 		return c, ErrBadCommand
@@ -169,10 +170,10 @@ func (b *Bridge) answer(c command, data any, err error) {
 			resp["transaction"] = tx
 		}
 		verb := c.verb
-		if ValidName(verb) != nil {
+		if layout.ValidName(verb) != nil {
 			verb = "invalid"
 		}
-		b.enqueue(spool.Message{Topic: b.t.response(verb), Payload: mustJSON(resp), QoS: 1})
+		b.enqueue(spool.Message{Topic: b.t.Response(verb), Payload: mustJSON(resp), QoS: 1})
 		return
 	}
 	if err != nil {
@@ -228,7 +229,7 @@ func callOf(r action.Request) apiCall { return apiCall{r.Method, r.Path, r.Body}
 
 // runSet validates and runs <b>/set/<resource>.
 func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte) error {
-	if resource == levelUpdate {
+	if resource == layout.LevelUpdate {
 		if p := strings.TrimSpace(string(payload)); p != "install" && p != `{"install":true}` {
 			return fmt.Errorf("%w: update takes \"install\"", ErrBadCommand)
 		}
@@ -539,7 +540,7 @@ func settingsBody(payload []byte) ([]byte, error) {
 		return nil, err
 	}
 	if raw, ok := m["boot_scene"]; ok && string(bytes.TrimSpace(raw)) != "null" {
-		if _, _, err := getString(m, "boot_scene", MaxName); err != nil {
+		if _, _, err := getString(m, "boot_scene", layout.MaxName); err != nil {
 			return nil, err
 		}
 	}

@@ -1,5 +1,7 @@
 package mqtt
 
+import "github.com/holofleet/holofleet/gateway/mqtt/layout"
+
 // Home Assistant device discovery: one retained message per board on
 // <prefix>/device/holo_<id>/config. The device-level keys use HA's short
 // names for the device-discovery schema ("dev", "o", "cmps", and "p" for
@@ -11,9 +13,9 @@ var HappeningKinds = []string{"clip_started", "clip_ended", "scene_started", "sc
 // discoveryPayload is the board's device discovery message.
 func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 	id, name := bi.view.ID, bi.name
-	uid := objectID("holo_" + id)
-	st := func(leaf string) string { return b.t.board(name, leaf) }
-	cmd := func(res string) string { return b.t.boardSet(name, res) }
+	uid := layout.ObjectID("holo_" + id)
+	st := func(leaf string) string { return b.t.Board(name, leaf) }
+	cmd := func(res string) string { return b.t.BoardSet(name, res) }
 	label := bi.view.Hostname
 	if label == "" {
 		label = name
@@ -39,7 +41,7 @@ func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 		"link_errors": diagSensor("Link errors", uid+"_link_errors", st("link"),
 			"{{ value_json.counters.errors if value_json.counters is defined else 0 }}", "", "", "total_increasing"),
 		"firmware": map[string]any{"p": "update", "name": "Firmware", "unique_id": uid + "_firmware", "device_class": "firmware",
-			"state_topic": st(levelUpdate), "command_topic": cmd(levelUpdate), "payload_install": "install",
+			"state_topic": st(layout.LevelUpdate), "command_topic": cmd(layout.LevelUpdate), "payload_install": "install",
 			"entity_category": "config"},
 	}
 	if len(bi.scenes) > 0 {
@@ -55,20 +57,20 @@ func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 	}
 	for _, k := range HappeningKinds {
 		cmps["event_"+k] = map[string]any{"p": "event", "name": eventLabel(k), "unique_id": uid + "_event_" + k,
-			"state_topic": b.t.event(name, k), "event_types": []string{k}}
+			"state_topic": b.t.Event(name, k), "event_types": []string{k}}
 	}
 	dev := map[string]any{"identifiers": []string{uid}, "name": label, "manufacturer": "holofleet",
 		"model": "holo-board", "sw_version": bi.view.Firmware, "serial_number": id}
 	if b.clustered() {
 		// The board's gateway: HA shows the board behind it.
-		dev["via_device"] = gatewayDevice(b.t.gw)
+		dev["via_device"] = layout.GatewayDevice(b.t.Gateway)
 	}
 	return mustJSON(map[string]any{
 		"dev": dev,
 		"o":   map[string]any{"name": "holo-gateway", "sw_version": b.o.Version},
 		"availability": []map[string]any{
-			{"topic": b.t.own("state"), "value_template": "{{ value_json.state }}"},
-			{"topic": st(levelAvail), "value_template": "{{ value_json.state }}"},
+			{"topic": b.t.Own("state"), "value_template": "{{ value_json.state }}"},
+			{"topic": st(layout.LevelAvail), "value_template": "{{ value_json.state }}"},
 		},
 		"availability_mode": "all",
 		"qos":               1,

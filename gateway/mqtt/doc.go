@@ -74,12 +74,17 @@
 // (docs/mqtt-security.md ships a Mosquitto ACL file).
 package mqtt
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
+)
 
 // Errors of the bridge.
 var (
-	// ErrBadName: a board name or topic root is not usable in topics.
-	ErrBadName = errors.New("mqtt: bad name")
+	// ErrBadName: a board name or topic root is not usable in topics
+	// (the topic layout's sentinel).
+	ErrBadName = layout.ErrBadName
 	// ErrNameTaken: another board already has that name.
 	ErrNameTaken = errors.New("mqtt: name taken")
 	// ErrBadCommand: a command's topic, size or body is not acceptable.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -49,17 +50,18 @@ type FirmwareChannels interface {
 	Get(sha string) (artifact.Artifact, error)
 }
 
-// Rollout request actions.
+// Rollout request actions (the topic layout's, named here for the
+// bridge's handler).
 const (
-	RolloutCreate = "create"  // {plan} -> the rollout's status
-	RolloutDryRun = "dry_run" // {plan} -> {waves, refused}
-	RolloutGet    = "get"     // {id} -> status
-	RolloutBoards = "boards"  // {id} -> every board with its timeline
-	RolloutList   = "list"    // {} -> every rollout, newest first
-	RolloutPause  = "pause"   // {id, reason}
-	RolloutResume = "resume"  // {id}
-	RolloutAbort  = "abort"   // {id, reason}
-	RolloutRevert = "revert"  // {id, reason}
+	RolloutCreate = layout.RolloutCreate
+	RolloutDryRun = layout.RolloutDryRun
+	RolloutGet    = layout.RolloutGet
+	RolloutBoards = layout.RolloutBoards
+	RolloutList   = layout.RolloutList
+	RolloutPause  = layout.RolloutPause
+	RolloutResume = layout.RolloutResume
+	RolloutAbort  = layout.RolloutAbort
+	RolloutRevert = layout.RolloutRevert
 )
 
 // rolloutActions lists the actions with the fields each takes.
@@ -236,7 +238,7 @@ func (b *Bridge) followRollouts(ctx context.Context) {
 	old := b.oldRollouts(list)
 	for _, st := range list {
 		if old[st.ID] {
-			b.setRetained(b.t.bridge("rollout/"+st.ID), nil)
+			b.setRetained(b.t.Bridge("rollout/"+st.ID), nil)
 			continue
 		}
 		b.publishRollout(st.ID)
@@ -290,7 +292,7 @@ func (b *Bridge) rolloutEvent(ev rollout.Event) {
 		// A rollout finished: the oldest finished one may fall out of
 		// the kept ones.
 		for id := range b.oldRollouts(b.o.Rollouts.List()) {
-			b.clearRetained(b.t.bridge("rollout/" + id))
+			b.clearRetained(b.t.Bridge("rollout/" + id))
 		}
 		// The rollout let its boards go: those it left pending (aborted)
 		// fall back to the channel.
@@ -323,7 +325,7 @@ func (b *Bridge) oldRollouts(list []rollout.Status) map[string]bool {
 	old := map[string]bool{}
 	kept := 0
 	for _, st := range list {
-		if !st.Finished || ValidName(st.ID) != nil {
+		if !st.Finished || layout.ValidName(st.ID) != nil {
 			continue
 		}
 		if kept++; kept > b.o.KeepRollouts {
@@ -336,7 +338,7 @@ func (b *Bridge) oldRollouts(list []rollout.Status) map[string]bool {
 // publishRollout publishes bridge/rollout/<id> and returns the status.
 func (b *Bridge) publishRollout(id string) rollout.Status {
 	st, err := b.o.Rollouts.Get(id)
-	if err != nil || ValidName(id) != nil {
+	if err != nil || layout.ValidName(id) != nil {
 		return st
 	}
 	boards := map[string]string{}
@@ -352,7 +354,7 @@ func (b *Bridge) publishRollout(id string) rollout.Status {
 	if !st.SoakUntil.IsZero() {
 		p["soak_until"] = st.SoakUntil
 	}
-	b.setRetained(b.t.bridge("rollout/"+id), mustJSON(p))
+	b.setRetained(b.t.Bridge("rollout/"+id), mustJSON(p))
 	return st
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
 func TestValidName(t *testing.T) {
@@ -22,14 +23,14 @@ func TestValidName(t *testing.T) {
 		{"", false}, {strings.Repeat("a", 65), false}, {"a+b", false}, {"a#", false}, {"a/b", false},
 		{"$SYS", false}, {"bridge", false}, {"group", false}, {"a b", false}, {"a\x00b", false}, {"\xff", false},
 	} {
-		err := ValidName(tc.name)
+		err := layout.ValidName(tc.name)
 		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrBadName) {
-			t.Errorf("ValidName(%q) = %v, want ok %v", tc.name, err, tc.ok)
+			t.Errorf("layout.ValidName(%q) = %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}
 	for in, want := range map[string]string{"holo-1": "holo-1", "a b/c": "a_b_c", "$$x": "x", "bridge": "", "": ""} {
-		if got := defaultName(in); got != want {
-			t.Errorf("defaultName(%q) = %q, want %q", in, got, want)
+		if got := layout.DefaultName(in); got != want {
+			t.Errorf("layout.DefaultName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -127,7 +128,7 @@ func TestTranslate(t *testing.T) {
 }
 
 func TestParseTopic(t *testing.T) {
-	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{base: "holo", ha: "ha"}}
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: layout.Topics{Base: "holo", HA: "ha"}}
 	for _, tc := range []struct {
 		topic string
 		want  command
@@ -217,7 +218,7 @@ func FuzzCommand(f *testing.F) {
 	} {
 		f.Add(s.topic, []byte(s.payload))
 	}
-	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{base: "holo", ha: "ha"}}
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: layout.Topics{Base: "holo", HA: "ha"}}
 	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
 		c, err := b.parseTopic(topic)
 		if err != nil || c.sort != cmdSet {
