@@ -20,6 +20,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
+	"github.com/holofleet/holofleet/gateway/mqtt/policy"
 )
 
 // defaultBrokerPort is the embedded broker's port when --mqtt-port is not
@@ -229,12 +230,12 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 			return component{}, err
 		}
 		user, password = gatewayUser, base64.RawURLEncoding.EncodeToString(raw[:])
-		policy, err := mqtt.NewPolicy(f.base, f.haPrefix)
+		pol, err := policy.New(f.base, f.haPrefix)
 		if err != nil {
 			return component{}, fmt.Errorf("%w: mqtt: %w", errUsage, err)
 		}
-		policy.Guard = e.guard // refusals and commands go to the audit log
-		o := broker.Options{Addr: addr, Policy: policy, Anonymous: anon,
+		pol.Guard = e.guard // refusals and commands go to the audit log
+		o := broker.Options{Addr: addr, Policy: pol, Anonymous: anon,
 			AnonymousRemote: f.anonymousRemote, Limits: f.limits,
 			Gateway: broker.Credentials{Username: user, Password: password},
 			Log:     e.log.With("component", "mqtt-broker")}

@@ -23,6 +23,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
+	"github.com/holofleet/holofleet/gateway/mqtt/policy"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	"github.com/holofleet/holofleet/store"
@@ -98,7 +99,7 @@ type Options struct {
 	// Policy with auth.Authorize. "" takes every command the broker
 	// delivers, as admin: right for the embedded broker, which authorises
 	// each client itself; an external broker cannot tell the bridge who
-	// published (see access.go).
+	// published (see gateway/mqtt/policy).
 	Accept string
 	// Guard receives the audit records of commands decided by Accept
 	// (an external broker's). With the embedded broker the broker's own
@@ -184,7 +185,7 @@ type Bridge struct {
 
 	cmds    chan command
 	limits  *limiter
-	policy  *Policy
+	policy  *policy.Policy
 	accept  auth.Role
 	updates sync.Map // board id -> Update
 
@@ -273,7 +274,7 @@ func New(o Options) (*Bridge, error) {
 	if b.accept, err = ParseAccept(o.Accept); err != nil {
 		return nil, err
 	}
-	if b.policy, err = NewPolicy(o.Base, o.HAPrefix); err != nil {
+	if b.policy, err = policy.New(o.Base, o.HAPrefix); err != nil {
 		return nil, err
 	}
 	if o.Accept != "" {

@@ -65,7 +65,7 @@
 //
 // # Access control
 //
-// Policy (access.go) maps every topic and payload to the gateway's
+// The policy (gateway/mqtt/policy) maps every topic and payload to the gateway's
 // authorisation attributes; auth.Authorize decides. The embedded broker
 // asks it for each client by the token it logged in with. With an
 // external broker the bridge cannot tell who published: Options.Accept is

@@ -32,7 +32,7 @@ import (
 //
 // Installing firmware (<base>/+/set/update, rollout create, resume,
 // revert) needs admin, as over the REST API; pause and abort are the
-// operators' brakes (access.go).
+// operators' brakes (gateway/mqtt/policy).
 
 // DefaultUpdateChannel is the release channel whose image the HA update
 // entities offer and install.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
@@ -328,5 +329,17 @@ func TestHALightPlans(t *testing.T) {
 		if _, ok, err := haCommand(bad.res, []byte(bad.payload)); !ok || !errors.Is(err, ErrBadCommand) {
 			t.Errorf("%s %s: %v %v, want ErrBadCommand", bad.res, bad.payload, ok, err)
 		}
+	}
+}
+
+func TestParseAccept(t *testing.T) {
+	for in, want := range map[string]auth.Role{"": auth.RoleAdmin, "none": auth.RoleNone, "viewer": auth.RoleViewer,
+		"operator": auth.RoleOperator, "admin": auth.RoleAdmin} {
+		if got, err := ParseAccept(in); err != nil || got != want {
+			t.Errorf("ParseAccept(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseAccept("root"); err == nil {
+		t.Error("accept root")
 	}
 }

@@ -1,16 +1,22 @@
-package mqtt
+// Package policy is the access policy of the MQTT topics: every operation
+// on them (a client publishing on a topic, subscribing to a filter, being
+// sent a message) described as the gateway's authorisation attributes and
+// decided by auth.Authorize, the one decision function of every surface.
+// The embedded broker (gateway/mqtt/broker) asks it for every client; the
+// bridge (gateway/mqtt) asks it for every command it takes from an
+// external broker, with the role its Accept option names.
+package policy
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
-// Access control of the bridge's topics.
+// The table.
 //
 // Every MQTT operation (a client publishing on a topic, subscribing to a
 // filter, being sent a message) is described as auth.Attributes and
@@ -54,7 +60,7 @@ import (
 // not a command) and read the commands, nothing else.
 
 // Policy maps MQTT operations on the bridge's topics to authorisation
-// decisions. Make it with NewPolicy; it is safe for concurrent use.
+// decisions. Make it with New; it is safe for concurrent use.
 type Policy struct {
 	// Guard, when set, receives the audit records of the policy's
 	// decisions that matter: every refused publication or subscription
@@ -67,11 +73,11 @@ type Policy struct {
 	baseLevels, haLevels []string
 }
 
-// NewPolicy returns the policy of the topics under base and haPrefix
+// New returns the policy of the topics under base and haPrefix
 // (empty: the defaults).
-func NewPolicy(base, haPrefix string) (*Policy, error) {
+func New(base, haPrefix string) (*Policy, error) {
 	base, haPrefix = layout.RootsOrDefault(base, haPrefix)
-	if err := checkRoots(base, haPrefix); err != nil {
+	if err := layout.CheckRoots(base, haPrefix); err != nil {
 		return nil, err
 	}
 	return &Policy{t: layout.Topics{Base: base, HA: haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil
@@ -134,8 +140,8 @@ var showResources = map[string]bool{"leds": true, "screen": true, "holo": true, 
 // what their requests return is what a viewer may read anyway. Others
 // (call: a board's raw reply; verbs added later) are for admins.
 var safeResponses = map[string]bool{
-	VerbBoards: true, VerbBoard: true, VerbDo: true, VerbScene: true, VerbLabels: true, VerbRename: true,
-	VerbDiscovery: true, VerbRollout: true, VerbHealth: true, "invalid": true,
+	layout.VerbBoards: true, layout.VerbBoard: true, layout.VerbDo: true, layout.VerbScene: true, layout.VerbLabels: true, layout.VerbRename: true,
+	layout.VerbDiscovery: true, layout.VerbRollout: true, layout.VerbHealth: true, "invalid": true,
 }
 
 // PublishAttributes describes who publishing payload on topic.
@@ -180,22 +186,22 @@ func (p *Policy) PublishAttributes(who auth.Identity, topic string, payload []by
 func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 	admin := func() { a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResBridge, "request/"+verb }
 	switch verb {
-	case VerbBoards, VerbBoard:
+	case layout.VerbBoards, layout.VerbBoard:
 		a.Verb, a.Resource = auth.VerbRead, auth.ResBoards
 		return
-	case VerbHealth:
+	case layout.VerbHealth:
 		a.Verb, a.Resource = auth.VerbRead, auth.ResMetrics
 		return
-	case VerbDiscovery:
+	case layout.VerbDiscovery:
 		a.Verb, a.Resource = auth.VerbUpdate, auth.ResDiscovery
 		return
-	case VerbDo, VerbScene:
+	case layout.VerbDo, layout.VerbScene:
 		a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResActions, verb
 		return
-	case VerbLabels, VerbRename:
+	case layout.VerbLabels, layout.VerbRename:
 		a.Verb, a.Resource = auth.VerbUpdate, auth.ResBoards
 		return
-	case VerbCall, VerbRollout:
+	case layout.VerbCall, layout.VerbRollout:
 	default:
 		admin()
 		return
@@ -215,7 +221,7 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		return s, json.Unmarshal(raw, &s) == nil
 	}
 	switch verb {
-	case VerbCall:
+	case layout.VerbCall:
 		method, ok1 := str("method")
 		path, ok2 := str("path")
 		board, ok3 := str("board")
@@ -230,7 +236,7 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		if board != "" {
 			a.Boards = []string{board}
 		}
-	case VerbRollout:
+	case layout.VerbRollout:
 		action, ok := str("action")
 		if !ok {
 			admin()
@@ -238,11 +244,11 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		}
 		a.Resource, a.Kind = auth.ResRollouts, action
 		switch action {
-		case RolloutList, RolloutGet, RolloutBoards, RolloutDryRun:
+		case layout.RolloutList, layout.RolloutGet, layout.RolloutBoards, layout.RolloutDryRun:
 			a.Verb = auth.VerbRead
-		case RolloutPause, RolloutAbort:
+		case layout.RolloutPause, layout.RolloutAbort:
 			a.Verb = auth.VerbHalt
-		case RolloutCreate:
+		case layout.RolloutCreate:
 			a.Verb = auth.VerbCreate
 		default: // resume, revert, and what the bridge will refuse
 			a.Verb = auth.VerbUpdate
@@ -446,29 +452,6 @@ func (p *Policy) Gateway(topic string, publish bool) bool {
 		return true
 	}
 	return false
-}
-
-// ParseAccept reads Options.Accept: the role whose commands the bridge
-// takes ("" is admin).
-func ParseAccept(s string) (auth.Role, error) {
-	switch s {
-	case "":
-		return auth.RoleAdmin, nil
-	case "none":
-		return auth.RoleNone, nil
-	}
-	r, err := auth.ParseRole(s)
-	if err != nil {
-		return auth.RoleNone, fmt.Errorf("%w: accept %q (none, viewer, operator or admin)", ErrConfig, s)
-	}
-	return r, nil
-}
-
-// admit checks a command against Options.Accept: what its publisher,
-// taken to have that role, may send.
-func (b *Bridge) admit(c command) error {
-	who := auth.Identity{Name: "mqtt-accept", Role: b.accept}
-	return b.policy.Publish(who, "", c.topic, c.payload).Err()
 }
 
 // Command reports whether topic is a command (set, group set or bridge
