@@ -17,6 +17,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
@@ -398,7 +399,7 @@ func (b *Bridge) translate(_, resource string, payload []byte) ([]apiCall, error
 // A screen {"backlight": n} is no action: boardAction returns nil for it
 // (backlightCall handles it on one board).
 func boardAction(resource string, payload []byte) (action.Body, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
@@ -413,7 +414,7 @@ func boardAction(resource string, payload []byte) (action.Body, error) {
 		kind = action.KindHolo
 	case "scene":
 		kind = action.KindSceneApply
-		if end, ok, err := getBool(m, "end"); err != nil {
+		if end, ok, err := cmdbody.Bool(m, "end"); err != nil {
 			return nil, err
 		} else if ok {
 			if !end || len(m) != 1 {
@@ -426,7 +427,7 @@ func boardAction(resource string, payload []byte) (action.Body, error) {
 		if _, ok := m["backlight"]; ok {
 			return nil, nil
 		}
-		if off, ok, err := getBool(m, "off"); err != nil {
+		if off, ok, err := cmdbody.Bool(m, "off"); err != nil {
 			return nil, err
 		} else if ok {
 			if !off || len(m) != 1 {
@@ -447,100 +448,37 @@ func boardAction(resource string, payload []byte) (action.Body, error) {
 // backlightCall is PATCH /screen for a screen command {"backlight": n}
 // (0-100); ok is false for other screen commands.
 func backlightCall(payload []byte) (apiCall, bool, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return apiCall{}, false, nil // boardAction says why
 	}
 	if _, ok := m["backlight"]; !ok {
 		return apiCall{}, false, nil
 	}
-	if err := onlyKeys(m, "screen", "backlight"); err != nil {
+	if err := cmdbody.OnlyKeys(m, "screen", "backlight"); err != nil {
 		return apiCall{}, true, err
 	}
-	v, _, err := getNumber(m, "backlight", 0, 100, true)
+	v, _, err := cmdbody.Number(m, "backlight", 0, 100, true)
 	if err != nil {
 		return apiCall{}, true, err
 	}
 	return apiCall{http.MethodPatch, "/screen", mustJSON(map[string]int{"backlight": int(v)})}, true, nil
 }
 
-// object decodes payload as one JSON object, numbers kept exact.
-func object(payload []byte) (map[string]json.RawMessage, error) {
-	p := bytes.TrimSpace(payload)
-	if len(p) == 0 {
-		return map[string]json.RawMessage{}, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(p, &m); err != nil || m == nil {
-		return nil, fmt.Errorf("%w: the payload is not a JSON object", ErrBadCommand)
-	}
-	return m, nil
-}
-
-// field checks for unknown keys.
-func onlyKeys(m map[string]json.RawMessage, what string, keys ...string) error {
-	for k := range m {
-		if !slices.Contains(keys, k) {
-			return fmt.Errorf("%w: %s: unknown field %q (%s)", ErrBadCommand, what, k, strings.Join(keys, ", "))
-		}
-	}
-	return nil
-}
-
-func getString(m map[string]json.RawMessage, k string, maxLen int) (string, bool, error) {
-	raw, ok := m[k]
-	if !ok {
-		return "", false, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil || len(s) > maxLen {
-		return "", true, fmt.Errorf("%w: %s must be a string of at most %d bytes", ErrBadCommand, k, maxLen)
-	}
-	return s, true, nil
-}
-
-func getNumber(m map[string]json.RawMessage, k string, lo, hi float64, integer bool) (float64, bool, error) {
-	raw, ok := m[k]
-	if !ok {
-		return 0, false, nil
-	}
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f < lo || f > hi || integer && f != float64(int64(f)) {
-		kind := "a number"
-		if integer {
-			kind = "an integer"
-		}
-		return 0, true, fmt.Errorf("%w: %s must be %s from %g to %g", ErrBadCommand, k, kind, lo, hi)
-	}
-	return f, true, nil
-}
-
-func getBool(m map[string]json.RawMessage, k string) (bool, bool, error) {
-	raw, ok := m[k]
-	if !ok {
-		return false, false, nil
-	}
-	var v bool
-	if json.Unmarshal(raw, &v) != nil {
-		return false, true, fmt.Errorf("%w: %s must be true or false", ErrBadCommand, k)
-	}
-	return v, true, nil
-}
-
 // settingsBody checks a PATCH /settings body.
 func settingsBody(payload []byte) ([]byte, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
 	if len(m) == 0 {
 		return nil, fmt.Errorf("%w: settings: nothing to change", ErrBadCommand)
 	}
-	if err := onlyKeys(m, "settings", "boot_scene", "screen", "leds"); err != nil {
+	if err := cmdbody.OnlyKeys(m, "settings", "boot_scene", "screen", "leds"); err != nil {
 		return nil, err
 	}
 	if raw, ok := m["boot_scene"]; ok && string(bytes.TrimSpace(raw)) != "null" {
-		if _, _, err := getString(m, "boot_scene", layout.MaxName); err != nil {
+		if _, _, err := cmdbody.String(m, "boot_scene", layout.MaxName); err != nil {
 			return nil, err
 		}
 	}
@@ -552,11 +490,11 @@ func settingsBody(payload []byte) ([]byte, error) {
 		if !ok {
 			continue
 		}
-		sub, err := object(raw)
+		sub, err := cmdbody.Object(raw)
 		if err != nil {
 			return nil, err
 		}
-		if err := onlyKeys(sub, "settings."+part.k, part.keys...); err != nil {
+		if err := cmdbody.OnlyKeys(sub, "settings."+part.k, part.keys...); err != nil {
 			return nil, err
 		}
 		for _, k := range part.keys {
@@ -569,7 +507,7 @@ func settingsBody(payload []byte) ([]byte, error) {
 			case k == "count":
 				lo, hi = 1, boardapi.MaxLEDCount
 			}
-			if _, _, err := getNumber(sub, k, lo, hi, true); err != nil {
+			if _, _, err := cmdbody.Number(sub, k, lo, hi, true); err != nil {
 				return nil, err
 			}
 		}
@@ -579,14 +517,14 @@ func settingsBody(payload []byte) ([]byte, error) {
 
 // restartBody checks a POST /restart body.
 func restartBody(payload []byte) ([]byte, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(m, "restart", "delay_ms"); err != nil {
+	if err := cmdbody.OnlyKeys(m, "restart", "delay_ms"); err != nil {
 		return nil, err
 	}
-	if _, _, err := getNumber(m, "delay_ms", 200, 60000, true); err != nil {
+	if _, _, err := cmdbody.Number(m, "delay_ms", 200, 60000, true); err != nil {
 		return nil, err
 	}
 	if len(m) == 0 {

@@ -77,6 +77,7 @@ package mqtt
 import (
 	"errors"
 
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
@@ -87,8 +88,9 @@ var (
 	ErrBadName = layout.ErrBadName
 	// ErrNameTaken: another board already has that name.
 	ErrNameTaken = errors.New("mqtt: name taken")
-	// ErrBadCommand: a command's topic, size or body is not acceptable.
-	ErrBadCommand = errors.New("mqtt: bad command")
+	// ErrBadCommand: a command's topic, size or body is not acceptable
+	// (cmdbody's sentinel: every command check wraps this one).
+	ErrBadCommand = cmdbody.ErrBadCommand
 	// ErrRateLimited: the board or topic sent too many commands.
 	ErrRateLimited = errors.New("mqtt: rate limited")
 	// ErrUnknownBoard: no board has that name or id.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/action"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
 )
 
 // Home Assistant's JSON light schema on <b>/set/leds and <b>/set/screen
@@ -50,7 +51,7 @@ func haCommand(resource string, payload []byte) (haLight, bool, error) {
 	if !light {
 		return haLight{}, false, nil
 	}
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return haLight{}, false, nil
 	}
@@ -63,15 +64,15 @@ func haCommand(resource string, payload []byte) (haLight, bool, error) {
 
 func parseHALight(resource string, keys []string, m map[string]json.RawMessage) (haLight, error) {
 	var c haLight
-	if err := onlyKeys(m, resource, keys...); err != nil {
+	if err := cmdbody.OnlyKeys(m, resource, keys...); err != nil {
 		return c, err
 	}
-	st, _, err := getString(m, "state", 8)
+	st, _, err := cmdbody.String(m, "state", 8)
 	if err != nil || st != "ON" && st != "OFF" {
 		return c, fmt.Errorf("%w: %s: state must be ON or OFF", ErrBadCommand, resource)
 	}
 	c.on = st == "ON"
-	if v, ok, err := getNumber(m, "brightness", 0, 100, false); err != nil {
+	if v, ok, err := cmdbody.Number(m, "brightness", 0, 100, false); err != nil {
 		return c, err
 	} else if ok {
 		n := max(action.MinBrightness, int(math.Floor(v+0.5)))
@@ -86,7 +87,7 @@ func parseHALight(resource string, keys []string, m map[string]json.RawMessage) 
 		s := fmt.Sprintf("#%02x%02x%02x", *rgb.R, *rgb.G, *rgb.B)
 		c.colour = &s
 	}
-	if e, ok, err := getString(m, "effect", 16); err != nil {
+	if e, ok, err := cmdbody.String(m, "effect", 16); err != nil {
 		return c, err
 	} else if ok {
 		if !slices.Contains(haEffects, e) {

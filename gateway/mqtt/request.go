@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
@@ -72,7 +73,7 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 		if b.o.Rollout == nil {
 			return nil, fmt.Errorf("%w: rollouts are not available", ErrUnsupported)
 		}
-		m, err := object(payload)
+		m, err := cmdbody.Object(payload)
 		if err != nil {
 			return nil, err
 		}
@@ -83,11 +84,11 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown request %q (%s)", ErrBadCommand, verb, strings.Join(Verbs, ", "))
 	}
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(m, verb, append(slices.Clone(fields), "transaction")...); err != nil {
+	if err := cmdbody.OnlyKeys(m, verb, append(slices.Clone(fields), "transaction")...); err != nil {
 		return nil, err
 	}
 	var r request

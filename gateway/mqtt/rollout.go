@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
@@ -79,11 +80,11 @@ var phasePercent = map[string]float64{
 
 // rolloutRequest runs the "rollout" request through the engine.
 func (b *Bridge) rolloutRequest(ctx context.Context, body json.RawMessage) (any, error) {
-	m, err := object(body)
+	m, err := cmdbody.Object(body)
 	if err != nil {
 		return nil, err
 	}
-	action, _, err := getString(m, "action", 16)
+	action, _, err := cmdbody.String(m, "action", 16)
 	if err != nil {
 		return nil, err
 	}
@@ -92,14 +93,14 @@ func (b *Bridge) rolloutRequest(ctx context.Context, body json.RawMessage) (any,
 		return nil, fmt.Errorf("%w: rollout: action %q (create, dry_run, get, boards, list, pause, resume, abort, revert)",
 			ErrBadCommand, action)
 	}
-	if err := onlyKeys(m, "rollout "+action, append(fields, "action")...); err != nil {
+	if err := cmdbody.OnlyKeys(m, "rollout "+action, append(fields, "action")...); err != nil {
 		return nil, err
 	}
-	id, _, err := getString(m, "id", 64)
+	id, _, err := cmdbody.String(m, "id", 64)
 	if err != nil {
 		return nil, err
 	}
-	reason, _, err := getString(m, "reason", 256)
+	reason, _, err := cmdbody.String(m, "reason", 256)
 	if err != nil {
 		return nil, err
 	}
