@@ -18,6 +18,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
+	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
@@ -249,7 +250,7 @@ func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte
 		}
 		return firstResultError(res)
 	}
-	if hl, ok, err := haCommand(resource, payload); ok {
+	if hl, ok, err := homeassistant.ParseLight(resource, payload); ok {
 		if err != nil {
 			return err
 		}
@@ -296,11 +297,11 @@ func (b *Bridge) runGroup(ctx context.Context, group int, resource string, paylo
 	var ab action.Body
 	switch resource {
 	case "scene", "leds", "holo", "screen":
-		if hl, ok, err := haCommand(resource, payload); ok {
+		if hl, ok, err := homeassistant.ParseLight(resource, payload); ok {
 			if err != nil {
 				return nil, err
 			}
-			if ab, err = groupHALight(resource, hl); err != nil {
+			if ab, err = homeassistant.GroupLight(resource, hl); err != nil {
 				return nil, err
 			}
 			break

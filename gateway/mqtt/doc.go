@@ -53,13 +53,13 @@
 // Commands are checked before anything is sent: topic names, body size
 // (MaxCommand), the body (the board's form by gateway/action's decoder,
 // the one the API and the fleet use; Home Assistant's JSON light form by
-// haCommand), rate limits per board and per command topic. A refused
+// homeassistant.ParseLight), rate limits per board and per command topic. A refused
 // command changes nothing and gets an error response (requests) or an
 // error on bridge/event (set topics).
 //
 // Home Assistant's light commands are turned into board requests by pure
-// functions of the command and the board's state (haLEDsPatch,
-// haBacklightCalls): ON turns an off strip on and wakes a sleeping panel.
+// functions of the command and the board's state (homeassistant.LEDsPatch,
+// BacklightCalls): ON turns an off strip on and wakes a sleeping panel.
 // docs/mqtt.md has the table of what every command HA sends does from
 // each starting state.
 //

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
@@ -201,12 +202,12 @@ func (b *Bridge) handle(ev fleet.Event) {
 		payload := []byte(ev.Data)
 		switch ev.Kind {
 		case "leds":
-			payload = haLEDs(ev.Data)
+			payload = homeassistant.LEDsState(ev.Data)
 			if m := ledsMode(ev.Data); m != "" && m != "off" {
 				bi.ledsOn = m
 			}
 		case "screen":
-			payload = haScreen(ev.Data)
+			payload = homeassistant.ScreenState(ev.Data)
 		case "scenes":
 			if s := sceneNames(ev.Data); !slices.Equal(s, bi.scenes) {
 				bi.scenes = s
@@ -377,62 +378,6 @@ func ledsMode(state json.RawMessage) string {
 	}
 	_ = json.Unmarshal(state, &st)
 	return st.Mode
-}
-
-// haLEDs adds Home Assistant's JSON light fields to the strip state:
-// state ON/OFF, brightness (0-100, the strip's percent), color {r,g,b},
-// effect (the mode) and color_mode.
-func haLEDs(state json.RawMessage) []byte {
-	var m map[string]any
-	if json.Unmarshal(state, &m) != nil || m == nil {
-		return state
-	}
-	mode, _ := m["mode"].(string)
-	m["state"] = onOff(mode != "" && mode != "off")
-	if mode != "" {
-		m["effect"] = mode
-	}
-	if c, ok := m["colour"].(string); ok {
-		if r, g, bl, ok := parseHex(c); ok {
-			m["color"] = map[string]int{"r": r, "g": g, "b": bl}
-		}
-	}
-	m["color_mode"] = "rgb"
-	return mustJSON(m)
-}
-
-// haScreen adds a JSON light's fields for the backlight: state (the panel
-// powered), brightness (the backlight percent).
-func haScreen(state json.RawMessage) []byte {
-	var m map[string]any
-	if json.Unmarshal(state, &m) != nil || m == nil {
-		return state
-	}
-	p, _ := m["powered"].(bool)
-	m["state"] = onOff(p)
-	if bl, ok := m["backlight"]; ok {
-		m["brightness"] = bl
-	}
-	m["color_mode"] = "brightness"
-	return mustJSON(m)
-}
-
-func onOff(on bool) string {
-	if on {
-		return "ON"
-	}
-	return "OFF"
-}
-
-func parseHex(c string) (r, g, b int, ok bool) {
-	if len(c) != 7 || c[0] != '#' {
-		return 0, 0, 0, false
-	}
-	v, err := strconv.ParseUint(c[1:], 16, 32)
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	return int(v >> 16 & 0xff), int(v >> 8 & 0xff), int(v & 0xff), true
 }
 
 // sceneNames takes the saved scenes' names from a GET /scenes reply,
