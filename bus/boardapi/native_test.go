@@ -1,7 +1,9 @@
 package boardapi
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,4 +101,71 @@ func TestHasExtension(t *testing.T) {
 			t.Errorf("extension %q is a feature", e)
 		}
 	}
+}
+
+// FuzzNative: the native LEDS and HOLO payload decoders never panic, and
+// what they accept re-encodes to the same payload's meaning: an accepted
+// HOLO motion is one of Motions, an LEDS patch always sets loop.
+func FuzzNative(f *testing.F) {
+	for _, tc := range motionNativeTests {
+		f.Add(tc.hex)
+	}
+	f.Add([]byte{0x01, 0xff, 0x80, 0x00, 0x1e, 0x02})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if p, err := LEDPatchFromNative(b); err == nil {
+			if p.Loop == nil {
+				t.Fatalf("% x: loop not set", b)
+			}
+			if err := p.Check(); err != nil && !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("% x: %v is not bad_request", b, err)
+			}
+		} else if !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("% x: %v is not bad_request", b, err)
+		}
+		if m, err := MotionFromNative(b); err == nil {
+			if !slices.Contains(Motions, m.Motion) {
+				t.Fatalf("% x: motion %q", b, m.Motion)
+			}
+		} else if !errors.Is(err, ErrMotion) {
+			t.Fatalf("% x: %v does not match ErrMotion", b, err)
+		}
+	})
+}
+
+// FuzzSceneApply: a scene body is decoded strictly and checked without
+// panicking; a checked scene survives a JSON round trip unchanged.
+func FuzzSceneApply(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"intro"}`, `{"slot":3}`,
+		`{"scene":{"screen":{"path":"/a.mov","loops":2},"leds":{"mode":"wipe","colour":"teal"},"holo":{"motion":"wag"},"then":"restore"}}`,
+		`{"scene":{"then":"off","duration_s":2.5}}`, `{"scene":{"screen":{"path":"/x.part"}}}`, `{}`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req SceneApply
+		if err := DecodeBytes(b, &req, false); err != nil {
+			return
+		}
+		if req.Name != nil {
+			_ = CheckSceneName(*req.Name)
+		}
+		if req.Scene == nil || req.Scene.Check() != nil {
+			return
+		}
+		out, err := json.Marshal(req.Scene)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Scene
+		if err := DecodeBytes(out, &back, false); err != nil {
+			t.Fatalf("re-decoding %s: %v", out, err)
+		}
+		if err := back.Check(); err != nil {
+			t.Fatalf("%s checked, its round trip %s does not: %v", b, out, err)
+		}
+		if diff := cmp.Diff(back, *req.Scene); diff != "" {
+			t.Fatalf("round trip of %s (-got +want)\n%s", out, diff)
+		}
+	})
 }
