@@ -3,7 +3,6 @@ package mqtt
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,27 +14,6 @@ import (
 	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
-
-func TestValidName(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ok   bool
-	}{
-		{"holo-29f3", true}, {"stage_left.1", true}, {"ümlaut", true}, {strings.Repeat("a", 64), true},
-		{"", false}, {strings.Repeat("a", 65), false}, {"a+b", false}, {"a#", false}, {"a/b", false},
-		{"$SYS", false}, {"bridge", false}, {"group", false}, {"a b", false}, {"a\x00b", false}, {"\xff", false},
-	} {
-		err := layout.ValidName(tc.name)
-		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrBadName) {
-			t.Errorf("layout.ValidName(%q) = %v, want ok %v", tc.name, err, tc.ok)
-		}
-	}
-	for in, want := range map[string]string{"holo-1": "holo-1", "a b/c": "a_b_c", "$$x": "x", "bridge": "", "": ""} {
-		if got := layout.DefaultName(in); got != want {
-			t.Errorf("layout.DefaultName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestHappeningPayload(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
