@@ -140,5 +140,3 @@ func scale(c color.RGBA, f float64) color.RGBA {
 	s := func(v uint8) uint8 { return uint8(math.Round(float64(v) * f)) }
 	return color.RGBA{s(c.R), s(c.G), s(c.B), 0xff}
 }
-
-func rgb(r, g, b uint8) color.RGBA { return color.RGBA{r, g, b, 0xff} }
