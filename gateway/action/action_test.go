@@ -158,7 +158,7 @@ func TestNativeMeansTheSame(t *testing.T) {
 }
 
 // sameOnBoard checks that b's native form means what b means, by the
-// firmware's readers of native payloads.
+// board's readers of native payloads (bus/boardapi).
 func sameOnBoard(b Body) error {
 	req, ok := b.Native()
 	if !ok {
