@@ -125,7 +125,7 @@ func runInfo(s *call, args []string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return reply(raw, "hostname", "id", "chip", "firmware.version", "firmware.project", "uptime_s", "heap_free", "features",
+	return reply(raw, "hostname", "id", "chip", "firmware.version", "firmware.project", "uptime_s", "heap_free", "features", "extensions",
 		"auth", "sta.connected", "sta.ssid", "sta.ip", "ap.on", "ap.name", "ap.off_in_s", "ap.ip"), nil
 }
 
