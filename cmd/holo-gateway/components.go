@@ -13,6 +13,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -39,7 +40,7 @@ type env struct {
 	// artifacts and rollouts serve the API's firmware calls (set by the
 	// rollouts component; nil leaves them unimplemented).
 	artifacts api.Artifacts
-	rollouts  api.Rollouts
+	rollouts  rollout.Service
 	// cluster is this gateway's member of a cluster of gateways (set by
 	// newCluster with --cluster; nil when it runs alone).
 	cluster *cluster.Cluster

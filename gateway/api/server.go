@@ -73,6 +73,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -98,7 +99,7 @@ type Config struct {
 	// Artifacts and Rollouts serve the firmware RPCs (and POST
 	// /v1/artifacts); nil answers them UNIMPLEMENTED.
 	Artifacts Artifacts
-	Rollouts  Rollouts
+	Rollouts  rollout.Service
 	// Cluster serves GetCluster and RemoveGateway on a gateway of a
 	// cluster; nil answers them UNIMPLEMENTED.
 	Cluster Cluster

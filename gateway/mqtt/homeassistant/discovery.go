@@ -1,4 +1,19 @@
-package mqtt
+// Package homeassistant is Home Assistant's side of the MQTT bridge: the
+// device discovery message of each board (one retained message with every
+// entity: the LED strip and the screen's backlight as JSON-schema lights,
+// the holo's axes, scenes, buttons, diagnostics, happenings as events and
+// the firmware as an update entity), the light state HA reads, and what
+// each light command HA sends does to a board, decided by pure functions
+// of the command and the board's state. The bridge (gateway/mqtt) reads
+// the board's state, publishes and runs what these functions decide;
+// docs/mqtt.md has the table of every command from each starting state.
+package homeassistant
+
+import (
+	"encoding/json"
+
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
+)
 
 // Home Assistant device discovery: one retained message per board on
 // <prefix>/device/holo_<id>/config. The device-level keys use HA's short
@@ -8,20 +23,33 @@ package mqtt
 // HappeningKinds are the board happenings that get an HA event entity.
 var HappeningKinds = []string{"clip_started", "clip_ended", "scene_started", "scene_ended", "touch"}
 
-// discoveryPayload is the board's device discovery message.
-func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
-	id, name := bi.view.ID, bi.name
-	uid := objectID("holo_" + id)
-	st := func(leaf string) string { return b.t.board(name, leaf) }
-	cmd := func(res string) string { return b.t.boardSet(name, res) }
-	label := bi.view.Hostname
+// Device is what a board's discovery message says of it.
+type Device struct {
+	ID       string   // the board's id
+	Name     string   // its name in topics
+	Hostname string   // its label in HA ("" uses Name)
+	Firmware string   // the version it runs
+	Scenes   []string // its saved scenes' names, for the scene select
+}
+
+// Discovery is the board's device discovery message, published retained
+// on t.Discovery(d.ID). version is the gateway's. In a cluster (t.Gateway
+// set) the board is shown behind its gateway's device, with a gateway
+// sensor.
+func Discovery(t layout.Topics, d Device, version string) []byte {
+	id, name := d.ID, d.Name
+	clustered := t.Gateway != ""
+	uid := layout.ObjectID("holo_" + id)
+	st := func(leaf string) string { return t.Board(name, leaf) }
+	cmd := func(res string) string { return t.BoardSet(name, res) }
+	label := d.Hostname
 	if label == "" {
 		label = name
 	}
 	cmps := map[string]any{
 		"leds": map[string]any{"p": "light", "schema": "json", "name": "LED strip", "unique_id": uid + "_leds",
 			"state_topic": st("leds"), "command_topic": cmd("leds"), "brightness": true, "brightness_scale": 100,
-			"supported_color_modes": []string{"rgb"}, "effect": true, "effect_list": haEffects, "flash": false,
+			"supported_color_modes": []string{"rgb"}, "effect": true, "effect_list": Effects, "flash": false,
 			"transition": false, "icon": "mdi:led-strip-variant"},
 		"backlight": map[string]any{"p": "light", "schema": "json", "name": "Screen backlight", "unique_id": uid + "_backlight",
 			"state_topic": st("screen"), "command_topic": cmd("screen"), "brightness": true, "brightness_scale": 100,
@@ -39,36 +67,36 @@ func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 		"link_errors": diagSensor("Link errors", uid+"_link_errors", st("link"),
 			"{{ value_json.counters.errors if value_json.counters is defined else 0 }}", "", "", "total_increasing"),
 		"firmware": map[string]any{"p": "update", "name": "Firmware", "unique_id": uid + "_firmware", "device_class": "firmware",
-			"state_topic": st(levelUpdate), "command_topic": cmd(levelUpdate), "payload_install": "install",
+			"state_topic": st(layout.LevelUpdate), "command_topic": cmd(layout.LevelUpdate), "payload_install": "install",
 			"entity_category": "config"},
 	}
-	if len(bi.scenes) > 0 {
+	if len(d.Scenes) > 0 {
 		cmps["scene"] = map[string]any{"p": "select", "name": "Scene", "unique_id": uid + "_scene",
-			"options": bi.scenes, "command_topic": cmd("scene"), "command_template": `{"name": {{ value | tojson }}}`,
+			"options": d.Scenes, "command_topic": cmd("scene"), "command_template": `{"name": {{ value | tojson }}}`,
 			"state_topic": st("scene"), "value_template": "{{ value_json.name if value_json and value_json.name else 'None' }}",
 			"icon": "mdi:movie-open"}
 	}
-	if b.clustered() {
+	if clustered {
 		cmps["gateway"] = map[string]any{"p": "sensor", "name": "Gateway", "unique_id": uid + "_gateway",
 			"state_topic": st("info"), "value_template": "{{ value_json.gateway }}", "entity_category": "diagnostic",
 			"icon": "mdi:router-network"}
 	}
 	for _, k := range HappeningKinds {
 		cmps["event_"+k] = map[string]any{"p": "event", "name": eventLabel(k), "unique_id": uid + "_event_" + k,
-			"state_topic": b.t.event(name, k), "event_types": []string{k}}
+			"state_topic": t.Event(name, k), "event_types": []string{k}}
 	}
 	dev := map[string]any{"identifiers": []string{uid}, "name": label, "manufacturer": "holofleet",
-		"model": "holo-board", "sw_version": bi.view.Firmware, "serial_number": id}
-	if b.clustered() {
+		"model": "holo-board", "sw_version": d.Firmware, "serial_number": id}
+	if clustered {
 		// The board's gateway: HA shows the board behind it.
-		dev["via_device"] = gatewayDevice(b.t.gw)
+		dev["via_device"] = layout.GatewayDevice(t.Gateway)
 	}
 	return mustJSON(map[string]any{
 		"dev": dev,
-		"o":   map[string]any{"name": "holo-gateway", "sw_version": b.o.Version},
+		"o":   map[string]any{"name": "holo-gateway", "sw_version": version},
 		"availability": []map[string]any{
-			{"topic": b.t.own("state"), "value_template": "{{ value_json.state }}"},
-			{"topic": st(levelAvail), "value_template": "{{ value_json.state }}"},
+			{"topic": t.Own("state"), "value_template": "{{ value_json.state }}"},
+			{"topic": st(layout.LevelAvail), "value_template": "{{ value_json.state }}"},
 		},
 		"availability_mode": "all",
 		"qos":               1,
@@ -105,4 +133,13 @@ func eventLabel(kind string) string {
 		b[0] -= 'a' - 'A'
 	}
 	return string(b)
+}
+
+// mustJSON marshals the package's own values, which always marshal.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte("null")
+	}
+	return b
 }

@@ -1,4 +1,4 @@
-package leds
+package boardapi
 
 import (
 	"fmt"

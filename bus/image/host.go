@@ -1,6 +1,6 @@
 package image
 
-import "github.com/holofleet/holofleet/firmware/buildinfo"
+import "github.com/holofleet/holofleet/bus/buildinfo"
 
 // HostExpect is what a host build of holo-board (process and fleet mode)
 // requires of an image: the host chip id and the firmware's project name.

@@ -24,6 +24,14 @@ const (
 	ChecksumSeed      = 0xEF
 )
 
+// SlotSize is the size of each application slot (ota_0, ota_1) of a
+// board's flash, and so the largest image a board accepts. The board's
+// partition table (firmware/ota/flash) is built from it; the gateway
+// refuses larger images at upload. A slot holds a host executable of
+// holo-board (about 15 MB with the race detector), so 48 MiB leaves room
+// to grow.
+const SlotSize = 48 << 20
+
 // Chip ids and the host layout.
 const (
 	// ChipHost is the chip id of host builds (holo-board as an executable).

@@ -1,8 +1,13 @@
-// Package buildinfo describes the running firmware: project, version,
+// Package buildinfo describes the running build: project, version,
 // build date and time, framework, and the SHA-256 of the executable. The
 // version and date are set at link time (make build VERSION=...); the
-// firmware image tooling (issue: OTA) writes the same values into the
+// firmware image tooling (bus/image) writes the same values into the
 // image's application description.
+//
+// It lives in bus/ because both sides read it: the firmware describes
+// itself with it (GET /info, /ota), and holo-gateway and holoctl report
+// the same link-time version, so one -X flag stamps every binary. It
+// imports only the standard library and bus/boardapi.
 package buildinfo
 
 import (

@@ -1,15 +1,7 @@
-package screen
+package boardapi
 
-import (
-	"image/color"
-
-	"github.com/holofleet/holofleet/firmware/api"
-	"github.com/holofleet/holofleet/firmware/fs"
-	"github.com/holofleet/holofleet/firmware/leds"
-)
-
-// MaxLoops bounds loops in a show request.
-const MaxLoops = 10000
+// MaxShowLoops bounds loops in a screen show request.
+const MaxShowLoops = 10000
 
 // ShowRequest is the body of POST /screen/show and the screen part of a
 // scene. Exactly one of Path, Colour or Calibration (true) is given.
@@ -23,9 +15,9 @@ type ShowRequest struct {
 
 // Check validates the request's shape without touching any file: one of
 // path, colour or calibration; loop and loops only with a path and not
-// contradicting each other; loops 1-MaxLoops; a colour that parses; a
-// path that follows the volume's path rules. Errors are 400 bad_request
-// or bad_path.
+// contradicting each other; loops 1-MaxShowLoops; a colour that parses; a
+// path that follows the volume's path rules (CleanPath). Errors are 400
+// bad_request, bad_path or is_a_directory.
 func (r ShowRequest) Check() error {
 	n := 0
 	for _, set := range []bool{r.Path != nil, r.Colour != nil, r.Calibration != nil} {
@@ -35,29 +27,29 @@ func (r ShowRequest) Check() error {
 	}
 	switch {
 	case n == 0:
-		return api.Errorf(api.ErrBadRequest, "give one of path, colour or calibration")
+		return Errorf(ErrBadRequest, "give one of path, colour or calibration")
 	case n > 1:
-		return api.Errorf(api.ErrBadRequest, "give only one of path, colour or calibration")
+		return Errorf(ErrBadRequest, "give only one of path, colour or calibration")
 	case r.Calibration != nil && !*r.Calibration:
-		return api.Errorf(api.ErrBadRequest, "calibration must be true (show something else to leave it)")
+		return Errorf(ErrBadRequest, "calibration must be true (show something else to leave it)")
 	case r.Path == nil && (r.Loop != nil || r.Loops != nil):
-		return api.Errorf(api.ErrBadRequest, "loop and loops go with a path")
-	case r.Loops != nil && (*r.Loops < 1 || *r.Loops > MaxLoops):
-		return api.Errorf(api.ErrBadRequest, "loops must be 1-%d, not %d", MaxLoops, *r.Loops)
+		return Errorf(ErrBadRequest, "loop and loops go with a path")
+	case r.Loops != nil && (*r.Loops < 1 || *r.Loops > MaxShowLoops):
+		return Errorf(ErrBadRequest, "loops must be 1-%d, not %d", MaxShowLoops, *r.Loops)
 	case r.Loops != nil && r.Loop != nil && *r.Loop:
-		return api.Errorf(api.ErrBadRequest, "loop true plays forever; it does not go with loops")
+		return Errorf(ErrBadRequest, "loop true plays forever; it does not go with loops")
 	}
 	if r.Colour != nil {
-		if _, err := parseColour(*r.Colour); err != nil {
-			return err
+		if _, err := ParseColour(*r.Colour); err != nil {
+			return Errorf(ErrBadRequest, "colour %q: want #rrggbb, R,G,B (each 0-255) or a colour name", *r.Colour)
 		}
 	}
 	if r.Path != nil {
-		if _, err := fs.Clean(*r.Path); err != nil {
+		if _, err := CleanPath(*r.Path); err != nil {
 			return err
 		}
 		if *r.Path == "/" {
-			return api.Errorf(api.ErrIsADirectory, "/ is a directory")
+			return Errorf(ErrIsADirectory, "/ is a directory")
 		}
 	}
 	return nil
@@ -77,12 +69,4 @@ func (r ShowRequest) Plays(onceByDefault bool) int {
 		return 1
 	}
 	return 0
-}
-
-func parseColour(s string) (color.RGBA, error) {
-	c, err := leds.ParseColour(s)
-	if err != nil {
-		return color.RGBA{}, api.Errorf(api.ErrBadRequest, "colour %q: want #rrggbb, R,G,B (each 0-255) or a colour name", s)
-	}
-	return c, nil
 }

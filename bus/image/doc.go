@@ -1,7 +1,9 @@
 // Package image reads, checks and builds firmware application images in
 // the ESP-IDF application image format, the format of every image a
-// holofleet board boots from its ota_0 / ota_1 slots. The gateway imports
-// it too, to look inside images before a rollout.
+// holofleet board boots from its ota_0 / ota_1 slots. It lives in bus/
+// because it is a contract of both sides: the board checks and installs
+// images with it, and the gateway looks inside images (and verifies their
+// signatures) before a rollout, without importing the firmware.
 //
 // # Layout
 //

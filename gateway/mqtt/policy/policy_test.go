@@ -1,4 +1,4 @@
-package mqtt
+package policy
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ var (
 
 // TestPolicyPublish: the least role each publication needs.
 func TestPolicyPublish(t *testing.T) {
-	p, err := NewPolicy("holo", "homeassistant")
+	p, err := New("holo", "homeassistant")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestPolicyPublish(t *testing.T) {
 
 // TestPolicyRead: who may be sent what, and subscribe to which filters.
 func TestPolicyRead(t *testing.T) {
-	p, err := NewPolicy("holo", "homeassistant")
+	p, err := New("holo", "homeassistant")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestPolicyRead(t *testing.T) {
 // TestPolicyGateway: the bridge's own identity writes what it mirrors and
 // reads the commands, and nothing else.
 func TestPolicyGateway(t *testing.T) {
-	p, err := NewPolicy("show/holo", "ha")
+	p, err := New("show/holo", "ha")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,18 +181,6 @@ func TestPolicyGateway(t *testing.T) {
 	}
 }
 
-func TestParseAccept(t *testing.T) {
-	for in, want := range map[string]auth.Role{"": auth.RoleAdmin, "none": auth.RoleNone, "viewer": auth.RoleViewer,
-		"operator": auth.RoleOperator, "admin": auth.RoleAdmin} {
-		if got, err := ParseAccept(in); err != nil || got != want {
-			t.Errorf("ParseAccept(%q) = %v, %v", in, got, err)
-		}
-	}
-	if _, err := ParseAccept("root"); err == nil {
-		t.Error("accept root")
-	}
-}
-
 // FuzzPolicyCall: whatever call body the policy lets an operator send, a
 // case-insensitive, last-key-wins decoder (encoding/json into a struct,
 // what the bridge uses) reads the same method and path; and nothing
@@ -205,7 +193,7 @@ func FuzzPolicyCall(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	p, err := NewPolicy("holo", "homeassistant")
+	p, err := New("holo", "homeassistant")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -232,7 +220,7 @@ func FuzzPolicyCall(f *testing.F) {
 // BenchmarkPolicy: the decisions the embedded broker makes per message
 // sent (Read) and per command (Publish of a raw call).
 func BenchmarkPolicy(b *testing.B) {
-	p, err := NewPolicy("holo", "homeassistant")
+	p, err := New("holo", "homeassistant")
 	if err != nil {
 		b.Fatal(err)
 	}

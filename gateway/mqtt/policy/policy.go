@@ -1,15 +1,22 @@
-package mqtt
+// Package policy is the access policy of the MQTT topics: every operation
+// on them (a client publishing on a topic, subscribing to a filter, being
+// sent a message) described as the gateway's authorisation attributes and
+// decided by auth.Authorize, the one decision function of every surface.
+// The embedded broker (gateway/mqtt/broker) asks it for every client; the
+// bridge (gateway/mqtt) asks it for every command it takes from an
+// external broker, with the role its Accept option names.
+package policy
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
-// Access control of the bridge's topics.
+// The table.
 //
 // Every MQTT operation (a client publishing on a topic, subscribing to a
 // filter, being sent a message) is described as auth.Attributes and
@@ -53,7 +60,7 @@ import (
 // not a command) and read the commands, nothing else.
 
 // Policy maps MQTT operations on the bridge's topics to authorisation
-// decisions. Make it with NewPolicy; it is safe for concurrent use.
+// decisions. Make it with New; it is safe for concurrent use.
 type Policy struct {
 	// Guard, when set, receives the audit records of the policy's
 	// decisions that matter: every refused publication or subscription
@@ -61,19 +68,19 @@ type Policy struct {
 	// refused reader would flood the log).
 	Guard *auth.Guard
 
-	t topics
+	t layout.Topics
 	// baseLevels and haLevels are the roots split into levels.
 	baseLevels, haLevels []string
 }
 
-// NewPolicy returns the policy of the topics under base and haPrefix
+// New returns the policy of the topics under base and haPrefix
 // (empty: the defaults).
-func NewPolicy(base, haPrefix string) (*Policy, error) {
-	base, haPrefix = rootsOrDefault(base, haPrefix)
-	if err := checkRoots(base, haPrefix); err != nil {
+func New(base, haPrefix string) (*Policy, error) {
+	base, haPrefix = layout.RootsOrDefault(base, haPrefix)
+	if err := layout.CheckRoots(base, haPrefix); err != nil {
 		return nil, err
 	}
-	return &Policy{t: topics{base: base, ha: haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil
+	return &Policy{t: layout.Topics{Base: base, HA: haPrefix}, baseLevels: strings.Split(base, "/"), haLevels: strings.Split(haPrefix, "/")}, nil
 }
 
 // topicKind sorts the topics for the policy.
@@ -100,27 +107,27 @@ type sorted struct {
 }
 
 func (p *Policy) sort(topic string) sorted {
-	if topic == p.t.haStatus() {
+	if topic == p.t.HAStatus() {
 		return sorted{kind: kindHAStatus}
 	}
 	if topic == "$SYS" || strings.HasPrefix(topic, "$SYS/") {
 		return sorted{kind: kindSys}
 	}
-	if rest, ok := strings.CutPrefix(topic, p.t.base+"/"); ok {
+	if rest, ok := strings.CutPrefix(topic, p.t.Base+"/"); ok {
 		parts := strings.Split(rest, "/")
 		switch {
-		case len(parts) == 3 && parts[0] == levelBridge && parts[1] == levelRequest:
+		case len(parts) == 3 && parts[0] == layout.LevelBridge && parts[1] == layout.LevelRequest:
 			return sorted{kind: kindRequest, leaf: parts[2]}
-		case len(parts) == 3 && parts[0] == levelBridge && parts[1] == levelResponse:
+		case len(parts) == 3 && parts[0] == layout.LevelBridge && parts[1] == layout.LevelResponse:
 			return sorted{kind: kindResponse, leaf: parts[2]}
-		case len(parts) == 4 && parts[0] == levelGroup && parts[2] == levelSet:
+		case len(parts) == 4 && parts[0] == layout.LevelGroup && parts[2] == layout.LevelSet:
 			return sorted{kind: kindGroup, group: parts[1], leaf: parts[3]}
-		case len(parts) == 3 && parts[1] == levelSet && parts[0] != levelBridge && parts[0] != levelGroup:
+		case len(parts) == 3 && parts[1] == layout.LevelSet && parts[0] != layout.LevelBridge && parts[0] != layout.LevelGroup:
 			return sorted{kind: kindSet, board: parts[0], leaf: parts[2]}
 		}
 		return sorted{kind: kindMirror}
 	}
-	if strings.HasPrefix(topic, p.t.ha+"/") {
+	if strings.HasPrefix(topic, p.t.HA+"/") {
 		return sorted{kind: kindDiscovery}
 	}
 	return sorted{kind: kindOther}
@@ -133,8 +140,8 @@ var showResources = map[string]bool{"leds": true, "screen": true, "holo": true, 
 // what their requests return is what a viewer may read anyway. Others
 // (call: a board's raw reply; verbs added later) are for admins.
 var safeResponses = map[string]bool{
-	VerbBoards: true, VerbBoard: true, VerbDo: true, VerbScene: true, VerbLabels: true, VerbRename: true,
-	VerbDiscovery: true, VerbRollout: true, VerbHealth: true, "invalid": true,
+	layout.VerbBoards: true, layout.VerbBoard: true, layout.VerbDo: true, layout.VerbScene: true, layout.VerbLabels: true, layout.VerbRename: true,
+	layout.VerbDiscovery: true, layout.VerbRollout: true, layout.VerbHealth: true, "invalid": true,
 }
 
 // PublishAttributes describes who publishing payload on topic.
@@ -151,7 +158,7 @@ func (p *Policy) PublishAttributes(who auth.Identity, topic string, payload []by
 			a.Verb, a.Resource, a.Method, a.Path = auth.VerbCall, auth.ResBoardAPI, "PATCH", "/settings"
 		case s.leaf == "restart":
 			a.Verb, a.Resource, a.Method, a.Path = auth.VerbCall, auth.ResBoardAPI, "POST", "/restart"
-		case s.leaf == levelUpdate:
+		case s.leaf == layout.LevelUpdate:
 			a.Verb, a.Resource, a.Kind = auth.VerbCreate, auth.ResRollouts, "install"
 		default:
 			a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResBridge, "set/"+s.leaf
@@ -179,22 +186,22 @@ func (p *Policy) PublishAttributes(who auth.Identity, topic string, payload []by
 func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 	admin := func() { a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResBridge, "request/"+verb }
 	switch verb {
-	case VerbBoards, VerbBoard:
+	case layout.VerbBoards, layout.VerbBoard:
 		a.Verb, a.Resource = auth.VerbRead, auth.ResBoards
 		return
-	case VerbHealth:
+	case layout.VerbHealth:
 		a.Verb, a.Resource = auth.VerbRead, auth.ResMetrics
 		return
-	case VerbDiscovery:
+	case layout.VerbDiscovery:
 		a.Verb, a.Resource = auth.VerbUpdate, auth.ResDiscovery
 		return
-	case VerbDo, VerbScene:
+	case layout.VerbDo, layout.VerbScene:
 		a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResActions, verb
 		return
-	case VerbLabels, VerbRename:
+	case layout.VerbLabels, layout.VerbRename:
 		a.Verb, a.Resource = auth.VerbUpdate, auth.ResBoards
 		return
-	case VerbCall, VerbRollout:
+	case layout.VerbCall, layout.VerbRollout:
 	default:
 		admin()
 		return
@@ -214,7 +221,7 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		return s, json.Unmarshal(raw, &s) == nil
 	}
 	switch verb {
-	case VerbCall:
+	case layout.VerbCall:
 		method, ok1 := str("method")
 		path, ok2 := str("path")
 		board, ok3 := str("board")
@@ -229,7 +236,7 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		if board != "" {
 			a.Boards = []string{board}
 		}
-	case VerbRollout:
+	case layout.VerbRollout:
 		action, ok := str("action")
 		if !ok {
 			admin()
@@ -237,11 +244,11 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		}
 		a.Resource, a.Kind = auth.ResRollouts, action
 		switch action {
-		case RolloutList, RolloutGet, RolloutBoards, RolloutDryRun:
+		case layout.RolloutList, layout.RolloutGet, layout.RolloutBoards, layout.RolloutDryRun:
 			a.Verb = auth.VerbRead
-		case RolloutPause, RolloutAbort:
+		case layout.RolloutPause, layout.RolloutAbort:
 			a.Verb = auth.VerbHalt
-		case RolloutCreate:
+		case layout.RolloutCreate:
 			a.Verb = auth.VerbCreate
 		default: // resume, revert, and what the bridge will refuse
 			a.Verb = auth.VerbUpdate
@@ -428,8 +435,8 @@ func (p *Policy) Gateway(topic string, publish bool) bool {
 		return false
 	}
 	switch topic {
-	case p.t.setFilter(), p.t.groupFilter(), p.t.requestFilter(), p.t.haStatus(),
-		p.t.peerFilter("state"), p.t.peerFilter("boards"):
+	case p.t.SetFilter(), p.t.GroupFilter(), p.t.RequestFilter(), p.t.HAStatus(),
+		p.t.PeerFilter("state"), p.t.PeerFilter("boards"):
 		// In a cluster the bridge reads the other bridges' state and
 		// boards (cluster.go).
 		return true
@@ -437,7 +444,7 @@ func (p *Policy) Gateway(topic string, publish bool) bool {
 	if strings.ContainsAny(topic, "+#") {
 		return false
 	}
-	if _, leaf, ok := p.t.peerOf(topic); ok && (leaf == "state" || leaf == "boards") {
+	if _, leaf, ok := p.t.PeerOf(topic); ok && (leaf == "state" || leaf == "boards") {
 		return true
 	}
 	switch p.sort(topic).kind {
@@ -445,29 +452,6 @@ func (p *Policy) Gateway(topic string, publish bool) bool {
 		return true
 	}
 	return false
-}
-
-// ParseAccept reads Options.Accept: the role whose commands the bridge
-// takes ("" is admin).
-func ParseAccept(s string) (auth.Role, error) {
-	switch s {
-	case "":
-		return auth.RoleAdmin, nil
-	case "none":
-		return auth.RoleNone, nil
-	}
-	r, err := auth.ParseRole(s)
-	if err != nil {
-		return auth.RoleNone, fmt.Errorf("%w: accept %q (none, viewer, operator or admin)", ErrConfig, s)
-	}
-	return r, nil
-}
-
-// admit checks a command against Options.Accept: what its publisher,
-// taken to have that role, may send.
-func (b *Bridge) admit(c command) error {
-	who := auth.Identity{Name: "mqtt-accept", Role: b.accept}
-	return b.policy.Publish(who, "", c.topic, c.payload).Err()
 }
 
 // Command reports whether topic is a command (set, group set or bridge
