@@ -46,10 +46,15 @@ type BoardAPInfo struct {
 
 // BoardInfo defines model for BoardInfo.
 type BoardInfo struct {
-	Ap       BoardAPInfo  `json:"ap"`
-	Api      int          `json:"api"`
-	Auth     bool         `json:"auth"`
-	Chip     string       `json:"chip"`
+	Ap   BoardAPInfo `json:"ap"`
+	Api  int         `json:"api"`
+	Auth bool        `json:"auth"`
+	Chip string      `json:"chip"`
+
+	// Extensions holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target)
+	Extensions []string `json:"extensions"`
+
+	// Features the specification's API areas this board serves: any of ota, files, screen, leds, holo, scenes, settings, network, events, link
 	Features []string     `json:"features"`
 	Firmware BoardapiApp  `json:"firmware"`
 	HeapFree int          `json:"heap_free"`
@@ -119,6 +124,14 @@ type BoardapiFireReply struct {
 	Scheduled bool `json:"scheduled"`
 }
 
+// BoardapiLEDPatch defines model for BoardapiLEDPatch.
+type BoardapiLEDPatch struct {
+	Brightness *int    `json:"brightness,omitempty"`
+	Colour     *string `json:"colour,omitempty"`
+	Loop       *bool   `json:"loop,omitempty"`
+	Mode       *string `json:"mode,omitempty"`
+}
+
 // BoardapiLinkCounters defines model for BoardapiLinkCounters.
 type BoardapiLinkCounters struct {
 	BadCrc      int `json:"bad_crc"`
@@ -178,6 +191,17 @@ type BoardapiLinkState struct {
 	Running         BoardapiLinkSettings `json:"running"`
 	Saved           BoardapiLinkSettings `json:"saved"`
 	Transport       string               `json:"transport"`
+}
+
+// BoardapiMotionRequest defines model for BoardapiMotionRequest.
+type BoardapiMotionRequest struct {
+	Count      *int       `json:"count,omitempty"`
+	DurationMs *int       `json:"duration_ms,omitempty"`
+	IntervalS  *[]float32 `json:"interval_s,omitempty"`
+	Motion     string     `json:"motion"`
+	Range      *int       `json:"range,omitempty"`
+	X          *float32   `json:"x,omitempty"`
+	Y          *float32   `json:"y,omitempty"`
 }
 
 // BoardapiOTASession defines model for BoardapiOTASession.
@@ -245,6 +269,39 @@ type BoardapiPullInfo struct {
 	Online    bool `json:"online"`
 }
 
+// BoardapiScene defines model for BoardapiScene.
+type BoardapiScene struct {
+	// DurationS the scene ends after this many seconds (restore and off scenes)
+	DurationS *float32 `json:"duration_s,omitempty"`
+
+	// Holo as POST /holo/motion
+	Holo *BoardapiMotionRequest `json:"holo,omitempty"`
+
+	// Leds as PATCH /leds
+	Leds *BoardapiLEDPatch `json:"leds,omitempty"`
+
+	// Screen as POST /screen/show
+	Screen *BoardapiShowRequest `json:"screen,omitempty"`
+
+	// Slot 1-255, unique among saved scenes
+	Slot *int `json:"slot,omitempty"`
+
+	// Then stay (default), restore or off
+	Then *string `json:"then,omitempty"`
+}
+
+// BoardapiSceneApply defines model for BoardapiSceneApply.
+type BoardapiSceneApply struct {
+	// Name a saved scene; with scene, the name the given scene goes by
+	Name *string `json:"name,omitempty"`
+
+	// Scene an unsaved scene
+	Scene *BoardapiScene `json:"scene,omitempty"`
+
+	// Slot the saved scene with this slot
+	Slot *int `json:"slot,omitempty"`
+}
+
 // BoardapiSecureBoot defines model for BoardapiSecureBoot.
 type BoardapiSecureBoot struct {
 	// Enabled true when the board has trusted keys burned and checks every image it boots; false: images are not checked
@@ -267,6 +324,24 @@ type BoardapiSecureBootStatus struct {
 
 	// SecureVersion anti-rollback: the highest secure version of an image confirmed on this board (kept in its eFuses); images below it are refused at upload, pull, activation and boot (422 downgrade_refused), keys or not
 	SecureVersion int `json:"secure_version"`
+}
+
+// BoardapiShowRequest defines model for BoardapiShowRequest.
+type BoardapiShowRequest struct {
+	// Calibration true: the calibration crosshair
+	Calibration *bool `json:"calibration,omitempty"`
+
+	// Colour #rrggbb, R,G,B or a colour name
+	Colour *string `json:"colour,omitempty"`
+
+	// Loop true: play forever; false: play once
+	Loop *bool `json:"loop,omitempty"`
+
+	// Loops play this many times (1-10000)
+	Loops *int `json:"loops,omitempty"`
+
+	// Path a clip or image on the volume
+	Path *string `json:"path,omitempty"`
 }
 
 // BoardapiTimeReply defines model for BoardapiTimeReply.
@@ -359,25 +434,6 @@ type FsUsage struct {
 
 	// Used bytes taken, counting whole 4 KiB blocks per file and directory
 	Used int `json:"used"`
-}
-
-// HoloMotionRequest defines model for HoloMotionRequest.
-type HoloMotionRequest struct {
-	Count      *int       `json:"count,omitempty"`
-	DurationMs *int       `json:"duration_ms,omitempty"`
-	IntervalS  *[]float32 `json:"interval_s,omitempty"`
-	Motion     string     `json:"motion"`
-	Range      *int       `json:"range,omitempty"`
-	X          *float32   `json:"x,omitempty"`
-	Y          *float32   `json:"y,omitempty"`
-}
-
-// LedsPatch defines model for LedsPatch.
-type LedsPatch struct {
-	Brightness *int    `json:"brightness,omitempty"`
-	Colour     *string `json:"colour,omitempty"`
-	Loop       *bool   `json:"loop,omitempty"`
-	Mode       *string `json:"mode,omitempty"`
 }
 
 // LinkEventsPatch defines model for LinkEventsPatch.
@@ -598,18 +654,6 @@ type ScenesApplied struct {
 	Started ScenesStarted  `json:"started"`
 }
 
-// ScenesApplyRequest defines model for ScenesApplyRequest.
-type ScenesApplyRequest struct {
-	// Name a saved scene; with scene, the name the given scene goes by
-	Name *string `json:"name,omitempty"`
-
-	// Scene an unsaved scene
-	Scene *ScenesScene `json:"scene,omitempty"`
-
-	// Slot the saved scene with this slot
-	Slot *int `json:"slot,omitempty"`
-}
-
 // ScenesEnded defines model for ScenesEnded.
 type ScenesEnded struct {
 	// By clip, time, end or replaced
@@ -646,35 +690,14 @@ type ScenesSaved struct {
 	DurationS *float32 `json:"duration_s,omitempty"`
 
 	// Holo as POST /holo/motion
-	Holo *HoloMotionRequest `json:"holo,omitempty"`
+	Holo *BoardapiMotionRequest `json:"holo,omitempty"`
 
 	// Leds as PATCH /leds
-	Leds *LedsPatch `json:"leds,omitempty"`
-	Name string     `json:"name"`
+	Leds *BoardapiLEDPatch `json:"leds,omitempty"`
+	Name string            `json:"name"`
 
 	// Screen as POST /screen/show
-	Screen *ScreenShowRequest `json:"screen,omitempty"`
-
-	// Slot 1-255, unique among saved scenes
-	Slot *int `json:"slot,omitempty"`
-
-	// Then stay (default), restore or off
-	Then *string `json:"then,omitempty"`
-}
-
-// ScenesScene defines model for ScenesScene.
-type ScenesScene struct {
-	// DurationS the scene ends after this many seconds (restore and off scenes)
-	DurationS *float32 `json:"duration_s,omitempty"`
-
-	// Holo as POST /holo/motion
-	Holo *HoloMotionRequest `json:"holo,omitempty"`
-
-	// Leds as PATCH /leds
-	Leds *LedsPatch `json:"leds,omitempty"`
-
-	// Screen as POST /screen/show
-	Screen *ScreenShowRequest `json:"screen,omitempty"`
+	Screen *BoardapiShowRequest `json:"screen,omitempty"`
 
 	// Slot 1-255, unique among saved scenes
 	Slot *int `json:"slot,omitempty"`
@@ -720,24 +743,6 @@ type ScreenClip struct {
 type ScreenPatch struct {
 	// Backlight percent, 0-100, until the next start
 	Backlight *int `json:"backlight,omitempty"`
-}
-
-// ScreenShowRequest defines model for ScreenShowRequest.
-type ScreenShowRequest struct {
-	// Calibration true: the calibration crosshair
-	Calibration *bool `json:"calibration,omitempty"`
-
-	// Colour #rrggbb, R,G,B or a colour name
-	Colour *string `json:"colour,omitempty"`
-
-	// Loop true: play forever; false: play once
-	Loop *bool `json:"loop,omitempty"`
-
-	// Loops play this many times (1-10000)
-	Loops *int `json:"loops,omitempty"`
-
-	// Path a clip or image on the volume
-	Path *string `json:"path,omitempty"`
 }
 
 // ScreenState defines model for ScreenState.
@@ -1047,16 +1052,16 @@ type PostOtaPullJSONRequestBody = OtaPullRequest
 type PostRestartJSONRequestBody = BoardrestartBody
 
 // PostScenesApplyJSONRequestBody defines body for PostScenesApply for application/json ContentType.
-type PostScenesApplyJSONRequestBody = ScenesApplyRequest
+type PostScenesApplyJSONRequestBody = BoardapiSceneApply
 
 // PutScenesSceneJSONRequestBody defines body for PutScenesScene for application/json ContentType.
-type PutScenesSceneJSONRequestBody = ScenesScene
+type PutScenesSceneJSONRequestBody = BoardapiScene
 
 // PatchScreenJSONRequestBody defines body for PatchScreen for application/json ContentType.
 type PatchScreenJSONRequestBody = ScreenPatch
 
 // PostScreenShowJSONRequestBody defines body for PostScreenShow for application/json ContentType.
-type PostScreenShowJSONRequestBody = ScreenShowRequest
+type PostScreenShowJSONRequestBody = BoardapiShowRequest
 
 // PatchSettingsJSONRequestBody defines body for PatchSettings for application/json ContentType.
 type PatchSettingsJSONRequestBody = SettingsPatch
