@@ -101,7 +101,7 @@ func typeName(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		return "an integer"
 	case reflect.Float64:
 		return "a number"
@@ -160,6 +160,14 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 	}
 	t := v.Type()
+	if t == reflect.TypeFor[NullString]() {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			d.fail(n, "%s: want a string or null, got %s", path, kindName(n))
+			return
+		}
+		v.Set(reflect.ValueOf(NullString{Value: n.Value}))
+		return
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		nv := reflect.New(t.Elem())
@@ -240,17 +248,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetBool(b)
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 			d.fail(n, "%s: want an integer, got %s", path, kindName(n))
 			return
 		}
-		var i int
+		var i int64
 		if err := n.Decode(&i); err != nil {
 			d.fail(n, "%s: integer %q out of range", path, clipText(n.Value))
 			return
 		}
-		v.SetInt(int64(i))
+		v.SetInt(i)
 	case reflect.Float64:
 		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
 			d.fail(n, "%s: want a number, got %s", path, kindName(n))

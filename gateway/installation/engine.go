@@ -687,7 +687,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 		case !view.Online:
 			err = fmt.Errorf("%w: board %s is offline (%s)", ErrUnreachable, id, view.OfflineReason)
 		default:
-			diff, err = in.ApplyBoard(ctx, t, rev, nil)
+			diff, err = in.ApplyBoard(ctx, t, rev, in.o.Step)
 		}
 	}
 	if ctx.Err() != nil {

@@ -46,6 +46,9 @@ type Options struct {
 	// Tick is how often the engine looks at a running apply (default
 	// 100 ms); finished boards wake it sooner.
 	Tick time.Duration
+	// Step, when set, is told of every step of the applies the engine
+	// runs, before it is done (progress; tests cut boards off there).
+	Step StepFunc
 }
 
 // Installer plans and applies installations over a fleet and keeps

@@ -123,6 +123,11 @@ func (d *Diff) Summary() string {
 	var parts []string
 	count := func(what string, n int) {
 		if n > 0 {
+			if n > 1 {
+				what = strings.Replace(what, "file ", "files ", 1)
+				what = strings.Replace(what, "scene ", "scenes ", 1)
+				what = strings.Replace(what, "setting ", "settings ", 1)
+			}
 			parts = append(parts, fmt.Sprintf("%d %s", n, what))
 		}
 	}
@@ -137,11 +142,11 @@ func (d *Diff) Summary() string {
 			rm++
 		}
 	}
-	count("files to add", add)
-	count("to replace", rep)
-	count("to remove", rm)
-	count("scenes", len(d.Scenes))
-	count("settings", len(d.Settings))
+	count("file to add", add)
+	count("file to replace", rep)
+	count("file to remove", rm)
+	count("scene to save or remove", len(d.Scenes))
+	count("setting to change", len(d.Settings))
 	if d.FilesNeedLAN {
 		parts = append(parts, "files need the LAN")
 	}
