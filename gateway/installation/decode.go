@@ -58,6 +58,9 @@ type decoder struct {
 }
 
 func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+	if strings.HasPrefix(format, "%s: ") && len(args) > 0 && args[0] == "" {
+		args[0] = "top level"
+	}
 	d.problems = append(d.problems, Problem{Pos{n.Line, n.Column}, fmt.Sprintf(format, args...)})
 }
 
@@ -151,8 +154,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 				v.Set(reflect.ValueOf(nl))
 				return
 			}
-			v.SetZero()
-			return
+			if v.Type().Elem().Kind() == reflect.Struct {
+				v.SetZero() // an empty section
+				return
+			}
 		}
 		if v.Kind() == reflect.Map || v.Kind() == reflect.Slice {
 			v.SetZero()
@@ -233,7 +238,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(s)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-			d.fail(n, "%s: want %s, got %s", path, typeName(t), kindName(n))
+			hint := ""
+			if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+				hint = " (quote it to make it a string)"
+			}
+			d.fail(n, "%s: want %s, got %s%s", path, typeName(t), kindName(n), hint)
 			return
 		}
 		v.SetString(n.Value)
