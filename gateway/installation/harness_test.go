@@ -16,6 +16,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/installation"
 	"github.com/holofleet/holofleet/gateway/lan"
+	"github.com/holofleet/holofleet/gateway/registry"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -103,7 +104,11 @@ func (r *rig) startGateway(t *testing.T, tune func(*installation.Options)) {
 			t.Fatal(err)
 		}
 	}
-	r.fleet = fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}})
+	reg, err := registry.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.fleet = fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}, Registry: reg})
 	contents, err := installation.OpenContents(filepath.Join(r.dir, "content"))
 	if err != nil {
 		t.Fatal(err)
