@@ -73,6 +73,7 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
 	newMetrics,
 	newRollouts,
+	newInstallation,
 	newMQTT,
 	newConsole,
 	newOSC,

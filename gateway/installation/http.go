@@ -167,6 +167,8 @@ func (h *handler) addContent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// A large file may take longer than the server's read timeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if r.ContentLength > MaxContent {
 		h.fail(w, p, fmt.Errorf("%w: larger than %d bytes", ErrContent, MaxContent))
 		return
