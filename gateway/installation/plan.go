@@ -145,7 +145,16 @@ func (d *Diff) Summary() string {
 	count("file to add", add)
 	count("file to replace", rep)
 	count("file to remove", rm)
-	count("scene to save or remove", len(d.Scenes))
+	var save, drop int
+	for _, sc := range d.Scenes {
+		if sc.Op == OpRemove {
+			drop++
+		} else {
+			save++
+		}
+	}
+	count("scene to save", save)
+	count("scene to remove", drop)
 	count("setting to change", len(d.Settings))
 	if d.FilesNeedLAN {
 		parts = append(parts, "files need the LAN")
