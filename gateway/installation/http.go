@@ -198,9 +198,11 @@ func (h *handler) getContent(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", timeZero, f)
 }
 
-// readDescription parses the request's body as a description whose
-// content is in the store.
-func (h *handler) readDescription(r *http.Request) (*Description, error) {
+// readDescription parses the request's body as a description naming its
+// content by sha256. For an apply (stored true) the content must be in
+// the store; a plan needs only each content's sha256 and size, so a
+// viewer may diff before an admin uploads anything.
+func (h *handler) readDescription(r *http.Request, stored bool) (*Description, error) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, MaxDescription+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %v", ErrInvalid, err)
@@ -214,12 +216,25 @@ func (h *handler) readDescription(r *http.Request) (*Description, error) {
 		return nil, err
 	}
 	for cname, c := range d.Content {
-		if c.SHA256 == "" {
-			return nil, fmt.Errorf("%w: content %s: send content by sha256 (add the file with POST /v1/installation/content first)", ErrInvalid, cname)
+		if c.File != "" {
+			return nil, fmt.Errorf("%w: content %s: send content by sha256, not a file of this machine (add the file with POST /v1/installation/content)", ErrInvalid, cname)
 		}
+		if stored {
+			continue
+		}
+		if c.Size == 0 {
+			n, ok := h.in.o.Contents.Has(c.SHA256)
+			if !ok {
+				return nil, fmt.Errorf("%w: content %s: give its size, or add the file first", ErrInvalid, cname)
+			}
+			c.Size = n
+		}
+		d.Content[cname] = c
 	}
-	if err := h.in.o.Contents.Load(d, ""); err != nil {
-		return nil, err
+	if stored {
+		if err := h.in.o.Contents.Load(d, ""); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -228,7 +243,7 @@ func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.door(w, r, auth.VerbRead, "plan"); !ok {
 		return
 	}
-	d, err := h.readDescription(r)
+	d, err := h.readDescription(r, false)
 	if err != nil {
 		h.fail(w, nil, err)
 		return
@@ -241,7 +256,7 @@ func (h *handler) apply(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := h.readDescription(r)
+	d, err := h.readDescription(r, true)
 	if err != nil {
 		h.fail(w, p, err)
 		return
