@@ -164,3 +164,32 @@ func TestCheckBoardPath(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsExample: the example of docs/installation.md parses and its
+// content files load.
+func TestDocsExample(t *testing.T) {
+	data, err := os.ReadFile("../../docs/examples/installation.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse("installation.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenContents(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Load(d, "../../docs/examples"); err != nil {
+		t.Fatal(err)
+	}
+	for name, ct := range d.Content {
+		if ct.Size == 0 || len(ct.SHA256) != 64 {
+			t.Errorf("content %s: %+v", name, ct)
+		}
+	}
+	left, ok, err := d.Resolve(fleet.BoardView{ID: "b1", Address: 1, Groups: []int{1}})
+	if err != nil || !ok || left.Profile != "stage-left" || len(left.Scenes) != 2 {
+		t.Fatalf("board 1: %+v %v %v", left, ok, err)
+	}
+}
