@@ -21,6 +21,9 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	if err != nil {
 		return component{}, err
 	}
+	if err := e.registerer.Register(in.Collector()); err != nil {
+		return component{}, err
+	}
 	h := in.Handler(e.guard)
 	e.handle("/v1/installation", h)
 	e.handle("/v1/installation/", h)

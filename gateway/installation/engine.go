@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/auth"
@@ -135,6 +136,8 @@ type engine struct {
 	lastRun int
 	active  *runMem // the unfinished run, if any
 	wake    chan struct{}
+	// settled is when the StartSettle period after Run's start ends.
+	settled atomic.Pointer[time.Time]
 }
 
 type runMem struct {
@@ -587,6 +590,11 @@ func (in *Installer) Run(ctx context.Context) error {
 	e := &in.eng
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	until := in.o.Clock.Now().Add(in.o.StartSettle)
+	e.settled.Store(&until)
+	if in.o.CheckEvery > 0 {
+		wg.Go(func() { in.watchLoop(ctx) })
+	}
 	t := in.o.Clock.NewTicker(in.o.Tick)
 	defer t.Stop()
 	for {
@@ -674,7 +682,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 	runID, rev, who := rm.r.ID, rm.r.Revision, rm.r.Who
 	e.mu.Unlock()
 	b := RunBoard{Run: runID, Board: id, Phase: PhaseInSync}
-	view, err := boardView(in.o.Fleet, id)
+	view, err := in.awaitBoard(ctx, id)
 	var diff *Diff
 	if err == nil {
 		var t Target
@@ -725,6 +733,25 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 		in.o.Audit.Audit(auth.Record{Time: b.Updated, Allowed: true, Code: code, Reason: reason,
 			Attributes: auth.Attributes{Who: auth.Identity{Name: who}, Verb: auth.VerbUpdate, Resource: auth.ResInstallation,
 				Boards: []string{id}, Name: fmt.Sprintf("revision %d", rev), Operation: "installation.apply_board"}})
+	}
+}
+
+// awaitBoard finds board id in the fleet. In the StartSettle period after
+// Run started, a board not online yet is waited for: a gateway restarted
+// mid-run finds its boards again before it gives up on them.
+func (in *Installer) awaitBoard(ctx context.Context, id string) (fleet.BoardView, error) {
+	for {
+		view, err := boardView(in.o.Fleet, id)
+		if err == nil && view.Online {
+			return view, nil
+		}
+		until := in.eng.settled.Load()
+		if until == nil || !in.o.Clock.Now().Before(*until) {
+			return view, err
+		}
+		if err := in.sleep(ctx, 50*time.Millisecond); err != nil {
+			return view, err
+		}
 	}
 }
 

@@ -49,6 +49,18 @@ type Options struct {
 	// Step, when set, is told of every step of the applies the engine
 	// runs, before it is done (progress; tests cut boards off there).
 	Step StepFunc
+	// CheckEvery is how often the drift watcher checks every assigned
+	// board (default DefaultCheckEvery; negative: no watcher). Boards are
+	// also checked Settle after they come online, restart, or report a
+	// change of scenes, settings or link (DefaultSettle). A failed heal is
+	// tried again after HealRetry (DefaultHealRetry).
+	CheckEvery time.Duration
+	Settle     time.Duration
+	HealRetry  time.Duration
+	// StartSettle is how long after Run starts a board of a run that is
+	// not online yet is waited for rather than found unreachable
+	// (default 10 s): a gateway restarted mid-run finds its boards first.
+	StartSettle time.Duration
 }
 
 // Installer plans and applies installations over a fleet and keeps
@@ -61,7 +73,16 @@ type Installer struct {
 
 	recMu sync.Mutex // orders written-record updates
 
-	eng engine
+	// boardMu holds one lock per board: a run and a heal never apply
+	// to the same board at once.
+	boardMu sync.Map // board -> *sync.Mutex
+
+	eng   engine
+	watch watcher
+
+	curMu  sync.Mutex
+	curRev Revision
+	cur    *Description
 }
 
 // New returns an installer. Run must run for applies to progress.
@@ -87,8 +108,21 @@ func New(o Options) (*Installer, error) {
 	if o.Tick <= 0 {
 		o.Tick = 100 * time.Millisecond
 	}
+	if o.CheckEvery == 0 {
+		o.CheckEvery = DefaultCheckEvery
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
+	}
+	if o.HealRetry <= 0 {
+		o.HealRetry = DefaultHealRetry
+	}
+	if o.StartSettle <= 0 {
+		o.StartSettle = 10 * time.Second
+	}
 	in := &Installer{o: o, st: o.Store}
 	in.cache, _ = o.Fleet.(StateCache)
+	in.watch.init()
 	if err := in.eng.init(in); err != nil {
 		return nil, err
 	}
@@ -275,6 +309,9 @@ func equalWritten(a, b Written) bool {
 // the plan in the safe order. rev is recorded in the written record once
 // the board is in sync. It returns the plan it carried out.
 func (in *Installer) ApplyBoard(ctx context.Context, t Target, rev int, step StepFunc) (*Diff, error) {
+	mu, _ := in.boardMu.LoadOrStore(t.Board, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	rec, err := in.written(t.Board)
 	if err != nil {
 		return nil, err
