@@ -7,6 +7,7 @@ package main
 // with its content named by SHA-256.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -42,14 +43,17 @@ const installUsage = `holoctl install COMMAND [flags]
   run ID                     one run and its boards
   pause ID | abort ID        stop starting boards / stop for good (operator)
   resume ID                  continue a paused run (admin)
-  export -f FILE [--dir D]   write the current revision as FILE and its content into D
-                             (default: FILE's folder, content/); apply FILE restores it
+  export -f FILE [--dir D] [--from-boards]
+                             write the current revision as FILE and its content into D
+                             (default: FILE's folder, content/); apply FILE restores it.
+                             --from-boards: read the live boards instead (every file,
+                             scene, setting, servo calibration; admin)
 FILE is YAML or JSON (docs/installation.md); "-" reads stdin for diff and apply.
 flags:`
 
 type installOpts struct {
 	file, message, dir string
-	noWait             bool
+	noWait, fromBoards bool
 }
 
 func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -61,6 +65,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&o.message, "m", "", "a message kept with the revision")
 	fs.StringVar(&o.dir, "dir", "", "export: the folder for the content files")
 	fs.BoolVar(&o.noWait, "no-wait", false, "apply, rollback: return once the run started")
+	fs.BoolVar(&o.fromBoards, "from-boards", false, "export: read the live boards, not the current revision")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, installUsage)
 		fs.PrintDefaults()
@@ -444,19 +449,40 @@ func printRun(w io.Writer, raw []byte) error {
 // installExport writes the current revision as a description whose
 // content files are downloaded into the export folder.
 func (c *gwClient) installExport(ctx context.Context, o *installOpts, stdout io.Writer) error {
-	var cur struct {
-		Revision installation.Revision `json:"revision"`
-	}
-	if _, err := c.call(ctx, http.MethodGet, "/v1/installation", nil, &cur); err != nil {
-		return err
-	}
-	var rev installation.Revision
-	if _, err := c.call(ctx, http.MethodGet, "/v1/installation/revisions/"+strconv.Itoa(cur.Revision.N), nil, &rev); err != nil {
-		return err
-	}
-	d, err := installation.Parse(fmt.Sprintf("revision %d", rev.N), rev.Description)
-	if err != nil {
-		return err
+	var d *installation.Description
+	var header string
+	if o.fromBoards {
+		var ex struct {
+			Description json.RawMessage `json:"description"`
+			Warnings    []string        `json:"warnings"`
+		}
+		if _, err := c.call(ctx, http.MethodPost, "/v1/installation/export", map[string]any{}, &ex); err != nil {
+			return err
+		}
+		for _, w := range ex.Warnings {
+			fmt.Fprintln(stdout, "warning:", w)
+		}
+		var err error
+		if d, err = installation.Parse("export", ex.Description); err != nil {
+			return err
+		}
+		header = fmt.Sprintf("# Exported from the live boards at %s.\n", time.Now().UTC().Format(time.RFC3339))
+	} else {
+		var cur struct {
+			Revision installation.Revision `json:"revision"`
+		}
+		if _, err := c.call(ctx, http.MethodGet, "/v1/installation", nil, &cur); err != nil {
+			return err
+		}
+		var rev installation.Revision
+		if _, err := c.call(ctx, http.MethodGet, "/v1/installation/revisions/"+strconv.Itoa(cur.Revision.N), nil, &rev); err != nil {
+			return err
+		}
+		var err error
+		if d, err = installation.Parse(fmt.Sprintf("revision %d", rev.N), rev.Description); err != nil {
+			return err
+		}
+		header = fmt.Sprintf("# Exported from revision %d (%s, %s).\n", rev.N, rev.Who, rev.When.Format(time.RFC3339))
 	}
 	dir := o.dir
 	if dir == "" {
@@ -480,11 +506,10 @@ func (c *gwClient) installExport(ctx context.Context, o *installOpts, stdout io.
 	if err != nil {
 		return err
 	}
-	header := fmt.Sprintf("# Exported from revision %d (%s, %s).\n", rev.N, rev.Who, rev.When.Format(time.RFC3339))
 	if err := os.WriteFile(o.file, append([]byte(header), out...), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "revision %d written to %s, %d content files in %s\n", rev.N, o.file, len(d.Content), dir)
+	fmt.Fprintf(stdout, "written to %s, %d content files in %s\n", o.file, len(d.Content), dir)
 	return nil
 }
 
@@ -555,10 +580,16 @@ func descriptionYAML(d *installation.Description) ([]byte, error) {
 		}
 	}
 	clear(&n)
-	out, err := yaml.Marshal(&n)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&n); err != nil {
 		return nil, err
 	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	out := buf.Bytes()
 	if _, err := installation.Parse("export", out); err != nil {
 		return nil, errors.Join(errors.New("the exported YAML does not read back"), err)
 	}

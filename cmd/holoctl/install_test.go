@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -180,15 +181,18 @@ func TestHoloctlInstall(t *testing.T) {
 	exp := filepath.Join(t.TempDir(), "backup", "installation.yaml")
 	os.MkdirAll(filepath.Dir(exp), 0o755)
 	holoctl(0, viewer, "install", "export", "-f", exp)
-	for _, b := range boards {
-		for _, p := range []string{"/fs/entry?path=/clips&recursive=true", "/fs/entry?path=/images&recursive=true", "/settings",
-			"/scenes/scene?name=intro", "/scenes/scene?name=logo"} {
-			req, _ := http.NewRequest(http.MethodDelete, b.URL+"/api/v1"+p, nil)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
+	wipe := func() {
+		for _, b := range boards {
+			for _, p := range []string{"/fs/entry?path=/clips&recursive=true", "/fs/entry?path=/images&recursive=true", "/settings",
+				"/scenes/scene?name=intro", "/scenes/scene?name=logo"} {
+				req, _ := http.NewRequest(http.MethodDelete, b.URL+"/api/v1"+p, nil)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
 			}
 		}
 	}
+	wipe()
 	if out := holoctl(0, viewer, "install", "status"); !strings.Contains(out, "drifted") {
 		t.Fatalf("wiped boards not drifted:\n%s", out)
 	}
@@ -197,8 +201,43 @@ func TestHoloctlInstall(t *testing.T) {
 		t.Fatalf("restore: %s", out)
 	}
 	waitInSync()
+
+	// Export read back from the live boards (admin), wipe, restore.
+	live := filepath.Join(t.TempDir(), "live", "installation.yaml")
+	os.MkdirAll(filepath.Dir(live), 0o755)
+	holoctl(1, viewer, "install", "export", "--from-boards", "-f", live)
+	out = holoctl(0, admin, "install", "export", "--from-boards", "-f", live)
+	t.Logf("export --from-boards: %s", out)
+	liveYAML, _ := os.ReadFile(live)
+	t.Logf("%s", liveYAML)
+	for _, want := range []string{"/clips/intro.mov", "boot_scene: logo", "slot: 2", "board: "} {
+		if !strings.Contains(string(liveYAML), want) {
+			t.Errorf("live export lacks %q:\n%s", want, liveYAML)
+		}
+	}
+	wipe()
+	holoctl(0, admin, "install", "apply", "-f", live, "-m", "restore from the boards")
+	for _, b := range boards {
+		if n := len(boardScenes(t, b.URL)); n == 0 {
+			t.Errorf("board %s has no scenes after the restore from the live export", b.ID)
+		}
+	}
+
 	out = holoctl(0, admin, "install", "rollback", "1")
-	if !strings.Contains(out, "revision 3") {
+	if !strings.Contains(out, "revision 4") {
 		t.Fatalf("rollback: %s", out)
 	}
+	waitInSync()
+}
+
+func boardScenes(t *testing.T, url string) []json.RawMessage {
+	t.Helper()
+	resp, err := http.Get(url + "/api/v1/scenes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l struct{ Scenes []json.RawMessage }
+	json.NewDecoder(resp.Body).Decode(&l)
+	return l.Scenes
 }

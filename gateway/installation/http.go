@@ -39,6 +39,7 @@ const (
 //	GET  /v1/installation/history             the revisions, newest first
 //	GET  /v1/installation/revisions/{n}       one revision with its description
 //	POST /v1/installation/rollback            {revision, message} -> new revision and its run
+//	POST /v1/installation/export              read the live boards -> {description, warnings}
 //	GET  /v1/installation/runs/{id}           a run and its boards
 //	POST /v1/installation/runs/{id}/pause|resume|abort
 //
@@ -58,6 +59,7 @@ func (in *Installer) Handler(guard *auth.Guard) http.Handler {
 	mux.HandleFunc("GET "+p+"/history", h.history)
 	mux.HandleFunc("GET "+p+"/revisions/{n}", h.revision)
 	mux.HandleFunc("POST "+p+"/rollback", h.rollback)
+	mux.HandleFunc("POST "+p+"/export", h.export)
 	mux.HandleFunc("GET "+p+"/runs/{id}", h.run)
 	mux.HandleFunc("POST "+p+"/runs/{id}/{verb}", h.control)
 	return mux
@@ -409,4 +411,23 @@ func (h *handler) control(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Done(auth.CodeOK)
 	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *handler) export(w http.ResponseWriter, r *http.Request) {
+	// Reading every board's files into the content store is an admin's.
+	p, ok := h.door(w, r, auth.VerbCreate, "export")
+	if !ok {
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	d, warnings, err := h.in.Export(r.Context())
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	p.Done(auth.CodeOK)
+	if warnings == nil {
+		warnings = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"description": json.RawMessage(d.JSON()), "warnings": warnings})
 }
