@@ -33,14 +33,13 @@ const (
 )
 
 // apply carries out d on the board in the safe order (see the package
-// doc). save is called with the written record after every file that
-// lands and at the end, so a cut-off apply leaves a record the next plan
-// can trust.
+// doc). save is called with the written record once the files are up
+// (or the first failed), and at the end.
 func (c *boardClient) apply(ctx context.Context, t Target, d *Diff, contents *Contents, save func(Written) error, step StepFunc) error {
 	if step == nil {
 		step = func(string, string, string) {}
 	}
-	w := Written{Files: maps.Clone(d.seen.Files), Revision: d.seen.Revision}
+	w := Written{Files: maps.Clone(d.seen.Files)}
 	if w.Files == nil {
 		w.Files = map[string]WrittenFile{}
 	}
@@ -61,9 +60,11 @@ func (c *boardClient) apply(ctx context.Context, t Target, d *Diff, contents *Co
 			return fmt.Errorf("uploading %s: %w", f.Path, err)
 		}
 		w.Files[f.Path] = WrittenFile{Size: e.Size, SHA256: f.SHA256, MTime: e.MTime}
-		if err := save(w); err != nil {
-			return err
-		}
+	}
+	// One write for every file that landed (a board cut off before this
+	// line has its new files hashed by the next plan, then remembered).
+	if err := save(w); err != nil {
+		return err
 	}
 	// 2. Scenes, once every file they name is there.
 	slots := maps.Clone(d.sceneSlots)

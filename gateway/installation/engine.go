@@ -637,15 +637,17 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	started := map[string]*RunBoard{}
 	for _, id := range d.start {
+		// Applying is kept in memory only: a board found pending after a
+		// crash is applied just as one found applying would be (an apply
+		// plans from what the board holds), so the mark would cost a
+		// write per board and buy nothing.
 		b := *rm.boards[id]
 		b.Phase, b.Updated, b.Error = PhaseApplying, now, ""
 		started[id] = &b
-		kv[runBoardKey(rm.r.ID, id)] = &b
 	}
 	if len(kv) > 0 {
-		// Written before acted on: a crash after this line finds the
-		// boards applying and applies them again.
-		if err := in.st.Batch(kv); err != nil {
+		// Written before acted on: state changes and cancellations.
+		if err := in.j.batch(kv); err != nil {
 			e.mu.Unlock()
 			return err
 		}
@@ -718,7 +720,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 	e.mu.Lock()
 	b.Wave = rm.boards[id].Wave
 	e.mu.Unlock()
-	if err := in.st.Batch(map[string]any{runBoardKey(runID, id): &b}); err != nil {
+	if err := in.j.batch(map[string]any{runBoardKey(runID, id): &b}); err != nil {
 		in.o.Log.Error("installation: recording a board", "board", id, "err", err)
 		return
 	}

@@ -70,6 +70,8 @@ type Installer struct {
 	o     Options
 	st    Store
 	cache StateCache
+	// j writes run records and written records in group commits.
+	j journal
 
 	recMu sync.Mutex // orders written-record updates
 
@@ -121,6 +123,7 @@ func New(o Options) (*Installer, error) {
 		o.StartSettle = 10 * time.Second
 	}
 	in := &Installer{o: o, st: o.Store}
+	in.j.st = o.Store
 	in.cache, _ = o.Fleet.(StateCache)
 	in.watch.init()
 	if err := in.eng.init(in); err != nil {
@@ -288,13 +291,13 @@ func (in *Installer) remember(board string, w Written) {
 	if equalWritten(cur, w) {
 		return
 	}
-	if err := in.st.Batch(map[string]any{writtenKey(board): w}); err != nil {
+	if err := in.j.batch(map[string]any{writtenKey(board): w}); err != nil {
 		in.o.Log.Warn("installation: remembering a board's files", "board", board, "err", err)
 	}
 }
 
 func equalWritten(a, b Written) bool {
-	if a.Revision != b.Revision || len(a.Files) != len(b.Files) {
+	if len(a.Files) != len(b.Files) {
 		return false
 	}
 	for p, x := range a.Files {
@@ -306,8 +309,8 @@ func equalWritten(a, b Written) bool {
 }
 
 // ApplyBoard brings one board to its target: it plans, then carries out
-// the plan in the safe order. rev is recorded in the written record once
-// the board is in sync. It returns the plan it carried out.
+// the plan in the safe order. rev is the revision it applies (for the
+// log). It returns the plan it carried out.
 func (in *Installer) ApplyBoard(ctx context.Context, t Target, rev int, step StepFunc) (*Diff, error) {
 	mu, _ := in.boardMu.LoadOrStore(t.Board, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
@@ -322,15 +325,12 @@ func (in *Installer) ApplyBoard(ctx context.Context, t Target, rev int, step Ste
 		return d, err
 	}
 	save := func(w Written) error {
-		in.recMu.Lock()
-		defer in.recMu.Unlock()
-		return in.st.Batch(map[string]any{writtenKey(t.Board): w})
+		return in.j.batch(map[string]any{writtenKey(t.Board): w})
 	}
 	if d.Empty() {
-		d.seen.Revision = rev
-		if err := save(d.seen); err != nil {
-			return d, err
-		}
+		// Nothing to write, and nothing new to remember unless the plan
+		// hashed files (then once).
+		in.remember(t.Board, d.seen)
 		d.Requests = c.n
 		return d, nil
 	}
@@ -339,10 +339,6 @@ func (in *Installer) ApplyBoard(ctx context.Context, t Target, rev int, step Ste
 	if err != nil {
 		return d, fmt.Errorf("board %s: %w", t.Board, err)
 	}
-	w, err := in.written(t.Board)
-	if err != nil {
-		return d, err
-	}
-	w.Revision = rev
-	return d, save(w)
+	in.o.Log.Debug("installation: board applied", "board", t.Board, "revision", rev, "summary", d.Summary(), "requests", c.n)
+	return d, nil
 }

@@ -34,8 +34,6 @@ type StateCache interface {
 // Written is what the gateway remembers writing to a board.
 type Written struct {
 	Files map[string]WrittenFile `json:"files"`
-	// Revision is the revision last applied to the board in full.
-	Revision int `json:"revision,omitempty"`
 }
 
 // WrittenFile is one file as written: its size and SHA-256, and the
@@ -311,7 +309,7 @@ func js(v any) json.RawMessage {
 // gateway remembers writing there (rec), and returns what an apply would
 // change. It changes nothing on the board.
 func (c *boardClient) plan(ctx context.Context, t Target, rec Written) (*Diff, error) {
-	d := &Diff{Board: t.Board, Profile: t.Profile, seen: Written{Files: map[string]WrittenFile{}, Revision: rec.Revision}, sceneSlots: map[int]string{}}
+	d := &Diff{Board: t.Board, Profile: t.Profile, seen: Written{Files: map[string]WrittenFile{}}, sceneSlots: map[int]string{}}
 	for p, w := range rec.Files {
 		d.seen.Files[p] = w
 	}
