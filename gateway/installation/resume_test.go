@@ -16,8 +16,7 @@ func TestGatewayStopsMidRunThenResumes(t *testing.T) {
 	cut := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	var r *rig
-	r = startRig(t, 4, nil, func(o *installation.Options) {
+	r := startRig(t, 4, nil, func(o *installation.Options) {
 		o.Step = func(board, step, what string) {
 			if step == installation.StepUpload && what == "/images/logo.png" {
 				once.Do(func() {
