@@ -146,6 +146,7 @@ func (h *handler) current(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, nil, err)
 		return
 	}
+	rev.Description = nil // GET /v1/installation/revisions/{n} has it
 	out := map[string]any{"revision": rev}
 	if id := h.in.ActiveRun(); id != 0 {
 		if st, err := h.in.RunStatus(id); err == nil {
