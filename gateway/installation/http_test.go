@@ -102,6 +102,15 @@ func TestREST(t *testing.T) {
 	if code != 400 || !strings.Contains(string(body), "x.yaml:2:") {
 		t.Fatalf("bad plan: %d %s", code, body)
 	}
+	// A description may not name files of the gateway's machine: the
+	// gateway would read them into its store.
+	code, body = do(admin, "POST", "/v1/installation/apply", []byte(`{"version":1,"content":{"x":{"file":"/etc/passwd"}},"profiles":{"p":{"files":{"/x.txt":"x"}}},"assignments":[{"profile":"p","group":1}]}`))
+	if code != 400 || !strings.Contains(string(body), "not a file of this machine") {
+		t.Fatalf("a local file in a description: %d %s", code, body)
+	}
+	if h, _ := r.in.History(); len(h) != 0 {
+		t.Fatalf("a refused apply stored a revision: %+v", h)
+	}
 	// The viewer sees the plan.
 	code, body = do(viewer, "POST", "/v1/installation/plan", []byte(text))
 	if code != 200 || !strings.Contains(string(body), `"drifted"`) {
