@@ -141,7 +141,8 @@ func TestREST(t *testing.T) {
 	if recs := aud.find("installation.apply_board"); len(recs) != 2 || recs[0].Name != "revision 1" || recs[0].Who.Name != "ada" {
 		t.Errorf("board records: %+v", recs)
 	}
-	if recs := aud.find("POST /v1/installation/apply"); len(recs) != 2 || recs[1].Code != auth.CodeOK || recs[1].Who.Name != "ada" {
+	// The refused local file, the operator's denial, the admin's apply.
+	if recs := aud.find("POST /v1/installation/apply"); len(recs) != 3 || recs[0].Code != "InvalidArgument" || recs[2].Code != auth.CodeOK || recs[2].Who.Name != "ada" {
 		t.Errorf("apply records: %+v", recs)
 	}
 	// Status and history for a viewer.
