@@ -13,6 +13,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -43,6 +44,9 @@ type env struct {
 	// cluster is this gateway's member of a cluster of gateways (set by
 	// newCluster with --cluster; nil when it runs alone).
 	cluster *cluster.Cluster
+	// installation serves the API's InstallationService (set by
+	// newInstallation).
+	installation fleetv1.InstallationServiceServer
 }
 
 // handle serves h under prefix on the API listener.

@@ -31,6 +31,7 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	if err := e.registerer.Register(in.Collector()); err != nil {
 		return component{}, err
 	}
+	e.installation = in.GRPC()
 	h := in.Handler(guard)
 	e.handle("/v1/installation", h)
 	e.handle("/v1/installation/", h)

@@ -210,7 +210,15 @@ func (h *handler) readDescription(r *http.Request, stored bool) (*Description, e
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %v", ErrInvalid, err)
 	}
-	name := r.URL.Query().Get("file")
+	return h.in.readDescription(r.URL.Query().Get("file"), data, stored)
+}
+
+// readDescription parses a description sent over the API, naming its
+// content by sha256. For an apply (stored true) the content must be in
+// the store; a plan needs only each content's sha256 and size, so a
+// viewer may diff before an admin uploads anything. A content file of
+// this machine is refused: the gateway would read it into its store.
+func (in *Installer) readDescription(name string, data []byte, stored bool) (*Description, error) {
 	if name == "" {
 		name = "installation"
 	}
@@ -226,7 +234,7 @@ func (h *handler) readDescription(r *http.Request, stored bool) (*Description, e
 			continue
 		}
 		if c.Size == 0 {
-			n, ok := h.in.o.Contents.Has(c.SHA256)
+			n, ok := in.o.Contents.Has(c.SHA256)
 			if !ok {
 				return nil, fmt.Errorf("%w: content %s: give its size, or add the file first", ErrInvalid, cname)
 			}
@@ -235,7 +243,7 @@ func (h *handler) readDescription(r *http.Request, stored bool) (*Description, e
 		d.Content[cname] = c
 	}
 	if stored {
-		if err := h.in.o.Contents.Load(d, ""); err != nil {
+		if err := in.o.Contents.Load(d, ""); err != nil {
 			return nil, err
 		}
 	}
