@@ -14,6 +14,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/rollout"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -44,6 +45,9 @@ type env struct {
 	// cluster is this gateway's member of a cluster of gateways (set by
 	// newCluster with --cluster; nil when it runs alone).
 	cluster *cluster.Cluster
+	// installation serves the API's InstallationService (set by
+	// newInstallation).
+	installation fleetv1.InstallationServiceServer
 }
 
 // handle serves h under prefix on the API listener.
@@ -74,6 +78,7 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
 	newMetrics,
 	newRollouts,
+	newInstallation,
 	newMQTT,
 	newConsole,
 	newOSC,

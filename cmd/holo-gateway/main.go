@@ -326,7 +326,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		Fleet: e.service(), Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
 		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
-		Artifacts: e.artifacts, Rollouts: e.rollouts, Cluster: e.clusterAPI(),
+		Artifacts: e.artifacts, Rollouts: e.rollouts, Cluster: e.clusterAPI(), Installation: e.installation,
 		Ready: readyChecks(db, w.states, comps),
 
 		Guard: guard, Audit: auditLog, Limits: o.access.apiLimits(), MetricsAuth: o.access.metricsAuth,

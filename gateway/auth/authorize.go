@@ -58,6 +58,9 @@ const (
 	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
 	ResCluster   Resource = "cluster"   // the cluster of gateways (its members, removing a dead one)
 	ResSchema    Resource = "schema"    // the API's description served by gRPC reflection
+	// ResInstallation is the installation as code: its revisions, plans,
+	// status (read) and applies and rollbacks (create, update).
+	ResInstallation Resource = "installation"
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -158,7 +161,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResInstallation:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -181,7 +184,7 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbCall {
 			return callNeed(a.Method, a.Path)
 		}
-	case ResRollouts:
+	case ResRollouts, ResInstallation:
 		switch a.Verb {
 		case VerbHalt:
 			return RoleOperator, what
