@@ -16,6 +16,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,9 @@ type events struct {
 	kick    chan struct{}
 	pub     atomic.Uint64
 	pending atomic.Uint64
+	// restarts counts the stream consumers of watchers started again
+	// after a failure or a silence.
+	restarts atomic.Uint64
 }
 
 func newEvents(c *Cluster) *events {
@@ -239,8 +243,11 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 }
 
 // Watch implements fleet.Service: the installation's events matching f
-// from the stream, from now or (after > 0) from the event after N =
-// after. A watcher that lets watchQueue events pile up is cut off (C
+// from the stream numbered after after (0: from the first the stream
+// holds; fleet.Live: from now on). The watch never goes silent while the
+// stream goes on: a consumer that fails or stops handing out events (an
+// engine node died) is replaced by one starting after the last event
+// handed out. A watcher that lets watchQueue events pile up is cut off (C
 // closes; Dropped counts one). Events a replay asks for that the stream
 // no longer holds count in Dropped without closing C.
 func (c *Cluster) Watch(ctx context.Context, f fleet.Filter, after uint64) *fleet.Watcher {
@@ -263,7 +270,7 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 	defer cancel()
 	fromStream := make(chan streamEvent, 64)
 	go ev.readStream(ctx, f, after, fromStream, dropped)
-	local := c.o.Local.Watch(ctx, f, 0)
+	local := c.o.Local.Watch(ctx, f, fleet.Live)
 	direct := map[string]bool{} // ids of events handed out directly
 	last := after
 	send := func(e fleet.Event) bool {
@@ -296,7 +303,7 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 			}
 		case e, ok := <-local.C:
 			if !ok {
-				local = c.o.Local.Watch(ctx, f, 0) // fell behind: what matters is the stream
+				local = c.o.Local.Watch(ctx, f, fleet.Live) // fell behind: what matters is the stream
 				continue
 			}
 			if !c.cutOff() || !c.ownsLocal(e.Board) {
@@ -317,8 +324,20 @@ type streamEvent struct {
 	id string
 }
 
-// readStream reads the stream after after (from now when 0) into out,
-// until ctx ends; it closes out when it stops.
+// stallCheck is how long a stream reader waits without a message before
+// it asks the engine whether the stream went on without it; a reader of
+// one board's events (a filtered consumer) waits stallCheckFiltered.
+const (
+	stallCheck         = 2 * time.Second
+	stallCheckFiltered = 10 * time.Second
+)
+
+// readStream reads the stream's events numbered after after (fleet.Live:
+// from now) into out, until ctx ends; it closes out when it stops. It
+// never goes silent: when its consumer fails, or the stream holds events
+// it has not been given (an engine node died under the consumer, which
+// then may hand out nothing more without failing), it starts a new
+// consumer after the last event it handed out.
 func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, out chan<- streamEvent, dropped *atomic.Uint64) {
 	defer close(out)
 	c := ev.c
@@ -331,39 +350,86 @@ func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, 
 		}
 	}
 	st := ev.streamOf()
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
-	if after > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
-		if info, err := st.Info(ctx); err == nil && info.State.FirstSeq > after+1 && info.State.LastSeq > after {
-			dropped.Add(info.State.FirstSeq - after - 1)
-		}
+	info := func() (*jetstream.StreamInfo, error) {
+		ictx, cancel := context.WithTimeout(ctx, c.o.CallTimeout)
+		defer cancel()
+		return st.Info(ictx)
 	}
-	if len(f.IDs) == 1 {
-		cfg.FilterSubjects = []string{subjectEvents + ".*." + key(f.IDs[0])}
-	}
-	var cons jetstream.Consumer
-	err := retry(ctx, c.log, "events consumer", func(actx context.Context) error {
-		var err error
-		cons, err = st.OrderedConsumer(actx, cfg)
-		return err
-	})
-	if err != nil {
-		return
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return
-	}
-	context.AfterFunc(ctx, it.Stop)
-	for {
-		m, err := it.Next()
-		if err != nil {
+	// next is the number of the next event to hand out.
+	var next uint64
+	if after == fleet.Live {
+		if err := retry(ctx, c.log, "events stream info", func(context.Context) error {
+			in, err := info()
+			if err == nil {
+				next = in.State.LastSeq + 1
+			}
+			return err
+		}); err != nil {
 			return
 		}
-		md, err := m.Metadata()
+	} else {
+		next = after + 1
+		if in, err := info(); err == nil && in.State.FirstSeq > next && in.State.LastSeq >= next {
+			dropped.Add(in.State.FirstSeq - next)
+		}
+	}
+	var filter []string
+	quiet := stallCheck
+	if len(f.IDs) == 1 {
+		filter = []string{subjectEvents + ".*." + key(f.IDs[0])}
+		quiet = stallCheckFiltered
+	}
+	for ctx.Err() == nil {
+		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next,
+			FilterSubjects: filter}
+		var cons jetstream.Consumer
+		if err := retry(ctx, c.log, "events consumer", func(actx context.Context) error {
+			var err error
+			cons, err = st.OrderedConsumer(actx, cfg)
+			return err
+		}); err != nil {
+			return
+		}
+		it, err := cons.Messages()
 		if err != nil {
+			c.log.Debug("cluster: events consumer", "err", err)
+			pause(ctx, retryAfter)
 			continue
 		}
+		next = ev.readConsumer(ctx, it, next, quiet, info, out)
+		it.Stop()
+		ev.restarts.Add(1)
+	}
+}
+
+// readConsumer hands out what it reads until ctx ends, the consumer
+// fails, or it has been silent for quiet while the stream holds event
+// next or later; it returns the number of the next event to hand out.
+func (ev *events) readConsumer(ctx context.Context, it jetstream.MessagesContext, next uint64, quiet time.Duration,
+	info func() (*jetstream.StreamInfo, error), out chan<- streamEvent) uint64 {
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next(jetstream.NextMaxWait(quiet))
+		switch {
+		case ctx.Err() != nil:
+			return next
+		case errors.Is(err, nats.ErrTimeout):
+			if in, err := info(); err == nil && in.State.LastSeq >= next {
+				ev.c.log.Debug("cluster: the events consumer fell silent; starting another", "next", next, "last", in.State.LastSeq)
+				return next
+			}
+			continue
+		case err != nil:
+			ev.c.log.Debug("cluster: events consumer failed; starting another", "next", next, "err", err)
+			pause(ctx, retryAfter)
+			return next
+		}
+		md, err := m.Metadata()
+		if err != nil || md.Sequence.Stream < next {
+			continue
+		}
+		next = md.Sequence.Stream + 1
 		var e fleet.Event
 		if json.Unmarshal(m.Data(), &e) != nil {
 			continue
@@ -372,8 +438,18 @@ func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, 
 		select {
 		case out <- streamEvent{e: e, id: m.Headers().Get(jetstream.MsgIDHeader)}:
 		case <-ctx.Done():
-			return
+			return next
 		}
+	}
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
