@@ -49,6 +49,7 @@ type events struct {
 
 	mu      sync.Mutex
 	queues  map[string][]fleet.Event // per board, oldest first
+	standby map[string][]fleet.Event // per board another gateway owns (catchup.go)
 	queued  int
 	lost    uint64
 	kick    chan struct{}
@@ -60,7 +61,7 @@ type events struct {
 }
 
 func newEvents(c *Cluster) *events {
-	return &events{c: c, queues: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
+	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
 }
 
 // setup creates or binds the events stream.
@@ -103,7 +104,7 @@ func (ev *events) follow(ctx context.Context) {
 		w := ev.c.o.Local.Watch(ctx, fleet.Filter{}, last)
 		for e := range w.C {
 			last = e.N
-			ev.queue(e)
+			ev.queue(ctx, e)
 		}
 		if ctx.Err() == nil {
 			ev.c.log.Warn("cluster: fell behind the local events; resuming", "after", last)
@@ -112,12 +113,29 @@ func (ev *events) follow(ctx context.Context) {
 }
 
 // queue adds a local event for publishing unless another gateway owns
-// its board.
-func (ev *events) queue(e fleet.Event) {
+// its board; then it keeps it, for when this gateway takes the board
+// over (catchup.go).
+func (ev *events) queue(ctx context.Context, e fleet.Event) {
+	ev.mu.Lock()
 	if !ev.c.ownsLocal(e.Board) {
+		ev.keepLocked(e)
+		ev.mu.Unlock()
 		return
 	}
-	ev.mu.Lock()
+	if kept, ok := ev.standby[e.Board]; ok {
+		// Just taken over: first what the stream lacks of what was kept.
+		delete(ev.standby, e.Board)
+		ev.mu.Unlock()
+		late := ev.catchUp(ctx, e.Board, kept)
+		ev.mu.Lock()
+		if len(late) > 0 {
+			ev.c.log.Info("cluster: publishing a board's events its last owner did not", "board", e.Board, "events", len(late))
+		}
+		for _, l := range late {
+			ev.queues[e.Board] = append(ev.queues[e.Board], l)
+			ev.queued++
+		}
+	}
 	ev.queues[e.Board] = append(ev.queues[e.Board], e)
 	ev.queued++
 	for ev.queued > maxQueued {
@@ -261,7 +279,7 @@ func (c *Cluster) Watch(ctx context.Context, f fleet.Filter, after uint64) *flee
 }
 
 // watch feeds ch from the stream until ctx ends or ch is full. While
-// this gateway is cut off from the engine, its own boards' events are
+// this gateway is cut off from the engine (beatLapsed), its own boards' events are
 // also handed out at once, numbered with the last stream number handed
 // out; when they reach the stream later they are not handed out again.
 func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch chan<- fleet.Event, dropped *atomic.Uint64) {
@@ -306,7 +324,7 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 				local = c.o.Local.Watch(ctx, f, fleet.Live) // fell behind: what matters is the stream
 				continue
 			}
-			if !c.cutOff() || !c.ownsLocal(e.Board) {
+			if !c.beatLapsed() || !c.ownsLocal(e.Board) {
 				continue
 			}
 			direct[c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10)] = true
@@ -453,12 +471,26 @@ func pause(ctx context.Context, d time.Duration) {
 	}
 }
 
+// beatLapsed reports whether the engine has not acknowledged this
+// gateway's heartbeat for DeadAfter: it is cut off for longer than a
+// reconnection to another engine node takes. Only then are its boards'
+// events handed out before they have their number in the stream: a
+// watch that did so at every reconnection handed out events numbered
+// with the last number its client had, which a client that resumes by
+// number takes for repeats (the soak lost happenings so).
+func (c *Cluster) beatLapsed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.lastBeat.IsZero() && c.clk.Since(c.lastBeat) > c.o.DeadAfter
+}
+
 // ownsLocal reports whether this gateway owns board id (or no record
-// names an owner yet).
+// names an owner). Until the records are read it owns none: what its
+// boards did meanwhile is kept and caught up with once it knows.
 func (c *Cluster) ownsLocal(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.standby[id] {
+	if !c.loaded || c.standby[id] {
 		return false
 	}
 	r := c.records[id]

@@ -1,0 +1,161 @@
+package cluster
+
+// Catching up when a board changes hands: a gateway that reaches a board
+// another gateway owns (a LAN board both reach) sees the board's
+// happenings and restarts too, and publishes none of them. It keeps the
+// last ones (since the board's last restart, at most standbyKeep); when
+// it becomes the board's owner it publishes first those the stream does
+// not have, so the board's story in the stream goes on in order: the
+// restart the old owner did not live to publish, the happenings it had
+// not sent. A happening is known by its seq, kind and data (the data
+// carries the board's uptime in ms, so two boots never share one).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+const (
+	// standbyKeep bounds the events kept per board this gateway does not
+	// own.
+	standbyKeep = 256
+	// catchUpMargin is how far before the oldest kept event the stream is
+	// read (the gateways' clocks differ a little).
+	catchUpMargin = 10 * time.Second
+	// catchUpTimeout bounds reading the stream at a takeover.
+	catchUpTimeout = 5 * time.Second
+)
+
+// keepLocked keeps a restart or happening of a board this gateway does
+// not own. Called with ev.mu held.
+func (ev *events) keepLocked(e fleet.Event) {
+	switch e.Type {
+	case fleet.EventRestarted:
+		ev.standby[e.Board] = []fleet.Event{e}
+	case fleet.EventHappening:
+		q := append(ev.standby[e.Board], e)
+		if len(q) > standbyKeep {
+			q = q[len(q)-standbyKeep:]
+		}
+		ev.standby[e.Board] = q
+	}
+}
+
+// happeningKey identifies a happening across gateways.
+type happeningKey struct {
+	seq  uint16
+	kind string
+	data string
+}
+
+func keyOf(e fleet.Event) happeningKey {
+	return happeningKey{seq: e.Seq, kind: e.Kind, data: string(e.Data)}
+}
+
+// streamStory is what the stream holds of one board since some time:
+// its happenings, and whether the last of its restarts and happenings
+// is a restart.
+type streamStory struct {
+	happenings    map[happeningKey]bool
+	lastRestarted bool
+}
+
+// missing returns the kept events the stream does not have, in order.
+func missing(kept []fleet.Event, s streamStory) []fleet.Event {
+	seen := false // the stream has a kept happening: this boot's restart is in it
+	for _, e := range kept {
+		if e.Type == fleet.EventHappening && s.happenings[keyOf(e)] {
+			seen = true
+		}
+	}
+	var out []fleet.Event
+	for _, e := range kept {
+		switch e.Type {
+		case fleet.EventRestarted:
+			if !seen && !s.lastRestarted {
+				out = append(out, e)
+			}
+		case fleet.EventHappening:
+			if !s.happenings[keyOf(e)] {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// catchUp returns the kept events of board id the stream does not have.
+// When the stream cannot be read it returns them all but the happenings
+// older than the last restart: a repeat is better than a loss.
+func (ev *events) catchUp(ctx context.Context, id string, kept []fleet.Event) []fleet.Event {
+	if len(kept) == 0 {
+		return nil
+	}
+	s, err := ev.story(ctx, id, kept[0].Time.Add(-catchUpMargin))
+	if err != nil {
+		ev.c.log.Warn("cluster: reading a board's events at its takeover", "board", id, "err", err)
+		return kept
+	}
+	return missing(kept, s)
+}
+
+// story reads the stream's events of board id since since.
+func (ev *events) story(ctx context.Context, id string, since time.Time) (streamStory, error) {
+	s := streamStory{happenings: map[happeningKey]bool{}}
+	st := ev.streamOf()
+	if st == nil {
+		return s, errors.New("no stream yet")
+	}
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	info, err := st.Info(ctx)
+	if err != nil {
+		return s, err
+	}
+	last := info.State.LastSeq
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+		OptStartTime: &since, FilterSubjects: []string{subjectEvents + ".*." + key(id)}})
+	if err != nil {
+		return s, err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return s, err
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next(jetstream.NextMaxWait(time.Second))
+		if errors.Is(err, nats.ErrTimeout) {
+			return s, nil // nothing more of this board up to now
+		}
+		if err != nil {
+			return s, err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return s, err
+		}
+		var e fleet.Event
+		if json.Unmarshal(m.Data(), &e) == nil {
+			switch e.Type {
+			case fleet.EventRestarted:
+				s.lastRestarted = true
+			case fleet.EventHappening:
+				s.happenings[keyOf(e)] = true
+				s.lastRestarted = false
+			}
+		}
+		if md.Sequence.Stream >= last || md.NumPending == 0 {
+			return s, nil
+		}
+	}
+}

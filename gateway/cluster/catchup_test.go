@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// TestMissing: a gateway taking a board over publishes, of what it kept
+// of the board, what the stream lacks: the restart the old owner never
+// published (its boot's happenings started again at seq 1 with no
+// restart before them: a reorder in the soak), the happenings it had not
+// sent (killed with them in memory: a gap), and nothing twice.
+func TestMissing(t *testing.T) {
+	h := func(seq uint16) fleet.Event {
+		return fleet.Event{Board: "b", Type: fleet.EventHappening, Kind: "scene_started", Seq: seq,
+			Data: []byte(fmt.Sprintf(`{"seq":%d,"t_ms":%d}`, seq, 1000+int(seq)))}
+	}
+	old := func(seq uint16) fleet.Event { // the previous boot's happening of the same seq
+		e := h(seq)
+		e.Data = []byte(fmt.Sprintf(`{"seq":%d,"t_ms":%d}`, seq, 90000+int(seq)))
+		return e
+	}
+	restarted := fleet.Event{Board: "b", Type: fleet.EventRestarted}
+	story := func(lastRestarted bool, hs ...fleet.Event) streamStory {
+		s := streamStory{happenings: map[happeningKey]bool{}, lastRestarted: lastRestarted}
+		for _, e := range hs {
+			s.happenings[keyOf(e)] = true
+		}
+		return s
+	}
+	desc := func(es []fleet.Event) []string {
+		var out []string
+		for _, e := range es {
+			if e.Type == fleet.EventRestarted {
+				out = append(out, "restarted")
+			} else {
+				out = append(out, fmt.Sprint(e.Seq))
+			}
+		}
+		return out
+	}
+	kept := []fleet.Event{restarted, h(1), h(2), h(3)}
+	for _, tc := range []struct {
+		name  string
+		kept  []fleet.Event
+		story streamStory
+		want  []string
+	}{
+		{"the old owner published nothing of this boot", kept, story(false, old(1), old(2), old(3), old(17)), []string{"restarted", "1", "2", "3"}},
+		{"the old owner published the restart only", kept, story(true, old(17)), []string{"1", "2", "3"}},
+		{"the old owner published up to 2", kept, story(false, old(3), h(1), h(2)), []string{"3"}},
+		{"the old owner published everything", kept, story(false, h(1), h(2), h(3)), nil},
+		{"nothing of the board in the stream", kept, story(false), []string{"restarted", "1", "2", "3"}},
+		{"no restart kept, two happenings missing", []fleet.Event{h(5), h(6), h(7)}, story(false, h(5)), []string{"6", "7"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := desc(missing(tc.kept, tc.story)); !slices.Equal(got, tc.want) {
+				t.Errorf("missing = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestKeepLocked: what a standby gateway keeps of a board starts again at
+// each restart and holds at most standbyKeep events, the newest.
+func TestKeepLocked(t *testing.T) {
+	ev := &events{standby: map[string][]fleet.Event{}}
+	for i := range standbyKeep + 10 {
+		ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventHappening, Seq: uint16(i + 1)})
+	}
+	ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventState, Kind: "leds"}) // not kept
+	q := ev.standby["b"]
+	if len(q) != standbyKeep || q[0].Seq != 11 || q[len(q)-1].Seq != standbyKeep+10 {
+		t.Fatalf("kept %d events, %d to %d", len(q), q[0].Seq, q[len(q)-1].Seq)
+	}
+	ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventRestarted})
+	ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventHappening, Seq: 1})
+	if q := ev.standby["b"]; len(q) != 2 || q[0].Type != fleet.EventRestarted {
+		t.Fatalf("after a restart: %+v", q)
+	}
+}
