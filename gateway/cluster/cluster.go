@@ -125,7 +125,12 @@ type Cluster struct {
 	// would look dead, and a board it owns would be taken from it.
 	gwLoaded bool
 	lastBeat time.Time // last heartbeat the engine acknowledged
-	setupErr error
+	// boardsWritten is the revision of the last record this gateway
+	// wrote (acknowledged at boardsWrittenAt), boardsSeen the highest
+	// the records watcher handed out.
+	boardsWritten, boardsSeen uint64
+	boardsWrittenAt           time.Time
+	setupErr                  error
 
 	tokens  *auth.Tokens // shared with the cluster (ShareTokens), or nil
 	arts    *Artifacts   // the firmware store (Artifacts), or nil
