@@ -82,3 +82,36 @@ func TestKeepLocked(t *testing.T) {
 		t.Fatalf("after a restart: %+v", q)
 	}
 }
+
+// TestOwnsLocal: this gateway publishes a board's events when its record
+// names this gateway in this run; a record it wrote in an earlier run is
+// not its own until rewritten (another gateway may have claimed the
+// board meanwhile: both published its events, each twice in the soak);
+// nothing is its own before the records are read.
+func TestOwnsLocal(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		loaded  bool
+		rec     *record
+		standby bool
+		want    bool
+	}{
+		{"records not read yet", false, &record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "now"}, false, false},
+		{"no record yet", true, nil, false, true},
+		{"this run's record", true, &record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "now"}, false, true},
+		{"an earlier run's record", true, &record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "before"}, false, false},
+		{"another gateway's", true, &record{View: fleet.BoardView{Gateway: "gw2"}, Boot: "x"}, false, false},
+		{"deleted", true, &record{gone: true}, false, true},
+		{"standing by", true, nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Cluster{name: "gw1", boot: "now", loaded: tc.loaded, records: map[string]*record{}, standby: map[string]bool{"b": tc.standby}}
+			if tc.rec != nil {
+				c.records["b"] = tc.rec
+			}
+			if got := c.ownsLocal("b"); got != tc.want {
+				t.Errorf("ownsLocal = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -484,8 +484,8 @@ func (c *Cluster) beatLapsed() bool {
 	return !c.lastBeat.IsZero() && c.clk.Since(c.lastBeat) > c.o.DeadAfter
 }
 
-// ownsLocal reports whether this gateway owns board id (or no record
-// names an owner). Until the records are read it owns none: what its
+// ownsLocal reports whether this gateway owns board id, for publishing
+// its events (or no record names an owner). Until the records are read it owns none: what its
 // boards did meanwhile is kept and caught up with once it knows.
 func (c *Cluster) ownsLocal(id string) bool {
 	c.mu.Lock()
@@ -494,7 +494,11 @@ func (c *Cluster) ownsLocal(id string) bool {
 		return false
 	}
 	r := c.records[id]
-	return r == nil || r.gone || r.View.Gateway == c.name
+	// A record this gateway wrote in an earlier run is its own again
+	// once rewritten with this run's boot: meanwhile another gateway may
+	// have claimed the board (it took this one for dead), and two
+	// gateways published the board's events twice.
+	return r == nil || r.gone || r.View.Gateway == c.name && r.Boot == c.boot
 }
 
 func (ev *events) streamOf() jetstream.Stream {
