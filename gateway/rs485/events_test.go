@@ -251,3 +251,56 @@ func TestClosedPort(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// TestNewMasterTakesPending: the happenings a board queued for the host
+// while no master fetched them (the gateway was killed, or restarting)
+// reach the next master, in order. A new master once took the board's
+// latest seq as the last one given and dropped them (the soak saw a
+// line board's happening lost at each SIGKILL of its gateway).
+func TestNewMasterTakesPending(t *testing.T) {
+	t.Parallel()
+	line := newLine(t, simline.Faults{})
+	b := startBoard(t, line, 3, nil)
+	run := func(name string) (*recSink, context.CancelFunc, chan error) {
+		node, err := line.Attach(simline.NodeOptions{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := New(Options{Port: node, Name: "test", Addresses: addrs(3), PollInterval: 20 * time.Millisecond,
+			DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond, Log: debugLog()})
+		sink := newRecSink()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- l.Run(ctx, sink) }()
+		return sink, cancel, done
+	}
+	sink1, stop1, done1 := run("master1")
+	sink1.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
+	b.Emit("touch", map[string]any{"action": "down", "x": 1, "y": 1})
+	sink1.Wait(t, 5*time.Second, "the first happening", func(s *recSink) bool { return len(s.Hs["3"]) == 1 })
+	stop1()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		b.Emit("touch", map[string]any{"action": "down", "x": 2 + i, "y": 1})
+	}
+	sink2, stop2, done2 := run("master2")
+	defer func() { stop2(); <-done2 }()
+	sink2.Wait(t, 20*time.Second, "the three queued meanwhile", func(s *recSink) bool { return len(s.Hs["3"]) >= 3 })
+	sink2.Mu.Lock()
+	defer sink2.Mu.Unlock()
+	fleettest.CheckOrder(t, sink2.Hs["3"], 2, 3)
+}
+
+func TestSeqBefore(t *testing.T) {
+	for _, tc := range []struct {
+		s    uint16
+		n    int
+		want uint16
+	}{{10, 0, 10}, {10, 3, 7}, {3, 3, 65535}, {1, 1, 65535}, {2, 4, 65533}, {0, 5, 0}} {
+		if got := seqBefore(tc.s, tc.n); got != tc.want {
+			t.Errorf("seqBefore(%d, %d) = %d, want %d", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
