@@ -60,8 +60,8 @@ func keyOf(e fleet.Event) happeningKey {
 }
 
 // streamStory is what the stream holds of one board since some time:
-// its happenings, and whether the last of its restarts and happenings
-// is a restart.
+// the happenings of its last boot there, and whether the last of its
+// restarts and happenings is a restart.
 type streamStory struct {
 	happenings    map[happeningKey]bool
 	lastRestarted bool
@@ -148,6 +148,9 @@ func (ev *events) story(ctx context.Context, id string, since time.Time) (stream
 		if json.Unmarshal(m.Data(), &e) == nil {
 			switch e.Type {
 			case fleet.EventRestarted:
+				// Only the boot the stream tells last counts: two boots
+				// may have a happening alike.
+				s.happenings = map[happeningKey]bool{}
 				s.lastRestarted = true
 			case fleet.EventHappening:
 				s.happenings[keyOf(e)] = true

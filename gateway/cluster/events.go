@@ -279,9 +279,13 @@ func (c *Cluster) Watch(ctx context.Context, f fleet.Filter, after uint64) *flee
 }
 
 // watch feeds ch from the stream until ctx ends or ch is full. While
-// this gateway is cut off from the engine (beatLapsed), its own boards' events are
-// also handed out at once, numbered with the last stream number handed
-// out; when they reach the stream later they are not handed out again.
+// this gateway is cut off from the engine (beatLapsed), its own boards'
+// events are also handed out at once, as a preview numbered with the
+// last stream number handed out; each comes again with its own number
+// once it reaches the stream. A client that resumes by number takes the
+// numbered ones: previews carry a number it has, and leaving out the
+// numbered copies (as this once did) lost and reordered happenings for
+// it.
 func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch chan<- fleet.Event, dropped *atomic.Uint64) {
 	c := ev.c
 	ctx, cancel := context.WithCancel(ctx)
@@ -289,8 +293,10 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 	fromStream := make(chan streamEvent, 64)
 	go ev.readStream(ctx, f, after, fromStream, dropped)
 	local := c.o.Local.Watch(ctx, f, fleet.Live)
-	direct := map[string]bool{} // ids of events handed out directly
 	last := after
+	if after == fleet.Live {
+		last = 0
+	}
 	send := func(e fleet.Event) bool {
 		select {
 		case ch <- e:
@@ -308,10 +314,6 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 			if !ok {
 				return
 			}
-			if direct[se.id] {
-				delete(direct, se.id)
-				continue
-			}
 			last = se.e.N
 			if !c.passes(f, se.e.Board) {
 				continue
@@ -327,7 +329,6 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 			if !c.beatLapsed() || !c.ownsLocal(e.Board) {
 				continue
 			}
-			direct[c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10)] = true
 			e.N = last
 			if !send(e) {
 				return

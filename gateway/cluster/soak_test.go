@@ -766,13 +766,12 @@ func (s *soak) take(e soakEvent) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n <= s.lastN && s.lastN != 0 {
-		// A gateway cut off from the engine hands its boards' happenings
-		// out at once numbered with the last number its client had
-		// (docs/cluster.md); anything else numbered so far is a replay.
-		if (n != 0 && n != s.lastN) || e.Type != "happening" {
-			return // a replay of what was read already
-		}
+	if n == 0 || n <= s.lastN {
+		// A replay of what was read already, or a cut-off gateway's
+		// preview of its boards' events, numbered with the last number
+		// its client had: they come again with their own number
+		// (docs/cluster.md).
+		return
 	}
 	if n > s.lastN {
 		s.lastN = n
