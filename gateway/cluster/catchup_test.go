@@ -115,3 +115,24 @@ func TestOwnsLocal(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartedOwner: a record whose owner's heartbeat names another run
+// than the one that wrote it belongs to a gateway that restarted since:
+// a gateway that reaches the board too takes it over (with what it kept
+// of the board meanwhile, which the restarted owner never saw).
+func TestRestartedOwner(t *testing.T) {
+	c := &Cluster{gateways: map[string]*gwState{"gw1": {hb: Heartbeat{Name: "gw1", Boot: "run2"}}}}
+	for _, tc := range []struct {
+		rec  record
+		want bool
+	}{
+		{record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "run1"}, true},
+		{record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "run2"}, false},
+		{record{View: fleet.BoardView{Gateway: "gw1"}}, false},             // an old record without a boot
+		{record{View: fleet.BoardView{Gateway: "gw9"}, Boot: "x"}, false}, // never heard
+	} {
+		if got := c.restartedLocked(&tc.rec); got != tc.want {
+			t.Errorf("restartedLocked(%+v) = %v, want %v", tc.rec, got, tc.want)
+		}
+	}
+}

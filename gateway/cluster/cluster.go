@@ -125,6 +125,7 @@ type Cluster struct {
 	// would look dead, and a board it owns would be taken from it.
 	gwLoaded bool
 	lastBeat time.Time // last heartbeat the engine acknowledged
+	started  time.Time // when New made this run
 	// boardsWritten is the revision of the last record this gateway
 	// wrote (acknowledged at boardsWrittenAt), boardsSeen the highest
 	// the records watcher handed out.
@@ -178,7 +179,7 @@ func New(o Options) (*Cluster, error) {
 	c := &Cluster{o: o, eng: o.Engine, name: o.Engine.Name(), boot: hex.EncodeToString(b[:]), clk: o.Clock, log: o.Log,
 		nc: o.Engine.Conn(), js: o.Engine.JetStream(),
 		records: map[string]*record{}, gateways: map[string]*gwState{}, written: map[string]time.Time{},
-		standby: map[string]bool{}, wake: make(chan struct{}, 1), ownChanged: make(chan struct{}, 1)}
+		standby: map[string]bool{}, wake: make(chan struct{}, 1), ownChanged: make(chan struct{}, 1), started: o.Clock.Now()}
 	c.ev = newEvents(c)
 	return c, nil
 }

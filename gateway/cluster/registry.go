@@ -442,11 +442,20 @@ func (c *Cluster) syncOnce(ctx context.Context) {
 			if sameRecord(r.View, v) && now.Sub(c.written[v.ID]) < c.o.SeenEvery && r.Boot == c.boot {
 				continue
 			}
+			if r.Boot != c.boot && now.Sub(c.started) < c.reclaimGrace() {
+				// Written by this gateway's previous run: a gateway that
+				// reaches the board too, and kept what it did while this
+				// one restarted, may take it first (catchup.go).
+				continue
+			}
 		case !v.Online:
 			standby[v.ID] = true
 			continue
 		case !c.aliveLocked(r.View.Gateway) || !r.View.Online:
 			// Take it over: its owner is dead, or cannot reach it.
+		case c.restartedLocked(r):
+			// Take it over: its owner restarted since it wrote the record,
+			// and what the board did meanwhile is here, not there.
 		default:
 			standby[v.ID] = true
 			continue
@@ -477,6 +486,19 @@ func (c *Cluster) syncOnce(ctx context.Context) {
 		c.putRecords(ctx, writes)
 	}
 }
+
+// restartedLocked reports whether the owner of record r has restarted
+// since it wrote r (its heartbeat names another run). Called with c.mu
+// held.
+func (c *Cluster) restartedLocked(r *record) bool {
+	g := c.gateways[r.View.Gateway]
+	return g != nil && g.hb.Boot != "" && r.Boot != "" && g.hb.Boot != r.Boot
+}
+
+// reclaimGrace is how long a restarted gateway leaves its boards'
+// records of its previous run to the gateways that reach them too: one
+// heartbeat for them to hear of the restart, and a sync pass.
+func (c *Cluster) reclaimGrace() time.Duration { return 2 * (c.o.Heartbeat + c.o.SyncEvery) }
 
 // sameRecord reports whether two views of a board differ only in what is
 // rewritten every SeenEvery (last seen, clock).
