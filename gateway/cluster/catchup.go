@@ -27,8 +27,10 @@ const (
 	// own.
 	standbyKeep = 256
 	// catchUpMargin is how far before the oldest kept event the stream is
-	// read (the gateways' clocks differ a little).
-	catchUpMargin = 10 * time.Second
+	// read: the gateways' clocks differ a little, and a line master that
+	// starts hands over its boards' kept happenings, published up to a
+	// board's kept span (and a restart) before (rs485.Options.ReplayKept).
+	catchUpMargin = time.Minute
 	// catchUpTimeout bounds reading the stream at a takeover.
 	catchUpTimeout = 5 * time.Second
 )

@@ -128,7 +128,7 @@ func TestRestartedOwner(t *testing.T) {
 	}{
 		{record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "run1"}, true},
 		{record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "run2"}, false},
-		{record{View: fleet.BoardView{Gateway: "gw1"}}, false},             // an old record without a boot
+		{record{View: fleet.BoardView{Gateway: "gw1"}}, false},            // an old record without a boot
 		{record{View: fleet.BoardView{Gateway: "gw9"}, Boot: "x"}, false}, // never heard
 	} {
 		if got := c.restartedLocked(&tc.rec); got != tc.want {

@@ -399,8 +399,11 @@ func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, 
 		quiet = stallCheckFiltered
 	}
 	for ctx.Err() == nil {
+		// A consumer that cannot be reset at once fails to this loop,
+		// which starts another after the last event handed out (the
+		// library would retry for as long as the engine is away, silent).
 		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next,
-			FilterSubjects: filter}
+			FilterSubjects: filter, MaxResetAttempts: 2}
 		var cons jetstream.Consumer
 		if err := retry(ctx, c.log, "events consumer", func(actx context.Context) error {
 			var err error

@@ -543,6 +543,10 @@ func (s *soak) rollouts(ctx context.Context, rng *rand.Rand) {
 				id = m[1]
 				return nil
 			}
+			if code == 400 && strings.Contains(string(b), "in no gateway of the cluster") {
+				// The gateway holding the image is being restarted.
+				return fmt.Errorf("%d %s", code, b)
+			}
 			if code == 400 {
 				s.problem("rollout plan refused: %s", b)
 				return nil

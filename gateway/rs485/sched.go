@@ -443,7 +443,12 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			l.log.Warn("rs485: enabling events refused", "addr", b.addr, "status", rep.Status, "body", string(rep.Body))
 			return
 		}
-		if b.fresh {
+		switch {
+		case b.fresh && l.o.ReplayKept:
+			// Everything the board keeps, then what it queued.
+			b.lastSeq, b.fresh = 0, false
+			b.needs |= needReplay
+		case b.fresh:
 			// The happenings still queued for the host were never
 			// handed over (a gateway killed before fetching them, or
 			// made while none ran): they are fetched, the rest is past.
