@@ -16,7 +16,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -67,6 +66,8 @@ func keyOf(e fleet.Event) happeningKey {
 type streamStory struct {
 	happenings    map[happeningKey]bool
 	lastRestarted bool
+	// lastSeq is the seq of the last happening of the last boot (0: none).
+	lastSeq uint16
 }
 
 // missing returns the kept events the stream does not have, in order.
@@ -85,12 +86,30 @@ func missing(kept []fleet.Event, s streamStory) []fleet.Event {
 				out = append(out, e)
 			}
 		case fleet.EventHappening:
-			if !s.happenings[keyOf(e)] {
-				out = append(out, e)
+			if s.happenings[keyOf(e)] {
+				continue
 			}
+			if len(out) == 0 && !seen && !s.lastRestarted && s.lastSeq != 0 && !seqFollows(e.Seq, s.lastSeq) {
+				// Its seq does not go on from the stream's: the board
+				// restarted, and no gateway that saw it restart published
+				// that (this one started after it, knowing no earlier
+				// boot). Say so before its happenings.
+				out = append(out, fleet.Event{Board: e.Board, Type: fleet.EventRestarted, Time: e.Time})
+			}
+			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// seqFollows reports whether happening seq a comes after b within one
+// boot (seqs run 1-65535, then 1 again).
+func seqFollows(a, b uint16) bool {
+	d := a - b
+	if a < b {
+		d-- // no 0 between 65535 and 1
+	}
+	return d != 0 && d < 1<<15
 }
 
 // catchUp returns the kept events of board id the stream does not have.
@@ -100,12 +119,15 @@ func (ev *events) catchUp(ctx context.Context, id string, kept []fleet.Event) []
 	if len(kept) == 0 {
 		return nil
 	}
-	s, err := ev.story(ctx, id, kept[0].Time.Add(-catchUpMargin))
-	if err != nil {
-		ev.c.log.Warn("cluster: reading a board's events at its takeover", "board", id, "err", err)
-		return kept
+	var s streamStory
+	var err error
+	for range 3 {
+		if s, err = ev.story(ctx, id, kept[0].Time.Add(-catchUpMargin)); err == nil {
+			return missing(kept, s)
+		}
 	}
-	return missing(kept, s)
+	ev.c.log.Warn("cluster: reading a board's events at its takeover", "board", id, "err", err)
+	return kept
 }
 
 // story reads the stream's events of board id since since.
@@ -127,6 +149,9 @@ func (ev *events) story(ctx context.Context, id string, since time.Time) (stream
 	if err != nil {
 		return s, err
 	}
+	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
+		return s, nil // nothing of this board since then
+	}
 	it, err := cons.Messages()
 	if err != nil {
 		return s, err
@@ -135,10 +160,10 @@ func (ev *events) story(ctx context.Context, id string, since time.Time) (stream
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	for {
-		m, err := it.Next(jetstream.NextMaxWait(time.Second))
-		if errors.Is(err, nats.ErrTimeout) {
-			return s, nil // nothing more of this board up to now
-		}
+		// Read to the end: a story cut short would have the kept
+		// events published twice.
+		dl, _ := ctx.Deadline()
+		m, err := it.Next(jetstream.NextMaxWait(max(time.Until(dl), time.Millisecond)))
 		if err != nil {
 			return s, err
 		}
@@ -153,10 +178,11 @@ func (ev *events) story(ctx context.Context, id string, since time.Time) (stream
 				// Only the boot the stream tells last counts: two boots
 				// may have a happening alike.
 				s.happenings = map[happeningKey]bool{}
-				s.lastRestarted = true
+				s.lastRestarted, s.lastSeq = true, 0
 			case fleet.EventHappening:
 				s.happenings[keyOf(e)] = true
 				s.lastRestarted = false
+				s.lastSeq = e.Seq
 			}
 		}
 		if md.Sequence.Stream >= last || md.NumPending == 0 {

@@ -28,6 +28,7 @@ func TestMissing(t *testing.T) {
 		s := streamStory{happenings: map[happeningKey]bool{}, lastRestarted: lastRestarted}
 		for _, e := range hs {
 			s.happenings[keyOf(e)] = true
+			s.lastSeq = e.Seq
 		}
 		return s
 	}
@@ -55,6 +56,10 @@ func TestMissing(t *testing.T) {
 		{"the old owner published everything", kept, story(false, h(1), h(2), h(3)), nil},
 		{"nothing of the board in the stream", kept, story(false), []string{"restarted", "1", "2", "3"}},
 		{"no restart kept, two happenings missing", []fleet.Event{h(5), h(6), h(7)}, story(false, h(5)), []string{"6", "7"}},
+		// A gateway that started after the board restarted knows no
+		// earlier boot: the seqs starting again say it.
+		{"a restart no one published", []fleet.Event{h(2), h(3)}, story(false, old(57), old(58)), []string{"restarted", "2", "3"}},
+		{"going on from the stream", []fleet.Event{h(59), h(60)}, story(false, old(57), old(58)), []string{"59", "60"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := desc(missing(tc.kept, tc.story)); !slices.Equal(got, tc.want) {
@@ -133,6 +138,17 @@ func TestRestartedOwner(t *testing.T) {
 	} {
 		if got := c.restartedLocked(&tc.rec); got != tc.want {
 			t.Errorf("restartedLocked(%+v) = %v, want %v", tc.rec, got, tc.want)
+		}
+	}
+}
+
+func TestSeqFollows(t *testing.T) {
+	for _, tc := range []struct {
+		a, b uint16
+		want bool
+	}{{2, 1, true}, {1, 2, false}, {5, 5, false}, {1, 65535, true}, {3, 65534, true}, {65535, 1, false}, {40000, 1, false}} {
+		if got := seqFollows(tc.a, tc.b); got != tc.want {
+			t.Errorf("seqFollows(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
