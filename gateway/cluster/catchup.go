@@ -25,13 +25,15 @@ const (
 	// standbyKeep bounds the events kept per board this gateway does not
 	// own.
 	standbyKeep = 256
-	// catchUpMargin is how far before the oldest kept event the stream is
-	// read: the gateways' clocks differ a little, and a line master that
-	// starts hands over its boards' kept happenings, published up to a
-	// board's kept span (and a restart) before (rs485.Options.ReplayKept).
+	// catchUpMargin is how far back a takeover looks: kept events older
+	// are dropped, and the stream is read from then (less catchUpSlack:
+	// the gateways' clocks differ a little, and a line master that starts
+	// hands over its boards' kept happenings, published up to a board's
+	// kept span and a restart before; rs485.Options.ReplayKept).
 	catchUpMargin = time.Minute
+	catchUpSlack  = 30 * time.Second
 	// catchUpTimeout bounds reading the stream at a takeover.
-	catchUpTimeout = 5 * time.Second
+	catchUpTimeout = 15 * time.Second
 )
 
 // keepLocked keeps a restart or happening of a board this gateway does
@@ -116,13 +118,20 @@ func seqFollows(a, b uint16) bool {
 // When the stream cannot be read it returns them all but the happenings
 // older than the last restart: a repeat is better than a loss.
 func (ev *events) catchUp(ctx context.Context, id string, kept []fleet.Event) []fleet.Event {
+	// What a gateway kept longer ago than catchUpMargin its owner had
+	// time to publish (or died with long ago): the story is read from
+	// then, so that it stays short.
+	since := ev.c.clk.Now().Add(-catchUpMargin)
+	for len(kept) > 0 && kept[0].Time.Before(since) {
+		kept = kept[1:]
+	}
 	if len(kept) == 0 {
 		return nil
 	}
 	var s streamStory
 	var err error
 	for range 3 {
-		if s, err = ev.story(ctx, id, kept[0].Time.Add(-catchUpMargin)); err == nil {
+		if s, err = ev.story(ctx, id, since.Add(-catchUpSlack)); err == nil {
 			return missing(kept, s)
 		}
 	}

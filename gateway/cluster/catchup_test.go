@@ -102,11 +102,11 @@ func TestOwnsLocal(t *testing.T) {
 		want    bool
 	}{
 		{"records not read yet", false, &record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "now"}, false, false},
-		{"no record yet", true, nil, false, true},
+		{"no record yet", true, nil, false, false},
 		{"this run's record", true, &record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "now"}, false, true},
 		{"an earlier run's record", true, &record{View: fleet.BoardView{Gateway: "gw1"}, Boot: "before"}, false, false},
 		{"another gateway's", true, &record{View: fleet.BoardView{Gateway: "gw2"}, Boot: "x"}, false, false},
-		{"deleted", true, &record{gone: true}, false, true},
+		{"deleted", true, &record{gone: true}, false, false},
 		{"standing by", true, nil, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -489,7 +489,9 @@ func (c *Cluster) beatLapsed() bool {
 }
 
 // ownsLocal reports whether this gateway owns board id, for publishing
-// its events (or no record names an owner). Until the records are read it owns none: what its
+// its events: the board's record names it, written in this run. Until
+// then it keeps them (a new board's until its first record is written:
+// two gateways reaching a new board both published its first events). Until the records are read it owns none: what its
 // boards did meanwhile is kept and caught up with once it knows.
 func (c *Cluster) ownsLocal(id string) bool {
 	c.mu.Lock()
@@ -502,7 +504,7 @@ func (c *Cluster) ownsLocal(id string) bool {
 	// once rewritten with this run's boot: meanwhile another gateway may
 	// have claimed the board (it took this one for dead), and two
 	// gateways published the board's events twice.
-	return r == nil || r.gone || r.View.Gateway == c.name && r.Boot == c.boot
+	return r != nil && !r.gone && r.View.Gateway == c.name && r.Boot == c.boot
 }
 
 func (ev *events) streamOf() jetstream.Stream {
