@@ -27,6 +27,9 @@ type watcher struct {
 	online     bool
 	uptime     int64
 	haveUptime bool
+	// bootAt is when the board started, by this driver's clock and the
+	// uptime read at the last session's opening.
+	bootAt time.Time
 	lastSeq    uint16
 	// replayCheck: the next happening is the first of a new stream.
 	replayCheck bool
@@ -112,10 +115,19 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 	if err := json.Unmarshal(info, &id); err != nil || id.UptimeS == nil {
 		return nil, fmt.Sprintf("GET /info: %v: no uptime_s", fleet.ErrBadReply)
 	}
-	if w.haveUptime && *id.UptimeS < w.uptime {
+	bootAt := w.l.o.Clock.Now().Add(-time.Duration(*id.UptimeS) * time.Second)
+	switch {
+	case !w.haveUptime:
+	case *id.UptimeS < w.uptime:
 		w.restarted("uptime went backwards")
+	case bootAt.Sub(w.bootAt) > restartSlack:
+		// A board that restarted a while after its last start reads an
+		// uptime no smaller than the one read then (both a second or
+		// two), and its new boot may already be past the last seq given,
+		// so that the replay does not show it either.
+		w.restarted("started again since last read")
 	}
-	w.uptime, w.haveUptime = *id.UptimeS, true
+	w.uptime, w.bootAt, w.haveUptime = *id.UptimeS, bootAt, true
 	w.l.mu.Lock()
 	w.b.hostname, w.b.id = id.Hostname, id.ID
 	w.l.mu.Unlock()
@@ -163,6 +175,11 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 	}
 	return resp, ""
 }
+
+// restartSlack is how much later than the last one a board's start
+// may seem (uptime is in whole seconds, and read a reply's time after
+// the board wrote it) before it is taken for a new start.
+const restartSlack = 3 * time.Second
 
 func (w *watcher) restarted(why string) {
 	w.l.log.Info("lan: board restarted", "url", w.b.url, "board", w.id(), "why", why)
