@@ -370,7 +370,10 @@ func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, 
 	}
 	st := ev.streamOf()
 	info := func() (*jetstream.StreamInfo, error) {
-		ictx, cancel := context.WithTimeout(ctx, c.o.CallTimeout)
+		// Short: a request lost while the connection moves to another
+		// engine node would hold the watch for the whole of CallTimeout
+		// (30 s), silent.
+		ictx, cancel := context.WithTimeout(ctx, setupAttempt)
 		defer cancel()
 		return st.Info(ictx)
 	}
