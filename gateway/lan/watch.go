@@ -30,7 +30,7 @@ type watcher struct {
 	// startedBy is the latest the board can have started, by this
 	// driver's clock and the uptime read at the last session's opening.
 	startedBy time.Time
-	lastSeq    uint16
+	lastSeq   uint16
 	// replayCheck: the next happening is the first of a new stream.
 	replayCheck bool
 	// opened is when the current session's stream opened (zero: not yet).
