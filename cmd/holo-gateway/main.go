@@ -423,7 +423,8 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 			return nil, fmt.Errorf("--line %s: %w", addr, err)
 		}
 		w.drivers = append(w.drivers, w.states.line(rs485.New(rs485.Options{Name: name, Port: port, Baud: baud,
-			Log: log.With("driver", "rs485:"+name)})))
+			ReplayKept: o.cluster.url != "", // the cluster drops what its stream has (docs/cluster.md)
+			Log:        log.With("driver", "rs485:"+name)})))
 		w.lines = append(w.lines, name+" "+addr)
 	}
 	boards, notes, err := lanBoards(o)

@@ -179,7 +179,11 @@ func (s *service) WatchEvents(r *fleetv1.WatchEventsRequest, stream fleetv1.Flee
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	w := s.fleet.Watch(ctx, f, r.GetAfter())
+	after := fleet.Live // no after: from now on
+	if r.After != nil {
+		after = r.GetAfter() // 0 replays from the first event kept
+	}
+	w := s.fleet.Watch(ctx, f, after)
 	// Headers go out once the watch is in place, so a client knows from
 	// then on that no event is missed (and a refused watch, which has no
 	// headers, is told apart by the missing WatchHeader).

@@ -94,7 +94,7 @@ func (in *Installer) watchLoop(ctx context.Context) {
 	var events <-chan fleet.Event
 	subscribe := func() {
 		if src != nil {
-			events = src.Watch(ctx, fleet.Filter{}, 0).C
+			events = src.Watch(ctx, fleet.Filter{}, fleet.Live).C
 		}
 	}
 	subscribe()

@@ -423,7 +423,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	defer cancel()
 	// Replay what the fleet's buffer holds (the states reported since
 	// the gateway started), then follow.
-	w := b.o.Fleet.Watch(ctx, fleet.Filter{}, 1)
+	w := b.o.Fleet.Watch(ctx, fleet.Filter{}, 0)
 	b.snapshot()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, w) })

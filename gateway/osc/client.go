@@ -248,7 +248,7 @@ func (c *client) subscribe(ctx context.Context, sub subscription) error {
 	c.deadline = c.s.clk.Now().Add(c.s.o.ThumpTimeout)
 	c.timer = c.s.clk.AfterFunc(c.s.o.ThumpTimeout, func() { c.expire(gen) })
 	c.s.m.subscribers.Inc()
-	w := c.s.o.Fleet.Watch(ctx, fleet.Filter{}, 0)
+	w := c.s.o.Fleet.Watch(ctx, fleet.Filter{}, fleet.Live)
 	q := make(chan []byte, c.s.o.Queue)
 	queued := new(atomic.Int64)
 	go c.sender(ctx, q, queued)

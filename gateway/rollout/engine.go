@@ -17,6 +17,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/eventlog"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -93,7 +94,7 @@ type Engine struct {
 	mu     sync.Mutex
 	runs   map[string]*run
 	active map[string]string // board -> rollout
-	events eventLog
+	events *eventlog.Log[Event]
 	wake   chan struct{}
 
 	// bytesSent counts image bytes sent to boards.

@@ -443,8 +443,16 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			l.log.Warn("rs485: enabling events refused", "addr", b.addr, "status", rep.Status, "body", string(rep.Body))
 			return
 		}
-		if b.fresh {
-			b.lastSeq, b.fresh = st.Seq, false
+		switch {
+		case b.fresh && l.o.ReplayKept:
+			// Everything the board keeps, then what it queued.
+			b.lastSeq, b.fresh = 0, false
+			b.needs |= needReplay
+		case b.fresh:
+			// The happenings still queued for the host were never
+			// handed over (a gateway killed before fetching them, or
+			// made while none ran): they are fetched, the rest is past.
+			b.lastSeq, b.fresh = seqBefore(st.Seq, st.Pending), false
 		}
 		if st.Pending > 0 {
 			b.needs |= needFetch
@@ -635,6 +643,18 @@ func (l *Line) doubt(b *board, hs []fleet.Happening, lost int) string {
 }
 
 // next is the happening number after s (65535 wraps to 1).
+// seqBefore is the happening number n before s (0 for s 0).
+func seqBefore(s uint16, n int) uint16 {
+	for ; n > 0 && s != 0; n-- {
+		if s == 1 {
+			s = 65535
+		} else {
+			s--
+		}
+	}
+	return s
+}
+
 func next(s uint16) uint16 {
 	if s == 65535 {
 		return 1

@@ -876,8 +876,9 @@ type WatchEventsRequest struct {
 	Firmware string                 `protobuf:"bytes,3,opt,name=firmware,proto3" json:"firmware,omitempty"`
 	Online   *bool                  `protobuf:"varint,4,opt,name=online,proto3,oneof" json:"online,omitempty"`
 	Ids      []string               `protobuf:"bytes,5,rep,name=ids,proto3" json:"ids,omitempty"`
-	// Also send the buffered events numbered after this one.
-	After         uint64 `protobuf:"varint,6,opt,name=after,proto3" json:"after,omitempty"`
+	// Also send the kept events numbered after this one: 0 replays from the
+	// first event kept. Unset: only the events from now on.
+	After         *uint64 `protobuf:"varint,6,opt,name=after,proto3,oneof" json:"after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -948,8 +949,8 @@ func (x *WatchEventsRequest) GetIds() []string {
 }
 
 func (x *WatchEventsRequest) GetAfter() uint64 {
-	if x != nil {
-		return x.After
+	if x != nil && x.After != nil {
+		return *x.After
 	}
 	return 0
 }
@@ -4938,15 +4939,16 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x12\n" +
 	"\x04fire\x18\a \x01(\tR\x04fire\x125\n" +
-	"\bfired_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\afiredAt\"\xb2\x01\n" +
+	"\bfired_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\afiredAt\"\xc1\x01\n" +
 	"\x12WatchEventsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\x05R\x05group\x12\x1a\n" +
 	"\bselector\x18\x02 \x01(\tR\bselector\x12\x1a\n" +
 	"\bfirmware\x18\x03 \x01(\tR\bfirmware\x12\x1b\n" +
 	"\x06online\x18\x04 \x01(\bH\x00R\x06online\x88\x01\x01\x12\x10\n" +
-	"\x03ids\x18\x05 \x03(\tR\x03ids\x12\x14\n" +
-	"\x05after\x18\x06 \x01(\x04R\x05afterB\t\n" +
-	"\a_online\"\xc1\x01\n" +
+	"\x03ids\x18\x05 \x03(\tR\x03ids\x12\x19\n" +
+	"\x05after\x18\x06 \x01(\x04H\x01R\x05after\x88\x01\x01B\t\n" +
+	"\a_onlineB\b\n" +
+	"\x06_after\"\xc1\x01\n" +
 	"\x05Event\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x04R\x01n\x12\x14\n" +
 	"\x05board\x18\x02 \x01(\tR\x05board\x12\x12\n" +
