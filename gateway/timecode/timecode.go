@@ -167,7 +167,9 @@ func FramesDuration(n int64, r Rate) time.Duration {
 }
 
 // perDay is the frames of 24 hours at r (the count wraps there).
-func perDay(r Rate) int64 { return Timecode{Hours: 23, Minutes: 59, Seconds: 59, Frames: uint8(r.FPS() - 1), Rate: r}.Count() + 1 }
+func perDay(r Rate) int64 {
+	return Timecode{Hours: 23, Minutes: 59, Seconds: 59, Frames: uint8(r.FPS() - 1), Rate: r}.Count() + 1
+}
 
 // FromCount is the timecode n frames from 00:00:00:00 at r (wrapping at
 // 24 hours; a negative n counts back from 24:00:00:00).
