@@ -50,6 +50,9 @@ var (
 	// two cues with one number, an action the fleet refuses, a bad
 	// follow, pre-wait or timecode); the text says which cue and why.
 	ErrBadList = fault.New(fault.Invalid, "cue: bad cue list")
+	// ErrBadRequest: a request about cue lists that is malformed (a
+	// body, a flag, an argument); the text says why.
+	ErrBadRequest = fault.New(fault.Invalid, "cue: bad request")
 	// ErrNoList: no cue list of that name.
 	ErrNoList = fault.New(fault.NotFound, "cue: no such cue list")
 	// ErrNoCue: no cue of that number in the list.
