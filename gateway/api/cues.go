@@ -138,7 +138,7 @@ func (h *cueHandler) serve(verb auth.Verb, op func(r *http.Request, a *auth.Attr
 // writeFault answers err by its class (package fault's table).
 func writeFault(w http.ResponseWriter, err error) {
 	c := fault.Of(err)
-	writeErrorBody(w, c.HTTP(), ErrorBody{Error: c.String(), Message: err.Error()})
+	writeErrorBody(w, c.HTTP(), ErrorBody{Error: codeName(c.GRPC()), Message: err.Error()})
 }
 
 // ListWithState is GET /v1/cuelists/{name}'s answer.
