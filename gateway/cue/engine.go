@@ -78,7 +78,7 @@ type Event struct {
 type State struct {
 	List string `json:"list"`
 	// Standby is the cue GO fires; "" past the last cue.
-	Standby      Number    `json:"standby,omitempty"`
+	Standby      Number    `json:"standby"`
 	StandbyName  string    `json:"standby_name,omitempty"`
 	StandbyNotes string    `json:"standby_notes,omitempty"`
 	Running      []Running `json:"running"`
@@ -120,13 +120,15 @@ type Fired struct {
 
 // run is one cue waiting for its moment.
 type run struct {
-	id     uint64
-	cue    Cue
-	start  time.Time // when its pre-wait starts (a follow waits until then)
-	at     time.Time // its moment
-	now    bool      // fire with no moment (ASAP, chase)
-	timer  clock.Timer
-	firing bool
+	id    uint64
+	cue   Cue
+	start time.Time // when its pre-wait starts (a follow waits until then)
+	at    time.Time // its moment
+	now   bool      // fire with no moment (ASAP)
+	// followed: started by the cue before it (a follow), not a GO.
+	followed bool
+	timer    clock.Timer
+	firing   bool
 }
 
 // list is a cue list and its live state.
@@ -388,7 +390,7 @@ func (e *Engine) state(ls *list) State {
 		switch {
 		case r.firing:
 			ph = PhaseFiring
-		case now.Before(r.start):
+		case r.followed && now.Before(r.start):
 			ph = PhaseFollow
 		}
 		s.Running = append(s.Running, Running{Cue: r.cue.Number, Name: r.cue.Name, Phase: ph,
@@ -461,7 +463,8 @@ func (e *Engine) start(ls *list, i int, asap bool) {
 	first := ls.l.Cues[i].Number
 	for {
 		c := ls.l.Cues[i]
-		e.schedule(ls, c, base, base.Add(c.PreWait()), asap)
+		r := e.schedule(ls, c, base, base.Add(c.PreWait()), asap)
+		r.followed = c.Number != first
 		d, follows := c.followDelay()
 		if !follows || i+1 >= len(ls.l.Cues) {
 			break
@@ -475,7 +478,7 @@ func (e *Engine) start(ls *list, i int, asap bool) {
 
 // schedule adds a run of c firing at at, handed to the fleet the lead
 // before (at at with asap). e.mu is held.
-func (e *Engine) schedule(ls *list, c Cue, start, at time.Time, asap bool) {
+func (e *Engine) schedule(ls *list, c Cue, start, at time.Time, asap bool) *run {
 	e.nextRun++
 	r := &run{id: e.nextRun, cue: c, start: start, at: at, now: asap}
 	send := at
@@ -490,12 +493,13 @@ func (e *Engine) schedule(ls *list, c Cue, start, at time.Time, asap bool) {
 			defer e.work.Done()
 			e.fire(name, r)
 		})
-		return
+		return r
 	}
 	go func() {
 		defer e.work.Done()
 		e.fire(name, r)
 	}()
+	return r
 }
 
 // fire hands run r's actions to the fleet, all for its moment, and
