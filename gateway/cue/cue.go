@@ -194,6 +194,9 @@ func (l *List) Check() error {
 	if err := CheckName(l.Name); err != nil {
 		return err
 	}
+	if l.Cues == nil {
+		l.Cues = []Cue{} // "cues": [], never null
+	}
 	if len(l.Cues) > MaxCues {
 		return fmt.Errorf("%w: %d cues (at most %d)", ErrBadList, len(l.Cues), MaxCues)
 	}
