@@ -11,6 +11,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/demo"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt"
 )
 
 // cueFlags are the cue engine's options.
@@ -66,4 +67,39 @@ func newCues(_ context.Context, e *env) (component, error) {
 	}
 	lines := []string{fmt.Sprintf("cues:     %d cue list(s); GO: holoctl cue go, POST /v1/cuelists/NAME/go, OSC /holo/cue/go", len(eng.Lists()))}
 	return component{name: "cue", run: eng.Run, banner: lines}, nil
+}
+
+// mqttCueButtons keeps the MQTT bridge's Home Assistant buttons (one GO
+// per cue list) in step with the lists until ctx ends.
+func mqttCueButtons(ctx context.Context, eng *cue.Engine, b *mqtt.Bridge) {
+	if eng == nil {
+		return
+	}
+	ch := eng.Watch(ctx)
+	names := func() []string {
+		var out []string
+		for _, l := range eng.Lists() {
+			out = append(out, l.Name)
+		}
+		return out
+	}
+	b.SetCueLists(names())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-ch:
+			if !ok {
+				if ctx.Err() != nil {
+					return
+				}
+				ch = eng.Watch(ctx) // cut off for falling behind: watch again
+				b.SetCueLists(names())
+				continue
+			}
+			if ev.Type == cue.EventEdited || ev.Type == cue.EventDeleted {
+				b.SetCueLists(names())
+			}
+		}
+	}
 }

@@ -32,6 +32,8 @@ import (
 //	bridge/request/do|scene         act actions                 operator
 //	bridge/request/labels|rename    update boards               operator
 //	bridge/request/discovery        update discovery            operator
+//	bridge/request/cue              state: read cues (viewer); go, stop, back, start,
+//	                                standby: act cues (operator)
 //	bridge/request/rollout          list, get, boards, dry_run: read rollouts (viewer);
 //	                                pause, abort: stop rollouts (operator); create,
 //	                                resume, revert: admin
@@ -134,7 +136,7 @@ var showResources = map[string]bool{"leds": true, "screen": true, "holo": true, 
 // (call: a board's raw reply; verbs added later) are for admins.
 var safeResponses = map[string]bool{
 	VerbBoards: true, VerbBoard: true, VerbDo: true, VerbScene: true, VerbLabels: true, VerbRename: true,
-	VerbDiscovery: true, VerbRollout: true, VerbHealth: true, "invalid": true,
+	VerbDiscovery: true, VerbRollout: true, VerbHealth: true, VerbCue: true, "invalid": true,
 }
 
 // PublishAttributes describes who publishing payload on topic.
@@ -193,6 +195,9 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		return
 	case VerbLabels, VerbRename:
 		a.Verb, a.Resource = auth.VerbUpdate, auth.ResBoards
+		return
+	case VerbCue:
+		cueAttributes(a, payload) // cue.go
 		return
 	case VerbCall, VerbRollout:
 	default:
