@@ -127,9 +127,9 @@ func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel 
 		if at >= 0 {
 			e.schedule(ls, ls.l.Cues[at], e.clk.Now(), e.clk.Now(), false)
 		}
+		// The standby is the cue after the last timecoded one at or
+		// before the position (the first cue when none is).
 		ls.standby = at + 1
-		// The standby after a chase is the first timecoded cue after
-		// the position, so that a list mixing GO cues still reads well.
 	}
 	c.have, c.tc, c.source = true, t, source
 	if freewheel {

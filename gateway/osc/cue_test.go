@@ -2,6 +2,7 @@ package osc
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,89 @@ func TestCueFeedback(t *testing.T) {
 	p.send("/holo/thump")
 	if m := p.next(); m.Address != "/reply/holo/thump" {
 		t.Fatalf("a board subscriber got %s", m.Address)
+	}
+}
+
+// TestTimecodeSender: a sender in the test plays timecode over UDP in
+// real time, at 25 and at 30 fps: playing past cue 3 (00:00:10:00) fires
+// it, a jump back to before it fires nothing (no cue before), playing
+// past it again fires it again, and a dropout just before it freewheels
+// over it and then stops.
+func TestTimecodeSender(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	for _, fps := range []int32{25, 30} {
+		t.Run(strconv.Itoa(int(fps)), func(t *testing.T) {
+			var eng *cue.Engine
+			r := newRig(t, auth.RoleOperator, func(o *Options) {
+				var err error
+				eng, err = cue.New(cue.Options{Fleet: o.Fleet, Freewheel: 10}) // the real clock
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := eng.Put(showList()); err != nil {
+					t.Fatal(err)
+				}
+				o.Cues = eng
+			})
+			t.Cleanup(eng.Close)
+			p := r.udp(t)
+			frame := time.Second / time.Duration(fps)
+			fires := func() int {
+				n := 0
+				for _, c := range r.fleet.takeCalls() {
+					if c.Sel.All {
+						n++
+					}
+				}
+				return n
+			}
+			total := 0
+			waitFires := func(want int, what string) {
+				t.Helper()
+				deadline := time.Now().Add(wait)
+				for total < want {
+					total += fires()
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: %d fires of cue 3, want %d", what, total, want)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			// play sends frames from..to (counts at fps), one a frame time.
+			play := func(from, to int) {
+				tick := time.NewTicker(frame)
+				defer tick.Stop()
+				for n := from; n <= to; n++ {
+					f := int32(n)
+					p.send("/holo/timecode", f/fps/3600, f/fps/60%60, f/fps%60, f%fps, fps)
+					<-tick.C
+				}
+			}
+			at := func(s, f int) int { return s*int(fps) + f }
+			play(at(9, int(fps)-5), at(10, 3))
+			waitFires(1, "playing past cue 3")
+			play(at(5, 0), at(5, 3)) // a jump back: before every cue
+			st, _ := eng.State("demo")
+			if st.Standby != "1" || st.Timecode == nil || st.Timecode.Rate != strconv.Itoa(int(fps)) {
+				t.Fatalf("after the jump back: %+v %+v", st, st.Timecode)
+			}
+			play(at(9, int(fps)-3), at(10, 1))
+			waitFires(2, "playing past cue 3 again")
+			play(at(5, 0), at(5, 0))                   // back again
+			play(at(9, int(fps)-4), at(9, int(fps)-2)) // then stop two frames before it
+			waitFires(3, "freewheeling over cue 3")
+			deadline := time.Now().Add(wait)
+			for st, _ := eng.State("demo"); st.Timecode.Status != cue.ChaseStopped; st, _ = eng.State("demo") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the chase never stopped: %+v", st.Timecode)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if n := total + fires(); n != 3 {
+				t.Fatalf("%d fires of cue 3 in all, want 3", n)
+			}
+		})
 	}
 }
