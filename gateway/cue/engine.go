@@ -160,8 +160,7 @@ type Engine struct {
 }
 
 type watcher struct {
-	ch      chan Event
-	dropped bool
+	ch chan Event
 }
 
 // New opens the engine with the lists saved in o.DB.
