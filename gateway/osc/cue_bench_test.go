@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"image/color"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
@@ -143,4 +145,107 @@ func wakeups(n int, d time.Duration) []time.Duration {
 		out = append(out, time.Since(deadline))
 	}
 	return out
+}
+
+// timedFleet records when each action reached the fleet.
+type timedFleet struct {
+	*fakeFleet
+	at chan time.Time
+}
+
+func (f *timedFleet) Do(_ context.Context, _ fleet.Selector, _ fleet.Action) ([]fleet.Result, error) {
+	f.at <- time.Now()
+	return []fleet.Result{{Board: "b", Via: "group"}}, nil
+}
+
+// BenchmarkTimecodeChase is timecode at 30 fps over OSC (/holo/timecode
+// h m s f, UDP on loopback, sent one frame time apart by a sender in the
+// benchmark) to the fleet action of the cue the frame passes (a cue every
+// 10 frames): from the frame's send to the action reaching the fleet core
+// (whose timed fire then goes out at once, the moment being passed),
+// p50 and p99. The target is within one frame at p99
+// (timecode-fire-p99-vs-frame-ratio under 1).
+func BenchmarkTimecodeChase(b *testing.B) {
+	const fps = 30
+	fl := &timedFleet{fakeFleet: newFakeFleet(), at: make(chan time.Time, 1024)}
+	var list cue.List
+	list.Name = "tc"
+	for i := range 200 {
+		f := 10 * (i + 1)
+		list.Cues = append(list.Cues, cue.Cue{Number: cue.Number(itoa(i + 1)),
+			Timecode: twoDigits(f/fps/3600) + ":" + twoDigits(f/fps/60%60) + ":" + twoDigits(f/fps%60) + ":" + twoDigits(f%fps),
+			Actions:  []cue.Action{{Kind: "scene_end", Selector: fleet.Selector{All: true}}}})
+	}
+	eng, err := cue.New(cue.Options{Fleet: fl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(eng.Close)
+	if _, err := eng.Put(list); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Listen(Options{Addr: "127.0.0.1:0", Fleet: fl.fakeFleet, Cues: eng, Guard: &auth.Guard{}, Role: auth.RoleOperator})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	to, _ := net.ResolveUDPAddr("udp", s.Addr())
+	c, err := net.DialUDP("udp", nil, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	frame := time.Second / fps
+	var ds []time.Duration
+	f := 0
+	tick := time.NewTicker(frame)
+	defer tick.Stop()
+	one := func() {
+		// Ten frames, the last passing a cue.
+		var sent time.Time
+		for range 10 {
+			f++
+			sent = time.Now()
+			send(b, c, "/holo/timecode", int32(f/fps/3600), int32(f/fps/60%60), int32(f/fps%60), int32(f%fps), int32(fps))
+			<-tick.C
+		}
+		select {
+		case at := <-fl.at:
+			ds = append(ds, at.Sub(sent))
+		case <-time.After(5 * time.Second):
+			b.Fatalf("frame %d fired no cue", f)
+		}
+	}
+	// The first frame chases (a cue may fire for it): start on a frame
+	// before every cue, then drain.
+	send(b, c, "/holo/timecode", int32(0), int32(0), int32(0), int32(0), int32(fps))
+	time.Sleep(50 * time.Millisecond)
+	for len(fl.at) > 0 {
+		<-fl.at
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(ds) >= len(list.Cues)-1 {
+			break
+		}
+		one()
+	}
+	for len(ds) < 100 && len(ds) < len(list.Cues)-1 {
+		one()
+	}
+	b.ReportMetric(float64(quantile(ds, .5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(quantile(ds, .99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(quantile(ds, .99))/float64(frame), "timecode-fire-p99-vs-frame-ratio")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func twoDigits(i int) string {
+	if i < 10 {
+		return "0" + strconv.Itoa(i)
+	}
+	return strconv.Itoa(i)
 }
