@@ -90,7 +90,7 @@ func mqttCueButtons(ctx context.Context, eng *cue.Engine, b *mqtt.Bridge) {
 			return
 		case ev, ok := <-ch:
 			if !ok {
-				if ctx.Err() != nil {
+				if _, err := eng.State(""); ctx.Err() != nil || errors.Is(err, cue.ErrClosed) {
 					return
 				}
 				ch = eng.Watch(ctx) // cut off for falling behind: watch again
