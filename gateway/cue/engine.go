@@ -150,6 +150,11 @@ type Engine struct {
 	cancel context.CancelFunc
 	work   sync.WaitGroup
 
+	// edit orders saves and deletes, so that the store is written
+	// outside mu (a GO never waits for a disk) in the order memory
+	// changes.
+	edit sync.Mutex
+
 	mu       sync.Mutex
 	lists    map[string]*list
 	current  string // the list /holo/cue/go and holoctl without a name run
@@ -230,6 +235,12 @@ func (e *Engine) Close() {
 	e.work.Wait()
 }
 
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
 // Run waits for ctx to end, then closes the engine (a gateway
 // component's run).
 func (e *Engine) Run(ctx context.Context) error {
@@ -269,9 +280,9 @@ func (e *Engine) Put(l List) (List, error) {
 	if err := l.Check(); err != nil {
 		return List{}, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	e.edit.Lock()
+	defer e.edit.Unlock()
+	if e.isClosed() {
 		return List{}, ErrClosed
 	}
 	if e.o.DB != nil {
@@ -279,6 +290,8 @@ func (e *Engine) Put(l List) (List, error) {
 			return List{}, fmt.Errorf("cue: saving %q: %w", l.Name, err)
 		}
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	ls := e.lists[l.Name]
 	if ls == nil {
 		ls = &list{}
@@ -308,16 +321,23 @@ func reposition(old, new List, i int) int {
 
 // Delete removes the list named name, cancelling its waits.
 func (e *Engine) Delete(name string) error {
+	e.edit.Lock()
+	defer e.edit.Unlock()
+	l, err := e.Get(name) // "" is the current list
+	if err != nil {
+		return err
+	}
+	name = l.Name
+	if e.o.DB != nil {
+		if err := e.o.DB.Bucket(Bucket).Delete(name); err != nil {
+			return fmt.Errorf("cue: deleting %q: %w", name, err)
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ls, err := e.list(name)
 	if err != nil {
 		return err
-	}
-	if e.o.DB != nil {
-		if err := e.o.DB.Bucket(Bucket).Delete(name); err != nil {
-			return fmt.Errorf("cue: deleting %q: %w", name, err)
-		}
 	}
 	e.stopRuns(ls)
 	ls.chase.stop()
