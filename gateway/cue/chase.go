@@ -100,6 +100,7 @@ func (e *Engine) Timecode(source string, t timecode.Timecode) error {
 func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel bool) {
 	c := &ls.chase
 	k := tcKey(t)
+	before := ls.standby
 	prev, had := c.tc, c.have && c.status != ChaseStopped
 	switch {
 	case had && prev == t:
@@ -130,6 +131,9 @@ func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel 
 		// The standby is the cue after the last timecoded one at or
 		// before the position (the first cue when none is).
 		ls.standby = at + 1
+	}
+	if ls.standby != before {
+		e.touch(ls.l.Name)
 	}
 	c.have, c.tc, c.source = true, t, source
 	if freewheel {

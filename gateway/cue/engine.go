@@ -162,6 +162,10 @@ type Engine struct {
 	n        uint64
 	watchers map[*watcher]struct{}
 	closed   bool
+	// dirty are the lists whose standby persist must save; wake tells it.
+	dirty     map[string]bool
+	wake      chan struct{}
+	persisted chan struct{} // closed when persist returned
 }
 
 type watcher struct {
@@ -190,7 +194,8 @@ func New(o Options) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{o: o, clk: o.Clock, log: o.Log, ctx: ctx, cancel: cancel,
-		lists: map[string]*list{}, watchers: map[*watcher]struct{}{}}
+		lists: map[string]*list{}, watchers: map[*watcher]struct{}{},
+		dirty: map[string]bool{}, wake: make(chan struct{}, 1), persisted: make(chan struct{})}
 	if o.DB != nil {
 		b := o.DB.Bucket(Bucket)
 		names, err := b.Keys()
@@ -210,6 +215,10 @@ func New(o Options) (*Engine, error) {
 			}
 			e.lists[l.Name] = &list{l: l}
 		}
+		e.restore()
+		go func() { defer close(e.persisted); e.persist(ctx) }()
+	} else {
+		close(e.persisted)
 	}
 	return e, nil
 }
@@ -233,6 +242,7 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	e.cancel()
 	e.work.Wait()
+	<-e.persisted
 }
 
 func (e *Engine) isClosed() bool {
@@ -300,6 +310,7 @@ func (e *Engine) Put(l List) (List, error) {
 		ls.standby = reposition(ls.l, l, ls.standby)
 	}
 	ls.l = l
+	e.touch(l.Name)
 	e.publish(ls, EventEdited, "")
 	return cloneList(l), nil
 }
@@ -342,6 +353,7 @@ func (e *Engine) Delete(name string) error {
 	e.stopRuns(ls)
 	ls.chase.stop()
 	delete(e.lists, name)
+	e.touch(name)
 	if e.current == name {
 		e.current = ""
 	}
@@ -492,6 +504,7 @@ func (e *Engine) start(ls *list, i int, asap bool) {
 		i++
 	}
 	ls.standby = i + 1
+	e.touch(ls.l.Name)
 	e.publish(ls, EventGo, first)
 }
 
@@ -633,6 +646,7 @@ func (e *Engine) Back(name string) (State, error) {
 		return State{}, err
 	}
 	ls.standby = max(0, ls.standby-1)
+	e.touch(ls.l.Name)
 	e.current = ls.l.Name
 	e.publish(ls, EventStandby, e.standbyNumber(ls))
 	return e.state(ls), nil
@@ -651,6 +665,7 @@ func (e *Engine) SetStandby(name string, n Number) (State, error) {
 		return State{}, err
 	}
 	ls.standby = i
+	e.touch(ls.l.Name)
 	e.current = ls.l.Name
 	e.publish(ls, EventStandby, e.standbyNumber(ls))
 	return e.state(ls), nil

@@ -345,6 +345,19 @@ func TestStoreAcrossRestarts(t *testing.T) {
 	if err != nil || !cmp.Equal(got, mustCheck(t, demoList())) {
 		t.Fatalf("after restart: %+v %v", got, err)
 	}
+	// The standby is kept across a restart.
+	if _, err := e.SetStandby("demo", "3"); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = New(Options{DB: db, Fleet: r.fl, Clock: r.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if st, _ := e.State("demo"); st.Standby != "3" {
+		t.Fatalf("standby after a restart %q, want 3", st.Standby)
+	}
 	if err := e.Delete("demo"); err != nil {
 		t.Fatal(err)
 	}
