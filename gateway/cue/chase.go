@@ -99,38 +99,23 @@ func (e *Engine) Timecode(source string, t timecode.Timecode) error {
 // follow moves ls's chase to t. e.mu is held.
 func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel bool) {
 	c := &ls.chase
-	k := tcKey(t)
 	before := ls.standby
-	prev, had := c.tc, c.have && c.status != ChaseStopped
-	switch {
-	case had && prev == t:
+	had := c.have && c.status != ChaseStopped
+	step := decideChase(ls.l.Cues, c.tc, had, t)
+	if step.same {
 		if !freewheel {
 			c.frames = 0
 			c.status = ChaseLocked
 			e.armFreewheel(ls, t.Rate.FrameDuration()*3/2)
 		}
 		return
-	case had && prev.Rate == t.Rate && t.Count() > prev.Count() && t.Count()-prev.Count() <= int64(t.Rate.FPS()):
-		lo := tcKey(prev)
-		for i, cue := range ls.l.Cues {
-			if ck, ok := cueKey(cue); ok && ck > lo && ck <= k {
-				e.schedule(ls, cue, e.clk.Now(), e.clk.Now(), false)
-				ls.standby = i + 1
-			}
-		}
-	default: // a jump, or the first frame: chase
-		at := -1
-		for i, cue := range ls.l.Cues {
-			if ck, ok := cueKey(cue); ok && ck <= k {
-				at = i
-			}
-		}
-		if at >= 0 {
-			e.schedule(ls, ls.l.Cues[at], e.clk.Now(), e.clk.Now(), false)
-		}
-		// The standby is the cue after the last timecoded one at or
-		// before the position (the first cue when none is).
-		ls.standby = at + 1
+	}
+	now := e.clk.Now()
+	for _, i := range step.fire {
+		e.schedule(ls, ls.l.Cues[i], now, now, false)
+	}
+	if step.standby >= 0 {
+		ls.standby = step.standby
 	}
 	if ls.standby != before {
 		e.touch(ls.l.Name)
@@ -147,6 +132,49 @@ func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel 
 	if changed || !had || len(ls.runs) > 0 {
 		e.publish(ls, EventTimecode, e.standbyNumber(ls))
 	}
+}
+
+// chaseStep is what one frame does to a list: the cues to fire, in
+// order, and the standby after (-1: unchanged); same for a repeated frame.
+type chaseStep struct {
+	fire    []int
+	standby int
+	same    bool
+}
+
+// decideChase decides a frame t for cues after the frame prev (had: the
+// chase is running), as the table at the top of this file says. It is
+// pure: follow does what it decides.
+func decideChase(cues []Cue, prev timecode.Timecode, had bool, t timecode.Timecode) chaseStep {
+	k := tcKey(t)
+	switch {
+	case had && prev == t:
+		return chaseStep{same: true, standby: -1}
+	case had && prev.Rate == t.Rate && t.Count() > prev.Count() && t.Count()-prev.Count() <= int64(t.Rate.FPS()):
+		step := chaseStep{standby: -1}
+		lo := tcKey(prev)
+		for i, c := range cues {
+			if ck, ok := cueKey(c); ok && ck > lo && ck <= k {
+				step.fire = append(step.fire, i)
+				step.standby = i + 1
+			}
+		}
+		return step
+	}
+	// A jump, or the first frame: chase to the last timecoded cue at or
+	// before the position; the standby is the cue after it (the first
+	// cue when none is).
+	at := -1
+	for i, c := range cues {
+		if ck, ok := cueKey(c); ok && ck <= k {
+			at = i
+		}
+	}
+	step := chaseStep{standby: at + 1}
+	if at >= 0 {
+		step.fire = []int{at}
+	}
+	return step
 }
 
 // cueKey is the order of a cue's timecode label.
