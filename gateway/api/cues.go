@@ -18,7 +18,9 @@ package api
 // The name "-" is the current list (the one last run). Every request
 // meets the server's front first (credentials, cross-site checks, body
 // limits), then the Guard: identity, auth.Authorize with resource
-// auth.ResCues, and an audit record of every change and refusal. They
+// auth.ResCues, a rate limit of changing requests per caller (the API's
+// defaults, counted apart), and an audit record of every change and
+// refusal. They
 // are not gRPC methods yet (docs/show.md, "Left to do").
 
 import (
@@ -53,9 +55,18 @@ type Cues interface {
 // CueRoutes are the Config.Extra patterns CueHandler serves.
 var CueRoutes = []string{"/v1/cuelists", "/v1/cuelists/"}
 
-// CueHandler serves the cue lists' routes with guard's decisions.
+// CueHandler serves the cue lists' routes with guard's decisions; each
+// caller may make DefaultRate changing requests a second (DefaultBurst at
+// once), as on the rest of the API.
 func CueHandler(cues Cues, guard *auth.Guard) http.Handler {
-	h := &cueHandler{cues: cues, guard: guard}
+	return CueHandlerLimited(cues, guard, auth.NewRateLimiter(DefaultRate, DefaultBurst, nil))
+}
+
+// CueHandlerLimited is CueHandler with its own rate limiter of changing
+// requests (by identity and source; nil: none). A request beyond is 429
+// resource_exhausted and recorded.
+func CueHandlerLimited(cues Cues, guard *auth.Guard, rate *auth.RateLimiter) http.Handler {
+	h := &cueHandler{cues: cues, guard: guard, rate: rate}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/cuelists", h.serve(auth.VerbRead, h.list))
 	mux.HandleFunc("GET /v1/cuelists/events", h.serveEvents)
@@ -74,6 +85,7 @@ func CueHandler(cues Cues, guard *auth.Guard) http.Handler {
 type cueHandler struct {
 	cues  Cues
 	guard *auth.Guard
+	rate  *auth.RateLimiter
 }
 
 // listName is the path's list name; "-" is the current list ("").
@@ -104,6 +116,13 @@ func (h *cueHandler) admit(w http.ResponseWriter, r *http.Request, a *auth.Attri
 	if err != nil {
 		writeFault(w, err)
 		return nil, false
+	}
+	if a.Changing() {
+		if err := h.rate.Allow(auth.Key(who, auth.CallerOfHTTP(r))); err != nil {
+			h.guard.Refuse(*a, err)
+			writeFault(w, err)
+			return nil, false
+		}
 	}
 	return p, true
 }

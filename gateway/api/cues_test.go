@@ -151,3 +151,52 @@ func TestCueRoutesRoles(t *testing.T) {
 		t.Fatalf("audit: %d changes, %d refusals", changes, denied)
 	}
 }
+
+// TestCueRoutesRateLimited: changing requests beyond a caller's budget
+// are 429 and recorded; reads are not counted.
+func TestCueRoutesRateLimited(t *testing.T) {
+	fl := cueFleet{calls: make(chan fleet.Action, 10)}
+	eng, err := cue.New(cue.Options{Fleet: fl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := eng.Put(cue.List{Name: "show"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recAuditor{}
+	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := CueHandlerLimited(eng, &auth.Guard{Insecure: true, Audit: rec}, auth.NewRateLimiter(1, 2, func() time.Time { return fixed }))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func(path string) int {
+		resp, err := http.Post(srv.URL+path, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 5 {
+		resp, err := http.Get(srv.URL + "/v1/cuelists/show/state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("read %d: %d", i, resp.StatusCode)
+		}
+	}
+	if a, b, c := post("/v1/cuelists/show/stop"), post("/v1/cuelists/show/back"), post("/v1/cuelists/show/stop"); a != 200 || b != 200 || c != 429 {
+		t.Fatalf("three changes with a burst of 2: %d %d %d", a, b, c)
+	}
+	var limited int
+	for _, r := range rec.all() {
+		if !r.Allowed && r.Code == "ResourceExhausted" {
+			limited++
+		}
+	}
+	if limited != 1 {
+		t.Fatalf("%d refusals recorded, want 1", limited)
+	}
+}
