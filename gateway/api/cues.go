@@ -20,8 +20,7 @@ package api
 // limits), then the Guard: identity, auth.Authorize with resource
 // auth.ResCues, a rate limit of changing requests per caller (the API's
 // defaults, counted apart), and an audit record of every change and
-// refusal. They
-// are not gRPC methods yet (docs/show.md, "Left to do").
+// refusal. They are not gRPC methods yet (docs/show.md, "Left to do").
 
 import (
 	"context"
