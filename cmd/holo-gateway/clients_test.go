@@ -15,7 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 
-	"github.com/holofleet/holofleet/firmware/openapi/boardclient"
+	"github.com/holofleet/holofleet/bus/boardclient"
 	"github.com/holofleet/holofleet/gateway/api/fleetclient"
 )
 
@@ -24,7 +24,7 @@ var updateClients = flag.Bool("update-clients", false, "rewrite the generated AP
 // The generated clients, from this package's directory.
 const (
 	fleetClientFile = "../../gateway/api/fleetclient/fleet.gen.go"
-	boardClientFile = "../../firmware/openapi/boardclient/board.gen.go"
+	boardClientFile = "../../bus/boardclient/board.gen.go"
 )
 
 var demoBoardURL = regexp.MustCompile(`(?m)^\s+board\s+\d+\s+id \S+\s+group \[[0-9 ]*\]\s+(http://\S+)`)

@@ -14,6 +14,8 @@ import (
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -40,12 +42,15 @@ type env struct {
 	// artifacts and rollouts serve the API's firmware calls (set by the
 	// rollouts component; nil leaves them unimplemented).
 	artifacts api.Artifacts
-	rollouts  api.Rollouts
+	rollouts  rollout.Service
 	// cluster is this gateway's member of a cluster of gateways (set by
 	// newCluster with --cluster; nil when it runs alone).
 	cluster *cluster.Cluster
 	// cues is the cue engine (set by newCues, before MQTT and OSC).
 	cues *cue.Engine
+	// installation serves the API's InstallationService (set by
+	// newInstallation).
+	installation fleetv1.InstallationServiceServer
 }
 
 // handle serves h under prefix on the API listener.
@@ -77,6 +82,7 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMetrics,
 	newRollouts,
 	newCues,
+	newInstallation,
 	newMQTT,
 	newConsole,
 	newOSC,

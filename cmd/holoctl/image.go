@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // runImage is holoctl image pack|inspect|keygen|sign|verify: build, pack
@@ -55,7 +55,7 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return fmt.Errorf("%w: unknown image command %q", errUsage, args[0])
 }
 
-const buildinfoPkg = "github.com/holofleet/holofleet/firmware/buildinfo"
+const buildinfoPkg = "github.com/holofleet/holofleet/bus/buildinfo"
 
 func imagePack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("holoctl image pack", flag.ContinueOnError)

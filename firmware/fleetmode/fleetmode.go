@@ -33,12 +33,12 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/ota"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/store"
 )
 

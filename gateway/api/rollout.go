@@ -43,20 +43,6 @@ type Artifacts interface {
 	Channels() ([]artifact.Channel, error)
 }
 
-// Rollouts is what the API needs of the rollout engine (*rollout.Engine).
-type Rollouts interface {
-	DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error)
-	Create(ctx context.Context, p rollout.Plan) (rollout.Status, error)
-	Get(id string) (rollout.Status, error)
-	List() []rollout.Status
-	Boards(id string) ([]rollout.Board, error)
-	Pause(ctx context.Context, id, reason string) (rollout.Status, error)
-	Resume(ctx context.Context, id string) (rollout.Status, error)
-	Abort(ctx context.Context, id, reason string) (rollout.Status, error)
-	Revert(ctx context.Context, id, reason string) (rollout.Status, error)
-	Watch(ctx context.Context, id string, after uint64) <-chan rollout.Event
-}
-
 // UploadChunk is the chunk size the REST upload streams to the gRPC side;
 // gRPC clients may send chunks up to 1 MiB.
 const UploadChunk = 64 << 10
@@ -68,7 +54,7 @@ func (s *service) artifactStore() (Artifacts, error) {
 	return s.arts, nil
 }
 
-func (s *service) engine() (Rollouts, error) {
+func (s *service) engine() (rollout.Service, error) {
 	if s.rollouts == nil {
 		return nil, fmt.Errorf("%w: this gateway runs no rollouts", ErrDisabled)
 	}

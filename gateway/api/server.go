@@ -73,6 +73,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -98,10 +99,14 @@ type Config struct {
 	// Artifacts and Rollouts serve the firmware RPCs (and POST
 	// /v1/artifacts); nil answers them UNIMPLEMENTED.
 	Artifacts Artifacts
-	Rollouts  Rollouts
+	Rollouts  rollout.Service
 	// Cluster serves GetCluster and RemoveGateway on a gateway of a
 	// cluster; nil answers them UNIMPLEMENTED.
 	Cluster Cluster
+	// Installation serves holo.fleet.v1.InstallationService (gRPC only;
+	// its REST surface is gateway/installation's own handler under
+	// /v1/installation); nil answers it UNIMPLEMENTED.
+	Installation fleetv1.InstallationServiceServer
 	// Ready are the inputs of /readyz and of the gRPC health status, by
 	// name (the gateway's main fills them: store, drivers, mqtt). None
 	// means ready whenever the server answers.
@@ -224,6 +229,10 @@ func New(cfg Config) (*Server, error) {
 	)
 	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
 		arts: cfg.Artifacts, rollouts: cfg.Rollouts, audit: cfg.Audit, cluster: cfg.Cluster})
+
+	if cfg.Installation != nil {
+		fleetv1.RegisterInstallationServiceServer(s.grpc, cfg.Installation)
+	}
 
 	s.health = health.NewServer()
 	s.setHealth(false) // until the first readiness round

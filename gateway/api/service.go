@@ -15,6 +15,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -27,10 +28,10 @@ type service struct {
 	fleetv1.UnimplementedFleetServiceServer
 	fleet    fleet.Service
 	tokens   *auth.Tokens
-	arts     Artifacts // nil: no firmware store
-	rollouts Rollouts  // nil: no rollouts
-	audit    AuditLog  // nil: no audit log
-	cluster  Cluster   // nil: the gateway runs alone
+	arts     Artifacts       // nil: no firmware store
+	rollouts rollout.Service // nil: no rollouts
+	audit    AuditLog        // nil: no audit log
+	cluster  Cluster         // nil: the gateway runs alone
 }
 
 func (s *service) ListBoards(_ context.Context, r *fleetv1.ListBoardsRequest) (*fleetv1.ListBoardsResponse, error) {

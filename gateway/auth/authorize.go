@@ -62,6 +62,9 @@ const (
 	// them, operators run them (VerbAct: GO, STOP, BACK, jump, standby,
 	// timecode), admins edit them (create, update, delete).
 	ResCues Resource = "cues"
+	// ResInstallation is the installation as code: its revisions, plans,
+	// status (read) and applies and rollbacks (create, update).
+	ResInstallation Resource = "installation"
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -162,7 +165,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResCues:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResInstallation, ResCues:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -192,7 +195,7 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbCall {
 			return callNeed(a.Method, a.Path)
 		}
-	case ResRollouts:
+	case ResRollouts, ResInstallation:
 		switch a.Verb {
 		case VerbHalt:
 			return RoleOperator, what

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/testlevel"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // testImage packs a host image of holo-board with version and size bytes

@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota"
 )
 
 // The soak: TestSoak runs a cluster for SOAK (default 30m) while a show
@@ -49,7 +49,7 @@ func soakBoardProcess(dir string) int {
 		fmt.Printf(format+"\n", a...)
 	}
 	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: 1, BaseDir: dir,
-		OTA: &fleetmode.OTAOptions{OnBoot: func(_ int, a ota.App) { say("boot %s", a.Version) }}})
+		OTA: &fleetmode.OTAOptions{OnBoot: func(_ int, a boardapi.App) { say("boot %s", a.Version) }}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak board:", err)
 		return 1

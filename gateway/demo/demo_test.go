@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/simline"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 func TestInstallation(t *testing.T) {

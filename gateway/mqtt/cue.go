@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cue"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
 // Cue lists over MQTT (docs/show.md): one request verb and, for Home
@@ -23,8 +24,8 @@ import (
 // "GO <list>", pressing which publishes {"list": L, "op": "go"} on
 // bridge/request/cue. SetCueLists keeps it in step with the lists.
 
-// VerbCue is the cue lists' request verb.
-const VerbCue = "cue"
+// VerbCue is the cue lists' request verb (its policy: policy/cue.go).
+const VerbCue = layout.VerbCue
 
 // Cues is what the bridge needs of the cue engine (*cue.Engine).
 type Cues interface {
@@ -36,10 +37,6 @@ type Cues interface {
 	State(name string) (cue.State, error)
 }
 
-// cueOps are the ops of the cue request; read ones need viewer only.
-var cueOps = map[string]auth.Verb{"go": auth.VerbAct, "stop": auth.VerbAct, "back": auth.VerbAct,
-	"start": auth.VerbAct, "standby": auth.VerbAct, "state": auth.VerbRead}
-
 type cueRequestBody struct {
 	Transaction json.RawMessage `json:"transaction"`
 	List        string          `json:"list"`
@@ -47,34 +44,16 @@ type cueRequestBody struct {
 	Cue         cue.Number      `json:"cue"`
 }
 
-// cueAttributes fills a for bridge/request/cue with payload: an op it
-// cannot read needs admin (the bridge then says what is wrong).
-func cueAttributes(a *auth.Attributes, payload []byte) {
-	a.Resource = auth.ResCues
-	m, ok := plainObject(payload)
-	var r cueRequestBody
-	if !ok || json.Unmarshal(mustJSON(m), &r) != nil {
-		a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResBridge, "request/"+VerbCue
-		return
-	}
-	v, known := cueOps[r.Op]
-	if !known {
-		a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResBridge, "request/"+VerbCue
-		return
-	}
-	a.Verb, a.Kind, a.Name = v, r.Op, r.List
-}
-
 // cueRequest runs bridge/request/cue.
 func (b *Bridge) cueRequest(payload []byte) (any, error) {
 	if b.o.Cues == nil {
 		return nil, fmt.Errorf("%w: this gateway runs no cue lists", ErrUnsupported)
 	}
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(m, VerbCue, "transaction", "list", "op", "cue"); err != nil {
+	if err := cmdbody.OnlyKeys(m, VerbCue, "transaction", "list", "op", "cue"); err != nil {
 		return nil, err
 	}
 	var r cueRequestBody
@@ -102,11 +81,11 @@ func (b *Bridge) cueRequest(payload []byte) (any, error) {
 // cueDevice is the HA device of the cue lists' buttons, and its topic.
 func (b *Bridge) cueDevice() (id, topic string) {
 	id = "holo_show"
-	if b.t.gw != "" {
-		id += "_" + b.t.gw
+	if b.t.Gateway != "" {
+		id += "_" + b.t.Gateway
 	}
-	id = objectID(id)
-	return id, b.t.ha + "/device/" + id + "/config"
+	id = layout.ObjectID(id)
+	return id, b.t.HA + "/device/" + id + "/config"
 }
 
 // SetCueLists publishes Home Assistant's "GO <list>" buttons, one per
@@ -121,15 +100,15 @@ func (b *Bridge) SetCueLists(names []string) {
 	names = slices.Sorted(slices.Values(names))
 	cmps := map[string]any{}
 	for _, n := range names {
-		oid := objectID(id + "_go_" + n)
+		oid := layout.ObjectID(id + "_go_" + n)
 		cmps[oid] = map[string]any{"p": "button", "name": "GO " + n, "unique_id": oid,
-			"command_topic": b.t.base + "/bridge/request/" + VerbCue,
+			"command_topic": b.t.Bridge("request/" + VerbCue),
 			"payload_press": string(mustJSON(map[string]string{"list": n, "op": "go"})), "icon": "mdi:play"}
 	}
 	b.setRetained(topic, mustJSON(map[string]any{
 		"dev":          map[string]any{"identifiers": []string{id}, "name": "holofleet show", "manufacturer": "holofleet", "model": "holo-gateway cue lists"},
 		"o":            map[string]any{"name": "holo-gateway", "sw_version": b.o.Version},
-		"availability": []map[string]any{{"topic": b.t.own("state"), "value_template": "{{ value_json.state }}"}},
+		"availability": []map[string]any{{"topic": b.t.Own("state"), "value_template": "{{ value_json.state }}"}},
 		"qos":          1,
 		"cmps":         cmps,
 	}))

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
@@ -173,6 +173,10 @@ func BenchmarkRollout200(b *testing.B) {
 // restart delay has passed.
 var benchPoll = 10 * time.Millisecond
 
+// boardRestartDelay is how long a board waits after an update before it
+// restarts (firmware/ota's UpdateRestartDelay); polling starts after it.
+const boardRestartDelay = 200 * time.Millisecond
+
 // pureTransfer sends a's bytes n times, inFlight at once, over loopback
 // to a server that only reads them, through lim when it is not nil.
 func pureTransfer(b *testing.B, arts *artifact.Store, a artifact.Artifact, n, inFlight int, lim *rollout.Limiter) time.Duration {
@@ -237,10 +241,10 @@ func directUpdate(b *testing.B, arts *artifact.Store, a artifact.Artifact, urls 
 			return
 		}
 		confirmed.Go(func() {
-			time.Sleep(ota.UpdateRestartDelay)
+			time.Sleep(boardRestartDelay)
 			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(benchPoll) {
 				body, err := httpGet(urls[i] + "/api/v1/ota")
-				var st ota.Status
+				var st boardapi.OTAStatus
 				if err != nil || json.Unmarshal(body, &st) != nil {
 					continue
 				}

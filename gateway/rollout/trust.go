@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )

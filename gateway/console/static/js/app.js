@@ -14,6 +14,7 @@ import * as firmwareView from './views/firmware.js';
 import * as rolloutView from './views/rollout.js';
 import * as eventsView from './views/events.js';
 import * as tokensView from './views/tokens.js';
+import * as installationView from './views/installation.js';
 import * as signinView from './views/signin.js';
 
 const api = new Api();
@@ -27,6 +28,7 @@ const PAGES = [
   { name: 'show', title: 'Show', re: /^#\/show$/, view: showView },
   { name: 'firmware', title: 'Firmware', re: /^#\/firmware$/, view: firmwareView },
   { name: 'rollout', re: /^#\/rollout\/([^/]+)$/, view: rolloutView, nav: 'firmware' },
+  { name: 'installation', title: 'Installation', re: /^#\/installation$/, view: installationView },
   { name: 'events', title: 'Events', re: /^#\/events$/, view: eventsView },
   { name: 'tokens', title: 'Tokens', re: /^#\/tokens$/, view: tokensView, need: 'tokens' },
   { name: 'signin', re: /^#\/signin$/, view: signinView },

@@ -1,0 +1,21 @@
+//go:build nodemo
+
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+
+	"github.com/holofleet/holofleet/gateway/lan"
+)
+
+// demoBuilt is false in a holo-gateway built with -tags nodemo: it has no
+// simulated installation and links no firmware package.
+const demoBuilt = false
+
+func addDemoFlags(*flag.FlagSet, *options) {}
+
+func startDemo(context.Context, options, *wiring, *lan.LAN, *slog.Logger) error {
+	return errNoDemo
+}
