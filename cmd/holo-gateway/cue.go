@@ -9,7 +9,6 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/cue"
-	"github.com/holofleet/holofleet/gateway/demo"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 )
@@ -53,9 +52,9 @@ func newCues(_ context.Context, e *env) (component, error) {
 	if err != nil {
 		return component{}, err
 	}
-	if e.demo {
-		if _, err := eng.Get(demo.ShowName); errors.Is(err, cue.ErrNoList) {
-			if _, err := eng.Put(demo.Show()); err != nil {
+	if show, ok := demoShow(); ok && e.demo {
+		if _, err := eng.Get(show.Name); errors.Is(err, cue.ErrNoList) {
+			if _, err := eng.Put(show); err != nil {
 				return component{}, fmt.Errorf("demo show: %w", err)
 			}
 		}
