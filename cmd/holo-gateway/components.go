@@ -12,6 +12,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/audit"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cluster"
+	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -45,6 +46,8 @@ type env struct {
 	// cluster is this gateway's member of a cluster of gateways (set by
 	// newCluster with --cluster; nil when it runs alone).
 	cluster *cluster.Cluster
+	// cues is the cue engine (set by newCues, before MQTT and OSC).
+	cues *cue.Engine
 	// installation serves the API's InstallationService (set by
 	// newInstallation).
 	installation fleetv1.InstallationServiceServer
@@ -78,6 +81,7 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
 	newMetrics,
 	newRollouts,
+	newCues,
 	newInstallation,
 	newMQTT,
 	newConsole,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/demo"
 	"github.com/holofleet/holofleet/gateway/lan"
 	"github.com/holofleet/holofleet/gateway/rs485"
@@ -46,3 +47,6 @@ func startDemo(ctx context.Context, o options, w *wiring, lanDrv *lan.LAN, log *
 	}
 	return nil
 }
+
+// demoShow is the demo's cue list (docs/show.md), loaded in demo mode.
+func demoShow() (cue.List, bool) { return demo.Show(), true }

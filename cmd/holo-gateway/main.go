@@ -141,6 +141,7 @@ type options struct {
 	keys              trustKeys // read from keyFlags
 
 	osc oscFlags
+	cue cueFlags
 
 	cluster clusterFlags
 }
@@ -174,6 +175,7 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	addKeyFlags(fs, &o.keyFlags, isDemo)
 
 	addOSCFlags(fs, &o.osc)
+	addCueFlags(fs, &o.cue)
 	addClusterFlags(fs, &o.cluster)
 	if isDemo {
 		addDemoFlags(fs, &o)
@@ -212,6 +214,9 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 		if err := checkOSCAddr(a); err != nil {
 			return o, fmt.Errorf("%w: --osc %q: %v", errUsage, a, err)
 		}
+	}
+	if err := o.cue.check(); err != nil {
+		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if err := o.mq.check(o.mqtt); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)

@@ -319,6 +319,9 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		lines = append(lines, "mqtt:     gateway "+own.Name()+" of a cluster: its state on "+f.base+"/bridge/gateway/"+own.Name()+
 			"/state; it mirrors its own boards; gateways sharing this broker share "+f.base+"/")
 	}
+	if e.cues != nil {
+		o.Cues = e.cues
+	}
 	b, err := mqtt.New(o)
 	if err != nil {
 		if br != nil {
@@ -327,6 +330,9 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		return component{}, fmt.Errorf("%w: mqtt: %w", errUsage, err)
 	}
 	run := func(ctx context.Context) error {
+		cueButtons := make(chan struct{})
+		go func() { defer close(cueButtons); mqttCueButtons(ctx, e.cues, b) }() // cue.go
+		defer func() { <-cueButtons }()
 		err := b.Run(ctx)
 		if br != nil {
 			err = errors.Join(err, br.Close())

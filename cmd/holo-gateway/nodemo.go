@@ -7,6 +7,7 @@ import (
 	"flag"
 	"log/slog"
 
+	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/lan"
 )
 
@@ -19,3 +20,5 @@ func addDemoFlags(*flag.FlagSet, *options) {}
 func startDemo(context.Context, options, *wiring, *lan.LAN, *slog.Logger) error {
 	return errNoDemo
 }
+
+func demoShow() (cue.List, bool) { return cue.List{}, false }

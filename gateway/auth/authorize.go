@@ -58,6 +58,10 @@ const (
 	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
 	ResCluster   Resource = "cluster"   // the cluster of gateways (its members, removing a dead one)
 	ResSchema    Resource = "schema"    // the API's description served by gRPC reflection
+	// ResCues are the cue lists (gateway/cue): viewers read and watch
+	// them, operators run them (VerbAct: GO, STOP, BACK, jump, standby,
+	// timecode), admins edit them (create, update, delete).
+	ResCues Resource = "cues"
 	// ResInstallation is the installation as code: its revisions, plans,
 	// status (read) and applies and rollbacks (create, update).
 	ResInstallation Resource = "installation"
@@ -161,7 +165,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResInstallation:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResInstallation, ResCues:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -175,6 +179,13 @@ func Need(a Attributes) (Role, string) {
 	case ResActions:
 		if a.Verb == VerbAct {
 			return RoleOperator, what
+		}
+	case ResCues:
+		switch a.Verb {
+		case VerbAct:
+			return RoleOperator, what
+		case VerbCreate, VerbUpdate, VerbDelete:
+			return RoleAdmin, what
 		}
 	case ResDiscovery:
 		if a.Verb == VerbUpdate { // publish it again (HA's birth message)

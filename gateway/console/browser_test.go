@@ -50,6 +50,7 @@ func TestConsole(t *testing.T) {
 	t.Run("xss", func(t *testing.T) { testXSS(t, g, br) })
 	t.Run("board", func(t *testing.T) { testBoard(t, g, br) })
 	t.Run("scene_fire", func(t *testing.T) { testSceneFire(t, g, br) })
+	t.Run("show", func(t *testing.T) { testShow(t, g, br) })
 	t.Run("reconnect", func(t *testing.T) { testReconnect(t, g, br) })
 	t.Run("viewer", func(t *testing.T) { testViewer(t, g, br) })
 	t.Logf("console tests took %v", time.Since(start).Round(time.Millisecond))

@@ -93,6 +93,8 @@ type Options struct {
 	// Rollout runs the "rollout" request; nil uses Rollouts, or answers
 	// ErrUnsupported.
 	Rollout func(ctx context.Context, body json.RawMessage) (any, error)
+	// Cues runs the "cue" request (cue.go); nil answers ErrUnsupported.
+	Cues Cues
 	// Accept is the most a command from MQTT may do: the role its
 	// publisher is taken to have ("viewer", "operator", "admin", or
 	// "none" for no commands at all), decided for each command through

@@ -31,7 +31,7 @@ const (
 
 // Verbs lists the request verbs.
 var Verbs = []string{VerbBoards, VerbBoard, VerbCall, VerbDo, VerbScene, VerbLabels, VerbRename, VerbDiscovery,
-	VerbRollout, VerbHealth}
+	VerbRollout, VerbHealth, VerbCue}
 
 // request is the union of request bodies; unknown fields are refused per
 // verb.
@@ -70,6 +70,9 @@ var verbFields = map[string][]string{
 
 // request runs one bridge request.
 func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any, error) {
+	if verb == VerbCue {
+		return b.cueRequest(payload) // cue.go
+	}
 	if verb == VerbRollout {
 		if b.o.Rollout == nil {
 			return nil, fmt.Errorf("%w: rollouts are not available", ErrUnsupported)

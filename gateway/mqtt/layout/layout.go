@@ -50,6 +50,7 @@ const (
 	VerbDiscovery = "discovery" // {} -> publishes HA discovery again
 	VerbRollout   = "rollout"   // handed to the bridge's Options.Rollout
 	VerbHealth    = "health"    // {} -> the bridge's counters
+	VerbCue       = "cue"       // {list, op, cue} -> the cue list's state (gateway/mqtt/cue.go)
 )
 
 // Rollout request actions (the "action" of a rollout request).

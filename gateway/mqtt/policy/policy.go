@@ -39,6 +39,8 @@ import (
 //	bridge/request/do|scene         act actions                 operator
 //	bridge/request/labels|rename    update boards               operator
 //	bridge/request/discovery        update discovery            operator
+//	bridge/request/cue              state: read cues (viewer); go, stop, back, start,
+//	                                standby: act cues (operator)
 //	bridge/request/rollout          list, get, boards, dry_run: read rollouts (viewer);
 //	                                pause, abort: stop rollouts (operator); create,
 //	                                resume, revert: admin
@@ -141,7 +143,7 @@ var showResources = map[string]bool{"leds": true, "screen": true, "holo": true, 
 // (call: a board's raw reply; verbs added later) are for admins.
 var safeResponses = map[string]bool{
 	layout.VerbBoards: true, layout.VerbBoard: true, layout.VerbDo: true, layout.VerbScene: true, layout.VerbLabels: true, layout.VerbRename: true,
-	layout.VerbDiscovery: true, layout.VerbRollout: true, layout.VerbHealth: true, "invalid": true,
+	layout.VerbDiscovery: true, layout.VerbRollout: true, layout.VerbHealth: true, layout.VerbCue: true, "invalid": true,
 }
 
 // PublishAttributes describes who publishing payload on topic.
@@ -200,6 +202,9 @@ func requestAttributes(a *auth.Attributes, verb string, payload []byte) {
 		return
 	case layout.VerbLabels, layout.VerbRename:
 		a.Verb, a.Resource = auth.VerbUpdate, auth.ResBoards
+		return
+	case layout.VerbCue:
+		cueAttributes(a, payload) // cue.go
 		return
 	case layout.VerbCall, layout.VerbRollout:
 	default:

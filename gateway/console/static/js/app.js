@@ -9,6 +9,7 @@ import { clock } from './fmt.js';
 import * as fleetView from './views/fleet.js';
 import * as boardView from './views/board.js';
 import * as groupsView from './views/groups.js';
+import * as showView from './views/show.js';
 import * as firmwareView from './views/firmware.js';
 import * as rolloutView from './views/rollout.js';
 import * as eventsView from './views/events.js';
@@ -24,6 +25,7 @@ const PAGES = [
   { name: 'fleet', title: 'Fleet', re: /^#\/fleet$/, view: fleetView },
   { name: 'board', re: /^#\/board\/([^/]+)$/, view: boardView, nav: 'fleet' },
   { name: 'groups', title: 'Groups & scenes', re: /^#\/groups$/, view: groupsView },
+  { name: 'show', title: 'Show', re: /^#\/show$/, view: showView },
   { name: 'firmware', title: 'Firmware', re: /^#\/firmware$/, view: firmwareView },
   { name: 'rollout', re: /^#\/rollout\/([^/]+)$/, view: rolloutView, nav: 'firmware' },
   { name: 'installation', title: 'Installation', re: /^#\/installation$/, view: installationView },
