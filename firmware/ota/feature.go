@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/board"
@@ -81,6 +82,7 @@ func Feature(cfg Config) board.Feature {
 		b.Firmware = &app
 		b.OnClose(s.Close)
 		b.AddFeature("ota", s.Routes()...)
+		b.AddExtension(boardapi.ExtensionOTADelta)
 		return nil
 	}
 }

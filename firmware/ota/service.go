@@ -110,6 +110,9 @@ type Service struct {
 	opMu     sync.Mutex // serialises session starts and activations
 
 	checks checkCache
+
+	runSHAOnce sync.Once
+	runSHA     string // RunningSHA256
 }
 
 // New opens the flash under cfg.DataDir and returns an idle service.
@@ -249,6 +252,9 @@ func (s *Service) Status() (Status, error) {
 		}
 		if i == run && s.cfg.Running >= 0 {
 			sl.Signers = hexKeys(s.cfg.Booted.Signers)
+		}
+		if i == run {
+			sl.SHA256 = s.RunningSHA256()
 		}
 		st.Slots = append(st.Slots, sl)
 	}
