@@ -110,11 +110,24 @@ type Board struct {
 	// already be restarting into ToSlot, or back from it.
 	Inline   bool      `json:"inline,omitempty"`
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Transfer is how the image last went to the board: TransferDelta
+	// or TransferFull (push only); Sent is how many bytes that took.
+	Transfer string `json:"transfer,omitempty"`
+	Sent     int64  `json:"sent,omitempty"`
+	// NoDelta, once set, says why a delta failed for this board: it is
+	// sent the whole image from then on.
+	NoDelta string `json:"no_delta,omitempty"`
 	// Kicked is when a restart was last asked for.
 	Kicked   time.Time `json:"kicked,omitzero"`
 	Error    string    `json:"error,omitempty"`
 	Timeline []Step    `json:"timeline"`
 }
+
+// How an image went to a board (Board.Transfer).
+const (
+	TransferFull  = "full"  // the whole image
+	TransferDelta = "delta" // a delta from the image the board ran (bus/imagedelta)
+)
 
 // Step is one entry of a board's timeline.
 type Step struct {
