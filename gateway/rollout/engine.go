@@ -78,6 +78,13 @@ type Options struct {
 	// DefaultTrustTimeout); boards not read by then stay selected and are
 	// checked before their image is sent (trust.go).
 	TrustTimeout time.Duration
+	// ShowGuards tell which boards are busy with a show beyond what the
+	// boards report (a cue list, DMX input): such boards do not start
+	// (gate.go).
+	ShowGuards []ShowGuard
+	// Recheck is how often a board waiting at the gate (a show, a health
+	// condition) is asked again (default DefaultRecheck).
+	Recheck time.Duration
 	// PullBase is the https URL under which boards find the artifact
 	// handler's images (<PullBase>images/<sha>.bin) for the pull method;
 	// empty refuses pull plans.
@@ -149,6 +156,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.TrustTimeout <= 0 {
 		o.TrustTimeout = DefaultTrustTimeout
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = DefaultRecheck
 	}
 	e := &Engine{o: o, j: newJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
@@ -254,7 +264,32 @@ func (e *Engine) prepare(ctx context.Context, p *Plan) (Selection, Image, error)
 // without writing anything.
 func (e *Engine) DryRun(ctx context.Context, p Plan) (Selection, error) {
 	sel, _, err := e.prepare(ctx, &p)
-	return sel, err
+	if err != nil {
+		return sel, err
+	}
+	e.gateAll(ctx, &p, &sel)
+	return sel, nil
+}
+
+// gateAll asks the gate about every selected board (bounded by
+// TrustTimeout overall) and names in sel those that would wait or be
+// skipped if the rollout started now.
+func (e *Engine) gateAll(ctx context.Context, p *Plan, sel *Selection) {
+	ctx, cancel := context.WithTimeout(ctx, e.o.TrustTimeout)
+	defer cancel()
+	for _, wave := range sel.Waves {
+		for _, id := range wave {
+			v, err := e.gate(ctx, p, id)
+			switch {
+			case err != nil:
+				sel.Waiting = append(sel.Waiting, Refusal{id, "not checked: " + err.Error()})
+			case v.Skip:
+				sel.Skipped = append(sel.Skipped, Refusal{id, v.Why()})
+			case v.Why() != "":
+				sel.Waiting = append(sel.Waiting, Refusal{id, v.Why()})
+			}
+		}
+	}
 }
 
 // Create checks p, freezes its waves and starts the rollout. Boards in
@@ -386,12 +421,26 @@ func (e *Engine) statusLocked(r *run) Status {
 			p.Failed++
 		}
 	}
+	for _, b := range r.boards {
+		if b.Waiting != "" && b.Phase == PhasePending {
+			p.Waiting++
+		}
+	}
 	if p.Boards > 0 {
 		p.Percent = float64(p.Done) * 100 / float64(p.Boards)
 	}
 	rr := r.r
 	rr.Waves = slices.Clone(rr.Waves)
-	return Status{Rollout: rr, Progress: p}
+	st := Status{Rollout: rr, Progress: p}
+	if w := rr.Plan.Window; w != nil && !rr.Finished {
+		now := e.o.Clock.Now()
+		st.WindowOpen = w.Open(now)
+		if next := w.Next(now); !next.IsZero() {
+			next = next.UTC()
+			st.NextWindow = &next
+		}
+	}
+	return st
 }
 
 // setState changes the rollout's state (durably first).
@@ -626,7 +675,8 @@ func (e *Engine) schedule(ctx context.Context, r *run, wg *sync.WaitGroup) error
 				break
 			}
 			b := r.boards[id]
-			if r.working[id] || Terminal(b.Phase) || b.NextTry.After(now) || (b.Phase == PhaseStaged && !open) {
+			if r.working[id] || Terminal(b.Phase) || b.NextTry.After(now) || (b.Phase == PhaseStaged && !open) ||
+				(b.Phase == PhasePending && !open && p.Window.Strict) {
 				continue
 			}
 			start = append(start, id)

@@ -168,6 +168,9 @@ func (w *worker) drive(ctx context.Context) error {
 			return nil
 		}
 		wait, err := w.step(ctx, b, st)
+		if errors.Is(err, errHold) {
+			return nil // the scheduler asks again after Recheck
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -275,9 +278,23 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		if busy(v.st.Session.State) {
 			return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
 		}
+		if rstate == StateRunning {
+			plan := w.rollout().Plan
+			verdict, err := w.e.gate(ctx, &plan, w.id)
+			if err != nil {
+				return false, err
+			}
+			if verdict.Skip {
+				return false, w.end(ctx, b, PhaseSkipped, "skipped: "+verdict.Why())
+			}
+			if why := verdict.Why(); why != "" {
+				return false, w.hold(ctx, b, why)
+			}
+		}
 		if done, err := w.refuse(ctx, b, v); done {
 			return false, err
 		}
+		b.Waiting = ""
 		b.FromSlot = v.running.Label
 		if v.running.App != nil {
 			b.FromVersion = v.running.App.Version
