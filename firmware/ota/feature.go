@@ -115,7 +115,7 @@ func fleetBoot(b *board.Boot, c *Config, fuses *efuse.Fuses) error {
 	if err != nil {
 		return err
 	}
-	c.Booted = Booted{Signers: choice.Signers, Factory: choice.Factory}
+	c.Booted = Booted{Signers: choice.Signers, Factory: choice.Factory, SHA256: choice.Image.SHA256, Size: choice.Image.Size}
 	c.Running = choice.Slot
 	app := *appOf(choice.Image.Desc)
 	c.Pull.Current = app.Version

@@ -422,7 +422,7 @@ func PlanFrom(m *fleetv1.RolloutPlan) (rollout.Plan, error) {
 			p.Window.Intervals = append(p.Window.Intervals, rollout.Interval{From: iv.GetFrom().AsTime(), To: iv.GetTo().AsTime()})
 		}
 	}
-	p.IgnoreShow = m.GetIgnoreShow()
+	p.IgnoreShow, p.FullImages = m.GetIgnoreShow(), m.GetFullImages()
 	if h := m.GetHealth(); h != nil {
 		p.Health = &rollout.Health{MaxLinkErrors: h.GetMaxLinkErrors(), MinHeapFree: h.GetMinHeapFree(), ClockSynced: h.GetClockSynced(), Skip: h.GetSkip()}
 	}
@@ -486,7 +486,7 @@ func PlanOf(p rollout.Plan) *fleetv1.RolloutPlan {
 			m.Window.Intervals = append(m.Window.Intervals, &fleetv1.RolloutInterval{From: ts(iv.From), To: ts(iv.To)})
 		}
 	}
-	m.IgnoreShow = p.IgnoreShow
+	m.IgnoreShow, m.FullImages = p.IgnoreShow, p.FullImages
 	if h := p.Health; h != nil {
 		m.Health = &fleetv1.RolloutHealth{MinUptime: durText(h.MinUptime), MaxLinkErrors: h.MaxLinkErrors, MinHeapFree: h.MinHeapFree,
 			ClockSynced: h.ClockSynced, Skip: h.Skip}

@@ -185,6 +185,8 @@ type Plan struct {
 	IgnoreShow bool `json:"ignore_show,omitempty"`
 	// Method is push (default) or pull.
 	Method string `json:"method,omitempty"`
+	// FullImages sends every board the whole image, never a delta.
+	FullImages bool `json:"full_images,omitempty"`
 }
 
 // Defaults and limits of plans.

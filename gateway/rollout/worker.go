@@ -575,7 +575,7 @@ type DeltaSource interface {
 // (NoDelta) and the whole image goes at once; the board's record says
 // which went and how many bytes.
 func (w *worker) send(ctx context.Context, b *Board, v view, img Image, query string, out any) error {
-	if base := v.running.SHA256; base != "" && base != img.SHA256 && b.NoDelta == "" {
+	if base := v.running.SHA256; base != "" && base != img.SHA256 && b.NoDelta == "" && !w.rollout().Plan.FullImages {
 		if ds, ok := w.e.o.Artifacts.(DeltaSource); ok {
 			f, n, err := ds.OpenDelta(ctx, base, img.SHA256)
 			if err == nil {

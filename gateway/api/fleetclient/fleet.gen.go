@@ -528,6 +528,9 @@ type V1RolloutPlan struct {
 	// Canaries Canaries form the first wave, in this order.
 	Canaries *[]string `json:"canaries,omitempty"`
 
+	// FullImages Send every board the whole image, never a delta from the image it runs.
+	FullImages *bool `json:"full_images,omitempty"`
+
 	// Growth Above 1, the last wave's size is multiplied by growth until every
 	// board is in a wave; 0 puts the rest in one wave.
 	Growth *float64 `json:"growth,omitempty"`

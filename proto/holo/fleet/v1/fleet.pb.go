@@ -2407,7 +2407,9 @@ type RolloutPlan struct {
 	Health *RolloutHealth `protobuf:"bytes,17,opt,name=health,proto3" json:"health,omitempty"`
 	// Start boards even while busy with a show (a scene running to its end,
 	// the label show=live, a cue list, DMX input): emergency fixes only.
-	IgnoreShow    bool `protobuf:"varint,18,opt,name=ignore_show,json=ignoreShow,proto3" json:"ignore_show,omitempty"`
+	IgnoreShow bool `protobuf:"varint,18,opt,name=ignore_show,json=ignoreShow,proto3" json:"ignore_show,omitempty"`
+	// Send every board the whole image, never a delta from the image it runs.
+	FullImages    bool `protobuf:"varint,19,opt,name=full_images,json=fullImages,proto3" json:"full_images,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2564,6 +2566,13 @@ func (x *RolloutPlan) GetHealth() *RolloutHealth {
 func (x *RolloutPlan) GetIgnoreShow() bool {
 	if x != nil {
 		return x.IgnoreShow
+	}
+	return false
+}
+
+func (x *RolloutPlan) GetFullImages() bool {
+	if x != nil {
+		return x.FullImages
 	}
 	return false
 }
@@ -5307,7 +5316,7 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\bchannels\x18\x01 \x03(\v2\x16.holo.fleet.v1.ChannelR\bchannels\"*\n" +
 	"\x14DeleteChannelRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x17\n" +
-	"\x15DeleteChannelResponse\"\xad\x05\n" +
+	"\x15DeleteChannelResponse\"\xce\x05\n" +
 	"\vRolloutPlan\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x124\n" +
@@ -5330,7 +5339,9 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x0emax_restarting\x18\x10 \x01(\x05R\rmaxRestarting\x124\n" +
 	"\x06health\x18\x11 \x01(\v2\x1c.holo.fleet.v1.RolloutHealthR\x06health\x12\x1f\n" +
 	"\vignore_show\x18\x12 \x01(\bR\n" +
-	"ignoreShow\"\xb1\x01\n" +
+	"ignoreShow\x12\x1f\n" +
+	"\vfull_images\x18\x13 \x01(\bR\n" +
+	"fullImages\"\xb1\x01\n" +
 	"\rRolloutHealth\x12\x1d\n" +
 	"\n" +
 	"min_uptime\x18\x01 \x01(\tR\tminUptime\x12&\n" +
