@@ -102,6 +102,8 @@ type Engine struct {
 	active map[string]string // board -> rollout
 	events eventLog
 	wake   chan struct{}
+	// warm are the deltas to make ahead (Create): base -> target.
+	warm [][2]string
 
 	// bytesSent counts image bytes sent to boards.
 	bytesSent atomic.Uint64
@@ -314,6 +316,11 @@ func (e *Engine) Create(ctx context.Context, p Plan) (Status, error) {
 	// Holding mu across the write keeps two creations from claiming one
 	// board.
 	e.mu.Lock()
+	if p.Method == MethodPush && !p.FullImages {
+		for base := range sel.bases {
+			e.warm = append(e.warm, [2]string{base, img.SHA256})
+		}
+	}
 	for id := range boards {
 		if other := e.active[id]; other != "" {
 			e.mu.Unlock()
@@ -577,8 +584,31 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer wg.Wait()
 	t := e.o.Clock.NewTicker(e.o.Tick)
 	defer t.Stop()
+	warming := false
+	warmed := make(chan struct{}, 1)
 	for {
 		e.mu.Lock()
+		if !warming && len(e.warm) > 0 {
+			// Deltas for the bases a new rollout's boards run, made ahead
+			// one at a time (each holds two images and the encoder) so the
+			// first board on a base does not wait for it.
+			if ds, ok := e.o.Artifacts.(DeltaSource); ok {
+				warming = true
+				todo := e.warm
+				wg.Go(func() {
+					defer func() { warmed <- struct{}{} }()
+					for _, w := range todo {
+						if ctx.Err() != nil {
+							return
+						}
+						if f, _, err := ds.OpenDelta(ctx, w[0], w[1]); err == nil {
+							f.Close()
+						}
+					}
+				})
+			}
+			e.warm = nil
+		}
 		runs := make([]*run, 0, len(e.runs))
 		for _, r := range e.runs {
 			if !r.r.Finished {
@@ -596,6 +626,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		case <-t.C():
 		case <-e.wake:
+		case <-warmed:
+			warming = false
 		}
 	}
 }

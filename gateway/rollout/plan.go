@@ -480,6 +480,9 @@ type Selection struct {
 	// Skipped those a health condition would skip.
 	Waiting []Refusal `json:"waiting,omitempty"`
 	Skipped []Refusal `json:"skipped,omitempty"`
+	// bases are the images the selected boards run (those that show it),
+	// the bases of the deltas the rollout will want.
+	bases map[string]bool
 }
 
 // Boards counts the selected boards.
