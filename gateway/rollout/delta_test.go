@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,36 @@ func TestDeltaFailureFallsBack(t *testing.T) {
 	}
 	if got := bs.bootsOf(0); got[len(got)-1] != "2.0.1" {
 		t.Errorf("booted %v", got)
+	}
+}
+
+// TestDeltaMadeAhead: a rollout waiting for its window has its delta made
+// at create, before any board starts.
+func TestDeltaMadeAhead(t *testing.T) {
+	bs := startBoards(t, 1)
+	dir := t.TempDir()
+	g := startGateway(t, dir, bs.urls, nil)
+	g.waitOnline(t, 1)
+	a := g.add(t, testImage(t, "2.0.0", 300000))
+	b := g.add(t, testImage(t, "2.0.1", 300000))
+	roll(t, g, a.SHA256, bs.ids)
+	closed := &rollout.Window{Intervals: []rollout.Interval{{From: time.Now().Add(time.Hour), To: time.Now().Add(2 * time.Hour)}}, Strict: true}
+	st, err := g.eng.Create(context.Background(), rollout.Plan{Artifact: b.SHA256, Target: rollout.Target{All: true}, Window: closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "artifacts", "delta-"+a.SHA256+"-"+b.SHA256+".bin")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delta was not made ahead")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p := phases(t, g, st.ID)[bs.ids[0]]; p != rollout.PhasePending {
+		t.Fatalf("board %s outside the window", p)
 	}
 }
