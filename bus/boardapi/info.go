@@ -37,6 +37,10 @@ const (
 	ExtensionTime = "time"
 	// ExtensionLinkI2C: the host link can run as an I2C target.
 	ExtensionLinkI2C = "link-i2c"
+	// ExtensionOTADelta: PUT /ota/image takes a delta image (package
+	// bus/imagedelta) with base, the SHA-256 of the running image it
+	// applies to; GET /ota's running slot carries that SHA-256.
+	ExtensionOTADelta = "ota-delta"
 )
 
 // HasExtension reports whether a board whose GET /info carried features

@@ -51,7 +51,7 @@ type BoardInfo struct {
 	Auth bool        `json:"auth"`
 	Chip string      `json:"chip"`
 
-	// Extensions holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target)
+	// Extensions holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target), ota-delta (PUT /ota/image takes a delta image with base)
 	Extensions []string `json:"extensions"`
 
 	// Features the specification's API areas this board serves: any of ota, files, screen, leds, holo, scenes, settings, network, events, link
@@ -244,6 +244,9 @@ type BoardapiOTASlot struct {
 	// Next the next update is written here
 	Next    bool `json:"next"`
 	Running bool `json:"running"`
+
+	// Sha256 hex SHA-256 of the whole running image (running slot, extension ota-delta): the base a delta upload names
+	Sha256 *string `json:"sha256,omitempty"`
 
 	// Signers hex key digests whose signature blocks verify over the image (running and staged image only)
 	Signers *[]string `json:"signers,omitempty"`
@@ -959,6 +962,9 @@ type PutOtaImageParams struct {
 
 	// Force accept an image built for another project (true, false, 1 or 0)
 	Force *bool `form:"force,omitempty" json:"force,omitempty"`
+
+	// Base extension ota-delta: the body is a delta image from this running image (hex SHA-256, GET /ota's running slot sha256); the board rebuilds the whole image and checks it as an upload
+	Base *string `form:"base,omitempty" json:"base,omitempty"`
 }
 
 // PostScenesApplyParams defines parameters for PostScenesApply.
@@ -4694,6 +4700,18 @@ func NewPutOtaImageRequestWithBody(server string, params *PutOtaImageParams, con
 		if params.Force != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "force", *params.Force, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Base != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "base", *params.Base, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -348,7 +348,7 @@ type Info struct {
 	// Extensions are the holofleet extensions this board serves
 	// (boardapi.Extension*), kept out of features so that it holds only
 	// the specification's values.
-	Extensions []string `json:"extensions" doc:"holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target)"`
+	Extensions []string `json:"extensions" doc:"holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target), ota-delta (PUT /ota/image takes a delta image with base)"`
 	Auth       bool     `json:"auth"`
 	Via        string   `json:"via"`
 	STA        Station  `json:"sta"`

@@ -112,6 +112,9 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 			if ctx.Err() != nil {
 				return s.fail(gen, api.Errorf(api.ErrCancelled, "the update was cancelled"))
 			}
+			if e := deltaError(off, total, rerr); e != nil {
+				return s.fail(gen, e)
+			}
 			return s.fail(gen, api.Errorf(api.ErrBadRequest, "the image stopped after %d of %d bytes: %v", off, total, rerr))
 		}
 	}

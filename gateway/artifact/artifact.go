@@ -184,6 +184,7 @@ type Store struct {
 	arts     *store.Bucket
 	channels *store.Bucket
 	mu       sync.Mutex // serialises record changes
+	deltas   deltaLocks
 }
 
 var (
@@ -434,6 +435,7 @@ func (s *Store) Delete(sha string) error {
 	if err := os.Remove(s.path(a.SHA256)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("artifact: %w", err)
 	}
+	s.dropDeltas(a.SHA256)
 	return nil
 }
 

@@ -62,6 +62,10 @@ import (
 // rss-MiB are the gateway's largest heap in use and resident set sampled
 // during the rollout (heap-idle-MiB: before it, the same 200 boards
 // online).
+//
+// Every rollout here sends whole images (FullImages): the boards run an
+// image the gateway holds, and deltas would change what is measured;
+// BenchmarkDeltaRollout200 compares the two.
 func BenchmarkRollout200(b *testing.B) {
 	const n, inFlight, size, capBPS = 200, 20, 2 << 20, 100 << 20
 	bs := startBoardProcess(b, n)
@@ -101,7 +105,7 @@ func BenchmarkRollout200(b *testing.B) {
 		})
 		cpu0, child0 := selfCPU(), childCPU(bs.pid)
 		start := time.Now()
-		st, err := g.eng.Create(ctx, rollout.Plan{Artifact: second.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight})
+		st, err := g.eng.Create(ctx, rollout.Plan{Artifact: second.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight, FullImages: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,7 +125,7 @@ func BenchmarkRollout200(b *testing.B) {
 
 		cappedTransfer += pureTransfer(b, g.arts, first, n, inFlight, rollout.NewLimiter(capBPS))
 		start = time.Now()
-		cst, err := g.eng.Create(ctx, rollout.Plan{Artifact: third.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight, Bandwidth: capBPS})
+		cst, err := g.eng.Create(ctx, rollout.Plan{Artifact: third.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight, Bandwidth: capBPS, FullImages: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -404,7 +404,8 @@ type V1Rollout struct {
 	Id       *string `json:"id,omitempty"`
 
 	// Image RolloutImage is the image a rollout installs.
-	Image *V1RolloutImage `json:"image,omitempty"`
+	Image      *V1RolloutImage `json:"image,omitempty"`
+	NextWindow *time.Time      `json:"next_window,omitempty"`
 
 	// Plan The plan with its defaults filled in.
 	Plan *V1RolloutPlan `json:"plan,omitempty"`
@@ -427,6 +428,10 @@ type V1Rollout struct {
 	// last).
 	Wave  *int32          `json:"wave,omitempty"`
 	Waves *[]V1WaveBoards `json:"waves,omitempty"`
+
+	// WindowOpen With a window: whether it is open now, and when it next opens (now
+	// when open; absent when it never opens again).
+	WindowOpen *bool `json:"window_open,omitempty"`
 }
 
 // V1RolloutBoard RolloutBoard is one board's part in a rollout.
@@ -437,12 +442,22 @@ type V1RolloutBoard struct {
 	Error    *string    `json:"error,omitempty"`
 
 	// FromSlot What the board ran before, and the slot the image went to.
-	FromSlot    *string          `json:"from_slot,omitempty"`
-	FromVersion *string          `json:"from_version,omitempty"`
-	NextTry     *time.Time       `json:"next_try,omitempty"`
-	Phase       *string          `json:"phase,omitempty"`
-	Timeline    *[]V1RolloutStep `json:"timeline,omitempty"`
-	ToSlot      *string          `json:"to_slot,omitempty"`
+	FromSlot    *string    `json:"from_slot,omitempty"`
+	FromVersion *string    `json:"from_version,omitempty"`
+	NextTry     *time.Time `json:"next_try,omitempty"`
+
+	// NoDelta Why a delta failed for this board (it gets the whole image since).
+	NoDelta  *string          `json:"no_delta,omitempty"`
+	Phase    *string          `json:"phase,omitempty"`
+	Sent     *string          `json:"sent,omitempty"`
+	Timeline *[]V1RolloutStep `json:"timeline,omitempty"`
+	ToSlot   *string          `json:"to_slot,omitempty"`
+
+	// Transfer How the image last went: "delta" or "full"; and how many bytes.
+	Transfer *string `json:"transfer,omitempty"`
+
+	// Waiting What a pending board waits for (a show, a health condition).
+	Waiting *string `json:"waiting,omitempty"`
 
 	// Wave Index of the board's wave.
 	Wave *int32 `json:"wave,omitempty"`
@@ -465,12 +480,38 @@ type V1RolloutEvent struct {
 	Wave  *int32     `json:"wave,omitempty"`
 }
 
+// V1RolloutHealth RolloutHealth are conditions a board must meet before it starts; zero
+// values do not check. A board that fails one waits, or with skip is
+// skipped; neither counts as a failure.
+type V1RolloutHealth struct {
+	// ClockSynced The gateway has measured the board's clock.
+	ClockSynced *bool `json:"clock_synced,omitempty"`
+
+	// MaxLinkErrors Highest ratio of host-link errors to frames (0-1).
+	MaxLinkErrors *float64 `json:"max_link_errors,omitempty"`
+
+	// MinHeapFree Least free memory in bytes (GET /info heap_free).
+	MinHeapFree *string `json:"min_heap_free,omitempty"`
+
+	// MinUptime Up (GET /info uptime_s) and online for at least this long (Go duration).
+	MinUptime *string `json:"min_uptime,omitempty"`
+
+	// Skip Skip a board that fails a condition instead of waiting for it.
+	Skip *bool `json:"skip,omitempty"`
+}
+
 // V1RolloutImage RolloutImage is the image a rollout installs.
 type V1RolloutImage struct {
 	// App App is the application description an image carries.
 	App    *V1App  `json:"app,omitempty"`
 	Sha256 *string `json:"sha256,omitempty"`
 	Size   *string `json:"size,omitempty"`
+}
+
+// V1RolloutInterval RolloutInterval is one explicit opening of a window.
+type V1RolloutInterval struct {
+	From *time.Time `json:"from,omitempty"`
+	To   *time.Time `json:"to,omitempty"`
 }
 
 // V1RolloutPlan RolloutPlan is what an operator asks for. Its JSON is the engine's plan
@@ -487,9 +528,19 @@ type V1RolloutPlan struct {
 	// Canaries Canaries form the first wave, in this order.
 	Canaries *[]string `json:"canaries,omitempty"`
 
+	// FullImages Send every board the whole image, never a delta from the image it runs.
+	FullImages *bool `json:"full_images,omitempty"`
+
 	// Growth Above 1, the last wave's size is multiplied by growth until every
 	// board is in a wave; 0 puts the rest in one wave.
 	Growth *float64 `json:"growth,omitempty"`
+
+	// Health Conditions a board must meet before it starts (docs/rollouts.md).
+	Health *V1RolloutHealth `json:"health,omitempty"`
+
+	// IgnoreShow Start boards even while busy with a show (a scene running to its end,
+	// the label show=live, a cue list, DMX input): emergency fixes only.
+	IgnoreShow *bool `json:"ignore_show,omitempty"`
 
 	// MaxInFlight Boards being sent the image, checked and activated at once (default
 	// 10). A board that has been asked to restart leaves this count.
@@ -525,7 +576,8 @@ type V1RolloutPlan struct {
 	// Waves Sizes of the waves after the canaries; empty means one wave.
 	Waves *[]V1RolloutWave `json:"waves,omitempty"`
 
-	// Window Daily maintenance window (UTC): stage now, activate inside it.
+	// Window Maintenance window: without strict, images are staged at once and
+	// activated inside it; with strict, no board starts outside it.
 	Window *V1RolloutWindow `json:"window,omitempty"`
 }
 
@@ -542,13 +594,23 @@ type V1RolloutProgress struct {
 
 	// Phases Boards per phase (pending, staging, ..., succeeded, rolled_back, ...).
 	Phases *map[string]int32 `json:"phases,omitempty"`
+
+	// Waiting Pending boards held by the show guard or a health condition.
+	Waiting *int32 `json:"waiting,omitempty"`
 }
 
 // V1RolloutSelection RolloutSelection is who a plan updates, wave by wave, and who it refuses.
 type V1RolloutSelection struct {
 	// Boards Boards selected over every wave.
-	Boards  *int32          `json:"boards,omitempty"`
-	Refused *[]V1Refusal    `json:"refused,omitempty"`
+	Boards  *int32       `json:"boards,omitempty"`
+	Refused *[]V1Refusal `json:"refused,omitempty"`
+
+	// Skipped Selected boards a health condition would skip, with why.
+	Skipped *[]V1Refusal `json:"skipped,omitempty"`
+
+	// Waiting Selected boards that would not start now (busy with a show, failing
+	// a health condition the plan waits for), with why.
+	Waiting *[]V1Refusal    `json:"waiting,omitempty"`
 	Waves   *[]V1WaveBoards `json:"waves,omitempty"`
 }
 
@@ -596,10 +658,23 @@ type V1RolloutWave struct {
 	Percent *float64 `json:"percent,omitempty"`
 }
 
-// V1RolloutWindow RolloutWindow is a daily window "HH:MM" to "HH:MM" in UTC.
+// V1RolloutWindow RolloutWindow is when boards may be updated: a daily window "HH:MM" to
+// "HH:MM" (may span midnight) on some weekdays in a time zone, and/or
+// explicit intervals; open when either is.
 type V1RolloutWindow struct {
-	End   *string `json:"end,omitempty"`
-	Start *string `json:"start,omitempty"`
+	// Days Weekdays the daily window opens on (mon ... sun); empty: every day.
+	Days *[]string `json:"days,omitempty"`
+	End  *string   `json:"end,omitempty"`
+
+	// Intervals Explicit openings, [from, to).
+	Intervals *[]V1RolloutInterval `json:"intervals,omitempty"`
+	Start     *string              `json:"start,omitempty"`
+
+	// Strict No board starts outside the window (boards started finish).
+	Strict *bool `json:"strict,omitempty"`
+
+	// TimeZone IANA time zone of start, end and days; empty: UTC.
+	TimeZone *string `json:"time_zone,omitempty"`
 }
 
 // V1Selector Selector names the targets of an action; set one or more of its fields.
