@@ -102,6 +102,32 @@ var listenRE = regexp.MustCompile(`listening on (http://(\S+))`)
 // cheap KDF (tests only; it warns at start).
 const TestKDFEnv = "HOLO_BOARD_INSECURE_TEST_KDF"
 
+// Env is the environment a test gives a holo-board process it starts:
+// this process's, with passwords stored with the cheap KDF (TestKDFEnv)
+// and the race runtime told not to linger at exit.
+//
+// The binary is built with -race, and the race runtime sleeps a second
+// (GORACE atexit_sleep_ms, default 1000) before every exit of a process
+// so that other threads can finish reporting. A board in process mode is
+// two processes, so every stop cost two seconds and every restart one, of
+// nothing: most of the package's time. Races found are still reported
+// (and still fail the exit status); only the wait is gone. A GORACE the
+// caller set is kept, with this option added after it.
+func Env() []string {
+	env := os.Environ()
+	race := "atexit_sleep_ms=0"
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+			env = append(env[:i:i], env[i+1:]...)
+			if v != "" {
+				race = v + " " + race
+			}
+			break
+		}
+	}
+	return append(env, "GORACE="+race, TestKDFEnv+"=1")
+}
+
 // Start runs holo-board with --data dir (a new temp dir when empty) on a
 // free loopback port, plus extra flags, and waits until it serves.
 func Start(t testing.TB, dir string, extra ...string) *Board {
@@ -113,7 +139,7 @@ func Start(t testing.TB, dir string, extra ...string) *Board {
 	cmd := exec.Command(Binary(t), args...)
 	// Passwords stored with a cheap argon2id: the race-built binary on a
 	// loaded machine takes seconds per production verification.
-	cmd.Env = append(os.Environ(), TestKDFEnv+"=1")
+	cmd.Env = Env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
