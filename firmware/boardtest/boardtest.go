@@ -9,16 +9,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,119 +26,16 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/holofleet/holofleet/bus/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// Binary builds cmd/holo-board with the race detector once per test
-// process and returns its path.
-//
-// The linked executable is kept in the user's cache directory
-// (holofleet/boardtest/<key>/holo-board), keyed by the compiled form of
-// every package it is made of (go list -export: the build cache names
-// each package's object by its content) and the toolchain. Linking a
-// race-built holo-board costs seconds (tens on a loaded machine) and
-// every package that runs boards paid it on every run; now only the
-// first run after a change does. Entries unused for a day are removed.
+// Binary returns the path of cmd/holo-board built with the race
+// detector, built once per test process and kept between runs while
+// nothing it is made of changes (package bus/testbin).
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { binPath, buildErr = buildBoard() })
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// binaryCacheAge is how long an unused cached executable is kept.
-const binaryCacheAge = 24 * time.Hour
-
-func buildBoard() (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	list := exec.Command("go", "list", "-race", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", "./cmd/holo-board")
-	list.Dir = root
-	var stderr bytes.Buffer
-	list.Stderr = &stderr
-	deps, err := list.Output()
-	if err != nil {
-		return "", fmt.Errorf("go list: %v\n%s", err, stderr.Bytes())
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	base := filepath.Join(cache, "holofleet", "boardtest")
-	// What reaches the link but not the objects: the toolchain, and
-	// linker flags given through the environment.
-	link := fmt.Sprintf("%s\nGOFLAGS=%s\nCGO_LDFLAGS=%s\n", runtime.Version(), os.Getenv("GOFLAGS"), os.Getenv("CGO_LDFLAGS"))
-	key := sha256.Sum256(append([]byte(link), deps...))
-	dir := filepath.Join(base, hex.EncodeToString(key[:12]))
-	bin := filepath.Join(dir, "holo-board")
-	now := time.Now()
-	if _, err := os.Stat(bin); err == nil {
-		_ = os.Chtimes(dir, now, now) // in use: kept by pruneBinaries
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Built beside and renamed into place, so that test processes
-	// building at once never run a half-written file.
-	tmp, err := os.CreateTemp(dir, "holo-board-*.tmp")
-	if err != nil {
-		return "", err
-	}
-	tmp.Close()
-	cmd := exec.Command("go", "build", "-race", "-o", tmp.Name(), "./cmd/holo-board")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	if err := os.Rename(tmp.Name(), bin); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	pruneBinaries(base, dir, now)
-	return bin, nil
-}
-
-// pruneBinaries removes the cached executables, other than keep, unused
-// for binaryCacheAge.
-func pruneBinaries(base, keep string, now time.Time) {
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		p := filepath.Join(base, e.Name())
-		if info, err := e.Info(); err == nil && p != keep && now.Sub(info.ModTime()) > binaryCacheAge {
-			_ = os.RemoveAll(p)
-		}
-	}
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found")
-		}
-		dir = parent
-	}
+	return testbin.Build(t, "./cmd/holo-board", true)
 }
 
 // Board is a running holo-board process.
