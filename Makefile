@@ -45,12 +45,15 @@ run: ## The main job: the gateway with an embedded broker and a simulated instal
 # No package may take more than 90 s on two cores; -timeout stops a hung one
 # with its goroutines printed. The log is kept in $(TESTLOG) and the ten
 # slowest packages are printed at the end.
+# GORACE atexit_sleep_ms=0: a race-built binary otherwise sleeps a second
+# before it exits (every test binary, every holo-board a test stops);
+# races are still reported and still fail the run.
 TESTLOG   ?= $(BIN)/test.log
 .PHONY: test
 test: deps deps-test ## The full suite: the dependency rules (and their proof), go vet, then every test with the race detector
 	$(GO) vet $(PKGS)
 	@mkdir -p $(BIN)
-	@set -o pipefail; $(GO) test -race -count=1 -timeout 6m $(PKGS) 2>&1 | tee $(TESTLOG); status=$$?; \
+	@set -o pipefail; GORACE="$${GORACE:+$$GORACE }atexit_sleep_ms=0" $(GO) test -race -count=1 -timeout 6m $(PKGS) 2>&1 | tee $(TESTLOG); status=$$?; \
 	  echo; .ci/slowest $(TESTLOG) 10; exit $$status
 
 # make flaky: one package's tests N times beside HOGS CPU hogs (stress-ng),

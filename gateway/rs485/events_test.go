@@ -29,7 +29,7 @@ func TestEventsInOrder(t *testing.T) {
 			b2.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 		}
 		if i%5 == 0 {
-			time.Sleep(30 * time.Millisecond)
+			afterPolls(t, l, 1) // spread the happenings over several polls
 		}
 	}
 	sink.Wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.Hs["1"]) >= 25 && len(s.Hs["2"]) >= 9 })
@@ -93,7 +93,7 @@ func TestRestart(t *testing.T) {
 	}
 	sink.Wait(t, 15*time.Second, "restarted and seen again", func(s *recSink) bool { return s.RestartedN["6"] == 1 && s.SeenN["6"] >= 2 })
 	sink.Wait(t, 5*time.Second, "events enabled again", func(s *recSink) bool { return len(s.States["6"]) >= 5 })
-	time.Sleep(300 * time.Millisecond)
+	afterPolls(t, l, 2) // the board is polled as usual again
 	b.Emit("scene_ended", map[string]any{"name": "x", "then": "off", "by": "end"})
 	sink.Wait(t, 5*time.Second, "happening after restart", func(s *recSink) bool { return len(s.Hs["6"]) == 5 })
 	sink.Mu.Lock()
