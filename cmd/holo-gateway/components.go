@@ -13,6 +13,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 	"github.com/holofleet/holofleet/store"
@@ -48,6 +49,9 @@ type env struct {
 	// installation serves the API's InstallationService (set by
 	// newInstallation).
 	installation fleetv1.InstallationServiceServer
+	// installStates gives the MQTT bridge each board's installation state
+	// (set by newInstallation).
+	installStates mqtt.InstallationStates
 }
 
 // handle serves h under prefix on the API listener.

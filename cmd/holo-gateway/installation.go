@@ -32,6 +32,7 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 		return component{}, err
 	}
 	e.installation = in.GRPC()
+	e.installStates = installStates(in)
 	h := in.Handler(guard)
 	e.handle("/v1/installation", h)
 	e.handle("/v1/installation/", h)
