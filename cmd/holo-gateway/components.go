@@ -39,6 +39,8 @@ type env struct {
 	// apiExtra collects HTTP handlers components serve on the API's
 	// listener, by path prefix (for example the firmware artifacts).
 	apiExtra map[string]http.Handler
+	// apiDocs describe apiExtra's routes in /v1/openapi.json.
+	apiDocs [][]byte
 	// artifacts and rollouts serve the API's firmware calls (set by the
 	// rollouts component; nil leaves them unimplemented).
 	artifacts api.Artifacts

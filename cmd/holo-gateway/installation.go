@@ -36,6 +36,7 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	h := in.Handler(guard)
 	e.handle("/v1/installation", h)
 	e.handle("/v1/installation/", h)
+	e.apiDocs = append(e.apiDocs, installation.OpenAPI)
 	return component{name: "installation", run: in.Run,
 		banner: []string{"installation: as code under /v1/installation (holoctl install)"}}, nil
 }
