@@ -14,6 +14,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 	"github.com/holofleet/holofleet/store"
@@ -39,6 +40,8 @@ type env struct {
 	// apiExtra collects HTTP handlers components serve on the API's
 	// listener, by path prefix (for example the firmware artifacts).
 	apiExtra map[string]http.Handler
+	// apiDocs describe apiExtra's routes in /v1/openapi.json.
+	apiDocs [][]byte
 	// artifacts and rollouts serve the API's firmware calls (set by the
 	// rollouts component; nil leaves them unimplemented).
 	artifacts api.Artifacts
@@ -51,6 +54,9 @@ type env struct {
 	// installation serves the API's InstallationService (set by
 	// newInstallation).
 	installation fleetv1.InstallationServiceServer
+	// installStates gives the MQTT bridge each board's installation state
+	// (set by newInstallation).
+	installStates mqtt.InstallationStates
 }
 
 // handle serves h under prefix on the API listener.

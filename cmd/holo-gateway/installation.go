@@ -32,9 +32,11 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 		return component{}, err
 	}
 	e.installation = in.GRPC()
+	e.installStates = installStates(in)
 	h := in.Handler(guard)
 	e.handle("/v1/installation", h)
 	e.handle("/v1/installation/", h)
+	e.apiDocs = append(e.apiDocs, installation.OpenAPI)
 	return component{name: "installation", run: in.Run,
 		banner: []string{"installation: as code under /v1/installation (holoctl install)"}}, nil
 }

@@ -330,7 +330,7 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	srv, err := api.New(api.Config{
 		Fleet: e.service(), Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
-		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
+		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra, ExtraOpenAPI: e.apiDocs,
 		Artifacts: e.artifacts, Rollouts: e.rollouts, Cluster: e.clusterAPI(), Installation: e.installation,
 		Ready: readyChecks(db, w.states, comps),
 

@@ -299,7 +299,7 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 	o := mqtt.Options{Fleet: e.fleet, Guard: guard, Broker: brokerURL, Username: user, Password: password,
 		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, ClientID: f.clientID, Base: f.base, HAPrefix: f.haPrefix,
 		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer,
-		UpdateChannel: f.channel, Accept: accept}
+		UpdateChannel: f.channel, Accept: accept, InstallationStates: e.installStates}
 	// The rollouts component ran first: the bridge follows its engine
 	// and installs from its store.
 	if e.rollouts != nil {

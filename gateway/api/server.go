@@ -96,6 +96,10 @@ type Config struct {
 	// http.ServeMux pattern (the firmware artifact store, for example).
 	// They do their own authentication.
 	Extra map[string]http.Handler
+	// ExtraOpenAPI are OpenAPI 2.0 fragments (paths, definitions, tags)
+	// describing Extra's routes, merged into /v1/openapi.json (a path and
+	// method or definition described twice fails New).
+	ExtraOpenAPI [][]byte
 	// Artifacts and Rollouts serve the firmware RPCs (and POST
 	// /v1/artifacts); nil answers them UNIMPLEMENTED.
 	Artifacts Artifacts
@@ -200,6 +204,11 @@ func New(cfg Config) (*Server, error) {
 	var err error
 	if s.openapi, err = OpenAPI(); err != nil {
 		return nil, err
+	}
+	for _, extra := range cfg.ExtraOpenAPI {
+		if s.openapi, err = mergeOpenAPI(s.openapi, extra); err != nil {
+			return nil, err
+		}
 	}
 	if s.routes, err = newRoutes(s.openapi, fixedPaths...); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +33,11 @@ type benchRig struct {
 
 func startBenchRig(b *testing.B, n, inFlight int) *benchRig {
 	b.Helper()
-	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: b.TempDir(), Parallel: 16})
+	// 24 MiB volumes: the 16 MiB of media and the 32 KB margin
+	// fit (the firmware's default volume is 12 MiB; the spec leaves the
+	// size to the board, as holo-board's --volume-size does).
+	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: b.TempDir(), Parallel: 16,
+		VolumeSize: 24 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -167,6 +172,7 @@ func BenchmarkReapplyUnchanged(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	var listD, applyD time.Duration
 	var reqs int
+	var ratios []float64
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -178,32 +184,37 @@ func BenchmarkReapplyUnchanged(b *testing.B) {
 			}
 			resp.Body.Close()
 		})
-		listD += time.Since(start)
+		list := time.Since(start)
 		r.count.reset()
 		start = time.Now()
 		r.applyWait(b, d)
-		applyD += time.Since(start)
+		apply := time.Since(start)
+		listD, applyD = listD+list, applyD+apply
+		ratios = append(ratios, float64(apply)/float64(list))
 		for _, bd := range r.boards {
 			reqs += r.count.of(bd.URL)
 		}
 	}
 	b.ReportMetric(float64(reqs)/float64(b.N*n), "requests/board")
-	b.ReportMetric(float64(applyD)/float64(listD), "ratio")
+	// The median of the rounds' ratios: on a shared machine one round
+	// that met a burst of other work says little about either path.
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	b.ReportMetric(float64(applyD)/float64(listD), "sum-ratio")
 	b.ReportMetric(listD.Seconds()/float64(b.N), "list-round-s")
 	b.ReportMetric(applyD.Seconds()/float64(b.N), "reapply-s")
 }
 
-// BenchmarkApplyAgainstPlainPUT applies 4 MiB of media (two files),
-// ten scenes and settings to 40 boards, 20 in flight, and measures in
-// the same run the same bytes PUT to the same boards by a plain parallel
-// HTTP client with the same concurrency (what a person would script,
-// without a plan, records, scenes or settings). speed-ratio is the plain
-// time over the apply's (the target, at its 16 MiB on 100 boards:
-// at least 0.9; the simulated boards' 12 MiB volumes hold less).
+// BenchmarkApplyAgainstPlainPUT applies 16 MiB of media (four files of
+// 4 MiB), ten scenes and settings to 100 boards, 20 in flight, and
+// measures in the same run the same bytes PUT to the same boards by a
+// plain parallel HTTP client with the same concurrency (what a person
+// would script, without a plan, records, scenes or settings). speed-ratio
+// is the plain time over the apply's (the target: at least 0.9).
 func BenchmarkApplyAgainstPlainPUT(b *testing.B) {
-	const n, inFlight = 40, 20
+	const n, inFlight = 100, 20
 	r := startBenchRig(b, n, inFlight)
-	d, data := r.benchDesc(b, 2, 2<<20, inFlight)
+	d, data := r.benchDesc(b, 4, 4<<20, inFlight)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	wipe := func() {
 		r.parallel(inFlight, func(bd fleetmode.Info) {
@@ -222,8 +233,7 @@ func BenchmarkApplyAgainstPlainPUT(b *testing.B) {
 		})
 	}
 	var plainD, applyD time.Duration
-	b.ResetTimer()
-	for range b.N {
+	plain := func() {
 		b.StopTimer()
 		wipe()
 		b.StartTimer()
@@ -240,14 +250,25 @@ func BenchmarkApplyAgainstPlainPUT(b *testing.B) {
 			}
 		})
 		plainD += time.Since(start)
+	}
+	apply := func() {
 		b.StopTimer()
 		wipe()
 		b.StartTimer()
-		start = time.Now()
+		start := time.Now()
 		r.applyWait(b, d)
 		applyD += time.Since(start)
 	}
+	b.ResetTimer()
+	for range b.N {
+		// Both orders in each iteration, so that load from outside that
+		// grows or fades during it weighs on both paths alike.
+		plain()
+		apply()
+		apply()
+		plain()
+	}
 	b.ReportMetric(float64(plainD)/float64(applyD), "speed-ratio")
-	b.ReportMetric(plainD.Seconds()/float64(b.N), "plain-s")
-	b.ReportMetric(applyD.Seconds()/float64(b.N), "apply-s")
+	b.ReportMetric(plainD.Seconds()/float64(2*b.N), "plain-s")
+	b.ReportMetric(applyD.Seconds()/float64(2*b.N), "apply-s")
 }

@@ -16,6 +16,13 @@ type journal struct {
 }
 
 func (j *journal) batch(kv map[string]any) error {
+	return <-j.add(kv)
+}
+
+// add queues kv and returns at once; the channel tells when it is on
+// disk. Records queued later are never written before it: each
+// transaction takes everything queued so far.
+func (j *journal) add(kv map[string]any) <-chan error {
 	done := make(chan error, 1)
 	j.mu.Lock()
 	if j.pending == nil {
@@ -30,7 +37,7 @@ func (j *journal) batch(kv map[string]any) error {
 		go j.flush()
 	}
 	j.mu.Unlock()
-	return <-done
+	return done
 }
 
 func (j *journal) flush() {

@@ -438,29 +438,44 @@ func (c *boardClient) planLineFiles(ctx context.Context, t Target, d *Diff) erro
 }
 
 func (c *boardClient) planScenes(ctx context.Context, t Target, d *Diff) error {
+	// The wanted scenes in canonical form, once; the board's decoded once
+	// per reply (a re-apply plans every board from the fleet's copy, and
+	// decoding was most of the gateway's own time in it).
+	want := make(map[string]string, len(t.Scenes))
+	for name, s := range t.Scenes {
+		want[name] = canonScene(s)
+	}
 	have := map[string]string{}
 	var bs boardScenes
-	good := func() bool {
-		have = map[string]string{}
+	parse := func() {
+		clear(have)
+		clear(d.sceneSlots)
 		for _, raw := range bs.Scenes {
-			var named struct {
+			var s struct {
 				Name string `json:"name"`
+				Scene
 			}
-			var s Scene
-			if json.Unmarshal(raw, &named) != nil || json.Unmarshal(raw, &s) != nil {
+			if json.Unmarshal(raw, &s) != nil {
 				continue
 			}
-			have[named.Name] = canonScene(s)
+			have[s.Name] = canonScene(s.Scene)
 			if s.Slot != nil {
-				d.sceneSlots[*s.Slot] = named.Name
+				d.sceneSlots[*s.Slot] = s.Name
 			}
 		}
-		for name, s := range t.Scenes {
-			if have[name] != canonScene(s) {
+	}
+	parsed := false // have is bs's
+	good := func() bool {
+		parse()
+		parsed = true
+		for name, w := range want {
+			if have[name] != w {
+				parsed = false // a GET follows and replaces bs
 				return false
 			}
 		}
 		if t.Prune && len(have) != len(t.Scenes) {
+			parsed = false
 			return false
 		}
 		return true
@@ -468,15 +483,16 @@ func (c *boardClient) planScenes(ctx context.Context, t Target, d *Diff) error {
 	if err := c.state(ctx, "scenes", "/scenes", &bs, good); err != nil {
 		return fmt.Errorf("reading scenes: %w", err)
 	}
-	clear(d.sceneSlots)
-	good()
+	if !parsed {
+		parse()
+	}
 	for _, name := range slices.Sorted(maps.Keys(t.Scenes)) {
 		s := t.Scenes[name]
 		cur, ok := have[name]
 		switch {
 		case !ok:
 			d.Scenes = append(d.Scenes, SceneChange{Op: OpSave, Name: name, Why: "absent", Scene: &s})
-		case cur != canonScene(s):
+		case cur != want[name]:
 			d.Scenes = append(d.Scenes, SceneChange{Op: OpSave, Name: name, Why: "differs", Scene: &s})
 		}
 	}

@@ -2,6 +2,7 @@ package installation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,6 +78,17 @@ func (in *Installer) Drifts() map[string]Drift {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return maps.Clone(w.last)
+}
+
+// Findings is Drifts with the revision the boards were checked against
+// (0 before any is applied): what the MQTT bridge's installation sensor
+// shows.
+func (in *Installer) Findings() (int, map[string]Drift) {
+	rev := 0
+	if r, _, err := in.currentCached(); err == nil {
+		rev = r.N
+	}
+	return rev, in.Drifts()
 }
 
 // CheckBoard asks the watcher to check board soon.
@@ -209,6 +221,15 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	if !heal {
 		return
 	}
+	if other, err := in.answersAs(ctx, id); err == nil && other != id {
+		// Another board answers where this one was (swapped at the same
+		// line address, not yet told apart by the driver): heal neither
+		// under the wrong name. The new board is checked once the fleet
+		// knows it; this one is looked at again.
+		in.o.Log.Info("installation: another board answers for this one; heal deferred", "board", id, "answers", other)
+		w.schedule(id, in.o.Clock.Now().Add(in.o.Settle))
+		return
+	}
 	diff, err := in.ApplyBoard(ctx, t, rev.N, in.o.Step)
 	if ctx.Err() != nil {
 		return
@@ -237,6 +258,23 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	}
 	// Look again once the board's stream has caught up.
 	w.schedule(id, in.o.Clock.Now().Add(in.o.Settle))
+}
+
+// answersAs asks the board reached as id for its own id (GET /info): one
+// request before a heal, which nobody asked for, so that a heal is never
+// applied to, and audited for, a board other than the one it names.
+func (in *Installer) answersAs(ctx context.Context, id string) (string, error) {
+	rep, err := in.o.Fleet.Call(ctx, id, "GET", "/info", nil)
+	if err != nil {
+		return "", err
+	}
+	var info struct {
+		ID string `json:"id"`
+	}
+	if rep.Status != 200 || json.Unmarshal(rep.Body, &info) != nil || info.ID == "" {
+		return "", fmt.Errorf("%w: GET /info of %s: status %d", ErrBoard, id, rep.Status)
+	}
+	return info.ID, nil
 }
 
 // inRun reports whether an unfinished run has yet to finish board id.

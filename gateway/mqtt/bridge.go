@@ -122,6 +122,9 @@ type Options struct {
 	// cluster, which bridge requests answer for.
 	Cluster      Cluster
 	Installation fleet.Service
+	// InstallationStates, when set, gives every board Home Assistant's
+	// installation sensor (installation.go).
+	InstallationStates InstallationStates
 }
 
 // Stats are the bridge's counters.
@@ -431,6 +434,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 	wg.Go(func() { b.follow(ctx, w) })
 	if b.o.Rollouts != nil {
 		wg.Go(func() { b.followRollouts(ctx) })
+	}
+	if b.o.InstallationStates != nil {
+		wg.Go(func() { b.followInstallation(ctx) })
 	}
 	for range DefaultWorkers {
 		wg.Go(func() { b.commandLoop(ctx) })

@@ -17,7 +17,7 @@ import (
 // discoveryPayload is the board's device discovery message.
 func (b *Bridge) discoveryPayload(bi *boardInfo) []byte {
 	return homeassistant.Discovery(b.t, homeassistant.Device{ID: bi.view.ID, Name: bi.name, Hostname: bi.view.Hostname,
-		Firmware: bi.view.Firmware, Scenes: bi.scenes}, b.o.Version)
+		Firmware: bi.view.Firmware, Scenes: bi.scenes, Installation: b.o.InstallationStates != nil}, b.o.Version)
 }
 
 // runHALight runs an HA light command on one board.

@@ -17,6 +17,114 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for InstallationBoardPlanState.
+const (
+	InstallationBoardPlanStateApplying    InstallationBoardPlanState = "applying"
+	InstallationBoardPlanStateDrifted     InstallationBoardPlanState = "drifted"
+	InstallationBoardPlanStateFailed      InstallationBoardPlanState = "failed"
+	InstallationBoardPlanStateInSync      InstallationBoardPlanState = "in_sync"
+	InstallationBoardPlanStateNeedsLan    InstallationBoardPlanState = "needs_lan"
+	InstallationBoardPlanStateUnreachable InstallationBoardPlanState = "unreachable"
+)
+
+// Valid indicates whether the value is a known member of the InstallationBoardPlanState enum.
+func (e InstallationBoardPlanState) Valid() bool {
+	switch e {
+	case InstallationBoardPlanStateApplying:
+		return true
+	case InstallationBoardPlanStateDrifted:
+		return true
+	case InstallationBoardPlanStateFailed:
+		return true
+	case InstallationBoardPlanStateInSync:
+		return true
+	case InstallationBoardPlanStateNeedsLan:
+		return true
+	case InstallationBoardPlanStateUnreachable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InstallationRunBoardPhase.
+const (
+	InstallationRunBoardPhaseApplying    InstallationRunBoardPhase = "applying"
+	InstallationRunBoardPhaseCancelled   InstallationRunBoardPhase = "cancelled"
+	InstallationRunBoardPhaseFailed      InstallationRunBoardPhase = "failed"
+	InstallationRunBoardPhaseInSync      InstallationRunBoardPhase = "in_sync"
+	InstallationRunBoardPhaseNeedsLan    InstallationRunBoardPhase = "needs_lan"
+	InstallationRunBoardPhasePending     InstallationRunBoardPhase = "pending"
+	InstallationRunBoardPhaseUnreachable InstallationRunBoardPhase = "unreachable"
+)
+
+// Valid indicates whether the value is a known member of the InstallationRunBoardPhase enum.
+func (e InstallationRunBoardPhase) Valid() bool {
+	switch e {
+	case InstallationRunBoardPhaseApplying:
+		return true
+	case InstallationRunBoardPhaseCancelled:
+		return true
+	case InstallationRunBoardPhaseFailed:
+		return true
+	case InstallationRunBoardPhaseInSync:
+		return true
+	case InstallationRunBoardPhaseNeedsLan:
+		return true
+	case InstallationRunBoardPhasePending:
+		return true
+	case InstallationRunBoardPhaseUnreachable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InstallationRunStatusState.
+const (
+	Aborted InstallationRunStatusState = "aborted"
+	Done    InstallationRunStatusState = "done"
+	Paused  InstallationRunStatusState = "paused"
+	Running InstallationRunStatusState = "running"
+)
+
+// Valid indicates whether the value is a known member of the InstallationRunStatusState enum.
+func (e InstallationRunStatusState) Valid() bool {
+	switch e {
+	case Aborted:
+		return true
+	case Done:
+		return true
+	case Paused:
+		return true
+	case Running:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InstallationControlRunParamsVerb.
+const (
+	Abort  InstallationControlRunParamsVerb = "abort"
+	Pause  InstallationControlRunParamsVerb = "pause"
+	Resume InstallationControlRunParamsVerb = "resume"
+)
+
+// Valid indicates whether the value is a known member of the InstallationControlRunParamsVerb enum.
+func (e InstallationControlRunParamsVerb) Valid() bool {
+	switch e {
+	case Abort:
+		return true
+	case Pause:
+		return true
+	case Resume:
+		return true
+	default:
+		return false
+	}
+}
+
 // FleetServiceAbortRolloutBody defines model for FleetServiceAbortRolloutBody.
 type FleetServiceAbortRolloutBody struct {
 	Reason *string `json:"reason,omitempty"`
@@ -75,6 +183,240 @@ type HoloHealth struct {
 
 	// Status ok (healthz), ready or not_ready (readyz).
 	Status *string `json:"status,omitempty"`
+}
+
+// InstallationApplied A new revision and the run applying it.
+type InstallationApplied struct {
+	// Revision A stored description, numbered.
+	Revision *InstallationRevision `json:"revision,omitempty"`
+
+	// Run A run (the apply of a revision) with its boards' phases counted.
+	Run *InstallationRunStatus `json:"run,omitempty"`
+}
+
+// InstallationBoardPlan A board against a description: its state and the diff.
+type InstallationBoardPlan struct {
+	// Board The board's id.
+	Board *string `json:"board,omitempty"`
+
+	// Diff Files, scenes and settings to change.
+	Diff *map[string]interface{} `json:"diff,omitempty"`
+
+	// Error The error, when it failed.
+	Error *string `json:"error,omitempty"`
+
+	// Profile The profile it takes.
+	Profile *string `json:"profile,omitempty"`
+
+	// State Its state.
+	State *InstallationBoardPlanState `json:"state,omitempty"`
+
+	// Summary The diff in one line, or why it failed.
+	Summary *string `json:"summary,omitempty"`
+}
+
+// InstallationBoardPlanState Its state.
+type InstallationBoardPlanState string
+
+// InstallationContent A content file stored.
+type InstallationContent struct {
+	// Sha256 Its SHA-256 (hex).
+	Sha256 *string `json:"sha256,omitempty"`
+
+	// Size Its size in bytes.
+	Size *int `json:"size,omitempty"`
+}
+
+// InstallationControlRequest Why (pause and abort).
+type InstallationControlRequest struct {
+	// Reason Kept with the run.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// InstallationCurrent The revision applied last and the run applying one.
+type InstallationCurrent struct {
+	// Revision A stored description, numbered.
+	Revision *InstallationRevision `json:"revision,omitempty"`
+
+	// Run A run (the apply of a revision) with its boards' phases counted.
+	Run *InstallationRunStatus `json:"run,omitempty"`
+}
+
+// InstallationDescription An installation description (version, content, profiles, assignments, strategy, prune, heal); its JSON Schema is GET /v1/installation/schema.
+type InstallationDescription map[string]interface{}
+
+// InstallationExport The live boards as a description.
+type InstallationExport struct {
+	// Description An installation description (version, content, profiles, assignments, strategy, prune, heal); its JSON Schema is GET /v1/installation/schema.
+	Description *InstallationDescription `json:"description,omitempty"`
+
+	// Warnings What was left out, and why.
+	Warnings *[]string `json:"warnings,omitempty"`
+}
+
+// InstallationHistory The revisions, newest first.
+type InstallationHistory struct {
+	// Revisions Without their descriptions.
+	Revisions *[]InstallationRevision `json:"revisions,omitempty"`
+}
+
+// InstallationPlan Every assigned board's plan.
+type InstallationPlan struct {
+	// Boards By board id.
+	Boards *[]InstallationBoardPlan `json:"boards,omitempty"`
+}
+
+// InstallationRevision A stored description, numbered.
+type InstallationRevision struct {
+	// Description An installation description (version, content, profiles, assignments, strategy, prune, heal); its JSON Schema is GET /v1/installation/schema.
+	Description *InstallationDescription `json:"description,omitempty"`
+
+	// Message Why.
+	Message *string `json:"message,omitempty"`
+
+	// N The revision number.
+	N *int `json:"n,omitempty"`
+
+	// RollbackOf The revision it restored (absent when none).
+	RollbackOf *int `json:"rollback_of,omitempty"`
+
+	// Run The run that applied it.
+	Run *int `json:"run,omitempty"`
+
+	// When When.
+	When *time.Time `json:"when,omitempty"`
+
+	// Who Who applied it.
+	Who *string `json:"who,omitempty"`
+}
+
+// InstallationRollbackRequest Which revision to restore.
+type InstallationRollbackRequest struct {
+	// Message Why.
+	Message *string `json:"message,omitempty"`
+
+	// Revision The revision to apply again.
+	Revision int `json:"revision"`
+}
+
+// InstallationRunBoard One board's part in a run.
+type InstallationRunBoard struct {
+	// Board The board's id.
+	Board *string `json:"board,omitempty"`
+
+	// Error Why it failed.
+	Error *string `json:"error,omitempty"`
+
+	// Phase Where it is.
+	Phase *InstallationRunBoardPhase `json:"phase,omitempty"`
+
+	// Requests Requests sent to the board.
+	Requests *int `json:"requests,omitempty"`
+
+	// Run The run.
+	Run *int `json:"run,omitempty"`
+
+	// Summary What changed.
+	Summary *string `json:"summary,omitempty"`
+
+	// Updated Its last change.
+	Updated *time.Time `json:"updated,omitempty"`
+
+	// Wave Its wave.
+	Wave *int `json:"wave,omitempty"`
+}
+
+// InstallationRunBoardPhase Where it is.
+type InstallationRunBoardPhase string
+
+// InstallationRunStatus A run (the apply of a revision) with its boards' phases counted.
+type InstallationRunStatus struct {
+	// AckFailed Failures acknowledged by a resume.
+	AckFailed *int `json:"ack_failed,omitempty"`
+
+	// Boards Boards in the run.
+	Boards *int `json:"boards,omitempty"`
+
+	// Created When it started.
+	Created *time.Time `json:"created,omitempty"`
+
+	// Done Boards finished.
+	Done *int `json:"done,omitempty"`
+
+	// Finished The run ended.
+	Finished *bool `json:"finished,omitempty"`
+
+	// Id The run's id.
+	Id *int `json:"id,omitempty"`
+
+	// Phases Boards per phase.
+	Phases *map[string]int `json:"phases,omitempty"`
+
+	// Reason Why it paused or stopped.
+	Reason *string `json:"reason,omitempty"`
+
+	// Revision The revision it applies.
+	Revision *int `json:"revision,omitempty"`
+
+	// State The run's state.
+	State *InstallationRunStatusState `json:"state,omitempty"`
+
+	// Strategy How a run goes over the fleet.
+	Strategy *InstallationStrategy `json:"strategy,omitempty"`
+
+	// Updated Its last change.
+	Updated *time.Time `json:"updated,omitempty"`
+
+	// Wave The wave being applied.
+	Wave *int `json:"wave,omitempty"`
+
+	// Waves Board ids by wave.
+	Waves *[][]string `json:"waves,omitempty"`
+
+	// Who Who started it.
+	Who *string `json:"who,omitempty"`
+}
+
+// InstallationRunStatusState The run's state.
+type InstallationRunStatusState string
+
+// InstallationRunWithBoards A run and its boards.
+type InstallationRunWithBoards struct {
+	// Boards Each board's part.
+	Boards *[]InstallationRunBoard `json:"boards,omitempty"`
+
+	// Run A run (the apply of a revision) with its boards' phases counted.
+	Run *InstallationRunStatus `json:"run,omitempty"`
+}
+
+// InstallationStatus The installation now.
+type InstallationStatus struct {
+	// Boards Every assigned board.
+	Boards *[]InstallationBoardPlan `json:"boards,omitempty"`
+
+	// Counts Boards per state.
+	Counts *map[string]int `json:"counts,omitempty"`
+
+	// Revision A stored description, numbered.
+	Revision *InstallationRevision `json:"revision,omitempty"`
+
+	// Run A run (the apply of a revision) with its boards' phases counted.
+	Run *InstallationRunStatus `json:"run,omitempty"`
+}
+
+// InstallationStrategy How a run goes over the fleet.
+type InstallationStrategy struct {
+	// FailureThreshold Failed share of finished boards that pauses the run.
+	FailureThreshold *float32 `json:"failure_threshold,omitempty"`
+
+	// MaxInFlight Boards applied at once.
+	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
+	// MinSample Boards finished before the threshold applies.
+	MinSample *int `json:"min_sample,omitempty"`
+
+	// WaveSize Boards per wave.
+	WaveSize *int `json:"wave_size,omitempty"`
 }
 
 // V1App App is the application description an image carries.
@@ -787,6 +1129,30 @@ type FleetServiceWatchEventsParams struct {
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 }
 
+// InstallationApplyParams defines parameters for InstallationApply.
+type InstallationApplyParams struct {
+	// File The file name problems are reported against (file:line:column); default installation.
+	File *string `form:"file,omitempty" json:"file,omitempty"`
+
+	// Message Why, kept with the revision.
+	Message *string `form:"message,omitempty" json:"message,omitempty"`
+}
+
+// InstallationAddContentParams defines parameters for InstallationAddContent.
+type InstallationAddContentParams struct {
+	// Sha256 The SHA-256 (hex) the file must have; refused when it differs.
+	Sha256 *string `form:"sha256,omitempty" json:"sha256,omitempty"`
+}
+
+// InstallationPlanParams defines parameters for InstallationPlan.
+type InstallationPlanParams struct {
+	// File The file name problems are reported against (file:line:column); default installation.
+	File *string `form:"file,omitempty" json:"file,omitempty"`
+}
+
+// InstallationControlRunParamsVerb defines parameters for InstallationControlRun.
+type InstallationControlRunParamsVerb string
+
 // FleetServiceWatchRolloutParams defines parameters for FleetServiceWatchRollout.
 type FleetServiceWatchRolloutParams struct {
 	// After Also send the kept events numbered after this one.
@@ -807,6 +1173,18 @@ type FleetServiceSetLabelsJSONRequestBody FleetServiceSetLabelsJSONBody
 
 // FleetServiceSetChannelJSONRequestBody defines body for FleetServiceSetChannel for application/json ContentType.
 type FleetServiceSetChannelJSONRequestBody = FleetServiceSetChannelBody
+
+// InstallationApplyJSONRequestBody defines body for InstallationApply for application/json ContentType.
+type InstallationApplyJSONRequestBody = InstallationDescription
+
+// InstallationPlanJSONRequestBody defines body for InstallationPlan for application/json ContentType.
+type InstallationPlanJSONRequestBody = InstallationDescription
+
+// InstallationRollbackJSONRequestBody defines body for InstallationRollback for application/json ContentType.
+type InstallationRollbackJSONRequestBody = InstallationRollbackRequest
+
+// InstallationControlRunJSONRequestBody defines body for InstallationControlRun for application/json ContentType.
+type InstallationControlRunJSONRequestBody = InstallationControlRequest
 
 // FleetServiceCreateRolloutJSONRequestBody defines body for FleetServiceCreateRollout for application/json ContentType.
 type FleetServiceCreateRolloutJSONRequestBody = V1RolloutPlan
@@ -1051,6 +1429,111 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/events (the `FleetServiceWatchEvents` operationId).
 	FleetServiceWatchEvents(ctx context.Context, params *FleetServiceWatchEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationCurrent The revision applied last and the run applying one (viewer).
+	//
+	// Corresponds with GET /v1/installation (the `InstallationCurrent` operationId).
+	InstallationCurrent(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationApplyWithBody Store a description as a new revision and apply it (admin).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+	InstallationApplyWithBody(ctx context.Context, params *InstallationApplyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationApply Store a description as a new revision and apply it (admin).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+	InstallationApply(ctx context.Context, params *InstallationApplyParams, body InstallationApplyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationAddContentWithBody Add a content file as the raw request body (admin).
+	//
+	// Stored by SHA-256, deduplicated; a description names it by that hash.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/installation/content (the `InstallationAddContent` operationId).
+	InstallationAddContentWithBody(ctx context.Context, params *InstallationAddContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationGetContent A content file (viewer).
+	//
+	// Corresponds with GET /v1/installation/content/{sha} (the `InstallationGetContent` operationId).
+	InstallationGetContent(ctx context.Context, sha string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationExport Read the live boards into a description, their files into the content store (admin).
+	//
+	// Corresponds with POST /v1/installation/export (the `InstallationExport` operationId).
+	InstallationExport(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationHistory The revisions, newest first (viewer).
+	//
+	// Corresponds with GET /v1/installation/history (the `InstallationHistory` operationId).
+	InstallationHistory(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationPlanWithBody What applying a description would change, board by board (viewer).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+	InstallationPlanWithBody(ctx context.Context, params *InstallationPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationPlan What applying a description would change, board by board (viewer).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+	InstallationPlan(ctx context.Context, params *InstallationPlanParams, body InstallationPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationRevision One revision with its description (viewer).
+	//
+	// Corresponds with GET /v1/installation/revisions/{n} (the `InstallationRevision` operationId).
+	InstallationRevision(ctx context.Context, n int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationRollbackWithBody Apply an earlier revision again, as a new revision (admin).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+	InstallationRollbackWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationRollback Apply an earlier revision again, as a new revision (admin).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+	InstallationRollback(ctx context.Context, body InstallationRollbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationRun A run and its boards (viewer).
+	//
+	// Corresponds with GET /v1/installation/runs/{id} (the `InstallationRun` operationId).
+	InstallationRun(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationControlRunWithBody Pause or abort a run (operator), or resume it (admin).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+	InstallationControlRunWithBody(ctx context.Context, id int, verb InstallationControlRunParamsVerb, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationControlRun Pause or abort a run (operator), or resume it (admin).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+	InstallationControlRun(ctx context.Context, id int, verb InstallationControlRunParamsVerb, body InstallationControlRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationSchema The description's JSON Schema (viewer).
+	//
+	// Corresponds with GET /v1/installation/schema (the `InstallationSchema` operationId).
+	InstallationSchema(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InstallationStatus Every assigned board's state against the current revision, checked now (viewer).
+	//
+	// Corresponds with GET /v1/installation/status (the `InstallationStatus` operationId).
+	InstallationStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FleetServiceListRollouts ListRollouts lists every rollout, newest first (viewer).
 	//
@@ -1561,6 +2044,281 @@ func (c *Client) FleetServiceRemoveGateway(ctx context.Context, name string, req
 // Corresponds with GET /v1/events (the `FleetServiceWatchEvents` operationId).
 func (c *Client) FleetServiceWatchEvents(ctx context.Context, params *FleetServiceWatchEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFleetServiceWatchEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationCurrent The revision applied last and the run applying one (viewer).
+//
+// Corresponds with GET /v1/installation (the `InstallationCurrent` operationId).
+func (c *Client) InstallationCurrent(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationCurrentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationApplyWithBody Store a description as a new revision and apply it (admin).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+func (c *Client) InstallationApplyWithBody(ctx context.Context, params *InstallationApplyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationApplyRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationApply Store a description as a new revision and apply it (admin).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+func (c *Client) InstallationApply(ctx context.Context, params *InstallationApplyParams, body InstallationApplyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationApplyRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationAddContentWithBody Add a content file as the raw request body (admin).
+//
+// Stored by SHA-256, deduplicated; a description names it by that hash.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/installation/content (the `InstallationAddContent` operationId).
+func (c *Client) InstallationAddContentWithBody(ctx context.Context, params *InstallationAddContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationAddContentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationGetContent A content file (viewer).
+//
+// Corresponds with GET /v1/installation/content/{sha} (the `InstallationGetContent` operationId).
+func (c *Client) InstallationGetContent(ctx context.Context, sha string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationGetContentRequest(c.Server, sha)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationExport Read the live boards into a description, their files into the content store (admin).
+//
+// Corresponds with POST /v1/installation/export (the `InstallationExport` operationId).
+func (c *Client) InstallationExport(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationExportRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationHistory The revisions, newest first (viewer).
+//
+// Corresponds with GET /v1/installation/history (the `InstallationHistory` operationId).
+func (c *Client) InstallationHistory(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationHistoryRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationPlanWithBody What applying a description would change, board by board (viewer).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+func (c *Client) InstallationPlanWithBody(ctx context.Context, params *InstallationPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationPlanRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationPlan What applying a description would change, board by board (viewer).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+func (c *Client) InstallationPlan(ctx context.Context, params *InstallationPlanParams, body InstallationPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationPlanRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationRevision One revision with its description (viewer).
+//
+// Corresponds with GET /v1/installation/revisions/{n} (the `InstallationRevision` operationId).
+func (c *Client) InstallationRevision(ctx context.Context, n int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationRevisionRequest(c.Server, n)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationRollbackWithBody Apply an earlier revision again, as a new revision (admin).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+func (c *Client) InstallationRollbackWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationRollbackRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationRollback Apply an earlier revision again, as a new revision (admin).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+func (c *Client) InstallationRollback(ctx context.Context, body InstallationRollbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationRollbackRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationRun A run and its boards (viewer).
+//
+// Corresponds with GET /v1/installation/runs/{id} (the `InstallationRun` operationId).
+func (c *Client) InstallationRun(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationRunRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationControlRunWithBody Pause or abort a run (operator), or resume it (admin).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+func (c *Client) InstallationControlRunWithBody(ctx context.Context, id int, verb InstallationControlRunParamsVerb, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationControlRunRequestWithBody(c.Server, id, verb, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationControlRun Pause or abort a run (operator), or resume it (admin).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+func (c *Client) InstallationControlRun(ctx context.Context, id int, verb InstallationControlRunParamsVerb, body InstallationControlRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationControlRunRequest(c.Server, id, verb, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationSchema The description's JSON Schema (viewer).
+//
+// Corresponds with GET /v1/installation/schema (the `InstallationSchema` operationId).
+func (c *Client) InstallationSchema(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationSchemaRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InstallationStatus Every assigned board's state against the current revision, checked now (viewer).
+//
+// Corresponds with GET /v1/installation/status (the `InstallationStatus` operationId).
+func (c *Client) InstallationStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInstallationStatusRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2814,6 +3572,539 @@ func NewFleetServiceWatchEventsRequest(server string, params *FleetServiceWatchE
 	return req, nil
 }
 
+// NewInstallationCurrentRequest constructs an http.Request for the InstallationCurrent method
+func NewInstallationCurrentRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInstallationApplyRequest calls the generic InstallationApply builder with application/json body
+func NewInstallationApplyRequest(server string, params *InstallationApplyParams, body InstallationApplyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInstallationApplyRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewInstallationApplyRequestWithBody constructs an http.Request for the InstallationApply method, with any body, and a specified content type
+func NewInstallationApplyRequestWithBody(server string, params *InstallationApplyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/apply")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.File != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "file", *params.File, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Message != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "message", *params.Message, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewInstallationAddContentRequestWithBody constructs an http.Request for the InstallationAddContent method, with any body, and a specified content type
+func NewInstallationAddContentRequestWithBody(server string, params *InstallationAddContentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/content")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Sha256 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sha256", *params.Sha256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewInstallationGetContentRequest constructs an http.Request for the InstallationGetContent method
+func NewInstallationGetContentRequest(server string, sha string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sha", sha, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/content/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInstallationExportRequest constructs an http.Request for the InstallationExport method
+func NewInstallationExportRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInstallationHistoryRequest constructs an http.Request for the InstallationHistory method
+func NewInstallationHistoryRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/history")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInstallationPlanRequest calls the generic InstallationPlan builder with application/json body
+func NewInstallationPlanRequest(server string, params *InstallationPlanParams, body InstallationPlanJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInstallationPlanRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewInstallationPlanRequestWithBody constructs an http.Request for the InstallationPlan method, with any body, and a specified content type
+func NewInstallationPlanRequestWithBody(server string, params *InstallationPlanParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/plan")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.File != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "file", *params.File, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewInstallationRevisionRequest constructs an http.Request for the InstallationRevision method
+func NewInstallationRevisionRequest(server string, n int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "n", n, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/revisions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInstallationRollbackRequest calls the generic InstallationRollback builder with application/json body
+func NewInstallationRollbackRequest(server string, body InstallationRollbackJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInstallationRollbackRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewInstallationRollbackRequestWithBody constructs an http.Request for the InstallationRollback method, with any body, and a specified content type
+func NewInstallationRollbackRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/rollback")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewInstallationRunRequest constructs an http.Request for the InstallationRun method
+func NewInstallationRunRequest(server string, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/runs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInstallationControlRunRequest calls the generic InstallationControlRun builder with application/json body
+func NewInstallationControlRunRequest(server string, id int, verb InstallationControlRunParamsVerb, body InstallationControlRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInstallationControlRunRequestWithBody(server, id, verb, "application/json", bodyReader)
+}
+
+// NewInstallationControlRunRequestWithBody constructs an http.Request for the InstallationControlRun method, with any body, and a specified content type
+func NewInstallationControlRunRequestWithBody(server string, id int, verb InstallationControlRunParamsVerb, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "verb", verb, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/runs/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewInstallationSchemaRequest constructs an http.Request for the InstallationSchema method
+func NewInstallationSchemaRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/schema")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInstallationStatusRequest constructs an http.Request for the InstallationStatus method
+func NewInstallationStatusRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/installation/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewFleetServiceListRolloutsRequest constructs an http.Request for the FleetServiceListRollouts method
 func NewFleetServiceListRolloutsRequest(server string) (*http.Request, error) {
 	var err error
@@ -3596,6 +4887,127 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/events (the `FleetServiceWatchEvents` operationId).
 	FleetServiceWatchEventsWithResponse(ctx context.Context, params *FleetServiceWatchEventsParams, reqEditors ...RequestEditorFn) (*FleetServiceWatchEventsResponse, error)
+
+	// InstallationCurrentWithResponse The revision applied last and the run applying one (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/installation (the `InstallationCurrent` operationId).
+	InstallationCurrentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationCurrentResponse, error)
+
+	// InstallationApplyWithBodyWithResponse Store a description as a new revision and apply it (admin).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+	InstallationApplyWithBodyWithResponse(ctx context.Context, params *InstallationApplyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationApplyResponse, error)
+
+	// InstallationApplyWithResponse Store a description as a new revision and apply it (admin).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+	InstallationApplyWithResponse(ctx context.Context, params *InstallationApplyParams, body InstallationApplyJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationApplyResponse, error)
+
+	// InstallationAddContentWithBodyWithResponse Add a content file as the raw request body (admin).
+	//
+	// Stored by SHA-256, deduplicated; a description names it by that hash.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/content (the `InstallationAddContent` operationId).
+	InstallationAddContentWithBodyWithResponse(ctx context.Context, params *InstallationAddContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationAddContentResponse, error)
+
+	// InstallationGetContentWithResponse A content file (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/installation/content/{sha} (the `InstallationGetContent` operationId).
+	InstallationGetContentWithResponse(ctx context.Context, sha string, reqEditors ...RequestEditorFn) (*InstallationGetContentResponse, error)
+
+	// InstallationExportWithResponse Read the live boards into a description, their files into the content store (admin).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/export (the `InstallationExport` operationId).
+	InstallationExportWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationExportResponse, error)
+
+	// InstallationHistoryWithResponse The revisions, newest first (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/installation/history (the `InstallationHistory` operationId).
+	InstallationHistoryWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationHistoryResponse, error)
+
+	// InstallationPlanWithBodyWithResponse What applying a description would change, board by board (viewer).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+	InstallationPlanWithBodyWithResponse(ctx context.Context, params *InstallationPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationPlanResponse, error)
+
+	// InstallationPlanWithResponse What applying a description would change, board by board (viewer).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+	InstallationPlanWithResponse(ctx context.Context, params *InstallationPlanParams, body InstallationPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationPlanResponse, error)
+
+	// InstallationRevisionWithResponse One revision with its description (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/installation/revisions/{n} (the `InstallationRevision` operationId).
+	InstallationRevisionWithResponse(ctx context.Context, n int, reqEditors ...RequestEditorFn) (*InstallationRevisionResponse, error)
+
+	// InstallationRollbackWithBodyWithResponse Apply an earlier revision again, as a new revision (admin).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+	InstallationRollbackWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationRollbackResponse, error)
+
+	// InstallationRollbackWithResponse Apply an earlier revision again, as a new revision (admin).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+	InstallationRollbackWithResponse(ctx context.Context, body InstallationRollbackJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationRollbackResponse, error)
+
+	// InstallationRunWithResponse A run and its boards (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/installation/runs/{id} (the `InstallationRun` operationId).
+	InstallationRunWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*InstallationRunResponse, error)
+
+	// InstallationControlRunWithBodyWithResponse Pause or abort a run (operator), or resume it (admin).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+	InstallationControlRunWithBodyWithResponse(ctx context.Context, id int, verb InstallationControlRunParamsVerb, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationControlRunResponse, error)
+
+	// InstallationControlRunWithResponse Pause or abort a run (operator), or resume it (admin).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+	InstallationControlRunWithResponse(ctx context.Context, id int, verb InstallationControlRunParamsVerb, body InstallationControlRunJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationControlRunResponse, error)
+
+	// InstallationSchemaWithResponse The description's JSON Schema (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/installation/schema (the `InstallationSchema` operationId).
+	InstallationSchemaWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationSchemaResponse, error)
+
+	// InstallationStatusWithResponse Every assigned board's state against the current revision, checked now (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/installation/status (the `InstallationStatus` operationId).
+	InstallationStatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationStatusResponse, error)
 
 	// FleetServiceListRolloutsWithResponse ListRollouts lists every rollout, newest first (viewer).
 	//
@@ -4876,6 +6288,798 @@ func (r FleetServiceWatchEventsResponse) ContentType() string {
 	return ""
 }
 
+type InstallationCurrentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationCurrent
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationCurrentResponse) GetJSON200() *InstallationCurrent {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationCurrentResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationCurrentResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r InstallationCurrentResponse) GetJSON404() *HoloError {
+	return r.JSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationCurrentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationCurrentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationCurrentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationCurrentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationApplyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationApplied
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *HoloError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationApplyResponse) GetJSON200() *InstallationApplied {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r InstallationApplyResponse) GetJSON400() *HoloError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationApplyResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationApplyResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r InstallationApplyResponse) GetJSON409() *HoloError {
+	return r.JSON409
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationApplyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationApplyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationApplyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationApplyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationAddContentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationContent
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *HoloError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationAddContentResponse) GetJSON200() *InstallationContent {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r InstallationAddContentResponse) GetJSON400() *HoloError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationAddContentResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationAddContentResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r InstallationAddContentResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationAddContentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationAddContentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationAddContentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationAddContentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationGetContentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationGetContentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationGetContentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationGetContentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationGetContentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationExportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationExport
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationExportResponse) GetJSON200() *InstallationExport {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationExportResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationExportResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationExportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationExportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationExportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationExportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationHistory
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationHistoryResponse) GetJSON200() *InstallationHistory {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationHistoryResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationHistoryResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationPlanResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationPlan
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *HoloError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationPlanResponse) GetJSON200() *InstallationPlan {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r InstallationPlanResponse) GetJSON400() *HoloError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationPlanResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationPlanResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationPlanResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationPlanResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationPlanResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationPlanResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationRevisionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationRevision
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationRevisionResponse) GetJSON200() *InstallationRevision {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationRevisionResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationRevisionResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r InstallationRevisionResponse) GetJSON404() *HoloError {
+	return r.JSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationRevisionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationRevisionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationRevisionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationRevisionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationRollbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationApplied
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *HoloError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *HoloError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationRollbackResponse) GetJSON200() *InstallationApplied {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r InstallationRollbackResponse) GetJSON400() *HoloError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationRollbackResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationRollbackResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r InstallationRollbackResponse) GetJSON404() *HoloError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r InstallationRollbackResponse) GetJSON409() *HoloError {
+	return r.JSON409
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationRollbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationRollbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationRollbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationRollbackResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationRunWithBoards
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationRunResponse) GetJSON200() *InstallationRunWithBoards {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationRunResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationRunResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r InstallationRunResponse) GetJSON404() *HoloError {
+	return r.JSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationControlRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationRunStatus
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *HoloError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationControlRunResponse) GetJSON200() *InstallationRunStatus {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationControlRunResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationControlRunResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r InstallationControlRunResponse) GetJSON404() *HoloError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r InstallationControlRunResponse) GetJSON409() *HoloError {
+	return r.JSON409
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationControlRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationControlRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationControlRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationControlRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationSchemaResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationSchemaResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationSchemaResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationSchemaResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationSchemaResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationSchemaResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationSchemaResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationSchemaResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InstallationStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstallationStatus
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *HoloError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InstallationStatusResponse) GetJSON200() *InstallationStatus {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InstallationStatusResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InstallationStatusResponse) GetJSON403() *HoloError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r InstallationStatusResponse) GetJSON404() *HoloError {
+	return r.JSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r InstallationStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InstallationStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InstallationStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InstallationStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type FleetServiceListRolloutsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6057,6 +8261,229 @@ func (c *ClientWithResponses) FleetServiceWatchEventsWithResponse(ctx context.Co
 	return ParseFleetServiceWatchEventsResponse(rsp)
 }
 
+// InstallationCurrentWithResponse The revision applied last and the run applying one (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/installation (the `InstallationCurrent` operationId).
+func (c *ClientWithResponses) InstallationCurrentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationCurrentResponse, error) {
+	rsp, err := c.InstallationCurrent(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationCurrentResponse(rsp)
+}
+
+// InstallationApplyWithBodyWithResponse Store a description as a new revision and apply it (admin).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+func (c *ClientWithResponses) InstallationApplyWithBodyWithResponse(ctx context.Context, params *InstallationApplyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationApplyResponse, error) {
+	rsp, err := c.InstallationApplyWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationApplyResponse(rsp)
+}
+
+// InstallationApplyWithResponse Store a description as a new revision and apply it (admin).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/apply (the `InstallationApply` operationId).
+func (c *ClientWithResponses) InstallationApplyWithResponse(ctx context.Context, params *InstallationApplyParams, body InstallationApplyJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationApplyResponse, error) {
+	rsp, err := c.InstallationApply(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationApplyResponse(rsp)
+}
+
+// InstallationAddContentWithBodyWithResponse Add a content file as the raw request body (admin).
+//
+// Stored by SHA-256, deduplicated; a description names it by that hash.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/content (the `InstallationAddContent` operationId).
+func (c *ClientWithResponses) InstallationAddContentWithBodyWithResponse(ctx context.Context, params *InstallationAddContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationAddContentResponse, error) {
+	rsp, err := c.InstallationAddContentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationAddContentResponse(rsp)
+}
+
+// InstallationGetContentWithResponse A content file (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/installation/content/{sha} (the `InstallationGetContent` operationId).
+func (c *ClientWithResponses) InstallationGetContentWithResponse(ctx context.Context, sha string, reqEditors ...RequestEditorFn) (*InstallationGetContentResponse, error) {
+	rsp, err := c.InstallationGetContent(ctx, sha, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationGetContentResponse(rsp)
+}
+
+// InstallationExportWithResponse Read the live boards into a description, their files into the content store (admin).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/export (the `InstallationExport` operationId).
+func (c *ClientWithResponses) InstallationExportWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationExportResponse, error) {
+	rsp, err := c.InstallationExport(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationExportResponse(rsp)
+}
+
+// InstallationHistoryWithResponse The revisions, newest first (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/installation/history (the `InstallationHistory` operationId).
+func (c *ClientWithResponses) InstallationHistoryWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationHistoryResponse, error) {
+	rsp, err := c.InstallationHistory(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationHistoryResponse(rsp)
+}
+
+// InstallationPlanWithBodyWithResponse What applying a description would change, board by board (viewer).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+func (c *ClientWithResponses) InstallationPlanWithBodyWithResponse(ctx context.Context, params *InstallationPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationPlanResponse, error) {
+	rsp, err := c.InstallationPlanWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationPlanResponse(rsp)
+}
+
+// InstallationPlanWithResponse What applying a description would change, board by board (viewer).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/plan (the `InstallationPlan` operationId).
+func (c *ClientWithResponses) InstallationPlanWithResponse(ctx context.Context, params *InstallationPlanParams, body InstallationPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationPlanResponse, error) {
+	rsp, err := c.InstallationPlan(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationPlanResponse(rsp)
+}
+
+// InstallationRevisionWithResponse One revision with its description (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/installation/revisions/{n} (the `InstallationRevision` operationId).
+func (c *ClientWithResponses) InstallationRevisionWithResponse(ctx context.Context, n int, reqEditors ...RequestEditorFn) (*InstallationRevisionResponse, error) {
+	rsp, err := c.InstallationRevision(ctx, n, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationRevisionResponse(rsp)
+}
+
+// InstallationRollbackWithBodyWithResponse Apply an earlier revision again, as a new revision (admin).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+func (c *ClientWithResponses) InstallationRollbackWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationRollbackResponse, error) {
+	rsp, err := c.InstallationRollbackWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationRollbackResponse(rsp)
+}
+
+// InstallationRollbackWithResponse Apply an earlier revision again, as a new revision (admin).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/rollback (the `InstallationRollback` operationId).
+func (c *ClientWithResponses) InstallationRollbackWithResponse(ctx context.Context, body InstallationRollbackJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationRollbackResponse, error) {
+	rsp, err := c.InstallationRollback(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationRollbackResponse(rsp)
+}
+
+// InstallationRunWithResponse A run and its boards (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/installation/runs/{id} (the `InstallationRun` operationId).
+func (c *ClientWithResponses) InstallationRunWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*InstallationRunResponse, error) {
+	rsp, err := c.InstallationRun(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationRunResponse(rsp)
+}
+
+// InstallationControlRunWithBodyWithResponse Pause or abort a run (operator), or resume it (admin).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+func (c *ClientWithResponses) InstallationControlRunWithBodyWithResponse(ctx context.Context, id int, verb InstallationControlRunParamsVerb, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InstallationControlRunResponse, error) {
+	rsp, err := c.InstallationControlRunWithBody(ctx, id, verb, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationControlRunResponse(rsp)
+}
+
+// InstallationControlRunWithResponse Pause or abort a run (operator), or resume it (admin).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/installation/runs/{id}/{verb} (the `InstallationControlRun` operationId).
+func (c *ClientWithResponses) InstallationControlRunWithResponse(ctx context.Context, id int, verb InstallationControlRunParamsVerb, body InstallationControlRunJSONRequestBody, reqEditors ...RequestEditorFn) (*InstallationControlRunResponse, error) {
+	rsp, err := c.InstallationControlRun(ctx, id, verb, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationControlRunResponse(rsp)
+}
+
+// InstallationSchemaWithResponse The description's JSON Schema (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/installation/schema (the `InstallationSchema` operationId).
+func (c *ClientWithResponses) InstallationSchemaWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationSchemaResponse, error) {
+	rsp, err := c.InstallationSchema(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationSchemaResponse(rsp)
+}
+
+// InstallationStatusWithResponse Every assigned board's state against the current revision, checked now (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/installation/status (the `InstallationStatus` operationId).
+func (c *ClientWithResponses) InstallationStatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*InstallationStatusResponse, error) {
+	rsp, err := c.InstallationStatus(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInstallationStatusResponse(rsp)
+}
+
 // FleetServiceListRolloutsWithResponse ListRollouts lists every rollout, newest first (viewer).
 //
 // Returns a wrapper object for the known response body format(s).
@@ -7182,6 +9609,600 @@ func ParseFleetServiceWatchEventsResponse(rsp *http.Response) (*FleetServiceWatc
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationCurrentResponse parses an HTTP response from a InstallationCurrentWithResponse call
+func ParseInstallationCurrentResponse(rsp *http.Response) (*InstallationCurrentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationCurrentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationCurrent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationApplyResponse parses an HTTP response from a InstallationApplyWithResponse call
+func ParseInstallationApplyResponse(rsp *http.Response) (*InstallationApplyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationApplyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationApplied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationAddContentResponse parses an HTTP response from a InstallationAddContentWithResponse call
+func ParseInstallationAddContentResponse(rsp *http.Response) (*InstallationAddContentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationAddContentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationContent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationGetContentResponse parses an HTTP response from a InstallationGetContentWithResponse call
+func ParseInstallationGetContentResponse(rsp *http.Response) (*InstallationGetContentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationGetContentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseInstallationExportResponse parses an HTTP response from a InstallationExportWithResponse call
+func ParseInstallationExportResponse(rsp *http.Response) (*InstallationExportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationExportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationExport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationHistoryResponse parses an HTTP response from a InstallationHistoryWithResponse call
+func ParseInstallationHistoryResponse(rsp *http.Response) (*InstallationHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationPlanResponse parses an HTTP response from a InstallationPlanWithResponse call
+func ParseInstallationPlanResponse(rsp *http.Response) (*InstallationPlanResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationPlanResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationPlan
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationRevisionResponse parses an HTTP response from a InstallationRevisionWithResponse call
+func ParseInstallationRevisionResponse(rsp *http.Response) (*InstallationRevisionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationRevisionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationRevision
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationRollbackResponse parses an HTTP response from a InstallationRollbackWithResponse call
+func ParseInstallationRollbackResponse(rsp *http.Response) (*InstallationRollbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationRollbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationApplied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationRunResponse parses an HTTP response from a InstallationRunWithResponse call
+func ParseInstallationRunResponse(rsp *http.Response) (*InstallationRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationRunWithBoards
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationControlRunResponse parses an HTTP response from a InstallationControlRunWithResponse call
+func ParseInstallationControlRunResponse(rsp *http.Response) (*InstallationControlRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationControlRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationRunStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationSchemaResponse parses an HTTP response from a InstallationSchemaWithResponse call
+func ParseInstallationSchemaResponse(rsp *http.Response) (*InstallationSchemaResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationSchemaResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInstallationStatusResponse parses an HTTP response from a InstallationStatusWithResponse call
+func ParseInstallationStatusResponse(rsp *http.Response) (*InstallationStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InstallationStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstallationStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	}
 

@@ -30,6 +30,8 @@ type Device struct {
 	Hostname string   // its label in HA ("" uses Name)
 	Firmware string   // the version it runs
 	Scenes   []string // its saved scenes' names, for the scene select
+	// Installation adds the installation sensor (installation.go).
+	Installation bool
 }
 
 // Discovery is the board's device discovery message, published retained
@@ -75,6 +77,9 @@ func Discovery(t layout.Topics, d Device, version string) []byte {
 			"options": d.Scenes, "command_topic": cmd("scene"), "command_template": `{"name": {{ value | tojson }}}`,
 			"state_topic": st("scene"), "value_template": "{{ value_json.name if value_json and value_json.name else 'None' }}",
 			"icon": "mdi:movie-open"}
+	}
+	if d.Installation {
+		cmps["installation"] = installationSensor(t, name, uid)
 	}
 	if clustered {
 		cmps["gateway"] = map[string]any{"p": "sensor", "name": "Gateway", "unique_id": uid + "_gateway",
