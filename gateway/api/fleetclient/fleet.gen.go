@@ -1125,7 +1125,8 @@ type FleetServiceWatchEventsParams struct {
 	Online   *bool     `form:"online,omitempty" json:"online,omitempty"`
 	Ids      *[]string `form:"ids,omitempty" json:"ids,omitempty"`
 
-	// After Also send the buffered events numbered after this one.
+	// After Also send the kept events numbered after this one: 0 replays from the
+	// first event kept. Unset: only the events from now on.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 }
 
