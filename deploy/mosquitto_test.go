@@ -455,16 +455,19 @@ func TestMosquittoWithGateway(t *testing.T) {
 	}
 	var board string
 	waitFor("bridge online and discovery", func(m map[string]string) bool {
+		// The two boards' devices, and the demo show's "GO demo" button
+		// (its own device, holo_show).
 		disc := 0
 		for k, v := range m {
-			if strings.HasPrefix(k, "homeassistant/device/") {
+			if strings.HasPrefix(k, "homeassistant/device/") && k != "homeassistant/device/holo_show/config" {
 				disc++
 			}
 			if strings.HasSuffix(k, "/availability") && strings.Contains(v, "online") {
 				board = strings.Split(k, "/")[1]
 			}
 		}
-		return m["holo/bridge/state"] == `{"state":"online"}` && disc == 2 && board != ""
+		return m["holo/bridge/state"] == `{"state":"online"}` && disc == 2 && board != "" &&
+			strings.Contains(m["homeassistant/device/holo_show/config"], `"GO demo"`)
 	})
 	op, err := mqttLogin(addr, "operator", pw["operator"])
 	if err != nil {
