@@ -462,6 +462,7 @@ func (b *Bridge) connectLoop(ctx context.Context) {
 	backoff := b.o.MinBackoff
 	for ctx.Err() == nil {
 		if !b.client.IsConnectionOpen() {
+			b.log.Debug("mqtt: connecting", "broker", b.o.Broker)
 			tok := b.client.Connect()
 			select {
 			case <-tok.Done():
@@ -486,6 +487,7 @@ func (b *Bridge) connectLoop(ctx context.Context) {
 		}
 		select {
 		case <-b.lost:
+			b.log.Debug("mqtt: connection ended", "open", b.client.IsConnectionOpen())
 		case <-ctx.Done():
 			return
 		}
@@ -636,6 +638,7 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 		flying = flying[:0]
 		connected = false
 		if drop && b.client.IsConnectionOpen() {
+			b.log.Warn("mqtt: dropping the connection: the broker did not acknowledge")
 			b.connected.Store(false)
 			b.client.Disconnect(0) // the broker did not ack: start over
 			signal(b.lost)
