@@ -736,8 +736,10 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 			return
 		case <-head:
 			// Acks come in order on one connection; take every done one.
+			// A failure on a connection already lost is that loss's: the
+			// connection now up (maybe a new one) is not dropped for it.
 			if !b.settle(&flying) {
-				fail(true)
+				fail(b.losses.Load() == losses)
 			}
 		case <-more:
 		case <-rmore:
