@@ -161,8 +161,11 @@ type Bridge struct {
 	connected atomic.Bool
 	// losses counts the connections lost (the lost handler adds one,
 	// before the connect loop can connect again).
-	losses  atomic.Uint64
-	lost    chan struct{} // a connection ended: for connectLoop (buffered 1)
+	losses atomic.Uint64
+	lost   chan struct{} // a connection ended: for connectLoop (buffered 1)
+	// drop asks connectLoop to end a connection the broker stopped
+	// acknowledging and connect again (buffered 1).
+	drop    chan struct{}
 	lostPub chan struct{} // wakes publishLoop to compare losses
 	up      chan struct{} // a connection began (buffered 1)
 
@@ -272,7 +275,7 @@ func New(o Options) (*Bridge, error) {
 		}
 	}
 	b := &Bridge{o: o, t: t, clk: o.Clock, log: o.Log, peers: peers{by: map[string]*peer{}}, resnap: make(chan struct{}, 1),
-		lost: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
+		lost: make(chan struct{}, 1), drop: make(chan struct{}, 1), lostPub: make(chan struct{}, 1), up: make(chan struct{}, 1),
 		retained: map[string][]byte{}, dirty: map[string]bool{}, rwake: make(chan struct{}, 1),
 		boards: map[string]*boardInfo{}, cmds: make(chan command, DefaultCommandQ), timedSem: make(chan struct{}, MaxTimed)}
 	b.limits = newLimiter(o.Clock, o.BoardRate, o.TopicRate, o.Burst)
@@ -458,10 +461,27 @@ func (b *Bridge) Run(ctx context.Context) error {
 }
 
 // connectLoop (re)connects with backoff whenever the connection is down.
+//
+// It owns the connection's life: it connects, and it ends a connection
+// publishLoop gave up on (drop). After a drop it tries to connect again
+// without asking the client whether the connection is open: paho's
+// Disconnect returns before the client's status leaves "connected", so
+// that answer can still be the old connection's, and a loop that took it
+// would wait for a loss that never comes (the bridge stayed offline until
+// a restart; issue 26). A try made too early fails and is retried after
+// the backoff.
 func (b *Bridge) connectLoop(ctx context.Context) {
 	backoff := b.o.MinBackoff
+	retry := false // connect even if the client says it is connected
 	for ctx.Err() == nil {
-		if !b.client.IsConnectionOpen() {
+		if retry || !b.client.IsConnectionOpen() {
+			// A drop asked for before this try was for a connection
+			// already gone.
+			select {
+			case <-b.drop:
+			default:
+			}
+			b.log.Debug("mqtt: connecting", "broker", b.o.Broker)
 			tok := b.client.Connect()
 			select {
 			case <-tok.Done():
@@ -480,12 +500,18 @@ func (b *Bridge) connectLoop(ctx context.Context) {
 				backoff = min(2*backoff, b.o.MaxBackoff)
 				continue
 			}
+			retry = false
 			backoff = b.o.MinBackoff
 			b.st.connects.Add(1)
 			b.log.Info("mqtt: connected", "broker", b.o.Broker)
 		}
 		select {
 		case <-b.lost:
+			b.log.Debug("mqtt: connection ended")
+		case <-b.drop:
+			b.log.Info("mqtt: disconnecting to start over", "broker", b.o.Broker)
+			b.client.Disconnect(0)
+			retry = true
 		case <-ctx.Done():
 			return
 		}
@@ -636,9 +662,11 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 		flying = flying[:0]
 		connected = false
 		if drop && b.client.IsConnectionOpen() {
+			// The broker did not ack: start over. The connect loop ends
+			// the connection and connects again (see connectLoop).
+			b.log.Warn("mqtt: dropping the connection: the broker did not acknowledge")
 			b.connected.Store(false)
-			b.client.Disconnect(0) // the broker did not ack: start over
-			signal(b.lost)
+			signal(b.drop)
 		}
 	}
 	for {
@@ -708,8 +736,10 @@ func (b *Bridge) publishLoop(ctx context.Context) {
 			return
 		case <-head:
 			// Acks come in order on one connection; take every done one.
+			// A failure on a connection already lost is that loss's: the
+			// connection now up (maybe a new one) is not dropped for it.
 			if !b.settle(&flying) {
-				fail(true)
+				fail(b.losses.Load() == losses)
 			}
 		case <-more:
 		case <-rmore:

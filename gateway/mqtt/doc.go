@@ -48,6 +48,12 @@
 // broker acknowledged it, so a broker outage loses none (a consumer may
 // see one twice around a reconnect: seq and n tell).
 //
+// The bridge connects with backoff (MinBackoff to MaxBackoff) and keeps
+// trying until Run ends. A connection the broker stops acknowledging (a
+// publication or the subscription failing while connected) is ended by
+// the bridge and made again, through the same loop: the bridge never
+// waits on a connection it gave up on.
+//
 // # Commands
 //
 // Commands are checked before anything is sent: topic names, body size

@@ -22,6 +22,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/lan"
+	"github.com/holofleet/holofleet/gateway/logtest"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 	"github.com/holofleet/holofleet/gateway/rs485"
@@ -332,8 +333,16 @@ func startRig(t testing.TB, url string, ro rigOptions) *rig {
 	}
 	t.Cleanup(func() { db.Close() })
 	r.db = db
+	// The bridge's log goes with a failure's output: a bridge that
+	// stopped connecting says why only there.
+	logs, log := logtest.New()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("bridge log:\n%s", logs.String())
+		}
+	})
 	o := mqtt.Options{Fleet: r.fleet, Broker: url, Base: r.base, HAPrefix: r.base + "-ha", DB: db,
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second}
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, Log: log}
 	if ro.opts != nil {
 		ro.opts(r, &o)
 	}

@@ -3,6 +3,7 @@ package mqtt_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,32 +22,42 @@ func TestBrokerOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	// up starts a broker on port (0: a free one, chosen by the broker's
+	// own listen where it can, so no other process takes it in between)
+	// and returns its kill and its port.
 	cases := []struct {
 		name string
-		up   func(t *testing.T, port int) func() // starts a broker, returns its kill
+		up   func(t *testing.T, port int) (kill func(), bound int)
 	}{
-		{"embedded", func(t *testing.T, port int) func() {
+		{"embedded", func(t *testing.T, port int) (func(), int) {
 			br, err := broker.Start(broker.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Anonymous: auth.RoleAdmin})
 			if err != nil {
 				t.Fatal(err)
 			}
+			_, p, _ := net.SplitHostPort(br.Addr())
+			bound, err := strconv.Atoi(p)
+			if err != nil {
+				t.Fatalf("broker address %q: %v", br.Addr(), err)
+			}
 			var once sync.Once
 			kill := func() { once.Do(func() { _ = br.Close() }) }
 			t.Cleanup(kill)
-			return kill
+			return kill, bound
 		}},
-		{"mosquitto", func(t *testing.T, port int) func() {
+		{"mosquitto", func(t *testing.T, port int) (func(), int) {
+			if port == 0 {
+				port = freePort(t)
+			}
 			cmd := startMosquitto(t, port)
-			return func() { _ = cmd.Process.Signal(syscall.SIGKILL); _, _ = cmd.Process.Wait() }
+			return func() { _ = cmd.Process.Signal(syscall.SIGKILL); _, _ = cmd.Process.Wait() }, port
 		}},
 	}
 	t.Parallel()
 	for _, bc := range cases {
 		t.Run(bc.name, func(t *testing.T) {
 			t.Parallel()
-			port := freePort(t)
+			kill, port := bc.up(t, 0)
 			url := fmt.Sprintf("tcp://127.0.0.1:%d", port)
-			kill := bc.up(t, port)
 			// The bridge reaches the broker through a gate the test opens
 			// once the recorder (connected directly) has subscribed on the
 			// new broker: a message the bridge sends before that would
@@ -94,7 +105,7 @@ func TestBrokerOutage(t *testing.T) {
 			waitUntil(t, 20*time.Second, "the bridge to queue the happenings of the outage", func() bool {
 				return r.bridge.Stats().Happenings >= uint64(len(r.infos)*2*perPhase)
 			})
-			bc.up(t, port)
+			bc.up(t, port) // the same port: the bridge and the proxy know it
 			if !rc.until(20*time.Second, func([]rec) bool { return rc.subs.Load() >= 2 }) {
 				t.Fatal("the recorder did not subscribe again")
 			}
