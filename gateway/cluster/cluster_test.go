@@ -196,25 +196,30 @@ func TestCluster(t *testing.T) {
 			// Group 1 is one line board behind each gateway (startSite);
 			// the listing is read again until it says so, since line
 			// boards report their groups as they are identified.
+			// Every gateway is waited for, not only gw2: the timed fire
+			// below goes in at gw1, which puts in it the members its own
+			// listing names, and gw1 reads the others' records (and they
+			// its) a moment after they are written.
 			var group1 []boardJSON
-			eventually(t, 30*time.Second, "group 1 listed behind every gateway", func() error {
-				var bs []boardJSON
-				if err := httpJSON(gw2.base()+"/v1/boards", &bs); err != nil {
-					return err
-				}
-				group1 = group1[:0]
-				spans := map[string]bool{}
-				for _, b := range bs {
-					if slices.Contains(b.Groups, 1) {
-						group1 = append(group1, b)
+			for _, g := range tc.gws {
+				eventually(t, 30*time.Second, "group 1 listed behind every gateway, on "+g.name, func() error {
+					bs, err := groupListing(g, 1)
+					if err != nil {
+						return err
+					}
+					spans := map[string]bool{}
+					for _, b := range bs {
 						spans[b.Gateway] = true
 					}
-				}
-				if len(group1) != 3 || len(spans) != 3 {
-					return fmt.Errorf("group 1: %+v", group1)
-				}
-				return nil
-			})
+					if len(bs) != 3 || len(spans) != 3 {
+						return fmt.Errorf("group 1: %+v", bs)
+					}
+					if g == gw2 {
+						group1 = bs
+					}
+					return nil
+				})
+			}
 			var res struct {
 				Results []struct {
 					Board, Via, Error string
@@ -223,7 +228,7 @@ func TestCluster(t *testing.T) {
 			gw2.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"groups": []int{1}},
 				"body": map[string]any{"mode": "solid", "brightness": 37}}, &res)
 			if len(res.Results) != len(group1) {
-				t.Fatalf("group fire: %d results for %d members: %+v", len(res.Results), len(group1), res.Results)
+				t.Fatalf("group fire: %d results for %d members: %+v\n%s", len(res.Results), len(group1), res.Results, tc.groupReport(1))
 			}
 			gws := map[string]bool{}
 			for i, r := range res.Results {
@@ -274,7 +279,8 @@ func TestCluster(t *testing.T) {
 			gw1.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"groups": []int{1}},
 				"body": map[string]any{"mode": "solid", "brightness": 55}, "lead_ms": 400}, &timed)
 			if len(timed.Results) != len(group1) {
-				t.Fatalf("timed group fire: %d results for %d members: %+v", len(timed.Results), len(group1), timed.Results)
+				t.Fatalf("timed group fire: %d results for %d members: %+v\n%s", len(timed.Results), len(group1), timed.Results,
+					tc.groupReport(1))
 			}
 			var first, last time.Time
 			for _, r := range timed.Results {
@@ -304,6 +310,32 @@ func TestCluster(t *testing.T) {
 			testEvents(t, tc, boards)
 		})
 	}
+}
+
+// groupListing is the boards g lists in group n, ordered by id.
+func groupListing(g *gwProc, n int) ([]boardJSON, error) {
+	var bs []boardJSON
+	if err := httpJSON(fmt.Sprintf("%s/v1/boards?group=%d", g.base(), n), &bs); err != nil {
+		return nil, err
+	}
+	return bs, nil
+}
+
+// groupReport says, for a failure, what every gateway lists in group n
+// now and what its log says of restarts and changes of owner.
+func (tc *testCluster) groupReport(n int) string {
+	var sb strings.Builder
+	for _, g := range tc.gws {
+		bs, err := groupListing(g, n)
+		fmt.Fprintf(&sb, "%s lists group %d: %+v (%v)\n", g.name, n, bs, err)
+		for _, l := range strings.Split(g.log.String(), "\n") {
+			if strings.Contains(l, "restarted") || strings.Contains(l, "took over") || strings.Contains(l, "taken over") ||
+				strings.Contains(l, "offline") || strings.Contains(l, "watching again") {
+				fmt.Fprintf(&sb, "  %s: %s\n", g.name, l)
+			}
+		}
+	}
+	return sb.String()
 }
 
 // eventJSON is an event as /v1/events streams it.
