@@ -21,6 +21,11 @@ type testCluster struct {
 	sites []*site
 	// owner maps each board's URL to the gateway that should own it.
 	owner map[string]string
+	// lines holds the URLs of the boards on RS485 lines. Such a board is
+	// also given to its gateway by URL, and its view has no line, nor
+	// groups yet, while only the LAN has found it; waitListing waits for
+	// both.
+	lines map[string]bool
 	nats  *natsCluster // nil on the embedded engine
 }
 
@@ -41,7 +46,7 @@ func startCluster(t *testing.T, engine string, extra ...string) *testCluster {
 // each gateway joins with (a proxy in front of the engine, say).
 func startClusterVia(t *testing.T, engine string, via func(i int, url string) string, extra ...string) *testCluster {
 	t.Helper()
-	tc := &testCluster{owner: map[string]string{}}
+	tc := &testCluster{owner: map[string]string{}, lines: map[string]bool{}}
 	for range 3 {
 		tc.sites = append(tc.sites, startSite(t, lineBoards, lanBoards))
 	}
@@ -71,6 +76,9 @@ func startClusterVia(t *testing.T, engine string, via func(i int, url string) st
 		tc.gws = append(tc.gws, g)
 		for _, u := range append(append([]string{}, s.lineURLs...), s.lanURLs...) {
 			tc.owner[u] = name
+		}
+		for _, u := range s.lineURLs {
+			tc.lines[u] = true
 		}
 		if engine == "embedded" && i == 0 {
 			g.start(t)
@@ -102,7 +110,8 @@ func stopAll(gws []*gwProc) {
 }
 
 // waitListing waits until every gateway lists every board online, owned
-// by the gateway of its site.
+// by the gateway of its site, and each line board with its line and its
+// groups (as read from the board).
 func (tc *testCluster) waitListing(t *testing.T, d time.Duration) []boardJSON {
 	t.Helper()
 	var last []boardJSON
@@ -117,8 +126,11 @@ func (tc *testCluster) waitListing(t *testing.T, d time.Duration) []boardJSON {
 			}
 			for _, b := range bs {
 				want := tc.owner[b.URL]
-				if !b.Online || b.Gateway != want || (b.Line != "" && len(b.Groups) == 0) {
+				if !b.Online || b.Gateway != want {
 					return fmt.Errorf("board %s (%s): online %v gateway %q, want %q (%s)", b.ID, b.URL, b.Online, b.Gateway, want, b.OfflineReason)
+				}
+				if (b.Line != "" || tc.lines[b.URL]) && (b.Line == "" || len(b.Groups) == 0) {
+					return fmt.Errorf("line board %s (%s): line %q groups %v, not read yet", b.ID, b.URL, b.Line, b.Groups)
 				}
 			}
 			if !slices.IsSortedFunc(bs, func(a, b boardJSON) int { return strings.Compare(a.ID, b.ID) }) {
