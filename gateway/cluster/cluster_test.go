@@ -21,6 +21,11 @@ type testCluster struct {
 	sites []*site
 	// owner maps each board's URL to the gateway that should own it.
 	owner map[string]string
+	// lines holds the URLs of the boards on RS485 lines. Such a board is
+	// also given to its gateway by URL, and its view has no line, nor
+	// groups yet, while only the LAN has found it; waitListing waits for
+	// both.
+	lines map[string]bool
 	nats  *natsCluster // nil on the embedded engine
 }
 
@@ -41,7 +46,7 @@ func startCluster(t *testing.T, engine string, extra ...string) *testCluster {
 // each gateway joins with (a proxy in front of the engine, say).
 func startClusterVia(t *testing.T, engine string, via func(i int, url string) string, extra ...string) *testCluster {
 	t.Helper()
-	tc := &testCluster{owner: map[string]string{}}
+	tc := &testCluster{owner: map[string]string{}, lines: map[string]bool{}}
 	for range 3 {
 		tc.sites = append(tc.sites, startSite(t, lineBoards, lanBoards))
 	}
@@ -71,6 +76,9 @@ func startClusterVia(t *testing.T, engine string, via func(i int, url string) st
 		tc.gws = append(tc.gws, g)
 		for _, u := range append(append([]string{}, s.lineURLs...), s.lanURLs...) {
 			tc.owner[u] = name
+		}
+		for _, u := range s.lineURLs {
+			tc.lines[u] = true
 		}
 		if engine == "embedded" && i == 0 {
 			g.start(t)
@@ -102,7 +110,8 @@ func stopAll(gws []*gwProc) {
 }
 
 // waitListing waits until every gateway lists every board online, owned
-// by the gateway of its site.
+// by the gateway of its site, and each line board with its line and its
+// groups (as read from the board).
 func (tc *testCluster) waitListing(t *testing.T, d time.Duration) []boardJSON {
 	t.Helper()
 	var last []boardJSON
@@ -117,8 +126,11 @@ func (tc *testCluster) waitListing(t *testing.T, d time.Duration) []boardJSON {
 			}
 			for _, b := range bs {
 				want := tc.owner[b.URL]
-				if !b.Online || b.Gateway != want || (b.Line != "" && len(b.Groups) == 0) {
+				if !b.Online || b.Gateway != want {
 					return fmt.Errorf("board %s (%s): online %v gateway %q, want %q (%s)", b.ID, b.URL, b.Online, b.Gateway, want, b.OfflineReason)
+				}
+				if (b.Line != "" || tc.lines[b.URL]) && (b.Line == "" || len(b.Groups) == 0) {
+					return fmt.Errorf("line board %s (%s): line %q groups %v, not read yet", b.ID, b.URL, b.Line, b.Groups)
 				}
 			}
 			if !slices.IsSortedFunc(bs, func(a, b boardJSON) int { return strings.Compare(a.ID, b.ID) }) {
@@ -196,25 +208,30 @@ func TestCluster(t *testing.T) {
 			// Group 1 is one line board behind each gateway (startSite);
 			// the listing is read again until it says so, since line
 			// boards report their groups as they are identified.
+			// Every gateway is waited for, not only gw2: the timed fire
+			// below goes in at gw1, which puts in it the members its own
+			// listing names, and gw1 reads the others' records (and they
+			// its) a moment after they are written.
 			var group1 []boardJSON
-			eventually(t, 30*time.Second, "group 1 listed behind every gateway", func() error {
-				var bs []boardJSON
-				if err := httpJSON(gw2.base()+"/v1/boards", &bs); err != nil {
-					return err
-				}
-				group1 = group1[:0]
-				spans := map[string]bool{}
-				for _, b := range bs {
-					if slices.Contains(b.Groups, 1) {
-						group1 = append(group1, b)
+			for _, g := range tc.gws {
+				eventually(t, 30*time.Second, "group 1 listed behind every gateway, on "+g.name, func() error {
+					bs, err := groupListing(g, 1)
+					if err != nil {
+						return err
+					}
+					spans := map[string]bool{}
+					for _, b := range bs {
 						spans[b.Gateway] = true
 					}
-				}
-				if len(group1) != 3 || len(spans) != 3 {
-					return fmt.Errorf("group 1: %+v", group1)
-				}
-				return nil
-			})
+					if len(bs) != 3 || len(spans) != 3 {
+						return fmt.Errorf("group 1: %+v", bs)
+					}
+					if g == gw2 {
+						group1 = bs
+					}
+					return nil
+				})
+			}
 			var res struct {
 				Results []struct {
 					Board, Via, Error string
@@ -223,7 +240,7 @@ func TestCluster(t *testing.T) {
 			gw2.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"groups": []int{1}},
 				"body": map[string]any{"mode": "solid", "brightness": 37}}, &res)
 			if len(res.Results) != len(group1) {
-				t.Fatalf("group fire: %d results for %d members: %+v", len(res.Results), len(group1), res.Results)
+				t.Fatalf("group fire: %d results for %d members: %+v\n%s", len(res.Results), len(group1), res.Results, tc.groupReport(1))
 			}
 			gws := map[string]bool{}
 			for i, r := range res.Results {
@@ -274,7 +291,8 @@ func TestCluster(t *testing.T) {
 			gw1.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"groups": []int{1}},
 				"body": map[string]any{"mode": "solid", "brightness": 55}, "lead_ms": 400}, &timed)
 			if len(timed.Results) != len(group1) {
-				t.Fatalf("timed group fire: %d results for %d members: %+v", len(timed.Results), len(group1), timed.Results)
+				t.Fatalf("timed group fire: %d results for %d members: %+v\n%s", len(timed.Results), len(group1), timed.Results,
+					tc.groupReport(1))
 			}
 			var first, last time.Time
 			for _, r := range timed.Results {
@@ -304,6 +322,32 @@ func TestCluster(t *testing.T) {
 			testEvents(t, tc, boards)
 		})
 	}
+}
+
+// groupListing is the boards g lists in group n, ordered by id.
+func groupListing(g *gwProc, n int) ([]boardJSON, error) {
+	var bs []boardJSON
+	if err := httpJSON(fmt.Sprintf("%s/v1/boards?group=%d", g.base(), n), &bs); err != nil {
+		return nil, err
+	}
+	return bs, nil
+}
+
+// groupReport says, for a failure, what every gateway lists in group n
+// now and what its log says of restarts and changes of owner.
+func (tc *testCluster) groupReport(n int) string {
+	var sb strings.Builder
+	for _, g := range tc.gws {
+		bs, err := groupListing(g, n)
+		fmt.Fprintf(&sb, "%s lists group %d: %+v (%v)\n", g.name, n, bs, err)
+		for _, l := range strings.Split(g.log.String(), "\n") {
+			if strings.Contains(l, "restarted") || strings.Contains(l, "took over") || strings.Contains(l, "taken over") ||
+				strings.Contains(l, "offline") || strings.Contains(l, "watching again") {
+				fmt.Fprintf(&sb, "  %s: %s\n", g.name, l)
+			}
+		}
+	}
+	return sb.String()
 }
 
 // eventJSON is an event as /v1/events streams it.

@@ -187,12 +187,13 @@ func TestClusterMQTT(t *testing.T) {
 	px := startProxy(t, ju.Host)
 	gw2URL := "nats://" + ju.User.String() + "@" + strings.TrimPrefix(px.URL(), "nats://")
 	owner := map[string]string{shared.lanURLs[0]: "gw1"}
+	lines := map[string]bool{}
 	for g, s := range map[string]*site{"hub": hubSite, "gw1": site1, "gw2": site2} {
 		for _, u := range s.lineURLs {
-			owner[u] = g
+			owner[u], lines[u] = g, true
 		}
 	}
-	tc := &testCluster{gws: []*gwProc{hub, gw1}, owner: map[string]string{}}
+	tc := &testCluster{gws: []*gwProc{hub, gw1}, owner: map[string]string{}, lines: lines}
 	for u, g := range owner {
 		if g != "gw2" {
 			tc.owner[u] = g

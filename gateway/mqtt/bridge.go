@@ -579,9 +579,21 @@ func (b *Bridge) clearRetained(topic string) {
 
 // takeRetained returns up to n dirty topics with their payloads. In a
 // cluster, the topics only the leader publishes are held back (kept,
-// not sent) while this bridge does not lead.
+// not sent) while this bridge does not lead; holding one back counts as
+// not leading for checkLeader, which marks them all again once this
+// bridge leads. (A moment of not leading seen here alone, say the
+// gateway cut off from the engine for a heartbeat under load, left the
+// merged bridge/boards stale until the next change of the lists.)
 func (b *Bridge) takeRetained(n int) []spool.Message {
 	lead := b.leads()
+	held := false
+	defer func() {
+		if held {
+			b.peers.mu.Lock()
+			b.peers.leader = false
+			b.peers.mu.Unlock()
+		}
+	}()
 	b.rmu.Lock()
 	defer b.rmu.Unlock()
 	var out []spool.Message
@@ -593,6 +605,7 @@ func (b *Bridge) takeRetained(n int) []spool.Message {
 		}
 		delete(b.dirty, t)
 		if !lead && b.leaderOnly(t) {
+			held = true
 			continue
 		}
 		p := b.retained[t]
