@@ -58,6 +58,7 @@ const (
 	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
 	ResCluster   Resource = "cluster"   // the cluster of gateways (its members, removing a dead one)
 	ResSchema    Resource = "schema"    // the API's description served by gRPC reflection
+	ResDMX       Resource = "dmx"       // the DMX patch and sources (reading them; changing the patch is admin's)
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -158,7 +159,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResDMX:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -188,7 +189,7 @@ func Need(a Attributes) (Role, string) {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what
 		}
-	case ResArtifacts, ResChannels, ResTokens, ResBridge, ResCluster:
+	case ResArtifacts, ResChannels, ResTokens, ResBridge, ResCluster, ResDMX:
 		switch a.Verb {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what
