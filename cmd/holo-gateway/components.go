@@ -76,4 +76,5 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMQTT,
 	newConsole,
 	newOSC,
+	newDMX,
 }

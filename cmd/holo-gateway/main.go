@@ -136,6 +136,7 @@ type options struct {
 	keys              trustKeys // read from keyFlags
 
 	osc oscFlags
+	dmx dmxFlags
 
 	cluster clusterFlags
 }
@@ -169,6 +170,7 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	addKeyFlags(fs, &o.keyFlags, isDemo)
 
 	addOSCFlags(fs, &o.osc)
+	addDMXFlags(fs, &o.dmx)
 	addClusterFlags(fs, &o.cluster)
 	if isDemo {
 		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
@@ -208,6 +210,9 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 		if err := checkOSCAddr(a); err != nil {
 			return o, fmt.Errorf("%w: --osc %q: %v", errUsage, a, err)
 		}
+	}
+	if err := o.dmx.check(); err != nil {
+		return o, err
 	}
 	if err := o.mq.check(o.mqtt); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)

@@ -322,9 +322,10 @@ func (e *Engine) Data(fr Frame) {
 		e.latched[u.num] = latch{key: key, slots: u.merged, in: in}
 		return
 	}
-	if !changed {
-		return
-	}
+	// Even an unchanged frame is applied: a target whose last send
+	// failed, or that was not found yet, is tried again; the others,
+	// unchanged, send nothing.
+	_ = changed
 	delete(e.latched, u.num)
 	e.applyLocked(u.num, &u.merged, time.Time{}, in)
 }
@@ -374,6 +375,9 @@ func (e *Engine) applyLocked(uni int, slots *[Slots]byte, at, in time.Time) {
 		t := e.targets[f.Target()]
 		l := LookOf(f, slots)
 		if t.pending != nil {
+			if *t.pending == l && !t.release {
+				continue
+			}
 			e.m.coalesced.WithLabelValues(f.Kind()).Inc()
 		} else if t.sent != nil && *t.sent == l && !t.busy {
 			continue // unchanged: nothing to send

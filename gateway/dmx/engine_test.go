@@ -72,7 +72,7 @@ func TestParsePatch(t *testing.T) {
 }
 
 func TestDemoPatch(t *testing.T) {
-	p := DemoPatch(2, []string{"a", "b", "c"})
+	p := DemoPatch(2, 3, "demo")
 	if err := p.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,9 +83,9 @@ func TestDemoPatch(t *testing.T) {
 	want := []string{
 		"universe 1 address 1-11 holo -> group 1",
 		"universe 1 address 17-27 holo -> group 2",
-		"universe 2 address 1-11 holo -> board a",
-		"universe 2 address 12-22 holo -> board b",
-		"universe 2 address 23-33 holo -> board c",
+		"universe 2 address 1-11 holo -> line demo address 1",
+		"universe 2 address 12-22 holo -> line demo address 2",
+		"universe 2 address 23-33 holo -> line demo address 3",
 	}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Error(diff)

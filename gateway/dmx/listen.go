@@ -208,3 +208,6 @@ func (l *Listener) answerPoll(to netip.AddrPort) {
 		l.log.Debug("dmx: artnet: poll reply", "to", to, "err", err)
 	}
 }
+
+// Close closes the socket of a listener that will not Run.
+func (l *Listener) Close() error { return l.conn.Close() }

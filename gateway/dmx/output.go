@@ -189,7 +189,8 @@ func (e *Engine) decide(boards []fleet.BoardView) []job {
 	return jobs
 }
 
-// send sends one target's changes, in order, through the fleet.
+// send sends one target's changes, in order, through the fleet; every
+// action goes through Fleet.Do, which prepares it (fleet.Prepare).
 func (e *Engine) send(ctx context.Context, j job) {
 	ok := true
 	var last time.Time
@@ -208,8 +209,14 @@ func (e *Engine) send(ctx context.Context, j job) {
 		}
 		for _, r := range res {
 			if r.Error != "" {
-				ok = false
+				// A board's refusal is its answer to this value (a holo
+				// not calibrated): it is not asked again until the value
+				// changes. A board not reached is asked again (ok false).
+				if r.Reply.Status == 0 {
+					ok = false
+				}
 				e.m.failed.WithLabelValues(j.fx.Kind()).Inc()
+				e.log.Debug("dmx: change refused", "target", j.key, "kind", a.Kind, "board", r.Board, "error", r.Error, "message", r.Message)
 				continue
 			}
 			e.m.changes.WithLabelValues(j.fx.Kind(), r.Via).Inc()

@@ -218,21 +218,21 @@ func ReadPatchFile(path string) (*Patch, error) {
 }
 
 // DemoPatch is the demo's patch: groups as group fixtures in universe 1
-// (group g at 1 + 16(g-1)), each board one fixture in universe 2 from
-// address 1, one profile width apart (boards past the universe's end are
-// left out).
-func DemoPatch(groups int, boards []string) *Patch {
+// (group g at 1 + 16(g-1)), and boards 1..n of the demo's line, by bus
+// address, each one fixture in universe 2 from address 1, one profile
+// width apart (boards past the universe's end are left out).
+func DemoPatch(groups, boards int, line string) *Patch {
 	p := &Patch{}
-	for g := 1; g <= groups && 1+16*(g-1)+len(Profiles[ProfileHolo].Channels)-1 <= Slots; g++ {
+	w := len(Profiles[ProfileHolo].Channels)
+	for g := 1; g <= groups && g <= 31 && 1+16*(g-1)+w-1 <= Slots; g++ {
 		p.Fixtures = append(p.Fixtures, Fixture{Name: fmt.Sprintf("group %d", g), Universe: 1, Address: 1 + 16*(g-1), Profile: ProfileHolo, Group: g})
 	}
-	w := len(Profiles[ProfileHolo].Channels)
-	for i, id := range boards {
+	for i := range boards {
 		a := 1 + i*w
-		if a+w-1 > Slots {
+		if a+w-1 > Slots || i+1 > 247 {
 			break
 		}
-		p.Fixtures = append(p.Fixtures, Fixture{Name: id, Universe: 2, Address: a, Profile: ProfileHolo, Board: id})
+		p.Fixtures = append(p.Fixtures, Fixture{Name: fmt.Sprintf("board %d", i+1), Universe: 2, Address: a, Profile: ProfileHolo, Line: line, LineAddress: i + 1})
 	}
 	return p
 }
