@@ -41,7 +41,7 @@ func sendSACN(t *testing.T, node, nodePath, addr string, universe, priority int,
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
 	arg, _ := json.Marshal(map[string]any{"host": host, "port": p, "universe": universe, "priority": priority, "name": name,
-		"cid": fmt.Sprintf("%032x", []byte(name))[:32],
+		"cid":     fmt.Sprintf("%032x", []byte(name))[:32],
 		"payload": payload, "hz": 30, "seconds": seconds})
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, node, "testdata/sacn-send.js", string(arg))
