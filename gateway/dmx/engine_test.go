@@ -1,6 +1,8 @@
 package dmx
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -383,4 +385,28 @@ func TestAccess(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// FuzzParsePatch: any bytes are a patch that checks, or ErrBadPatch;
+// never a panic; an accepted patch survives its own JSON.
+func FuzzParsePatch(f *testing.F) {
+	f.Add([]byte(`{"fixtures":[{"universe":1,"address":1,"profile":"rgb","board":"b1"}],"universes":[{"universe":1,"loss":"release"}]}`))
+	f.Add([]byte(`{"fixtures":[{"universe":1,"address":1,"profile":"holo","group":1},{"universe":1,"address":5,"profile":"rgb","line":"l","line_address":3}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParsePatch(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, ErrBadPatch) {
+				t.Fatalf("%v is not ErrBadPatch", err)
+			}
+			return
+		}
+		j, _ := json.Marshal(p)
+		if _, err := ParsePatch(bytes.NewReader(j)); err != nil {
+			t.Fatalf("accepted patch %s refused again: %v", j, err)
+		}
+		var s [Slots]byte
+		for _, fx := range p.Fixtures {
+			LookOf(fx, &s)
+		}
+	})
 }
