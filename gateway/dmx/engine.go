@@ -25,8 +25,10 @@ const Surface auth.Surface = "dmx"
 const (
 	// DefaultSyncLead is how far ahead of a sync packet's arrival the
 	// latched looks fire: time for the fleet to time the group frames on
-	// the lines and tell the LAN boards ahead.
-	DefaultSyncLead = 40 * time.Millisecond
+	// the lines (a line finishes the exchange under way, up to a poll
+	// wait, before it keeps itself free: docs/fire.md) and tell the LAN
+	// boards ahead. Shorter leads land sooner and less together.
+	DefaultSyncLead = 150 * time.Millisecond
 	// DefaultLineShare is the share of an RS485 line's capacity DMX may
 	// take, so that polling and events go on.
 	DefaultLineShare = 0.5
