@@ -86,6 +86,8 @@ type Engine struct {
 	lastSync map[string]time.Time
 	buckets  map[string]*bucket
 	checked  map[string]bool // sources the guard decided on
+	labels   map[string]bool // source names used as metric labels
+	packetN  uint64          // packets taken, to order sources by arrival
 	retry    clock.Timer
 }
 
@@ -132,7 +134,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e := &Engine{o: o, clk: o.Clock, log: o.Log, m: newMetrics(o.Registerer), wake: make(chan struct{}, 1),
 		unis: map[int]*universe{}, targets: map[string]*target{}, latched: map[int]latch{},
-		lastSync: map[string]time.Time{}, buckets: map[string]*bucket{}, checked: map[string]bool{}}
+		lastSync: map[string]time.Time{}, buckets: map[string]*bucket{}, checked: map[string]bool{}, labels: map[string]bool{}}
 	e.setPatch(o.Patch)
 	return e, nil
 }
@@ -308,9 +310,11 @@ func (e *Engine) Data(fr Frame) {
 		e.m.dropped.WithLabelValues("sequence").Inc()
 		return
 	}
-	e.m.packets.WithLabelValues(fr.Proto, uniLabel, fr.Name).Inc()
-	s.seq, s.last, s.priority, s.syncAddr, s.name = fr.Sequence, in, fr.Priority, fr.SyncAddr, fr.Name
+	e.m.packets.WithLabelValues(fr.Proto, uniLabel, e.sourceLabel(s.name)).Inc()
+	s.seq, s.last, s.priority, s.syncAddr = fr.Sequence, in, fr.Priority, fr.SyncAddr
 	s.packets++
+	e.packetN++
+	s.order = e.packetN
 	s.n = copy(s.slots[:], fr.Slots)
 	clear(s.slots[s.n:])
 	u.live = true
@@ -330,6 +334,23 @@ func (e *Engine) Data(fr Frame) {
 	_ = changed
 	delete(e.latched, u.num)
 	e.applyLocked(u.num, &u.merged, time.Time{}, in)
+}
+
+// MaxSourceLabels bounds the source names the packet counter is labelled
+// with (a source names itself: a sender making up names must not make up
+// metric series); later names count as "other".
+const MaxSourceLabels = 64
+
+// sourceLabel is name as a metric label (e.mu held).
+func (e *Engine) sourceLabel(name string) string {
+	if e.labels[name] {
+		return name
+	}
+	if len(e.labels) >= MaxSourceLabels {
+		return "other"
+	}
+	e.labels[name] = true
+	return name
 }
 
 // sequenceOK is E1.31's rule (sacn.SequenceOK), kept here so the engine

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -409,4 +410,22 @@ func FuzzParsePatch(f *testing.F) {
 			LookOf(fx, &s)
 		}
 	})
+}
+
+// TestSourceLabels: sources making up names make at most MaxSourceLabels
+// packet series; a source keeps the name it first gave.
+func TestSourceLabels(t *testing.T) {
+	r := newRig(t, groupPatch(), auth.RoleOperator)
+	for i := range 3 * MaxSourceLabels {
+		fr := sacnFrame(1, fmt.Sprint("k", i), 100, 1, slots(1, 0))
+		fr.Name = fmt.Sprint("name ", i)
+		r.e.Data(fr)
+		if i%MaxSources == MaxSources-1 {
+			r.clk.Advance(SourceLossSACN)
+			r.e.check()
+		}
+	}
+	if n := testutil.CollectAndCount(r.e.m.packets); n != MaxSourceLabels+1 {
+		t.Errorf("%d packet series, want %d", n, MaxSourceLabels+1)
+	}
 }

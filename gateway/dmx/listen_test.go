@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
@@ -125,10 +127,15 @@ func TestArtNetListener(t *testing.T) {
 	if rep.ShortName != "holo-gateway" || rep.IP.String() != "127.0.0.1" || len(rep.Ports) != 1 || rep.Ports[0] != 0 {
 		t.Fatalf("%+v", rep)
 	}
+	// A second poll at once is not answered (no amplifier), counted once.
+	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
 	pkt, _ := artnet.AppendDmx(nil, artnet.Dmx{Sequence: 1, PortAddress: 0, Slots: slots(1, 255, 255, 255, 0)[:6]})
 	c.Write(pkt)
 	if got := r.f.next(t); got.Body["colour"] != "#ffff00" {
 		t.Fatalf("%+v", got)
+	}
+	if n := testutil.ToFloat64(r.e.m.polls); n != 1 {
+		t.Errorf("%v poll replies, want 1", n)
 	}
 	c.Write(artnet.AppendSync(nil))
 	waitFor(t, func() bool { return syncSeen(r.e, "artnet") })

@@ -1,6 +1,7 @@
 package dmx
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -41,6 +42,7 @@ type source struct {
 	syncAddr uint16
 	first    time.Time
 	last     time.Time
+	order    uint64 // the engine's packet count at its last packet: who was heard last
 	packets  uint64
 	seq      uint8
 	slots    [Slots]byte
@@ -99,8 +101,10 @@ func (u *universe) merge() (merged, changed bool) {
 	if len(cands) == 0 {
 		return false, false
 	}
-	// Oldest first, so that the latest source's value is written last.
-	slices.SortFunc(cands, func(a, b *source) int { return a.last.Compare(b.last) })
+	// Heard from first to last, so that the latest source's value is
+	// written last (by arrival order: two packets may share a clock
+	// reading).
+	slices.SortFunc(cands, func(a, b *source) int { return cmp.Compare(a.order, b.order) })
 	var out [Slots]byte
 	for _, s := range cands {
 		for i := range s.n {
