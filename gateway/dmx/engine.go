@@ -509,13 +509,3 @@ func (e *Engine) dropPending() {
 		}
 	}
 }
-
-// job is one target's look to send.
-type job struct {
-	key     string
-	fx      Fixture
-	sel     fleet.Selector
-	changes []change
-	look    Look
-	at, in  time.Time
-}

@@ -325,9 +325,10 @@ func TestCoalesce(t *testing.T) {
 	r.f.hold <- struct{}{}
 }
 
-// TestLineShare: single fixtures on one line take no more bytes than
-// the line's DMX share; the rest wait with their newest look, and go as
-// the budget refills. (decide alone, on the fake clock: no sends.)
+// TestLineShare: one DMX send at a time on a line, each charged the
+// line time it took; a line in debt takes none until repaid, while the
+// targets keep only their newest look. (decide and finish alone, on the
+// fake clock: no sends.)
 func TestLineShare(t *testing.T) {
 	var p Patch
 	var boards []fleet.BoardView
@@ -336,9 +337,11 @@ func TestLineShare(t *testing.T) {
 		p.Fixtures = append(p.Fixtures, Fixture{Universe: 1, Address: 1 + 5*i, Profile: ProfileRGB, Board: id})
 		boards = append(boards, fleet.BoardView{ID: id, Line: "line0", Address: i + 1})
 	}
+	p.Fixtures = append(p.Fixtures, Fixture{Universe: 2, Address: 1, Profile: ProfileRGB, Board: "lan1"})
+	boards = append(boards, fleet.BoardView{ID: "lan1", URL: "http://lan1"})
 	clk := clock.NewFake(t0)
-	// A tenth of the line: 1152 B/s, a burst of 115 bytes.
-	e, err := New(Options{Fleet: newFakeFleet(boards...), Patch: &p, Role: auth.RoleOperator, Clock: clk, LineShare: 0.1})
+	// Half the line: a burst of 50 ms of line time.
+	e, err := New(Options{Fleet: newFakeFleet(boards...), Patch: &p, Role: auth.RoleOperator, Clock: clk, LineShare: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,26 +350,46 @@ func TestLineShare(t *testing.T) {
 		copy(data[5*i:], []byte{255, 1, 2, 3, 0})
 	}
 	e.Data(sacnFrame(1, "a", 100, 1, data))
-	cost, err := frameBytes(fleet.Selector{Boards: []string{"a"}}, LookOf(p.Fixtures[0], (*[Slots]byte)(data)).changes(nil)[0].action)
-	if err != nil {
-		t.Fatal(err)
+	e.Data(sacnFrame(2, "a", 100, 1, slots(1, 255, 1, 2, 3, 0)))
+	jobs := e.decide(boards)
+	if len(jobs) != 2 || jobs[0].key != "board a" || jobs[1].key != "board lan1" {
+		t.Fatalf("first decision %v, want one line send and the LAN board", keys(jobs))
 	}
-	cost *= 2 // a call and its reply
-	first := len(e.decide(boards))
-	// At most the burst, plus the one send that may overdraw it.
-	if want := 115/cost + 1; first > want || first == 0 {
-		t.Fatalf("%d sent at once (a change is %d bytes), want 1-%d", first, cost, want)
+	if more := e.decide(boards); len(more) != 0 {
+		t.Fatalf("%v while the line's send is on", keys(more))
 	}
-	sent, elapsed := first, time.Duration(0)
-	for sent < 16 {
-		clk.Advance(10 * time.Millisecond)
-		elapsed += 10 * time.Millisecond
-		sent += len(e.decide(boards))
+	e.finish(jobs[1], true, time.Second) // the LAN is not charged
+	// 30 ms, then 30 ms: 50 ms of burst gone and 10 ms in debt.
+	e.finish(jobs[0], true, 30*time.Millisecond)
+	jobs = e.decide(boards)
+	if len(jobs) != 1 {
+		t.Fatalf("%v", keys(jobs))
 	}
-	// The line's share over the time taken, within one change.
-	if got, limit := float64((sent-first)*cost), 1152*elapsed.Seconds()+float64(cost); got > limit {
-		t.Errorf("%v bytes in %v, over the share (%v)", got, elapsed, limit)
+	e.finish(jobs[0], true, 30*time.Millisecond)
+	if jobs := e.decide(boards); len(jobs) != 0 {
+		t.Fatalf("%v sent in debt", keys(jobs))
 	}
+	clk.Advance(20 * time.Millisecond) // 10 ms of line time repaid at half
+	if jobs := e.decide(boards); len(jobs) != 1 {
+		t.Fatalf("%v after the debt", keys(jobs))
+	}
+	// A newer look for a waiting target replaces its pending one.
+	data[5*15+1] = 9
+	e.Data(sacnFrame(1, "a", 100, 2, data))
+	if n := testutil.ToFloat64(e.m.coalesced.WithLabelValues("board")); n != 1 {
+		t.Errorf("coalesced %v", n)
+	}
+	if n := testutil.ToFloat64(e.m.lineTime.WithLabelValues("line0")); n != 0.06 {
+		t.Errorf("line time %v", n)
+	}
+}
+
+func keys(js []job) []string {
+	var k []string
+	for _, j := range js {
+		k = append(k, j.key)
+	}
+	return k
 }
 
 // TestAccess: role none sends nothing and lists no source; role read

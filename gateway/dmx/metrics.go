@@ -13,6 +13,7 @@ type metrics struct {
 	lost      prometheus.Counter
 	polls     prometheus.Counter
 	latency   prometheus.Histogram
+	lineTime  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,6 +40,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "From a DMX packet in (or the sync packet's moment) to the target's last change sent (a group frame's end on its line).",
 			Buckets: []float64{.001, .0025, .005, .01, .0227, .05, .1, .25, .5, 1}}),
 	}
+	m.lineTime = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_dmx_line_seconds_total",
+		Help: "Time RS485 lines spent on DMX sends (what the line share is charged), by line."}, []string{"line"})
 	for _, r := range []string{"malformed", "unpatched", "sequence", "sources", "denied", "read_only", "unknown_target"} {
 		m.dropped.WithLabelValues(r)
 	}
@@ -46,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.syncs.WithLabelValues(p)
 	}
 	if reg != nil {
-		reg.MustRegister(m.packets, m.merges, m.syncs, m.changes, m.failed, m.coalesced, m.dropped, m.lost, m.polls, m.latency)
+		reg.MustRegister(m.packets, m.merges, m.syncs, m.changes, m.failed, m.coalesced, m.dropped, m.lost, m.polls, m.latency, m.lineTime)
 	}
 	return m
 }

@@ -11,28 +11,44 @@ import (
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
-// The line is slow: a 115200-baud RS485 line moves 11.5 KB/s, a DMX
-// universe arrives 44 times a second. So the engine never queues looks:
-// each target holds at most one look not yet sent (a newer one replaces
-// it, counted as coalesced), a target whose look did not change sends
-// nothing, a group fixture is one group frame per line, and the DMX sends
-// on a line are held to a share of its capacity (a token bucket of bytes
-// per line, LineShare x baud/10 bytes a second, a burst of burstTime's
-// worth). A target whose line has no budget left waits, keeping only its
-// newest look, until the bucket refills.
+// The line is slow: a 115200-baud RS485 line moves 11.5 KB/s, and a
+// change sent to one board costs more than its bytes (the reply, the
+// turnaround, the re-read of the state that changed). A desk sends each
+// universe up to 44 times a second. So the engine never queues looks:
+//
+//   - each target holds at most one look not yet sent; a newer one
+//     replaces it (counted as coalesced);
+//   - a target whose look did not change sends nothing; a group fixture
+//     is one group frame per line;
+//   - DMX sends take at most LineShare of each RS485 line's time, kept by
+//     a token bucket of line time per line that refills at LineShare
+//     seconds a second, with a burst of burstTime's share. A board called
+//     alone on a line costs more than its bytes (the reply, the
+//     turnaround, the re-read of what changed), so such sends go one at a
+//     time per line and each is charged the time it took (measured:
+//     whatever a change costs on that line is what it is charged). A
+//     group frame has no reply and takes the line for its wire time: it
+//     is charged that (its bytes at the line's baud rate) and group
+//     fixtures go out together. A line in debt takes no DMX send until it
+//     is repaid; its targets wait with their newest look, while polls and
+//     events use the line.
+//
+// Targets reached over the LAN only are not held back.
 const burstTime = 100 * time.Millisecond
 
-// bucket is one line's DMX budget in bytes; tokens may go below zero
-// (a send is never split), then the line waits until they are back.
+// bucket is one line's DMX budget in seconds of line time; tokens go
+// below zero after a send longer than what is left (a send is never
+// split), then the line waits until they are back.
 type bucket struct {
-	rate   float64 // bytes per second
+	rate   float64 // seconds of line time a second: the share
 	burst  float64
 	tokens float64
 	at     time.Time
+	busy   bool // a DMX send is on the line
 }
 
 func (b *bucket) fill(now time.Time) {
-	if !b.at.IsZero() {
+	if !b.at.IsZero() && now.After(b.at) {
 		b.tokens = min(b.burst, b.tokens+now.Sub(b.at).Seconds()*b.rate)
 	}
 	b.at = now
@@ -49,25 +65,20 @@ func (b *bucket) wait() time.Duration {
 func (e *Engine) bucket(line string, now time.Time) *bucket {
 	b := e.buckets[line]
 	if b == nil {
-		rate := e.o.LineShare * float64(e.o.LineBaud) / 10
-		b = &bucket{rate: rate, burst: max(64, rate*burstTime.Seconds()), tokens: max(64, rate*burstTime.Seconds()), at: now}
+		burst := e.o.LineShare * burstTime.Seconds()
+		b = &bucket{rate: e.o.LineShare, burst: burst, tokens: burst, at: now}
 		e.buckets[line] = b
 	}
 	b.fill(now)
 	return b
 }
 
-// route is where a fixture's target is: its selector and, per line it
-// is on, the bytes one change costs there.
-func route(f Fixture, boards []fleet.BoardView) (sel fleet.Selector, lines map[string]int, ok bool) {
-	lines = map[string]int{}
-	onLine := func(v fleet.BoardView, perBoard bool) {
-		if v.Address > 0 && v.Line != "" {
-			if perBoard {
-				lines[v.Line] += 2 // a call and its reply
-			} else {
-				lines[v.Line] = 1 // one group frame
-			}
+// route is where a fixture's target is: its selector and the lines it
+// is on.
+func route(f Fixture, boards []fleet.BoardView) (sel fleet.Selector, lines []string, ok bool) {
+	onLine := func(v fleet.BoardView) {
+		if v.Address > 0 && v.Line != "" && !slices.Contains(lines, v.Line) {
+			lines = append(lines, v.Line)
 		}
 	}
 	switch {
@@ -75,21 +86,21 @@ func route(f Fixture, boards []fleet.BoardView) (sel fleet.Selector, lines map[s
 		sel = fleet.Selector{Groups: []int{f.Group}}
 		for _, v := range boards {
 			if slices.Contains(v.Groups, f.Group) {
-				onLine(v, false)
+				onLine(v)
 			}
 		}
 	case f.Board != "":
 		sel = fleet.Selector{Boards: []string{f.Board}}
 		for _, v := range boards {
 			if v.ID == f.Board {
-				onLine(v, true)
+				onLine(v)
 			}
 		}
 	case f.Line != "":
 		for _, v := range boards {
 			if v.Line == f.Line && v.Address == f.LineAddress {
 				sel = fleet.Selector{Boards: []string{v.ID}}
-				onLine(v, true)
+				onLine(v)
 			}
 		}
 		if len(sel.Boards) == 0 {
@@ -100,31 +111,45 @@ func route(f Fixture, boards []fleet.BoardView) (sel fleet.Selector, lines map[s
 		sel = fleet.Selector{Labels: map[string]string{k: v}}
 		for _, b := range boards {
 			if b.Labels[k] == v {
-				onLine(b, true)
+				onLine(b)
 			}
 		}
 	}
+	slices.Sort(lines)
 	return sel, lines, true
 }
 
-// frameBytes is what one change weighs on a line: its native frame, or
-// its JSON body and a header when it has none.
-func frameBytes(sel fleet.Selector, a fleet.Action) (int, error) {
+// wireTime is what a group action takes on a line: its native frame's
+// bytes (its JSON line's when it has none) at baud, 10 bits a byte.
+func wireTime(sel fleet.Selector, a fleet.Action, baud int) time.Duration {
 	p, err := fleet.Prepare(sel, a, time.Time{})
 	if err != nil {
-		return 0, err
+		return 0
 	}
+	n := len(p.Body.Request().Body) + 32
 	if req, ok := p.Body.Native(); ok {
 		if b, err := frame.AppendRequest(nil, frame.GroupAddress(1), 0, req); err == nil {
-			return len(b), nil
+			n = len(b)
 		}
 	}
-	return len(p.Body.Request().Body) + 24, nil
+	return time.Duration(n) * 10 * time.Second / time.Duration(baud)
+}
+
+// job is one target's look to send.
+type job struct {
+	key     string
+	fx      Fixture
+	sel     fleet.Selector
+	lines   []string
+	changes []change
+	look    Look
+	at, in  time.Time
 }
 
 // decide takes the targets whose look may go now (e.mu taken here): not
-// busy, a look pending, budget on every line they are on. It charges
-// the lines and marks the targets busy; the sending is the caller's.
+// busy, a look pending, and every line they are on free of DMX sends and
+// not in debt. It marks the targets and their lines busy; the sending
+// is the caller's (send, then finish).
 func (e *Engine) decide(boards []fleet.BoardView) []job {
 	now := e.clk.Now()
 	e.mu.Lock()
@@ -152,9 +177,15 @@ func (e *Engine) decide(boards []fleet.BoardView) []job {
 			t.pending = nil
 			continue
 		}
-		wait := time.Duration(0)
-		for _, l := range slices.Sorted(maps.Keys(lines)) {
-			wait = max(wait, e.bucket(l, now).wait())
+		group := t.fx.Group != 0
+		free, wait := true, time.Duration(0)
+		for _, l := range lines {
+			b := e.bucket(l, now)
+			free = free && (group || !b.busy)
+			wait = max(wait, b.wait())
+		}
+		if !free {
+			continue // the line's send in flight wakes us when done
 		}
 		if wait > 0 {
 			if again == 0 || wait < again {
@@ -162,22 +193,25 @@ func (e *Engine) decide(boards []fleet.BoardView) []job {
 			}
 			continue
 		}
-		cost := 0
-		for _, c := range cs {
-			n, err := frameBytes(sel, c.action)
-			if err != nil {
-				e.log.Error("dmx: a look makes a bad action", "target", k, "err", err)
-				n = 0
+		if group {
+			var wire time.Duration
+			for _, c := range cs {
+				wire += wireTime(sel, c.action, e.o.LineBaud)
 			}
-			cost += n
+			for _, l := range lines {
+				e.bucket(l, now).tokens -= wire.Seconds()
+				e.m.lineTime.WithLabelValues(l).Add(wire.Seconds())
+			}
+		} else {
+			for _, l := range lines {
+				e.bucket(l, now).busy = true
+			}
 		}
-		for l, per := range lines {
-			e.bucket(l, now).tokens -= float64(cost * per)
-		}
-		jobs = append(jobs, job{key: k, fx: t.fx, sel: sel, changes: cs, look: *t.pending, at: t.at, in: t.in})
+		j := job{key: k, fx: t.fx, sel: sel, lines: lines, changes: cs, look: *t.pending, at: t.at, in: t.in}
 		if t.release {
-			jobs[len(jobs)-1].look = Look{}
+			j.look = Look{}
 		}
+		jobs = append(jobs, j)
 		t.busy, t.pending = true, nil
 	}
 	if again > 0 {
@@ -189,11 +223,12 @@ func (e *Engine) decide(boards []fleet.BoardView) []job {
 	return jobs
 }
 
-// send sends one target's changes, in order, through the fleet; every
-// action goes through Fleet.Do, which prepares it (fleet.Prepare).
+// send sends one target's changes, in order, through the fleet (Fleet.Do
+// prepares each with fleet.Prepare), then finishes the job.
 func (e *Engine) send(ctx context.Context, j job) {
 	ok := true
 	var last time.Time
+	start := e.clk.Now()
 	for _, c := range j.changes {
 		a := c.action
 		a.At = j.at
@@ -225,16 +260,37 @@ func (e *Engine) send(ctx context.Context, j job) {
 			}
 		}
 	}
+	end := e.clk.Now()
 	if last.IsZero() || j.at.IsZero() {
-		last = e.clk.Now() // a change now is made when Do returns
+		last = end // a change now is made when Do returns
 	}
 	e.m.latency.Observe(last.Sub(j.in).Seconds())
+	// A timed send holds the line from its start only up to the moment's
+	// wire time; the wait before the moment is not the line's work.
+	if !j.at.IsZero() && j.at.After(start) {
+		start = j.at
+	}
+	e.finish(j, ok, max(0, end.Sub(start)))
+}
+
+// finish records a job's outcome: the target's state, and the line time
+// it took charged to its lines.
+func (e *Engine) finish(j job, ok bool, took time.Duration) {
+	now := e.clk.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if j.fx.Group == 0 { // a group's wire time was charged when it went
+		for _, l := range j.lines {
+			b := e.bucket(l, now)
+			b.busy = false
+			b.tokens -= took.Seconds()
+			e.m.lineTime.WithLabelValues(l).Add(took.Seconds())
+		}
+	}
 	if t := e.targets[j.key]; t != nil {
 		t.busy = false
 		switch {
-		case ok && j.changes[0].action.Kind == fleet.ActionSceneEnd && len(j.changes) == 1:
+		case ok && len(j.changes) == 1 && j.changes[0].action.Kind == fleet.ActionSceneEnd:
 			t.sent = nil // released: the next look goes out whole
 		case ok:
 			l := j.look
