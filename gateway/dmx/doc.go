@@ -22,7 +22,8 @@
 // one group frame per line. Looks released by a sync packet carry the same
 // moment (the sync's arrival plus SyncLead), so the fleet fires them as
 // one timed fire across lines and the LAN. The DMX traffic on an RS485
-// line is held to a share of the line (a token bucket of bytes), so the
+// line is held to a share of the line's time (a token bucket of line
+// time, charged what each send took), so the
 // gateway's polling and the boards' events go on.
 //
 // Loss: a source silent for 2.5 s (sACN) or 4 s (Art-Net) is dropped; a
