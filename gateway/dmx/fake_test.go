@@ -3,7 +3,6 @@ package dmx
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +25,6 @@ type fakeFleet struct {
 	boards []fleet.BoardView
 	calls  chan call
 	hold   chan struct{}
-	mu     sync.Mutex
 }
 
 func newFakeFleet(boards ...fleet.BoardView) *fakeFleet {

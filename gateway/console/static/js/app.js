@@ -13,6 +13,7 @@ import * as firmwareView from './views/firmware.js';
 import * as rolloutView from './views/rollout.js';
 import * as eventsView from './views/events.js';
 import * as tokensView from './views/tokens.js';
+import * as dmxView from './views/dmx.js';
 import * as signinView from './views/signin.js';
 
 const api = new Api();
@@ -26,6 +27,7 @@ const PAGES = [
   { name: 'firmware', title: 'Firmware', re: /^#\/firmware$/, view: firmwareView },
   { name: 'rollout', re: /^#\/rollout\/([^/]+)$/, view: rolloutView, nav: 'firmware' },
   { name: 'events', title: 'Events', re: /^#\/events$/, view: eventsView },
+  { name: 'dmx', title: 'DMX', re: /^#\/dmx$/, view: dmxView },
   { name: 'tokens', title: 'Tokens', re: /^#\/tokens$/, view: tokensView, need: 'tokens' },
   { name: 'signin', re: /^#\/signin$/, view: signinView },
 ];
