@@ -89,6 +89,7 @@ type Engine struct {
 	labels   map[string]bool // source names used as metric labels
 	packetN  uint64          // packets taken, to order sources by arrival
 	retry    clock.Timer
+	onPatch  []func()
 }
 
 // latch is a merged look waiting for its sync packet.
@@ -172,9 +173,22 @@ func (e *Engine) SetPatch(p *Patch) error {
 		return err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.setPatch(p)
+	fns := slices.Clone(e.onPatch)
+	e.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 	return nil
+}
+
+// OnPatch adds fn to what runs after the patch changed (the sACN
+// listener joins the groups of new universes; the Art-Net poll reply
+// lists them).
+func (e *Engine) OnPatch(fn func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onPatch = append(e.onPatch, fn)
 }
 
 // Universes are the patched universes (the sACN listener joins their

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,7 +31,8 @@ type Listener struct {
 	// poll's size: never an amplifier).
 	mu    sync.Mutex
 	polls map[netip.Addr]time.Time
-	// Joined lists the multicast groups joined (sACN).
+	// Joined lists the multicast groups joined (sACN; read it before
+	// Run, or under a patch change's lock).
 	Joined []string
 }
 
@@ -49,16 +51,25 @@ func ListenSACN(addr string, e *Engine, log *slog.Logger) (*Listener, error) {
 	host, _, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		l.join()
+		e.OnPatch(l.join)
 	}
 	return l, nil
 }
 
+// join joins the multicast groups of the patched universes not joined
+// yet, on every multicast interface that is up.
 func (l *Listener) join() {
 	pc := ipv4.NewPacketConn(l.conn)
 	ifs, _ := net.Interfaces()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, u := range l.e.Universes() {
 		g := sacn.MulticastAddr(uint16(u))
 		for _, ifi := range ifs {
+			key := fmt.Sprintf("%s@%s", g, ifi.Name)
+			if slices.Contains(l.Joined, key) {
+				continue
+			}
 			if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagMulticast == 0 {
 				continue
 			}
@@ -66,7 +77,7 @@ func (l *Listener) join() {
 				l.log.Debug("dmx: sacn: join", "group", g, "iface", ifi.Name, "err", err)
 				continue
 			}
-			l.Joined = append(l.Joined, fmt.Sprintf("%s@%s", g, ifi.Name))
+			l.Joined = append(l.Joined, key)
 		}
 	}
 }
@@ -84,12 +95,22 @@ func ListenArtNet(addr string, e *Engine, reply artnet.PollReply, log *slog.Logg
 			reply.IP = ap.Addr().Unmap()
 		}
 	}
-	if len(reply.Ports) == 0 {
+	ports := func() []uint16 {
+		var ps []uint16
 		for _, u := range e.Universes() {
-			if u-1 <= artnet.MaxPortAddress && len(reply.Ports) < 4 {
-				reply.Ports = append(reply.Ports, uint16(u-1))
+			if u-1 <= artnet.MaxPortAddress && len(ps) < 4 {
+				ps = append(ps, uint16(u-1))
 			}
 		}
+		return ps
+	}
+	if len(reply.Ports) == 0 {
+		reply.Ports = ports()
+		e.OnPatch(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.reply.Ports = ports()
+		})
 	}
 	l.reply = reply
 	return l, nil
@@ -204,7 +225,10 @@ func (l *Listener) answerPoll(to netip.AddrPort) {
 		return
 	}
 	l.e.m.polls.Inc()
-	if _, err := l.conn.WriteToUDPAddrPort(artnet.AppendPollReply(nil, l.reply), to); err != nil {
+	l.mu.Lock()
+	reply := artnet.AppendPollReply(nil, l.reply)
+	l.mu.Unlock()
+	if _, err := l.conn.WriteToUDPAddrPort(reply, to); err != nil {
 		l.log.Debug("dmx: artnet: poll reply", "to", to, "err", err)
 	}
 }

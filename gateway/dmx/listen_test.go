@@ -146,4 +146,17 @@ func TestArtNetListener(t *testing.T) {
 	if got := r.f.next(t); got.Body["colour"] != "#00ffff" || got.At.IsZero() {
 		t.Fatalf("%+v", got)
 	}
+	// A new patch: the next poll reply lists its universes.
+	if err := r.e.SetPatch(&Patch{Fixtures: []Fixture{{Universe: 5, Address: 1, Profile: ProfileRGB, Group: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Advance(MinPollInterval)
+	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
+	n, err = c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := artnet.DecodePollReply(buf[:n]); err != nil || len(rep.Ports) != 1 || rep.Ports[0] != 4 {
+		t.Fatalf("%+v %v", rep, err)
+	}
 }
