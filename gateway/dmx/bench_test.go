@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,7 +204,7 @@ const benchLooks = 60
 // ms) driving 4 group fixtures on each of two 115200-baud lines of 16
 // boards (8 group frames per look), and 16 LAN boards as single
 // fixtures. The look changes every 4th frame (the desk refreshes the
-// same look in between); each board's change is when its LED strip
+// same look every frame); each board's change is when its LED strip
 // latched the new colour. Over benchLooks changes it reports the p99 from
 // the packet in to the last board's change, for the group fixtures' boards
 // and the LAN boards, in µs and against one DMX frame
@@ -224,18 +225,35 @@ func BenchmarkDMXToChange(b *testing.B) {
 		return p
 	}})
 	p := r.e.Patch()
+	// The desk: universe 1 every frame, whatever look is current.
+	var mu sync.Mutex
+	cur := look(p, 0)
+	stop := make(chan struct{})
+	deskDone := make(chan struct{})
+	go func() {
+		defer close(deskDone)
+		tick := time.NewTicker(dmxFrame)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			r.send(b, cur, 0)
+			mu.Unlock()
+		}
+	}()
+	defer func() { close(stop); <-deskDone }()
 	b.ResetTimer()
 	for range b.N {
 		var groups, lans []time.Duration
-		tick := time.NewTicker(dmxFrame)
-		for i := range benchLooks {
-			s := look(p, i)
-			start := r.send(b, s, 0)
-			for range 3 {
-				<-tick.C
-				r.send(b, s, 0)
-			}
-			<-tick.C
+		for i := 1; i <= benchLooks; i++ {
+			mu.Lock()
+			cur = look(p, i)
+			start := r.send(b, cur, 0)
+			mu.Unlock()
 			var lastG, lastL time.Time
 			for _, bb := range r.boards {
 				w, ok := bb.strip.Await(start, isLook(i), 10*time.Second)
@@ -249,8 +267,8 @@ func BenchmarkDMXToChange(b *testing.B) {
 				}
 			}
 			groups, lans = append(groups, lastG.Sub(start)), append(lans, lastL.Sub(start))
+			time.Sleep(time.Until(start.Add(4 * dmxFrame))) // a look every 4th frame at most
 		}
-		tick.Stop()
 		b.ReportMetric(float64(quantile(groups, .99).Microseconds()), "group-p99-µs")
 		b.ReportMetric(float64(quantile(lans, .99).Microseconds()), "lan-p99-µs")
 		b.ReportMetric(float64(quantile(groups, .99))/float64(dmxFrame), "group-p99-vs-frame-ratio")

@@ -108,6 +108,9 @@ type target struct {
 	in      time.Time
 	release bool
 	busy    bool
+	// retryAt holds a look whose send failed (a board not reached) until
+	// then: it is tried again, unless a newer look comes first.
+	retryAt time.Time
 }
 
 // New makes an engine for the patch.

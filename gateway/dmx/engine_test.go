@@ -452,3 +452,26 @@ func TestSourceLabels(t *testing.T) {
 		t.Errorf("%d packet series, want %d", n, MaxSourceLabels+1)
 	}
 }
+
+// TestRetryNotReached: a look that did not reach its target is sent
+// again after RetryAfter, without a new packet.
+func TestRetryNotReached(t *testing.T) {
+	r := newRig(t, groupPatch(), auth.RoleOperator)
+	r.f.fail.Store(1)
+	r.e.Data(sacnFrame(1, "a", 100, 1, slots(1, 255, 255, 0, 0)))
+	if c := r.f.next(t); c.Body["colour"] != "#ff0000" {
+		t.Fatalf("%+v", c)
+	}
+	waitFor(t, func() bool {
+		r.e.mu.Lock()
+		defer r.e.mu.Unlock()
+		return !r.e.targets["group 1"].retryAt.IsZero()
+	})
+	r.clk.Advance(RetryAfter)
+	if c := r.f.next(t); c.Body["colour"] != "#ff0000" {
+		t.Fatalf("retry: %+v", c)
+	}
+	if n := testutil.ToFloat64(r.e.m.failed.WithLabelValues("group")); n != 1 {
+		t.Errorf("failed %v", n)
+	}
+}

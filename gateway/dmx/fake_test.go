@@ -3,6 +3,8 @@ package dmx
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,9 @@ type fakeFleet struct {
 	boards []fleet.BoardView
 	calls  chan call
 	hold   chan struct{}
+	// fail is how many Do calls to fail (not reached) before the rest
+	// succeed.
+	fail atomic.Int32
 }
 
 func newFakeFleet(boards ...fleet.BoardView) *fakeFleet {
@@ -42,6 +47,9 @@ func (f *fakeFleet) Do(ctx context.Context, sel fleet.Selector, a fleet.Action) 
 		_ = json.Unmarshal(a.Body, &c.Body)
 	}
 	f.calls <- c
+	if f.fail.Add(-1) >= 0 {
+		return nil, errors.New("fake: not reached")
+	}
 	if f.hold != nil {
 		select {
 		case <-f.hold:

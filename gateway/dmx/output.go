@@ -36,6 +36,10 @@ import (
 // Targets reached over the LAN only are not held back.
 const burstTime = 100 * time.Millisecond
 
+// RetryAfter is how long a look whose send did not reach its target waits
+// before it is sent again (a newer look replaces it meanwhile).
+const RetryAfter = 250 * time.Millisecond
+
 // bucket is one line's DMX budget in seconds of line time; tokens go
 // below zero after a send longer than what is left (a send is never
 // split), then the line waits until they are back.
@@ -160,6 +164,9 @@ func (e *Engine) decide(boards []fleet.BoardView) []job {
 		t := e.targets[k]
 		if t.busy || t.pending == nil {
 			continue
+		}
+		if now.Before(t.retryAt) {
+			continue // the check tick wakes us after it
 		}
 		sel, lines, ok := route(t.fx, boards)
 		if !ok {
@@ -296,7 +303,15 @@ func (e *Engine) finish(j job, ok bool, took time.Duration) {
 			l := j.look
 			t.sent = &l
 		default:
+			// Not reached: everything is sent again, and this look is
+			// tried again after RetryAfter unless a newer one came.
 			t.sent = nil
+			if t.pending == nil {
+				l := j.look
+				t.pending, t.release = &l, len(j.changes) == 1 && j.changes[0].action.Kind == fleet.ActionSceneEnd
+				t.at, t.in = time.Time{}, j.in
+				t.retryAt = now.Add(RetryAfter)
+			}
 		}
 	}
 	e.signal()
