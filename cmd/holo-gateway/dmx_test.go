@@ -67,6 +67,8 @@ func TestDMXDemo(t *testing.T) {
 	}
 	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "1", "--mqtt", noBroker)
+	// The banner is written line by line: wait for its end.
+	waitFor(t, "the whole banner", 20*time.Second, func() bool { return strings.Contains(out.String(), "Ctrl-C stops.") })
 	ms, ma := sacnLine.FindStringSubmatch(out.String()), artnetLine.FindStringSubmatch(out.String())
 	if ms == nil || ma == nil || !strings.Contains(out.String(), "universe 1 address 1-11 holo -> group 1") ||
 		!strings.Contains(out.String(), "universe 2 address 12-22 holo -> line demo address 2") {
