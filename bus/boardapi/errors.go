@@ -76,6 +76,9 @@ var (
 	ErrSlotTaken     = &Error{http.StatusConflict, "slot_taken", "another scene holds this slot"}
 	ErrNotReady      = &Error{http.StatusConflict, "not_ready", "holo cannot move"}
 	ErrPinInUse      = &Error{http.StatusConflict, "pin_in_use", "pin is used for something else"}
+	// ErrBaseMismatch: a delta upload (PUT /ota/image?base=...) names a
+	// base image the board does not run (extension ota-delta).
+	ErrBaseMismatch = &Error{http.StatusConflict, "base_mismatch", "the board does not run the delta's base image"}
 
 	ErrLengthRequired = &Error{http.StatusLengthRequired, "length_required", "Content-Length is required"}
 	ErrTooLarge       = &Error{http.StatusRequestEntityTooLarge, "too_large", "too large"}

@@ -32,3 +32,22 @@ func ExampleWrap() {
 	// internal
 	// 507
 }
+
+// ExampleLEDPatch_Check: the gateway checks an LED change with the rule
+// the board applies, so what it accepts is what a board accepts, with the
+// board's own code and message.
+func ExampleLEDPatch_Check() {
+	var p boardapi.LEDPatch
+	if err := boardapi.DecodeBytes([]byte(`{"mode":"solid","colour":"Warm White","brightness":0}`), &p, false); err != nil {
+		panic(err)
+	}
+	err := p.Check()
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, boardapi.ErrBrightness), errors.Is(err, boardapi.ErrBadRequest))
+	c, _ := boardapi.ParseColour(*p.Colour)
+	fmt.Println(boardapi.FormatColour(c))
+	// Output:
+	// brightness 0: want a percent from 1 to 100 (use mode off to turn the strip dark)
+	// true true
+	// #ffb46b
+}

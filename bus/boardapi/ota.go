@@ -116,6 +116,10 @@ type OTASlot struct {
 	// Signers are the keys whose signature blocks verify over the slot's
 	// image, trusted or not; given for the running and the staged image.
 	Signers []string `json:"signers,omitempty" doc:"hex key digests whose signature blocks verify over the image (running and staged image only)"`
+	// SHA256 is the SHA-256 of the whole running image (signature sector
+	// included), on the running slot of a board with the ota-delta
+	// extension: the base a delta for this board must name.
+	SHA256 string `json:"sha256,omitempty" doc:"hex SHA-256 of the whole running image (running slot, extension ota-delta): the base a delta upload names"`
 }
 
 // PullInfo is the pull object of GET /ota.

@@ -8,6 +8,8 @@
 package clock
 
 import (
+	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -66,11 +68,28 @@ func (r realTicker) Reset(d time.Duration) { r.t.Reset(d) }
 // Fake is a manual clock for tests. Time only moves when Advance or Set is
 // called; timers, tickers and AfterFunc callbacks due by then fire in order
 // of their deadlines. Channels are buffered by one, as time's are.
+//
+// A test never sleeps to let the code under test react; it waits for a
+// condition the fake clock can see:
+//
+//   - [Fake.BlockUntil] (or [Fake.WaitForWaiters]): until a goroutine has
+//     armed its timer or ticker, i.e. it is waiting for time to pass and
+//     has done everything it does before that. Call it before Advance, so
+//     the timer exists when time moves, and after Advance to know a
+//     goroutine woken by a timer's channel has finished its work and is
+//     waiting again.
+//   - [Fake.WaitCallbacks] (or [Fake.AdvanceWait]): until every AfterFunc
+//     callback that Advance or Set started has returned, so the test can
+//     assert what they did, or that they did nothing.
 type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []*fakeWaiter
 	changed chan struct{}
+	// running counts AfterFunc callbacks started and not returned; idle
+	// is closed when it drops to zero.
+	running int
+	idle    chan struct{}
 }
 
 // NewFake returns a fake clock set to t.
@@ -169,6 +188,58 @@ func (f *Fake) WaitForWaiters(n int, timeout time.Duration) bool {
 	}
 }
 
+// BlockUntil waits until exactly n timers and tickers are pending
+// (armed, not fired or stopped), or until ctx ends (it then returns
+// ctx.Err()). Exactly, not at least: after an Advance that fired a timer
+// whose goroutine arms the next one, the count drops and comes back, and
+// BlockUntil(n) returns once the goroutine has re-armed, that is once it
+// has done its work for the tick.
+func (f *Fake) BlockUntil(ctx context.Context, n int) error {
+	for {
+		f.mu.Lock()
+		cnt := f.pending()
+		ch := f.changed
+		f.mu.Unlock()
+		if cnt == n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("clock: %d timers pending, waited for %d: %w", cnt, n, ctx.Err())
+		}
+	}
+}
+
+// WaitCallbacks waits until every AfterFunc callback that Advance or Set
+// started has returned, including callbacks started meanwhile, or until
+// ctx ends (it then returns ctx.Err()). With none running it returns at
+// once.
+func (f *Fake) WaitCallbacks(ctx context.Context) error {
+	for {
+		f.mu.Lock()
+		if f.running == 0 {
+			f.mu.Unlock()
+			return nil
+		}
+		idle := f.idle
+		n := f.running
+		f.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("clock: %d AfterFunc callbacks still running: %w", n, ctx.Err())
+		}
+	}
+}
+
+// AdvanceWait is Advance followed by WaitCallbacks: when it returns, the
+// AfterFunc callbacks that fell due have run to their end.
+func (f *Fake) AdvanceWait(ctx context.Context, d time.Duration) error {
+	f.Advance(d)
+	return f.WaitCallbacks(ctx)
+}
+
 // Advance moves the fake time forward by d, firing what falls due.
 func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
 
@@ -201,9 +272,18 @@ func (f *Fake) Set(t time.Time) {
 		} else {
 			w.active = false
 		}
+		if w.fn != nil {
+			if f.running == 0 {
+				f.idle = make(chan struct{})
+			}
+			f.running++
+		}
+		// Waiters changed (one fired): BlockUntil looks again.
+		close(f.changed)
+		f.changed = make(chan struct{})
 		f.mu.Unlock()
 		if w.fn != nil {
-			go w.fn()
+			go f.call(w.fn)
 		} else {
 			select {
 			case w.ch <- now:
@@ -211,6 +291,30 @@ func (f *Fake) Set(t time.Time) {
 			}
 		}
 	}
+}
+
+// call runs an AfterFunc callback and counts it out for WaitCallbacks.
+func (f *Fake) call(fn func()) {
+	defer func() {
+		f.mu.Lock()
+		f.running--
+		if f.running == 0 {
+			close(f.idle)
+		}
+		f.mu.Unlock()
+	}()
+	fn()
+}
+
+// pending counts the armed waiters; f.mu is held.
+func (f *Fake) pending() int {
+	n := 0
+	for _, w := range f.waiters {
+		if w.active {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *Fake) prune() {
@@ -229,10 +333,15 @@ func (f *Fake) prune() {
 func (w *fakeWaiter) C() <-chan time.Time { return w.ch }
 
 func (w *fakeWaiter) Stop() bool {
-	w.clock.mu.Lock()
-	defer w.clock.mu.Unlock()
+	f := w.clock
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	was := w.active
 	w.active = false
+	if was {
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
 	return was
 }
 

@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,4 +64,85 @@ func TestWaitForWaiters(t *testing.T) {
 		t.Fatal("timer never armed")
 	}
 	f.Advance(time.Minute)
+}
+
+// TestBlockUntil: a goroutine that records each tick and then arms its
+// next timer; after each Advance, BlockUntil(1) returns once it has
+// re-armed, so what it recorded is settled without a sleep.
+func TestBlockUntil(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ticks atomic.Int32
+	go func() {
+		for {
+			<-f.NewTimer(time.Second).C()
+			ticks.Add(1)
+		}
+	}()
+	for i := int32(1); i <= 5; i++ {
+		if err := f.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		f.Advance(time.Second)
+		if err := f.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := ticks.Load(); got != i {
+			t.Fatalf("after %d advances: %d ticks", i, got)
+		}
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancelShort()
+	if err := f.BlockUntil(short, 2); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("BlockUntil(2) with one timer: %v", err)
+	}
+}
+
+// TestBlockUntilStop: stopping a timer counts as a change.
+func TestBlockUntilStop(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	tm := f.NewTimer(time.Minute)
+	done := make(chan error, 1)
+	go func() { done <- f.BlockUntil(context.Background(), 0) }()
+	tm.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWaitCallbacks: WaitCallbacks returns once every AfterFunc callback
+// Advance started has returned, and not before.
+func TestWaitCallbacks(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	ctx := context.Background()
+	if err := f.WaitCallbacks(ctx); err != nil {
+		t.Fatalf("nothing running: %v", err)
+	}
+	release := make(chan struct{})
+	var done atomic.Int32
+	f.AfterFunc(time.Second, func() { <-release; done.Add(1) })
+	f.AfterFunc(2*time.Second, func() { done.Add(1) })
+	f.AfterFunc(time.Hour, func() { done.Add(1) })
+	f.Advance(2 * time.Second)
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := f.WaitCallbacks(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a callback still blocked, WaitCallbacks: %v", err)
+	}
+	close(release)
+	if err := f.WaitCallbacks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := done.Load(); got != 2 {
+		t.Fatalf("%d callbacks done, want 2", got)
+	}
+	// AdvanceWait: the callback has run when it returns; one not due has not.
+	f.AfterFunc(time.Minute, func() { done.Add(10) })
+	if err := f.AdvanceWait(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := done.Load(); got != 12 {
+		t.Fatalf("after AdvanceWait: %d, want 12", got)
+	}
 }

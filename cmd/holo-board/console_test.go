@@ -46,6 +46,7 @@ func startConsoleBoard(t *testing.T, extra ...string) *conProc {
 	t.Helper()
 	args := append([]string{"--data", t.TempDir(), "--http", "127.0.0.1:0", "--console", "pty"}, extra...)
 	cmd := exec.Command(boardtest.Binary(t), args...)
+	cmd.Env = boardtest.Env()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

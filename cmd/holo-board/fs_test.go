@@ -290,11 +290,18 @@ func TestUploadKilledMidway(t *testing.T) {
 		t.Errorf("old file after restart: %d %q", d.Status, d.Body)
 	}
 
-	// A cut-off upload on a running board also leaves the old file.
+	// A cut-off upload on a running board also leaves the old file. The
+	// cut comes once the board runs the upload (it holds the lock of
+	// long operations): cut before, the board could take the request's
+	// head only after the test had seen it idle, and start the upload
+	// then (seen on a loaded machine).
 	pw, done = slowUpload(t, b, "/clip.bin", 1<<20)
 	if _, err := pw.Write(make([]byte, 1000)); err != nil {
 		t.Fatal(err)
 	}
+	boardtest.WaitFor(t, 30*time.Second, "the upload to run", func() bool {
+		return b.Do("GET", "/fs/file?path=/other", nil).Status == 409
+	})
 	pw.CloseWithError(io.ErrUnexpectedEOF)
 	if err := <-done; err == nil {
 		t.Fatal("cut-off upload succeeded")

@@ -41,7 +41,9 @@ func TestHALLinuxRefusesBadHardware(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--data", t.TempDir(), "--http", "127.0.0.1:0"}, tc.args...)
-			out, err := exec.Command(bin, args...).CombinedOutput()
+			cmd := exec.Command(bin, args...)
+			cmd.Env = boardtest.Env()
+			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("holo-board started:\n%s", out)
 			}

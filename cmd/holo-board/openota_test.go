@@ -37,7 +37,9 @@ func TestHALLinuxNeedsKeysOrOpenOTA(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--data", t.TempDir(), "--http", "127.0.0.1:0", "--hal", "linux", "--hardware", desc}, tc.args...)
-			out, err := exec.Command(bin, args...).CombinedOutput()
+			cmd := exec.Command(bin, args...)
+			cmd.Env = boardtest.Env()
+			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("holo-board started:\n%s", out)
 			}

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/ota"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 var (

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // withSV is img with secure version sv, before signing.

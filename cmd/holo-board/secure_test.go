@@ -24,10 +24,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // testKey is a signing key with its public key written to a PEM file,
@@ -513,6 +513,7 @@ func TestBuiltinKeys(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := exec.Command(bin, "--data", dir, "--http", "127.0.0.1:0")
+	p.Env = boardtest.Env()
 	out, err := p.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -558,6 +559,7 @@ func TestEFuseWritePowerCuts(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // the hook fires at the first start, or never
 			defer cancel()
 			cmd := exec.CommandContext(ctx, boardtest.Binary(t), append([]string{"--data", dir, "--http", "127.0.0.1:0", "--fault-efuse-cut", step}, keyArgs(a, b)...)...)
+			cmd.Env = boardtest.Env()
 			out, _ := cmd.CombinedOutput()
 			if cmd.ProcessState.ExitCode() != 137 || !strings.Contains(string(out), "fault hook") {
 				t.Fatalf("exit %d: %s", cmd.ProcessState.ExitCode(), out)

@@ -12,7 +12,11 @@ import (
 	"github.com/holofleet/holofleet/gateway/audit"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cluster"
+	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt"
+	"github.com/holofleet/holofleet/gateway/rollout"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -36,13 +40,23 @@ type env struct {
 	// apiExtra collects HTTP handlers components serve on the API's
 	// listener, by path prefix (for example the firmware artifacts).
 	apiExtra map[string]http.Handler
+	// apiDocs describe apiExtra's routes in /v1/openapi.json.
+	apiDocs [][]byte
 	// artifacts and rollouts serve the API's firmware calls (set by the
 	// rollouts component; nil leaves them unimplemented).
 	artifacts api.Artifacts
-	rollouts  api.Rollouts
+	rollouts  rollout.Service
 	// cluster is this gateway's member of a cluster of gateways (set by
 	// newCluster with --cluster; nil when it runs alone).
 	cluster *cluster.Cluster
+	// cues is the cue engine (set by newCues, before MQTT and OSC).
+	cues *cue.Engine
+	// installation serves the API's InstallationService (set by
+	// newInstallation).
+	installation fleetv1.InstallationServiceServer
+	// installStates gives the MQTT bridge each board's installation state
+	// (set by newInstallation).
+	installStates mqtt.InstallationStates
 }
 
 // handle serves h under prefix on the API listener.
@@ -73,6 +87,8 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMDNS,
 	newMetrics,
 	newRollouts,
+	newCues,
+	newInstallation,
 	newMQTT,
 	newConsole,
 	newOSC,

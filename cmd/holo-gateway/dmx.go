@@ -12,9 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/gateway/auth"
-	"github.com/holofleet/holofleet/gateway/demo"
 	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 )
@@ -93,7 +92,7 @@ func newDMX(_ context.Context, e *env) (component, error) {
 	patch, err := dmx.ReadPatchFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && e.demo:
-		patch = dmx.DemoPatch(e.opts.demoG, e.opts.demoBoards, demo.LineName)
+		patch = demoDMXPatch(e.opts)
 	case errors.Is(err, fs.ErrNotExist):
 		patch = &dmx.Patch{}
 	case err != nil:

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 )
 
 // DemoKeyFile is the public half of the development signing key `make

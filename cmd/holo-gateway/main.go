@@ -61,12 +61,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/bus/transport"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/audit"
 	"github.com/holofleet/holofleet/gateway/auth"
-	"github.com/holofleet/holofleet/gateway/demo"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/lan"
 	"github.com/holofleet/holofleet/gateway/registry"
@@ -79,6 +78,10 @@ const StoreFile = "gateway.db"
 
 // errUsage marks bad command lines (exit status 2).
 var errUsage = errors.New("usage")
+
+// errNoDemo is the answer of `holo-gateway demo` in a build without it
+// (-tags nodemo, see demo.go).
+var errNoDemo = fmt.Errorf("%w: this holo-gateway is built without the demo (-tags nodemo); use a default build for `holo-gateway demo`", errUsage)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -96,6 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runCluster(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "health":
 		err = runHealth(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "demo" && !demoBuilt:
+		err = errNoDemo
 	case len(args) > 0 && args[0] == "demo":
 		err = runServe(ctx, args[1:], true, stdout, stderr)
 	default:
@@ -136,6 +141,7 @@ type options struct {
 	keys              trustKeys // read from keyFlags
 
 	osc oscFlags
+	cue cueFlags
 	dmx dmxFlags
 
 	cluster clusterFlags
@@ -170,11 +176,11 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	addKeyFlags(fs, &o.keyFlags, isDemo)
 
 	addOSCFlags(fs, &o.osc)
+	addCueFlags(fs, &o.cue)
 	addDMXFlags(fs, &o.dmx)
 	addClusterFlags(fs, &o.cluster)
 	if isDemo {
-		fs.IntVar(&o.demoBoards, "demo-boards", demo.DefaultBoards, "boards in the simulated installation")
-		fs.IntVar(&o.demoG, "demo-groups", demo.DefaultGroups, "groups they are spread over")
+		addDemoFlags(fs, &o)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -213,6 +219,9 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 	}
 	if err := o.dmx.check(); err != nil {
 		return o, err
+	}
+	if err := o.cue.check(); err != nil {
+		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if err := o.mq.check(o.mqtt); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
@@ -326,8 +335,8 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 	srv, err := api.New(api.Config{
 		Fleet: e.service(), Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
-		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra,
-		Artifacts: e.artifacts, Rollouts: e.rollouts, Cluster: e.clusterAPI(),
+		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra, ExtraOpenAPI: e.apiDocs,
+		Artifacts: e.artifacts, Rollouts: e.rollouts, Cluster: e.clusterAPI(), Installation: e.installation,
 		Ready: readyChecks(db, w.states, comps),
 
 		Guard: guard, Audit: auditLog, Limits: o.access.apiLimits(), MetricsAuth: o.access.metricsAuth,
@@ -382,9 +391,12 @@ type wiring struct {
 	states  *driverStates // the drivers' Run, for readiness
 	lines   []string      // "name url" per RS485 line
 	boards  []string
-	demo    *demo.Installation
-	notes   []string
-	lan     *lan.LAN
+	demo    interface {
+		Close() error
+		Summary() string
+	} // the simulated installation (demo.go), nil without one
+	notes []string
+	lan   *lan.LAN
 }
 
 func (w *wiring) close() {
@@ -400,20 +412,9 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 	lanDrv := lan.New(lan.Options{Log: log.With("driver", "lan")})
 	w.lan = lanDrv
 	if isDemo {
-		inst, err := demo.Start(ctx, demo.Options{Dir: filepath.Join(o.data, "demo"),
-			Boards: o.demoBoards, Groups: o.demoG, Keys: o.keys.boardKeys(), Log: log.With("part", "demo")})
-		if err != nil {
-			return nil, fmt.Errorf("demo: %w", err)
-		}
-		w.demo = inst
-		w.drivers = append(w.drivers, w.states.line(rs485.New(rs485.Options{Name: demo.LineName, Port: inst.Master,
-			Log: log.With("driver", "rs485:"+demo.LineName)})))
-		w.lines = append(w.lines, demo.LineName+" "+inst.HubURL)
-		for _, u := range inst.URLs {
-			if err := lanDrv.Add(u, ""); err != nil {
-				w.close()
-				return nil, fmt.Errorf("demo board %s: %w", u, err)
-			}
+		if err := startDemo(ctx, o, w, lanDrv, log); err != nil {
+			w.close()
+			return nil, err
 		}
 	}
 	for i, addr := range o.lines {
@@ -432,7 +433,8 @@ func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wirin
 			return nil, fmt.Errorf("--line %s: %w", addr, err)
 		}
 		w.drivers = append(w.drivers, w.states.line(rs485.New(rs485.Options{Name: name, Port: port, Baud: baud,
-			Log: log.With("driver", "rs485:"+name)})))
+			ReplayKept: o.cluster.url != "", // the cluster drops what its stream has (docs/cluster.md)
+			Log:        log.With("driver", "rs485:"+name)})))
 		w.lines = append(w.lines, name+" "+addr)
 	}
 	boards, notes, err := lanBoards(o)

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/metrics"

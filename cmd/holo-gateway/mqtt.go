@@ -13,12 +13,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
+	"github.com/holofleet/holofleet/gateway/mqtt/policy"
 )
 
 // defaultBrokerPort is the embedded broker's port when --mqtt-port is not
@@ -71,8 +73,8 @@ const gatewayUser = "@holo-gateway"
 
 func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	f.port = fmt.Sprint(defaultBrokerPort)
-	fs.StringVar(&f.base, "mqtt-base", mqtt.DefaultBase, "MQTT topic root")
-	fs.StringVar(&f.haPrefix, "ha-prefix", mqtt.DefaultHAPrefix, "Home Assistant discovery prefix")
+	fs.StringVar(&f.base, "mqtt-base", layout.DefaultBase, "MQTT topic root")
+	fs.StringVar(&f.haPrefix, "ha-prefix", layout.DefaultHAPrefix, "Home Assistant discovery prefix")
 	fs.Var(portFlag{f}, "mqtt-port", fmt.Sprintf("embedded broker port, or host:port (default %d on loopback; 0 picks one); used without --mqtt", defaultBrokerPort))
 	fs.StringVar(&f.user, "mqtt-user", "", "username on the external broker (--mqtt)")
 	// Refused in check, not here: the flag package would repeat the
@@ -228,12 +230,12 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 			return component{}, err
 		}
 		user, password = gatewayUser, base64.RawURLEncoding.EncodeToString(raw[:])
-		policy, err := mqtt.NewPolicy(f.base, f.haPrefix)
+		pol, err := policy.New(f.base, f.haPrefix)
 		if err != nil {
 			return component{}, fmt.Errorf("%w: mqtt: %w", errUsage, err)
 		}
-		policy.Guard = e.guard // refusals and commands go to the audit log
-		o := broker.Options{Addr: addr, Policy: policy, Anonymous: anon,
+		pol.Guard = e.guard // refusals and commands go to the audit log
+		o := broker.Options{Addr: addr, Policy: pol, Anonymous: anon,
 			AnonymousRemote: f.anonymousRemote, Limits: f.limits,
 			Gateway: broker.Credentials{Username: user, Password: password},
 			Log:     e.log.With("component", "mqtt-broker")}
@@ -297,7 +299,7 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 	o := mqtt.Options{Fleet: e.fleet, Guard: guard, Broker: brokerURL, Username: user, Password: password,
 		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, ClientID: f.clientID, Base: f.base, HAPrefix: f.haPrefix,
 		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer,
-		UpdateChannel: f.channel, Accept: accept}
+		UpdateChannel: f.channel, Accept: accept, InstallationStates: e.installStates}
 	// The rollouts component ran first: the bridge follows its engine
 	// and installs from its store.
 	if e.rollouts != nil {
@@ -317,6 +319,9 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		lines = append(lines, "mqtt:     gateway "+own.Name()+" of a cluster: its state on "+f.base+"/bridge/gateway/"+own.Name()+
 			"/state; it mirrors its own boards; gateways sharing this broker share "+f.base+"/")
 	}
+	if e.cues != nil {
+		o.Cues = e.cues
+	}
 	b, err := mqtt.New(o)
 	if err != nil {
 		if br != nil {
@@ -325,6 +330,9 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		return component{}, fmt.Errorf("%w: mqtt: %w", errUsage, err)
 	}
 	run := func(ctx context.Context) error {
+		cueButtons := make(chan struct{})
+		go func() { defer close(cueButtons); mqttCueButtons(ctx, e.cues, b) }() // cue.go
+		defer func() { <-cueButtons }()
 		err := b.Run(ctx)
 		if br != nil {
 			err = errors.Join(err, br.Close())

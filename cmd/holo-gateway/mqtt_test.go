@@ -59,16 +59,18 @@ func TestDemoMQTT(t *testing.T) {
 			if strings.HasSuffix(k, "/availability") && strings.Contains(v, `"online"`) {
 				avail++
 			}
-			if strings.HasPrefix(k, "demo-ha/device/") {
+			if strings.HasPrefix(k, "demo-ha/device/") && k != "demo-ha/device/holo_show/config" {
 				disc++
 			}
 		}
+		// The demo's show has its GO button (docs/show.md).
+		show := strings.Contains(got["demo-ha/device/holo_show/config"], `"GO demo"`)
 		mu.Unlock()
-		if online && avail == 2 && disc == 2 {
+		if online && avail == 2 && disc == 2 && show {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("bridge online %v, boards online %d, discovery %d", online, avail, disc)
+			t.Fatalf("bridge online %v, boards online %d, discovery %d, the show's button %v", online, avail, disc, show)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

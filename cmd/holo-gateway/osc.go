@@ -65,7 +65,11 @@ func newOSC(_ context.Context, e *env) (component, error) {
 	if err != nil {
 		return component{}, err
 	}
-	s, err := osc.Listen(osc.Options{Addr: addr, Fleet: e.fleet, Guard: e.guard, Role: role,
+	var cues osc.Cues
+	if e.cues != nil {
+		cues = e.cues
+	}
+	s, err := osc.Listen(osc.Options{Addr: addr, Fleet: e.fleet, Cues: cues, Guard: e.guard, Role: role,
 		Log: e.log.With("component", "osc"), Registerer: e.registerer})
 	if err != nil {
 		return component{}, err

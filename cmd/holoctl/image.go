@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // runImage is holoctl image pack|inspect|keygen|sign|verify: build, pack
@@ -29,10 +29,11 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "       holoctl image sign --key KEY [--revoke PUB]... IN [-o OUT]")
 		fmt.Fprintln(stderr, "       holoctl image verify [--key PUB] FILE")
 		fmt.Fprintln(stderr, "       holoctl image pubkey [--link] KEY     (the public key's digest, or its -ldflags form)")
+		fmt.Fprintln(stderr, "       holoctl image delta OLD NEW -o PATCH   (a delta image: boards running OLD rebuild NEW from it)")
 	}
 	if len(args) == 0 {
 		usage()
-		return fmt.Errorf("%w: pack, inspect, keygen, sign, verify or pubkey", errUsage)
+		return fmt.Errorf("%w: pack, inspect, keygen, sign, verify, pubkey or delta", errUsage)
 	}
 	switch args[0] {
 	case "pack":
@@ -47,6 +48,8 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return imageVerify(args[1:], stdout, stderr)
 	case "pubkey":
 		return imagePubkey(args[1:], stdout, stderr)
+	case "delta":
+		return imageDelta(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		usage()
 		return flag.ErrHelp
@@ -55,7 +58,7 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return fmt.Errorf("%w: unknown image command %q", errUsage, args[0])
 }
 
-const buildinfoPkg = "github.com/holofleet/holofleet/firmware/buildinfo"
+const buildinfoPkg = "github.com/holofleet/holofleet/bus/buildinfo"
 
 func imagePack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("holoctl image pack", flag.ContinueOnError)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/holofleet/holofleet/bus/imagedelta"
 )
 
 func TestImagePackInspect(t *testing.T) {
@@ -133,5 +135,45 @@ func TestImageSigning(t *testing.T) {
 	}
 	if code, _ := holoctl(t, "image", "sign", img); code != 2 {
 		t.Fatalf("sign without a key: %d", code)
+	}
+}
+
+// TestImageDelta: holoctl image delta makes a delta that rebuilds the new
+// image from the old; a file that is no image is refused.
+func TestImageDelta(t *testing.T) {
+	dir := t.TempDir()
+	var imgs []string
+	for i, v := range []string{"1.0.0", "1.0.1"} {
+		exe := filepath.Join(dir, "fw"+v)
+		body := bytes.Repeat([]byte("a firmware body that barely changes "), 3000)
+		body[1000] = byte(i)
+		if err := os.WriteFile(exe, body, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, v+".bin")
+		if code, msg := holoctl(t, "image", "pack", "--version", v, "--exe", exe, "-o", out); code != 0 {
+			t.Fatalf("pack: %s", msg)
+		}
+		imgs = append(imgs, out)
+	}
+	patch := filepath.Join(dir, "p.delta")
+	if code, msg := holoctl(t, "image", "delta", imgs[0], imgs[1], "-o", patch); code != 0 || !strings.Contains(msg, "delta of") {
+		t.Fatalf("delta: %d %s", code, msg)
+	}
+	old, _ := os.ReadFile(imgs[0])
+	want, _ := os.ReadFile(imgs[1])
+	d, _ := os.ReadFile(patch)
+	got, err := imagedelta.Apply(old, d)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("apply: %v", err)
+	}
+	if len(d) > len(want)/10 {
+		t.Errorf("delta %d bytes for %d", len(d), len(want))
+	}
+	if code, _ := holoctl(t, "image", "delta", imgs[0], patch, "-o", filepath.Join(dir, "x")); code != 1 {
+		t.Errorf("a delta as NEW: exit %d, want 1", code)
+	}
+	if code, _ := holoctl(t, "image", "delta", imgs[0]); code != 2 {
+		t.Errorf("one file: exit %d, want 2", code)
 	}
 }

@@ -39,6 +39,8 @@ var commands = []command{
 	{"fw", "a holo-gateway's firmware: upload, list, release channels", runFirmware},
 	{"rollout", "a holo-gateway's rollouts: dry-run, create, watch, pause, revert", runRollout},
 	{"audit", "a holo-gateway's audit log: who changed what, who was refused (admin)", runAudit},
+	{"cue", "a holo-gateway's cue lists: go, stop, back, jump, standby, state, list", runCue},
+	{"install", "the installation as code: diff, apply, status, history, rollback, export", runInstall},
 }
 
 func main() {

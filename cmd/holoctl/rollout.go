@@ -369,8 +369,23 @@ type gwRollout struct {
 		Phases  map[string]int `json:"phases"`
 		Done    int            `json:"done"`
 		Failed  int            `json:"failed"`
+		Waiting int            `json:"waiting"`
 		Percent float64        `json:"percent"`
 	} `json:"progress"`
+	WindowOpen bool       `json:"window_open"`
+	NextWindow *time.Time `json:"next_window"`
+}
+
+// windowText says whether the rollout's window is open and when it next
+// opens; "" for a rollout without a window.
+func (r gwRollout) windowText() string {
+	switch {
+	case r.WindowOpen:
+		return "open"
+	case r.NextWindow != nil && !r.NextWindow.IsZero():
+		return "closed, next opens " + when(r.NextWindow)
+	}
+	return ""
 }
 
 type gwRefusal struct {
@@ -469,6 +484,8 @@ func (c *gwClient) dryRun(ctx context.Context, plan json.RawMessage, stdout io.W
 			Boards []string `json:"boards"`
 		} `json:"waves"`
 		Refused []gwRefusal `json:"refused"`
+		Waiting []gwRefusal `json:"waiting"`
+		Skipped []gwRefusal `json:"skipped"`
 		Boards  int         `json:"boards"`
 	}
 	raw, err := c.call(ctx, "POST", "/v1/rollouts/dry-run", plan, &sel)
@@ -483,18 +500,25 @@ func (c *gwClient) dryRun(ctx context.Context, plan json.RawMessage, stdout io.W
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(sel.Refused) > 0 {
+	for _, list := range []struct {
+		head string
+		rs   []gwRefusal
+	}{{"REFUSED", sel.Refused}, {"WOULD WAIT", sel.Waiting}, {"WOULD SKIP", sel.Skipped}} {
+		if len(list.rs) == 0 {
+			continue
+		}
 		// A table of its own: long reasons do not widen the waves'.
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "\nREFUSED\tREASON")
-		for _, r := range sel.Refused {
+		fmt.Fprintf(tw, "\n%s\tREASON\n", list.head)
+		for _, r := range list.rs {
 			fmt.Fprintf(tw, "%s\t%s\n", r.Board, r.Reason)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	_, err = fmt.Fprintf(stdout, "%d boards in %d waves, %d refused\n", sel.Boards, len(sel.Waves), len(sel.Refused))
+	_, err = fmt.Fprintf(stdout, "%d boards in %d waves, %d refused, %d would wait, %d would be skipped\n",
+		sel.Boards, len(sel.Waves), len(sel.Refused), len(sel.Waiting), len(sel.Skipped))
 	return err
 }
 
@@ -514,7 +538,10 @@ func (c *gwClient) rolloutCall(ctx context.Context, method, path string, body an
 		row("reason", r.Reason)
 	}
 	row("wave", waveText(r))
-	row("progress", fmt.Sprintf("%d/%d done (%.0f%%), %d failed", r.Progress.Done, r.Progress.Boards, r.Progress.Percent, r.Progress.Failed))
+	row("progress", fmt.Sprintf("%d/%d done (%.0f%%), %d failed, %d waiting", r.Progress.Done, r.Progress.Boards, r.Progress.Percent, r.Progress.Failed, r.Progress.Waiting))
+	if w := r.windowText(); w != "" {
+		row("window", w)
+	}
 	phases := make([]string, 0, len(r.Progress.Phases))
 	for p, n := range r.Progress.Phases {
 		phases = append(phases, fmt.Sprintf("%s=%d", p, n))
@@ -537,6 +564,9 @@ func (c *gwClient) rolloutBoards(ctx context.Context, id string, stdout io.Write
 		Attempts    int    `json:"attempts"`
 		FromVersion string `json:"from_version"`
 		Error       string `json:"error"`
+		Transfer    string `json:"transfer"`
+		Sent        string `json:"sent"`
+		Waiting     string `json:"waiting"`
 		Timeline    []struct {
 			Time  *time.Time `json:"time"`
 			Phase string     `json:"phase"`
@@ -548,14 +578,21 @@ func (c *gwClient) rolloutBoards(ctx context.Context, id string, stdout io.Write
 		return jsonOr(stdout, raw, err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOARD\tWAVE\tPHASE\tTRIES\tFROM\tLAST STEP\tERROR")
+	fmt.Fprintln(tw, "BOARD\tWAVE\tPHASE\tTRIES\tFROM\tSENT\tLAST STEP\tERROR")
 	for _, b := range bs {
 		last := "-"
 		if n := len(b.Timeline); n > 0 {
 			s := b.Timeline[n-1]
 			last = strings.TrimSpace(when(s.Time) + " " + s.Note)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", b.Board, b.Wave+1, b.Phase, b.Attempts, dash(b.FromVersion), last, dash(b.Error))
+		if b.Waiting != "" && b.Phase == "pending" {
+			last = "waiting: " + b.Waiting
+		}
+		sent := "-"
+		if b.Transfer != "" {
+			sent = b.Transfer + " " + b.Sent + " B"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", b.Board, b.Wave+1, b.Phase, b.Attempts, dash(b.FromVersion), sent, last, dash(b.Error))
 	}
 	return tw.Flush()
 }
@@ -567,6 +604,19 @@ func (c *gwClient) watchRollout(ctx context.Context, id string, o *fwOpts, stdou
 	}
 	if !o.follow {
 		q.Set("until_finished", "true")
+	}
+	if c.output != "json" {
+		// The window first: a rollout outside it shows no events for
+		// hours, and the operator should see why.
+		var r gwRollout
+		if _, err := c.call(ctx, "GET", "/v1/rollouts/"+url.PathEscape(id), nil, &r); err == nil {
+			if w := r.windowText(); w != "" {
+				fmt.Fprintf(stdout, "window %s\n", w)
+			}
+			if r.Progress.Waiting > 0 {
+				fmt.Fprintf(stdout, "%d boards wait (a show, a health condition): holoctl rollout boards %s\n", r.Progress.Waiting, id)
+			}
+		}
 	}
 	resp, err := c.do(ctx, "GET", "/v1/rollouts/"+url.PathEscape(id)+"/events?"+q.Encode(), nil, "")
 	if err != nil {

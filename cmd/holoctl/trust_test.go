@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/artifact/sigtest"
 )
 

@@ -40,6 +40,7 @@ var (
 	ErrSlotTaken      = boardapi.ErrSlotTaken
 	ErrNotReady       = boardapi.ErrNotReady
 	ErrPinInUse       = boardapi.ErrPinInUse
+	ErrBaseMismatch   = boardapi.ErrBaseMismatch
 	ErrLengthRequired = boardapi.ErrLengthRequired
 	ErrTooLarge       = boardapi.ErrTooLarge
 	ErrContentType    = boardapi.ErrContentType

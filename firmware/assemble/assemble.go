@@ -10,6 +10,7 @@ import (
 	"context"
 	"hash/fnv"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/firmware/board"
@@ -55,7 +56,7 @@ func Features(o Options) []board.Feature {
 }
 
 // Link installs the host link on the board's port or I2C bus. A board on
-// an I2C bus lists link-i2c in /info's features: it can be an I2C target.
+// an I2C bus lists link-i2c in /info's extensions: it can be an I2C target.
 func Link(port *link.Port, bus *i2creg.Bus) board.Feature { return linkFeature(port, bus, "") }
 
 // LinkWithout installs the host link of a board that can never be an I2C
@@ -74,7 +75,7 @@ func linkFeature(port *link.Port, bus *i2creg.Bus, noI2C string) board.Feature {
 		}
 		b.AddFeature("link", srv.Routes()...)
 		if bus != nil {
-			b.AddFeature("link-i2c")
+			b.AddExtension(boardapi.ExtensionLinkI2C)
 		}
 		if err := srv.Start(); err != nil {
 			return err
@@ -123,7 +124,7 @@ func LEDs(b *board.Boot) error {
 	b.AddFeature("leds", c.Routes()...)
 	b.AddStatus(func(sb *frame.StatusBlock) {
 		s := c.State()
-		sb.LEDs = frame.LEDMode(leds.ModeNumber(s.Mode))
+		sb.LEDs = frame.LEDMode(boardapi.LEDModeNumber(s.Mode))
 		sb.Brightness = uint8(s.Brightness)
 	})
 	return nil

@@ -5,8 +5,8 @@ import (
 	"net"
 	"path/filepath"
 
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/firmware/board"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/network"
 	"github.com/holofleet/holofleet/firmware/network/mdns"
 )

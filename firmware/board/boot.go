@@ -3,6 +3,7 @@ package board
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,10 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/firmware/api"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/events"
 	"github.com/holofleet/holofleet/firmware/fire"
 	"github.com/holofleet/holofleet/firmware/httpapi"
@@ -54,16 +56,17 @@ type Boot struct {
 	// each feature contributes the bytes it owns.
 	statusParts []func(*frame.StatusBlock)
 
-	addr     net.Addr
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	features map[string]bool
-	closers  []func()
-	closing  bool
-	inflight sync.WaitGroup
-	values   map[any]any
+	addr       net.Addr
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	features   map[string]bool // /info features: the specification's names
+	extensions map[string]bool // /info extensions
+	closers    []func()
+	closing    bool
+	inflight   sync.WaitGroup
+	values     map[any]any
 }
 
 // Go runs f in a goroutine owned by the boot: its context ends when the
@@ -152,7 +155,7 @@ func (wiredNetwork) ViaAP(*http.Request) bool { return false }
 
 func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot := &Boot{Board: b, Clock: b.clk, Log: b.log, Started: b.clk.Now(), addr: addr,
-		features: map[string]bool{}, Network: wiredNetwork{addr}, values: map[any]any{},
+		features: map[string]bool{}, extensions: map[string]bool{}, Network: wiredNetwork{addr}, values: map[any]any{},
 		Long: &longop.Lock{Idle: b.cfg.StallTimeout, MinRate: b.cfg.MinRate, RateWindow: b.cfg.RateWindow, Clock: b.clk}}
 	boot.ctx, boot.cancel = context.WithCancel(context.Background())
 	boot.OnClose(boot.wg.Wait)
@@ -183,12 +186,12 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boardClock := timesync.New(b.clk, boot.Started)
 	boot.Fire = fire.New(fire.Options{Clock: b.clk, Board: boardClock, Log: b.log.With("part", "fire")})
 	boot.Go(boot.Fire.Run)
-	boot.AddFeature("fire")
+	boot.AddExtension(boardapi.ExtensionFire)
 	boot.AddFeature("settings", st.Routes()...)
 	boot.AddFeature("", ws.Routes()...)
 	boot.AddFeature("events", boot.Hub.Route())
 	boot.AddFeature("", boot.deviceRoutes()...)
-	boot.AddFeature("time", boardClock.Route())
+	boot.AddExtension(boardapi.ExtensionTime, boardClock.Route())
 	boot.AddFeature("", openapi.Route(boot.HTTP, func() string { return boot.App().Version }))
 	stop := boot.Hub.Every(events.KindSystem, events.SystemPeriod, func() (any, bool) { return boot.System(), true })
 	boot.OnClose(stop)
@@ -207,12 +210,27 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 }
 
 // AddFeature registers routes; a non-empty name is listed in /info's
-// features. Routes with Prepare also take a moment to make their change
-// at (boot.Fire).
+// features, which holds only the specification's names
+// (boardapi.Features): any other name panics, as a programming error every
+// boot finds at once. Extensions go through AddExtension. Routes with
+// Prepare also take a moment to make their change at (boot.Fire).
 func (boot *Boot) AddFeature(name string, routes ...api.Route) {
+	if name != "" && !boardapi.IsFeature(name) {
+		panic(fmt.Sprintf("board: %q is not a feature of the specification; add it with AddExtension", name))
+	}
+	boot.add(boot.features, name, routes)
+}
+
+// AddExtension registers routes of an extension of the board API; a
+// non-empty name is listed in /info's extensions (boardapi.Extension*).
+func (boot *Boot) AddExtension(name string, routes ...api.Route) {
+	boot.add(boot.extensions, name, routes)
+}
+
+func (boot *Boot) add(names map[string]bool, name string, routes []api.Route) {
 	boot.mu.Lock()
 	if name != "" {
-		boot.features[name] = true
+		names[name] = true
 	}
 	boot.mu.Unlock()
 	if boot.Fire != nil {
@@ -301,11 +319,16 @@ func (boot *Boot) App() buildinfo.App {
 func (boot *Boot) Uptime() time.Duration { return boot.Clock.Since(boot.Started) }
 
 // Features lists the feature names for /info, sorted.
-func (boot *Boot) Features() []string {
+func (boot *Boot) Features() []string { return boot.sorted(boot.features) }
+
+// Extensions lists the extension names for /info, sorted.
+func (boot *Boot) Extensions() []string { return boot.sorted(boot.extensions) }
+
+func (boot *Boot) sorted(names map[string]bool) []string {
 	boot.mu.Lock()
 	defer boot.mu.Unlock()
-	out := make([]string, 0, len(boot.features))
-	for f := range boot.features {
+	out := make([]string, 0, len(names))
+	for f := range names {
 		out = append(out, f)
 	}
 	sort.Strings(out)
@@ -321,11 +344,15 @@ type Info struct {
 	ID       string        `json:"id"`
 	UptimeS  int64         `json:"uptime_s"`
 	HeapFree int64         `json:"heap_free"`
-	Features []string      `json:"features"`
-	Auth     bool          `json:"auth"`
-	Via      string        `json:"via"`
-	STA      Station       `json:"sta"`
-	AP       APInfo        `json:"ap"`
+	Features []string      `json:"features" doc:"the specification's API areas this board serves: any of ota, files, screen, leds, holo, scenes, settings, network, events, link"`
+	// Extensions are the holofleet extensions this board serves
+	// (boardapi.Extension*), kept out of features so that it holds only
+	// the specification's values.
+	Extensions []string `json:"extensions" doc:"holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target), ota-delta (PUT /ota/image takes a delta image with base)"`
+	Auth       bool     `json:"auth"`
+	Via        string   `json:"via"`
+	STA        Station  `json:"sta"`
+	AP         APInfo   `json:"ap"`
 }
 
 // APInfo is the ap object of GET /info: whether the access point is on,
@@ -369,7 +396,7 @@ func (boot *Boot) InfoFor(r *http.Request) Info {
 		API: 1, Firmware: boot.App(), Chip: buildinfo.Chip,
 		Hostname: boot.Web.Hostname(), ID: boot.Board.identity.ID,
 		UptimeS: int64(boot.Uptime() / time.Second), HeapFree: HeapFree(),
-		Features: boot.Features(), Auth: boot.Web.HasPassword(), Via: via,
+		Features: boot.Features(), Extensions: boot.Extensions(), Auth: boot.Web.HasPassword(), Via: via,
 		STA: boot.Network.Station(), AP: boot.Network.AccessPoint(),
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -27,57 +26,16 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/holofleet/holofleet/bus/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// Binary builds cmd/holo-board once per test process and returns its path.
+// Binary returns the path of cmd/holo-board built with the race
+// detector, built once per test process and kept between runs while
+// nothing it is made of changes (package bus/testbin).
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "holo-board-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "holo-board")
-		root, err := moduleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-race", "-o", binPath, "./cmd/holo-board")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found")
-		}
-		dir = parent
-	}
+	return testbin.Build(t, "./cmd/holo-board", true)
 }
 
 // Board is a running holo-board process.
@@ -102,6 +60,32 @@ var listenRE = regexp.MustCompile(`listening on (http://(\S+))`)
 // cheap KDF (tests only; it warns at start).
 const TestKDFEnv = "HOLO_BOARD_INSECURE_TEST_KDF"
 
+// Env is the environment a test gives a holo-board process it starts:
+// this process's, with passwords stored with the cheap KDF (TestKDFEnv)
+// and the race runtime told not to linger at exit.
+//
+// The binary is built with -race, and the race runtime sleeps a second
+// (GORACE atexit_sleep_ms, default 1000) before every exit of a process
+// so that other threads can finish reporting. A board in process mode is
+// two processes, so every stop cost two seconds and every restart one, of
+// nothing: most of the package's time. Races found are still reported
+// (and still fail the exit status); only the wait is gone. A GORACE the
+// caller set is kept, with this option added after it.
+func Env() []string {
+	env := os.Environ()
+	race := "atexit_sleep_ms=0"
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+			env = append(env[:i:i], env[i+1:]...)
+			if v != "" {
+				race = v + " " + race
+			}
+			break
+		}
+	}
+	return append(env, "GORACE="+race, TestKDFEnv+"=1")
+}
+
 // Start runs holo-board with --data dir (a new temp dir when empty) on a
 // free loopback port, plus extra flags, and waits until it serves.
 func Start(t testing.TB, dir string, extra ...string) *Board {
@@ -113,7 +97,7 @@ func Start(t testing.TB, dir string, extra ...string) *Board {
 	cmd := exec.Command(Binary(t), args...)
 	// Passwords stored with a cheap argon2id: the race-built binary on a
 	// loaded machine takes seconds per production verification.
-	cmd.Env = append(os.Environ(), TestKDFEnv+"=1")
+	cmd.Env = Env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

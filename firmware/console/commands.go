@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/api"
-	"github.com/holofleet/holofleet/firmware/leds"
 	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 )
@@ -36,7 +36,7 @@ func init() {
 		{"info", []string{"info"}, "what the board is and how it is doing (GET /info)", runInfo},
 		{"restart", []string{"restart [MS]"}, "restart after MS milliseconds (default 500, 200-60000)", runRestart},
 		{"leds", []string{"leds", "leds [MODE] [COLOUR] [brightness N] [loop|noloop]"},
-			"show or change the LED strip; modes: " + strings.Join(leds.Modes, ", "), runLEDs},
+			"show or change the LED strip; modes: " + strings.Join(boardapi.LEDModes, ", "), runLEDs},
 		{"screen", []string{"screen", "screen show PATH [loop|loops N]", "screen colour COLOUR", "screen calibration", "screen off", "screen backlight N"},
 			"show or change what the screen shows", runScreen},
 		{"scene", []string{"scene list", "scene apply NAME", "scene end"}, "list, apply or end scenes", runScene},
@@ -125,7 +125,7 @@ func runInfo(s *call, args []string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return reply(raw, "hostname", "id", "chip", "firmware.version", "firmware.project", "uptime_s", "heap_free", "features",
+	return reply(raw, "hostname", "id", "chip", "firmware.version", "firmware.project", "uptime_s", "heap_free", "features", "extensions",
 		"auth", "sta.connected", "sta.ssid", "sta.ip", "ap.on", "ap.name", "ap.off_in_s", "ap.ip"), nil
 }
 
@@ -163,11 +163,11 @@ func runLEDs(s *call, args []string) (result, error) {
 		raw, err := s.do(http.MethodGet, "/leds", nil)
 		return reply(raw), err
 	}
-	var p leds.Patch
+	var p boardapi.LEDPatch
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case slices.Contains(leds.Modes, a):
+		case slices.Contains(boardapi.LEDModes, a):
 			if p.Mode != nil {
 				return result{}, badArgs("two modes: %s and %s", *p.Mode, a)
 			}
@@ -186,8 +186,8 @@ func runLEDs(s *call, args []string) (result, error) {
 			v := a == "loop"
 			p.Loop = &v
 		default:
-			if _, err := leds.ParseColour(a); err != nil {
-				return result{}, badArgs("%q is neither a mode (%s) nor a colour", a, strings.Join(leds.Modes, ", "))
+			if _, err := boardapi.ParseColour(a); err != nil {
+				return result{}, badArgs("%q is neither a mode (%s) nor a colour", a, strings.Join(boardapi.LEDModes, ", "))
 			}
 			if p.Colour != nil {
 				return result{}, badArgs("two colours: %s and %s", *p.Colour, a)

@@ -88,7 +88,7 @@ func (h *fakeHub) Emit(kind string, fields any) events.Happening {
 func newFake() (*fakeBoot, *fakeHub) {
 	hub := &fakeHub{}
 	return &fakeBoot{touch: NewTouch(hub), errs: map[string]*api.Error{}, routes: map[string]string{
-		"GET /info":             `{"hostname":"holo-ab12","id":"02ab12","firmware":{"version":"1.2.0"},"features":["leds","screen"],"auth":false,"sta":{"connected":true,"ssid":"host"},"ap":{"on":false,"off_in_s":null}}`,
+		"GET /info":             `{"hostname":"holo-ab12","id":"02ab12","firmware":{"version":"1.2.0"},"features":["leds","screen"],"extensions":["fire","time"],"auth":false,"sta":{"connected":true,"ssid":"host"},"ap":{"on":false,"off_in_s":null}}`,
 		"POST /restart":         `{"restart_in_ms":500}`,
 		"GET /leds":             `{"mode":"off","colour":"#ffffff","loop":false,"brightness":50}`,
 		"PATCH /leds":           `{"mode":"rainbow","colour":"#ff0000","loop":true,"brightness":40}`,
@@ -259,7 +259,7 @@ func TestOutput(t *testing.T) {
 	tests := []struct{ line, want string }{
 		{"leds", "mode        off\ncolour      #ffffff\nloop        false\nbrightness  50\nok\n"},
 		{"leds --json", `{"mode":"off","colour":"#ffffff","loop":false,"brightness":50}` + "\nok\n"},
-		{"info", "hostname          holo-ab12\nid                02ab12\nfirmware.version  1.2.0\nfeatures          leds, screen\nauth              false\nsta.connected     true\nsta.ssid          host\nap.on             false\nap.off_in_s       -\nok\n"},
+		{"info", "hostname          holo-ab12\nid                02ab12\nfirmware.version  1.2.0\nfeatures          leds, screen\nextensions        fire, time\nauth              false\nsta.connected     true\nsta.ssid          host\nap.on             false\nap.off_in_s       -\nok\n"},
 		{"scene list", "NAME       SLOT  THEN\nintro      3     restore\n\"the end\"  -     stay\nok\n"},
 		{"wifi scan", "SSID          RSSI  CH  SECURITY  KNOWN\n\"Stage Left\"  -50   6   wpa2      false\nok\n"},
 		{"sites", "https://a.example\nok\n"},
@@ -373,7 +373,7 @@ func TestServe(t *testing.T) {
 	got := strings.Split(out.String(), "\r\n")
 	want := []string{
 		"holo> info --json",
-		`{"hostname":"holo-ab12","id":"02ab12","firmware":{"version":"1.2.0"},"features":["leds","screen"],"auth":false,"sta":{"connected":true,"ssid":"host"},"ap":{"on":false,"off_in_s":null}}`,
+		`{"hostname":"holo-ab12","id":"02ab12","firmware":{"version":"1.2.0"},"features":["leds","screen"],"extensions":["fire","time"],"auth":false,"sta":{"connected":true,"ssid":"host"},"ap":{"on":false,"off_in_s":null}}`,
 		"ok",
 		"holo> fly",
 		`error unknown_command: unknown command "fly"; help lists the commands`,

@@ -199,7 +199,11 @@ func TestScheduled(t *testing.T) {
 	}
 	step(49 * time.Millisecond)
 	step(999 * time.Microsecond)
-	time.Sleep(20 * time.Millisecond)
+	// A microsecond before the moment: the scheduler is back on its
+	// timer (it made nothing on the way, or it would not wait again).
+	if !clk.WaitForWaiters(1, 30*time.Second) {
+		t.Fatal("the scheduler waits on no timer")
+	}
 	if made, _, _ := rec.state(); len(made) != 2 {
 		t.Fatalf("made before the moment: %v", made)
 	}

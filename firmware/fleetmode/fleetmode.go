@@ -33,12 +33,12 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/link"
 	"github.com/holofleet/holofleet/firmware/ota"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -82,6 +82,10 @@ type Options struct {
 	Log      *slog.Logger
 	// Parallel is how many boards start at once (default 8).
 	Parallel int
+	// VolumeSize is each board's storage volume in bytes (0: the
+	// firmware's default, fs.DefaultCapacity), as holo-board's
+	// --volume-size; the spec leaves the size to the board.
+	VolumeSize int64
 	// OTA, when set, gives every board the firmware update service in
 	// fleet mode (ota.Fleet): each board boots from its own slots in its
 	// data directory, so staged rollouts can be tested. Nil leaves the
@@ -285,7 +289,7 @@ func (f *Fleet) start(sb *simBoard) error {
 	extra, pull := f.otaFeature(sb)
 	b, err := board.Open(board.Config{DataDir: sb.info.Dir, Clock: f.o.Clock,
 		Log:      f.o.Log.With("board", sb.info.Index+1),
-		Features: assemble.Features(assemble.Options{Port: port, Extra: extra}),
+		Features: assemble.Features(assemble.Options{Port: port, Extra: extra, VolumeSize: f.o.VolumeSize}),
 		OnReady:  func(net.Addr) { close(ready) }})
 	if err != nil {
 		cleanup()

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/api"
 )
 
@@ -118,7 +119,7 @@ func (v *Volume) removeParts() error {
 		if err != nil {
 			return nil
 		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), PartSuffix) {
+		if !d.IsDir() && strings.HasSuffix(d.Name(), boardapi.PartSuffix) {
 			parts = append(parts, p)
 		}
 		return nil
@@ -183,7 +184,7 @@ type found struct {
 // links: a link or special file on the way is bad_path, a file on the
 // way not_a_directory.
 func (v *Volume) look(p string) (found, error) {
-	rel, err := Clean(p)
+	rel, err := boardapi.CleanPath(p)
 	if err != nil {
 		return found{}, err
 	}
@@ -302,7 +303,7 @@ func (v *Volume) List(p string) (Listing, error) {
 	}
 	out := Listing{Path: volumePath(f.rel), Entries: []Entry{}}
 	for _, d := range des {
-		if strings.HasSuffix(d.Name(), PartSuffix) || (!d.IsDir() && !d.Type().IsRegular()) {
+		if strings.HasSuffix(d.Name(), boardapi.PartSuffix) || (!d.IsDir() && !d.Type().IsRegular()) {
 			continue
 		}
 		fi, err := d.Info()
@@ -506,8 +507,8 @@ func (v *Volume) Put(ctx context.Context, p string, r io.Reader, length int64, o
 	if !created {
 		v.release(volumePath(dst.rel))
 	}
-	if err := v.root.Rename(dst.rel+PartSuffix, dst.rel); err != nil {
-		_ = v.root.Remove(dst.rel + PartSuffix)
+	if err := v.root.Rename(dst.rel+boardapi.PartSuffix, dst.rel); err != nil {
+		_ = v.root.Remove(dst.rel + boardapi.PartSuffix)
 		return Entry{}, false, fmt.Errorf("fs: placing %s: %w", p, err)
 	}
 	v.syncDir(parentOf(dst.rel))
@@ -517,7 +518,7 @@ func (v *Volume) Put(ctx context.Context, p string, r io.Reader, length int64, o
 
 // writePart writes exactly length bytes of r to rel.part and syncs it.
 func (v *Volume) writePart(ctx context.Context, rel string, r io.Reader, length int64, want []byte) (err error) {
-	part := rel + PartSuffix
+	part := rel + boardapi.PartSuffix
 	file, err := v.root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("fs: creating %s: %w", volumePath(part), err)
@@ -606,8 +607,8 @@ func (v *Volume) Copy(ctx context.Context, from, to string, overwrite bool) (Ent
 	if dst.info != nil {
 		v.release(volumePath(dst.rel))
 	}
-	if err := v.root.Rename(dst.rel+PartSuffix, dst.rel); err != nil {
-		_ = v.root.Remove(dst.rel + PartSuffix)
+	if err := v.root.Rename(dst.rel+boardapi.PartSuffix, dst.rel); err != nil {
+		_ = v.root.Remove(dst.rel + boardapi.PartSuffix)
 		return Entry{}, fmt.Errorf("fs: placing %s: %w", to, err)
 	}
 	v.syncDir(parentOf(dst.rel))

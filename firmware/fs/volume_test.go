@@ -14,11 +14,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/api"
 )
 
 func TestClean(t *testing.T) {
-	long := strings.Repeat("n", MaxName)
+	long := strings.Repeat("n", boardapi.MaxName)
 	tests := []struct {
 		in   string
 		want string
@@ -48,12 +49,12 @@ func TestClean(t *testing.T) {
 		{"/...", "...", nil},
 	}
 	for _, tc := range tests {
-		got, err := Clean(tc.in)
+		got, err := boardapi.CleanPath(tc.in)
 		if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
-			t.Errorf("Clean(%q) error %v, want %v", tc.in, err, tc.err)
+			t.Errorf("boardapi.CleanPath(%q) error %v, want %v", tc.in, err, tc.err)
 		}
 		if got != tc.want {
-			t.Errorf("Clean(%q) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("boardapi.CleanPath(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -63,15 +64,15 @@ func FuzzClean(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		rel, err := Clean(p)
+		rel, err := boardapi.CleanPath(p)
 		if err != nil {
 			return
 		}
 		if volumePath(rel) != p {
-			t.Fatalf("Clean(%q) = %q does not round-trip", p, rel)
+			t.Fatalf("boardapi.CleanPath(%q) = %q does not round-trip", p, rel)
 		}
 		if !filepath.IsLocal(rel) {
-			t.Fatalf("Clean(%q) = %q escapes", p, rel)
+			t.Fatalf("boardapi.CleanPath(%q) = %q escapes", p, rel)
 		}
 	})
 }

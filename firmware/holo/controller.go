@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/hal"
@@ -47,17 +48,17 @@ func (s State) StatusCode() byte {
 		return 0xFF
 	}
 	switch s.Motion {
-	case MotionMove:
+	case boardapi.MotionMove:
 		return 1
-	case MotionTwitch:
+	case boardapi.MotionTwitch:
 		return 2
-	case MotionWag:
+	case boardapi.MotionWag:
 		return 3
-	case MotionNod:
+	case boardapi.MotionNod:
 		return 4
-	case MotionScan:
+	case boardapi.MotionScan:
 		return 5
-	case MotionCircle:
+	case boardapi.MotionCircle:
 		return 6
 	}
 	return 0
@@ -209,8 +210,8 @@ func (c *Controller) posLocked() point {
 
 // Motion starts (or for stop and off, completes) a motion. It validates
 // the request first; on error nothing changes. Errors are *api.Error:
-// bad_request (ErrMotion) or not_ready (ErrNotReady).
-func (c *Controller) Motion(m MotionRequest) (State, error) {
+// bad_request (boardapi.ErrMotion) or not_ready (ErrNotReady).
+func (c *Controller) Motion(m boardapi.MotionRequest) (State, error) {
 	p, err := m.Validate()
 	if err != nil {
 		return State{}, err
@@ -218,10 +219,10 @@ func (c *Controller) Motion(m MotionRequest) (State, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch m.Motion {
-	case MotionStop:
+	case boardapi.MotionStop:
 		c.holdLocked()
 		return c.finishLocked()
-	case MotionOff:
+	case boardapi.MotionOff:
 		c.beh = nil
 		err := c.releaseLocked(c.axes[:]...)
 		c.motion = StateOff
@@ -238,16 +239,16 @@ func (c *Controller) Motion(m MotionRequest) (State, error) {
 		seed: c.seed ^ c.runs*0x2545F4914F6CDD1D}
 	b.tw.pos = home
 	switch m.Motion {
-	case MotionCenter:
+	case boardapi.MotionCenter:
 		b.target = point{}
-	case MotionMove:
+	case boardapi.MotionMove:
 		if m.X != nil {
 			b.target.x = *m.X
 		}
 		if m.Y != nil {
 			b.target.y = *m.Y
 		}
-	case MotionNudge:
+	case boardapi.MotionNudge:
 		if m.X != nil {
 			b.target.x += *m.X
 		}
@@ -258,8 +259,8 @@ func (c *Controller) Motion(m MotionRequest) (State, error) {
 	}
 	c.beh, c.start, c.goal = b, now, b.target
 	c.motion = m.Motion
-	if m.Motion == MotionCenter || m.Motion == MotionNudge {
-		c.motion = MotionMove
+	if m.Motion == boardapi.MotionCenter || m.Motion == boardapi.MotionNudge {
+		c.motion = boardapi.MotionMove
 	}
 	st, err := c.finishLocked()
 	return st, err
@@ -314,7 +315,7 @@ func (c *Controller) stepLocked(force bool) error {
 		}
 		if done {
 			c.beh = nil
-			if c.motion != MotionMove {
+			if c.motion != boardapi.MotionMove {
 				c.motion = StateHold
 			}
 		}
@@ -327,7 +328,7 @@ func (c *Controller) stepLocked(force bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if c.beh == nil && c.motion == MotionMove && !waiting {
+	if c.beh == nil && c.motion == boardapi.MotionMove && !waiting {
 		c.motion = StateHold
 	}
 	st := c.stateLocked()
@@ -364,35 +365,35 @@ func (c *Controller) publishLocked(st State, now time.Time) {
 
 // Off ends any behaviour and releases both servos.
 func (c *Controller) Off() State {
-	st, _ := c.Motion(MotionRequest{Motion: MotionOff})
+	st, _ := c.Motion(boardapi.MotionRequest{Motion: boardapi.MotionOff})
 	return st
 }
 
 // Snapshot returns a request that brings the holo back to what it does
 // now: the running behaviour again, a move to where it is (or is going),
 // off when limp, or stop when it cannot move.
-func (c *Controller) Snapshot() MotionRequest {
+func (c *Controller) Snapshot() boardapi.MotionRequest {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ok, _ := c.readyLocked(); !ok {
-		return MotionRequest{Motion: MotionStop}
+		return boardapi.MotionRequest{Motion: boardapi.MotionStop}
 	}
-	if c.beh != nil && c.motion != MotionMove {
+	if c.beh != nil && c.motion != boardapi.MotionMove {
 		return c.beh.req
 	}
 	if c.motion == StateOff {
-		return MotionRequest{Motion: MotionOff}
+		return boardapi.MotionRequest{Motion: boardapi.MotionOff}
 	}
 	p := c.posLocked()
-	if c.motion == MotionMove {
+	if c.motion == boardapi.MotionMove {
 		p = c.goal
 	}
 	x, y := math.Round(p.x*1000)/1000, math.Round(p.y*1000)/1000
-	return MotionRequest{Motion: MotionMove, X: &x, Y: &y}
+	return boardapi.MotionRequest{Motion: boardapi.MotionMove, X: &x, Y: &y}
 }
 
 // Restore applies a Snapshot.
-func (c *Controller) Restore(m MotionRequest) error {
+func (c *Controller) Restore(m boardapi.MotionRequest) error {
 	_, err := c.Motion(m)
 	return err
 }
@@ -527,7 +528,7 @@ func (c *Controller) SetPolicy(id string, p Policy) (Servos, error) {
 
 // motionStatus is the HTTP status of a motion's reply.
 func motionStatus(m string) int {
-	if m == MotionStop || m == MotionOff {
+	if m == boardapi.MotionStop || m == boardapi.MotionOff {
 		return http.StatusOK
 	}
 	return http.StatusAccepted

@@ -80,18 +80,19 @@
 // readiness, and while the holo moves at most every PublishInterval.
 package holo
 
-import "errors"
+import (
+	"errors"
+)
 
 // Errors of the holo. Those returned through the API are also *api.Error
-// values (bad_request, not_found or not_ready), so callers may test either.
+// values (bad_request, not_found or not_ready), so callers may test either;
+// a refused motion request matches boardapi.ErrMotion.
 var (
 	// ErrNotReady: a servo is not calibrated, so the holo cannot move.
 	ErrNotReady = errors.New("holo: not ready")
 	// ErrUnknownServo: a servo id other than pan and tilt (or all, for
 	// release).
 	ErrUnknownServo = errors.New("holo: unknown servo")
-	// ErrMotion: an unknown motion or a parameter out of range.
-	ErrMotion = errors.New("holo: bad motion request")
 	// ErrCalibration: a calibration or pulse outside the servo's limits.
 	ErrCalibration = errors.New("holo: bad calibration or pulse")
 	// ErrConfig: the controller's options are unusable.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/hal/sim"
@@ -163,7 +164,7 @@ func (r *rig) advance(t *testing.T, d time.Duration) {
 	}
 }
 
-func (r *rig) motion(t *testing.T, m MotionRequest) State {
+func (r *rig) motion(t *testing.T, m boardapi.MotionRequest) State {
 	t.Helper()
 	st, err := r.c.Motion(m)
 	if err != nil {
@@ -190,13 +191,13 @@ func TestNotReady(t *testing.T) {
 		t.Errorf("status code %#x", st.StatusCode())
 	}
 	for _, m := range []string{"center", "move", "nudge", "twitch", "wag", "nod", "scan", "circle"} {
-		_, err := r.c.Motion(MotionRequest{Motion: m})
+		_, err := r.c.Motion(boardapi.MotionRequest{Motion: m})
 		if !errors.Is(err, api.ErrNotReady) || !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "not calibrated") {
 			t.Errorf("%s: err = %v, want not_ready", m, err)
 		}
 	}
 	for _, m := range []string{"stop", "off"} {
-		if _, err := r.c.Motion(MotionRequest{Motion: m}); err != nil {
+		if _, err := r.c.Motion(boardapi.MotionRequest{Motion: m}); err != nil {
 			t.Errorf("%s when not ready: %v", m, err)
 		}
 	}
@@ -218,7 +219,7 @@ func TestNotReady(t *testing.T) {
 		t.Errorf("calibrated: %+v", st)
 	}
 	// Forgetting a calibration ends a behaviour: not ready again.
-	r.motion(t, MotionRequest{Motion: "wag"})
+	r.motion(t, boardapi.MotionRequest{Motion: "wag"})
 	if _, err := r.c.ClearCalibration(Pan); err != nil {
 		t.Fatal(err)
 	}
@@ -334,50 +335,50 @@ func TestMotions(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		setup []MotionRequest // run to completion first
-		m     MotionRequest
+		setup []boardapi.MotionRequest // run to completion first
+		m     boardapi.MotionRequest
 		steps []at
 	}{
-		{name: "center", setup: []MotionRequest{{Motion: "move", X: ptr(1.0), Y: ptr(1.0)}}, m: MotionRequest{Motion: "center"},
+		{name: "center", setup: []boardapi.MotionRequest{{Motion: "move", X: ptr(1.0), Y: ptr(1.0)}}, m: boardapi.MotionRequest{Motion: "center"},
 			steps: []at{
 				{0, []check{motionIs("move")}},
 				{400 * time.Millisecond, []check{panAt(1500), tiltAt(1700), motionIs("hold")}},
 			}},
-		{name: "move at servo speed", m: MotionRequest{Motion: "move", X: ptr(1.0), Y: ptr(-1.0)},
+		{name: "move at servo speed", m: boardapi.MotionRequest{Motion: "move", X: ptr(1.0), Y: ptr(-1.0)},
 			steps: []at{
 				{60 * time.Millisecond, []check{panAt(1700), tiltAt(1900), motionIs("move")}},
 				{160 * time.Millisecond, []check{panAt(2000), tiltAt(2200), motionIs("hold")}},
 			}},
-		{name: "move over a duration", m: MotionRequest{Motion: "move", X: ptr(-0.5), DurationMS: ptr(1000)},
+		{name: "move over a duration", m: boardapi.MotionRequest{Motion: "move", X: ptr(-0.5), DurationMS: ptr(1000)},
 			steps: []at{
 				// The pulse follows the line frame by frame; the horn catches up
 				// with each within 2 ms, so at a frame it is at the last one.
 				{500 * time.Millisecond, []check{panAt(1380), tiltAt(1700), motionIs("move")}},
 				{600 * time.Millisecond, []check{panAt(1250), motionIs("hold")}},
 			}},
-		{name: "nudge", setup: []MotionRequest{{Motion: "move", X: ptr(0.5), Y: ptr(0.5)}}, m: MotionRequest{Motion: "nudge", X: ptr(0.2), Y: ptr(-2.0)},
+		{name: "nudge", setup: []boardapi.MotionRequest{{Motion: "move", X: ptr(0.5), Y: ptr(0.5)}}, m: boardapi.MotionRequest{Motion: "nudge", X: ptr(0.2), Y: ptr(-2.0)},
 			steps: []at{{time.Second, []check{panAt(1850), tiltAt(2200), motionIs("hold")}}}},
-		{name: "wag twice", m: MotionRequest{Motion: "wag", Count: ptr(2), Range: ptr(40)},
+		{name: "wag twice", m: boardapi.MotionRequest{Motion: "wag", Count: ptr(2), Range: ptr(40)},
 			steps: []at{
 				{200 * time.Millisecond, []check{motionIs("wag"), tiltAt(1700)}},
 				{1500 * time.Millisecond, []check{motionIs("hold"), panAt(1500), spread(pan, 1330, 1670)}},
 			}},
-		{name: "nod", m: MotionRequest{Motion: "nod", DurationMS: ptr(2000)},
+		{name: "nod", m: boardapi.MotionRequest{Motion: "nod", DurationMS: ptr(2000)},
 			steps: []at{
 				{500 * time.Millisecond, []check{motionIs("nod"), panAt(1500)}},
 				{3 * time.Second, []check{motionIs("nod"), spread(tilt, 1570, 1830)}},
 			}},
-		{name: "scan", m: MotionRequest{Motion: "scan", DurationMS: ptr(4000)},
+		{name: "scan", m: boardapi.MotionRequest{Motion: "scan", DurationMS: ptr(4000)},
 			steps: []at{
 				{time.Second, []check{motionIs("scan"), panAt(1990)}},
 				{3 * time.Second, []check{spread(pan, 1000, 2000)}},
 			}},
-		{name: "circle", m: MotionRequest{Motion: "circle", Range: ptr(100), DurationMS: ptr(4000), Count: ptr(1)},
+		{name: "circle", m: boardapi.MotionRequest{Motion: "circle", Range: ptr(100), DurationMS: ptr(4000), Count: ptr(1)},
 			steps: []at{
 				{time.Second, []check{motionIs("circle")}},
 				{4 * time.Second, []check{motionIs("hold"), spread(pan, 1010, 1990), spread(tilt, 1210, 2190), tiltAt(1200)}},
 			}},
-		{name: "twitch", m: MotionRequest{Motion: "twitch", IntervalS: []float64{0.5, 0.5}, Count: ptr(3), Range: ptr(50)},
+		{name: "twitch", m: boardapi.MotionRequest{Motion: "twitch", IntervalS: []float64{0.5, 0.5}, Count: ptr(3), Range: ptr(50)},
 			steps: []at{
 				{480 * time.Millisecond, []check{motionIs("twitch"), panAt(1500), tiltAt(1700)}},
 				{1400 * time.Millisecond, []check{motionIs("twitch")}},
@@ -387,7 +388,7 @@ func TestMotions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := calibrated(t)
-			r.motion(t, MotionRequest{Motion: "center"})
+			r.motion(t, boardapi.MotionRequest{Motion: "center"})
 			r.advance(t, time.Second)
 			for _, m := range tc.setup {
 				r.motion(t, m)
@@ -414,9 +415,9 @@ func TestMotions(t *testing.T) {
 
 func TestTwitchMovesAtRandomIntervals(t *testing.T) {
 	r := calibrated(t)
-	r.motion(t, MotionRequest{Motion: "center"})
+	r.motion(t, boardapi.MotionRequest{Motion: "center"})
 	r.advance(t, time.Second)
-	r.motion(t, MotionRequest{Motion: "twitch", IntervalS: []float64{0.2, 0.6}, Range: ptr(30)})
+	r.motion(t, boardapi.MotionRequest{Motion: "twitch", IntervalS: []float64{0.2, 0.6}, Range: ptr(30)})
 	var changes []time.Duration
 	last := [2]int{pos(r.pan), pos(r.tilt)}
 	for range 500 { // 10 s
@@ -447,9 +448,9 @@ func TestTwitchMovesAtRandomIntervals(t *testing.T) {
 
 func TestStopAndOff(t *testing.T) {
 	r := calibrated(t)
-	r.motion(t, MotionRequest{Motion: "scan"})
+	r.motion(t, boardapi.MotionRequest{Motion: "scan"})
 	r.advance(t, time.Second)
-	st := r.motion(t, MotionRequest{Motion: "stop"})
+	st := r.motion(t, boardapi.MotionRequest{Motion: "stop"})
 	if st.Motion != "hold" {
 		t.Errorf("after stop: %+v", st)
 	}
@@ -461,14 +462,14 @@ func TestStopAndOff(t *testing.T) {
 	if _, driven := r.pan.Position(); !driven {
 		t.Error("stopped between the ends, pan should be held")
 	}
-	st = r.motion(t, MotionRequest{Motion: "off"})
+	st = r.motion(t, boardapi.MotionRequest{Motion: "off"})
 	_, d1 := r.pan.Position()
 	_, d2 := r.tilt.Position()
 	if st.Motion != "off" || d1 || d2 {
 		t.Errorf("after off: %+v driven %v %v", st, d1, d2)
 	}
 	// stop while off stays off
-	if st := r.motion(t, MotionRequest{Motion: "stop"}); st.Motion != "off" {
+	if st := r.motion(t, boardapi.MotionRequest{Motion: "stop"}); st.Motion != "off" {
 		t.Errorf("stop after off: %+v", st)
 	}
 }
@@ -476,7 +477,7 @@ func TestStopAndOff(t *testing.T) {
 func TestPolicy(t *testing.T) {
 	r := calibrated(t)
 	// Default: released at an end, held between.
-	r.motion(t, MotionRequest{Motion: "move", X: ptr(1.0), Y: ptr(0.2)})
+	r.motion(t, boardapi.MotionRequest{Motion: "move", X: ptr(1.0), Y: ptr(0.2)})
 	r.advance(t, 100*time.Millisecond)
 	if _, driven := r.pan.Position(); !driven {
 		t.Error("pan released before it arrived")
@@ -489,7 +490,7 @@ func TestPolicy(t *testing.T) {
 		t.Error("tilt between the ends was released")
 	}
 	// Nearly at an end counts as at it.
-	r.motion(t, MotionRequest{Motion: "move", X: ptr(-0.95)})
+	r.motion(t, boardapi.MotionRequest{Motion: "move", X: ptr(-0.95)})
 	r.advance(t, time.Second)
 	if _, driven := r.pan.Position(); driven {
 		t.Error("pan within the end margin still driven")
@@ -497,18 +498,18 @@ func TestPolicy(t *testing.T) {
 	if _, err := r.c.SetPolicy(Pan, Policy{HoldAtEnds: true, HoldBetween: false}); err != nil {
 		t.Fatal(err)
 	}
-	r.motion(t, MotionRequest{Motion: "move", X: ptr(1.0)})
+	r.motion(t, boardapi.MotionRequest{Motion: "move", X: ptr(1.0)})
 	r.advance(t, time.Second)
 	if _, driven := r.pan.Position(); !driven {
 		t.Error("hold_at_ends: pan released")
 	}
-	r.motion(t, MotionRequest{Motion: "move", X: ptr(0.0)})
+	r.motion(t, boardapi.MotionRequest{Motion: "move", X: ptr(0.0)})
 	r.advance(t, time.Second)
 	if us, driven := r.pan.Position(); driven || us != 1500 {
 		t.Errorf("hold_between false: pan %d driven %v", us, driven)
 	}
 	// A behaviour keeps driving even across the ends.
-	r.motion(t, MotionRequest{Motion: "scan", DurationMS: ptr(1000)})
+	r.motion(t, boardapi.MotionRequest{Motion: "scan", DurationMS: ptr(1000)})
 	for range 100 {
 		r.advance(t, ServoFrame)
 		if _, driven := r.pan.Position(); !driven {
@@ -519,7 +520,7 @@ func TestPolicy(t *testing.T) {
 
 func TestPublishThrottled(t *testing.T) {
 	r := calibrated(t)
-	r.motion(t, MotionRequest{Motion: "wag", DurationMS: ptr(500)})
+	r.motion(t, boardapi.MotionRequest{Motion: "wag", DurationMS: ptr(500)})
 	r.advance(t, 4*time.Second)
 	r.pub.mu.Lock()
 	times, states := r.pub.times, r.pub.states
@@ -537,7 +538,7 @@ func TestPublishThrottled(t *testing.T) {
 	}
 	// The final rest is published even when it comes soon after.
 	r.pub.reset()
-	r.motion(t, MotionRequest{Motion: "stop"})
+	r.motion(t, boardapi.MotionRequest{Motion: "stop"})
 	r.advance(t, time.Second)
 	r.pub.mu.Lock()
 	defer r.pub.mu.Unlock()
@@ -548,13 +549,13 @@ func TestPublishThrottled(t *testing.T) {
 
 func TestSnapshotRestore(t *testing.T) {
 	r := calibrated(t)
-	r.motion(t, MotionRequest{Motion: "twitch", Range: ptr(20)})
+	r.motion(t, boardapi.MotionRequest{Motion: "twitch", Range: ptr(20)})
 	snap := r.c.Snapshot()
-	if diff := cmp.Diff(snap, MotionRequest{Motion: "twitch", Range: ptr(20)}); diff != "" {
+	if diff := cmp.Diff(snap, boardapi.MotionRequest{Motion: "twitch", Range: ptr(20)}); diff != "" {
 		t.Errorf("snapshot of a behaviour (-got +want)\n%s", diff)
 	}
-	r.motion(t, MotionRequest{Motion: "move", X: ptr(0.5), Y: ptr(-0.5)})
-	if diff := cmp.Diff(r.c.Snapshot(), MotionRequest{Motion: "move", X: ptr(0.5), Y: ptr(-0.5)}); diff != "" {
+	r.motion(t, boardapi.MotionRequest{Motion: "move", X: ptr(0.5), Y: ptr(-0.5)})
+	if diff := cmp.Diff(r.c.Snapshot(), boardapi.MotionRequest{Motion: "move", X: ptr(0.5), Y: ptr(-0.5)}); diff != "" {
 		t.Errorf("snapshot of a move (-got +want)\n%s", diff)
 	}
 	if err := r.c.Restore(snap); err != nil {
@@ -709,45 +710,6 @@ func TestServosHTTP(t *testing.T) {
 	}
 }
 
-var nativeTests = []struct {
-	hex  []byte
-	want MotionRequest
-	err  bool
-}{
-	{hex: []byte{0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, want: MotionRequest{Motion: "center"}},
-	{hex: []byte{0x01, 0x64, 0x9c, 0xe8, 0x03, 0x00, 0x00}, want: MotionRequest{Motion: "move", X: ptr(1.0), Y: ptr(-1.0), DurationMS: ptr(1000)}},
-	{hex: []byte{0x01, 0x65, 0x00, 0x00, 0x00, 0x00, 0x00}, err: true}, // 101
-	{hex: []byte{0x02, 0x80, 0x7f, 0x00, 0x00, 0x00, 0x00}, want: MotionRequest{Motion: "nudge", X: ptr(-1.28), Y: ptr(1.27)}},
-	{hex: []byte{0x04, 0x32, 0x32, 0x20, 0x03, 0x28, 0x03}, want: MotionRequest{Motion: "wag", DurationMS: ptr(800), Range: ptr(40), Count: ptr(3)}},
-	{hex: []byte{0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, want: MotionRequest{Motion: "twitch"}},
-	{hex: []byte{0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, want: MotionRequest{Motion: "off"}},
-	{hex: []byte{0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, err: true},
-	{hex: []byte{0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff}, want: MotionRequest{Motion: "wag", Count: ptr(255)}},
-	{hex: []byte{0x04, 0x00, 0x00, 0x00, 0x00, 0xff, 0x00}, want: MotionRequest{Motion: "wag", Range: ptr(255)}}, // Motion refuses it
-	{hex: []byte{0x00}, err: true},
-}
-
-func TestFromNative(t *testing.T) {
-	for _, tc := range nativeTests {
-		got, err := FromNative(tc.hex)
-		if tc.err {
-			if !errors.Is(err, ErrMotion) || !errors.Is(err, api.ErrBadRequest) {
-				t.Errorf("% x: %+v %v, want bad request", tc.hex, got, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("% x: %v", tc.hex, err)
-		}
-		if diff := cmp.Diff(got, tc.want); diff != "" {
-			t.Errorf("% x (-got +want)\n%s", tc.hex, diff)
-		}
-	}
-	if _, err := (MotionRequest{Motion: "wag", Range: ptr(255)}).Validate(); !errors.Is(err, ErrMotion) {
-		t.Errorf("range 255: %v", err)
-	}
-}
-
 func FuzzDecodeMotion(f *testing.F) {
 	for _, s := range []string{
 		`{"motion":"move","x":0.5,"y":-0.25,"duration_ms":100}`,
@@ -758,7 +720,7 @@ func FuzzDecodeMotion(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := DecodeMotion(b)
+		m, err := boardapi.DecodeMotion(b)
 		if err != nil {
 			var e *api.Error
 			if !errors.As(err, &e) || e.Status != 400 {
@@ -770,7 +732,7 @@ func FuzzDecodeMotion(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := DecodeMotion(out)
+		back, err := boardapi.DecodeMotion(out)
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", out, err)
 		}
@@ -797,7 +759,7 @@ func BenchmarkStep(b *testing.B) {
 	}
 	_, _ = c.SetCalibration(Pan, Calibration{1000, 2000})
 	_, _ = c.SetCalibration(Tilt, Calibration{1000, 2000})
-	if _, err := c.Motion(MotionRequest{Motion: "circle"}); err != nil {
+	if _, err := c.Motion(boardapi.MotionRequest{Motion: "circle"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

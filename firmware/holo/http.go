@@ -3,6 +3,7 @@ package holo
 import (
 	"net/http"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/api"
 )
 
@@ -122,14 +123,14 @@ func (c *Controller) queryID(r *http.Request) (string, error) {
 // prepareMotion reads and checks a POST /holo/motion body, and that the
 // horns can move for a motion that moves them; the change is Motion.
 func (c *Controller) prepareMotion(r *http.Request) (api.Change, error) {
-	var m MotionRequest
+	var m boardapi.MotionRequest
 	if err := api.Decode(r, &m, false); err != nil {
 		return api.Change{}, err
 	}
 	if _, err := m.Validate(); err != nil {
 		return api.Change{}, err
 	}
-	if m.Motion != MotionStop && m.Motion != MotionOff {
+	if m.Motion != boardapi.MotionStop && m.Motion != boardapi.MotionOff {
 		c.mu.Lock()
 		ok, reason := c.readyLocked()
 		c.mu.Unlock()

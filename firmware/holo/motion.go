@@ -5,26 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/bus/boardapi"
 )
-
-// Motion names; a motion's index in Motions is its native number.
-const (
-	MotionCenter = "center"
-	MotionMove   = "move"
-	MotionNudge  = "nudge"
-	MotionTwitch = "twitch"
-	MotionWag    = "wag"
-	MotionNod    = "nod"
-	MotionScan   = "scan"
-	MotionCircle = "circle"
-	MotionStop   = "stop"
-	MotionOff    = "off"
-)
-
-// Motions lists the motions by native number.
-var Motions = []string{MotionCenter, MotionMove, MotionNudge, MotionTwitch, MotionWag,
-	MotionNod, MotionScan, MotionCircle, MotionStop, MotionOff}
 
 // State motions that are not request motions.
 const (
@@ -32,165 +14,12 @@ const (
 	StateOff  = "off"  // limp after off or release
 )
 
-// MotionRequest is the body of POST /holo/motion and the holo part of a
-// scene. Pointer fields are optional.
-type MotionRequest struct {
-	Motion     string    `json:"motion"`
-	X          *float64  `json:"x,omitempty"`
-	Y          *float64  `json:"y,omitempty"`
-	DurationMS *int      `json:"duration_ms,omitempty"`
-	Range      *int      `json:"range,omitempty"`
-	Count      *int      `json:"count,omitempty"`
-	IntervalS  []float64 `json:"interval_s,omitempty"`
-}
+// The body of POST /holo/motion (and the holo part of a scene), its
+// motions, defaults, limits and rules are boardapi.MotionRequest: the
+// gateway checks a motion as the board does.
 
-// Params are a motion's parameters with the defaults filled in.
-type Params struct {
-	Duration  time.Duration
-	Range     float64 // fraction of the half travel, 0.01-1
-	Count     int     // 0: until replaced
-	IntervalS [2]float64
-}
-
-// Defaults per motion, used for parameters left out (or 0 natively).
-var Defaults = map[string]Params{
-	MotionCenter: {},
-	MotionMove:   {},
-	MotionNudge:  {},
-	MotionTwitch: {Range: 0.15, IntervalS: [2]float64{1, 4}},
-	MotionWag:    {Duration: 800 * time.Millisecond, Range: 0.30},
-	MotionNod:    {Duration: 1000 * time.Millisecond, Range: 0.30},
-	MotionScan:   {Duration: 8 * time.Second, Range: 1},
-	MotionCircle: {Duration: 3 * time.Second, Range: 0.5},
-	MotionStop:   {},
-	MotionOff:    {},
-}
-
-// Limits of the motion parameters.
-const (
-	MaxDurationMS = 65535
-	MaxCount      = 255
-	MinIntervalS  = 0.1
-	MaxIntervalS  = 600
-)
-
-func motionError(format string, args ...any) error {
-	return &apiError{api.Errorf(api.ErrBadRequest, format, args...), ErrMotion}
-}
-
-// Validate checks the request and returns its parameters with defaults.
-// Errors are bad_request and match ErrMotion.
-func (m MotionRequest) Validate() (Params, error) {
-	p, ok := Defaults[m.Motion]
-	if !ok {
-		return Params{}, motionError("motion %q is not one of center, move, nudge, twitch, wag, nod, scan, circle, stop, off", m.Motion)
-	}
-	lim := 1.0
-	if m.Motion == MotionNudge {
-		lim = 2
-	}
-	for _, a := range []struct {
-		name string
-		v    *float64
-	}{{"x", m.X}, {"y", m.Y}} {
-		if a.v != nil && (math.IsNaN(*a.v) || *a.v < -lim || *a.v > lim) {
-			return Params{}, motionError("%s %v: want a number from %v to %v", a.name, *a.v, -lim, lim)
-		}
-	}
-	if m.DurationMS != nil {
-		d := *m.DurationMS
-		if d < 0 || d > MaxDurationMS {
-			return Params{}, motionError("duration_ms %d: want 0-%d (0 takes the default)", d, MaxDurationMS)
-		}
-		if d > 0 {
-			p.Duration = time.Duration(d) * time.Millisecond
-		}
-	}
-	if m.Range != nil {
-		r := *m.Range
-		if r < 0 || r > 100 {
-			return Params{}, motionError("range %d: want a percent 1-100 (0 takes the default)", r)
-		}
-		if r > 0 {
-			p.Range = float64(r) / 100
-		}
-	}
-	if m.Count != nil {
-		c := *m.Count
-		if c < 0 || c > MaxCount {
-			return Params{}, motionError("count %d: want 0-%d (0 repeats until replaced)", c, MaxCount)
-		}
-		p.Count = c
-	}
-	if m.IntervalS != nil {
-		iv := m.IntervalS
-		if len(iv) != 2 || math.IsNaN(iv[0]) || math.IsNaN(iv[1]) ||
-			iv[0] < MinIntervalS || iv[1] > MaxIntervalS || iv[0] > iv[1] {
-			return Params{}, motionError("interval_s %v: want [min, max] seconds with %v <= min <= max <= %v", iv, MinIntervalS, MaxIntervalS)
-		}
-		p.IntervalS = [2]float64{iv[0], iv[1]}
-	}
-	return p, nil
-}
-
-// DecodeMotion reads a POST /holo/motion body strictly (unknown fields,
-// wrong types and bad JSON are errors, as api.DecodeBytes gives them) and
-// validates it.
-func DecodeMotion(b []byte) (MotionRequest, error) {
-	var m MotionRequest
-	if err := api.DecodeBytes(b, &m, false); err != nil {
-		return MotionRequest{}, err
-	}
-	if _, err := m.Validate(); err != nil {
-		return MotionRequest{}, err
-	}
-	return m, nil
-}
-
-// Native HOLO message (type 0x40) payload, 7 bytes, little-endian:
-//
-//	0    motion       0-9, the index in Motions
-//	1    x            s8, hundredths: -100..100 for move, -128..127 for nudge
-//	2    y            s8, likewise
-//	3-4  duration_ms  u16, 0 takes the default
-//	5    range        u8 percent, 0 takes the default
-//	6    count        u8, 0 takes the default (repeat until replaced)
-const NativeLen = 7
-
-// FromNative turns a native HOLO payload into a MotionRequest (x and y
-// only for move and nudge). The result still goes through Motion, which
-// validates it.
-func FromNative(payload []byte) (MotionRequest, error) {
-	if len(payload) != NativeLen {
-		return MotionRequest{}, motionError("HOLO payload is %d bytes, want %d", len(payload), NativeLen)
-	}
-	n := int(payload[0])
-	if n >= len(Motions) {
-		return MotionRequest{}, motionError("motion number %d: want 0-%d", n, len(Motions)-1)
-	}
-	m := MotionRequest{Motion: Motions[n]}
-	x, y := int(int8(payload[1])), int(int8(payload[2]))
-	switch m.Motion {
-	case MotionMove:
-		if x < -100 || x > 100 || y < -100 || y > 100 {
-			return MotionRequest{}, motionError("move x %d, y %d: want -100..100", x, y)
-		}
-		fallthrough
-	case MotionNudge:
-		fx, fy := float64(x)/100, float64(y)/100
-		m.X, m.Y = &fx, &fy
-	}
-	if d := int(payload[3]) | int(payload[4])<<8; d != 0 {
-		m.DurationMS = &d
-	}
-	if r := int(payload[5]); r != 0 {
-		m.Range = &r
-	}
-	if c := int(payload[6]); c != 0 {
-		m.Count = &c
-	}
-	return m, nil
-}
+// The native HOLO payload and its decoding (boardapi.MotionFromNative)
+// are the board API's too.
 
 // point is a position, each axis -1..1.
 type point struct{ x, y float64 }
@@ -203,8 +32,8 @@ func (p point) clamp() point {
 // started, and whether it has ended.
 type behaviour struct {
 	name   string
-	req    MotionRequest
-	p      Params
+	req    boardapi.MotionRequest
+	p      boardapi.MotionParams
 	home   point // where it was at the start
 	target point // for center, move, nudge
 	seed   uint64
@@ -234,23 +63,23 @@ func (b *behaviour) at(e time.Duration) (point, bool) {
 	}
 	a := b.p.Range
 	switch b.name {
-	case MotionCenter, MotionMove, MotionNudge:
+	case boardapi.MotionCenter, boardapi.MotionMove, boardapi.MotionNudge:
 		if period <= 0 || e >= period {
 			return b.target, true
 		}
 		f := float64(e) / float64(period)
 		return point{b.home.x + (b.target.x-b.home.x)*f, b.home.y + (b.target.y-b.home.y)*f}, false
-	case MotionWag, MotionNod:
+	case boardapi.MotionWag, boardapi.MotionNod:
 		c, done := cycles()
 		if done {
 			return b.home, true
 		}
 		off := a * math.Sin(2*math.Pi*c)
-		if b.name == MotionWag {
+		if b.name == boardapi.MotionWag {
 			return point{b.home.x + off, b.home.y}.clamp(), false
 		}
 		return point{b.home.x, b.home.y + off}.clamp(), false
-	case MotionScan:
+	case boardapi.MotionScan:
 		c, done := cycles()
 		if done {
 			return point{0, b.home.y}, true
@@ -266,13 +95,13 @@ func (b *behaviour) at(e time.Duration) (point, bool) {
 			tri = 4*c - 4
 		}
 		return point{a * tri, b.home.y}.clamp(), false
-	case MotionCircle:
+	case boardapi.MotionCircle:
 		c, done := cycles()
 		if done {
 			return point{0, a}, true
 		}
 		return point{a * math.Sin(2*math.Pi*c), a * math.Cos(2*math.Pi*c)}.clamp(), false
-	case MotionTwitch:
+	case boardapi.MotionTwitch:
 		// Twitch i happens at t_i = the sum of the first i+1 pauses;
 		// between twitches the holo holds the last twitch's point. The
 		// walk resumes from the last twitch passed, as e only grows.

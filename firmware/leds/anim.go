@@ -4,6 +4,8 @@ import (
 	"image/color"
 	"math"
 	"time"
+
+	"github.com/holofleet/holofleet/bus/boardapi"
 )
 
 // Animation timing.
@@ -16,29 +18,6 @@ const (
 	FlickerLow    = 55                      // percent: the dimmest flicker level
 	flickerSpan   = 100 - FlickerLow        // percent between dimmest and full
 )
-
-// Mode names, indexed by the native LEDS mode number.
-const (
-	ModeOff     = "off"
-	ModeSolid   = "solid"
-	ModeWipe    = "wipe"
-	ModeRainbow = "rainbow"
-	ModeFlicker = "flicker"
-)
-
-// Modes lists the mode names; a mode's index is its native number.
-var Modes = []string{ModeOff, ModeSolid, ModeWipe, ModeRainbow, ModeFlicker}
-
-// ModeNumber returns the native number of a mode name, or 0xFF when the
-// name is unknown.
-func ModeNumber(name string) byte {
-	for i, m := range Modes {
-		if m == name {
-			return byte(i)
-		}
-	}
-	return 0xFF
-}
 
 // look is what the strip is asked to show.
 type look struct {
@@ -57,12 +36,12 @@ func (l look) render(px []color.RGBA, e time.Duration, seed uint64) (still bool)
 		e = 0
 	}
 	switch l.mode {
-	case ModeSolid:
+	case boardapi.LEDModeSolid:
 		for i := range px {
 			px[i] = l.colour
 		}
 		still = true
-	case ModeWipe:
+	case boardapi.LEDModeWipe:
 		k := int(e / WipeStep)
 		if n == 0 {
 			return true
@@ -92,7 +71,7 @@ func (l look) render(px []color.RGBA, e time.Duration, seed uint64) (still bool)
 				}
 			}
 		}
-	case ModeRainbow:
+	case boardapi.LEDModeRainbow:
 		turn := float64(e) / float64(RainbowPeriod)
 		if !l.loop && turn >= 1 {
 			turn, still = 0, true
@@ -100,7 +79,7 @@ func (l look) render(px []color.RGBA, e time.Duration, seed uint64) (still bool)
 		for i := range px {
 			px[i] = hue(float64(i)/float64(max(n, 1)) + turn)
 		}
-	case ModeFlicker:
+	case boardapi.LEDModeFlicker:
 		step := uint64(e / FlickerStep)
 		frac := float64(e%FlickerStep) / float64(FlickerStep)
 		for i := range px {
@@ -161,5 +140,3 @@ func scale(c color.RGBA, f float64) color.RGBA {
 	s := func(v uint8) uint8 { return uint8(math.Round(float64(v) * f)) }
 	return color.RGBA{s(c.R), s(c.G), s(c.B), 0xff}
 }
-
-func rgb(r, g, b uint8) color.RGBA { return color.RGBA{r, g, b, 0xff} }

@@ -8,15 +8,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
-	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/hal"
 )
 
 // Defaults of a new controller.
 const (
 	DefaultBrightness = 30 // percent: safe when the board powers the strip
-	MaxCount          = 1024
+	MaxCount          = boardapi.MaxLEDCount
 )
 
 // DefaultColour is the colour before any is set: white.
@@ -32,31 +32,8 @@ type State struct {
 	GPIO       int    `json:"gpio"`       // data pin
 }
 
-// Patch is a change to the strip: nil fields are left as they are. It is
-// the body of PATCH /leds and the leds part of a scene.
-type Patch struct {
-	Mode       *string `json:"mode,omitempty"`
-	Colour     *string `json:"colour,omitempty"`
-	Loop       *bool   `json:"loop,omitempty"`
-	Brightness *int    `json:"brightness,omitempty"`
-}
-
-// Check checks the patch as Patch does, changing nothing: the mode, the
-// colour and the brightness (1-100).
-func (p Patch) Check() error {
-	if p.Mode != nil && ModeNumber(*p.Mode) == 0xFF {
-		return badRequest(ErrMode, "mode %q is not one of off, solid, wipe, rainbow, flicker", *p.Mode)
-	}
-	if p.Colour != nil {
-		if _, err := ParseColour(*p.Colour); err != nil {
-			return badRequest(ErrColour, "colour %q: want #rrggbb, R,G,B (each 0-255) or a colour name such as red or warm white", *p.Colour)
-		}
-	}
-	if p.Brightness != nil && (*p.Brightness < 1 || *p.Brightness > 100) {
-		return badRequest(ErrBrightness, "brightness %d: want a percent from 1 to 100 (use mode off to turn the strip dark)", *p.Brightness)
-	}
-	return nil
-}
+// The body of PATCH /leds (and the leds part of a scene) and its rules are
+// boardapi.LEDPatch: the gateway checks an LED change as the board does.
 
 // Publisher receives state changes; the board's event hub implements it.
 type Publisher interface{ SetState(kind string, state any) }
@@ -128,7 +105,7 @@ func New(o Options) (*Controller, error) {
 	c := &Controller{
 		clk: o.Clock, strip: o.Strip, pub: o.Publisher, log: log, seed: o.Seed,
 		count: o.Count, gpio: o.GPIO,
-		look:   look{mode: ModeOff, colour: DefaultColour, brightness: b},
+		look:   look{mode: boardapi.LEDModeOff, colour: DefaultColour, brightness: b},
 		px:     make([]color.RGBA, o.Count),
 		notify: make(chan struct{}),
 	}
@@ -166,17 +143,17 @@ func (c *Controller) State() State {
 
 func (c *Controller) stateLocked() State {
 	return State{
-		Mode: c.look.mode, Colour: FormatColour(c.look.colour), Loop: c.look.loop,
+		Mode: c.look.mode, Colour: boardapi.FormatColour(c.look.colour), Loop: c.look.loop,
 		Brightness: c.look.brightness, Count: c.count, GPIO: c.gpio,
 	}
 }
 
 // Patch validates p whole, then applies it: the reply is the new state.
 // On error nothing changes; the error is an *api.Error (bad_request) that
-// also matches ErrMode, ErrColour or ErrBrightness. A change of mode,
+// also matches boardapi.ErrLEDMode, boardapi.ErrColour or boardapi.ErrBrightness. A change of mode,
 // colour or loop starts the animation again; a change of brightness alone
 // does not.
-func (c *Controller) Patch(p Patch) (State, error) {
+func (c *Controller) Patch(p boardapi.LEDPatch) (State, error) {
 	if err := p.Check(); err != nil {
 		return State{}, err
 	}
@@ -186,7 +163,7 @@ func (c *Controller) Patch(p Patch) (State, error) {
 		next.mode = *p.Mode
 	}
 	if p.Colour != nil {
-		next.colour, _ = ParseColour(*p.Colour)
+		next.colour, _ = boardapi.ParseColour(*p.Colour)
 	}
 	if p.Loop != nil {
 		next.loop = *p.Loop
@@ -213,8 +190,8 @@ func (c *Controller) Patch(p Patch) (State, error) {
 // Off turns the strip dark (mode off), keeping colour, loop and
 // brightness.
 func (c *Controller) Off() State {
-	m := ModeOff
-	st, _ := c.Patch(Patch{Mode: &m})
+	m := boardapi.LEDModeOff
+	st, _ := c.Patch(boardapi.LEDPatch{Mode: &m})
 	return st
 }
 
@@ -225,7 +202,7 @@ func (c *Controller) Snapshot() State { return c.State() }
 // Restore puts the strip back to a Snapshot; its animation starts again.
 // Count and GPIO of the snapshot are ignored.
 func (c *Controller) Restore(s State) error {
-	_, err := c.Patch(Patch{Mode: &s.Mode, Colour: &s.Colour, Loop: &s.Loop, Brightness: &s.Brightness})
+	_, err := c.Patch(boardapi.LEDPatch{Mode: &s.Mode, Colour: &s.Colour, Loop: &s.Loop, Brightness: &s.Brightness})
 	return err
 }
 
@@ -267,18 +244,4 @@ func (c *Controller) publish() {
 	c.pubMu.Lock()
 	defer c.pubMu.Unlock()
 	c.pub.SetState(Kind, c.State())
-}
-
-// apiError is an *api.Error that also matches one of this package's
-// sentinels with errors.Is.
-type apiError struct {
-	e        *api.Error
-	sentinel error
-}
-
-func (e *apiError) Error() string   { return e.e.Message }
-func (e *apiError) Unwrap() []error { return []error{e.e, e.sentinel} }
-
-func badRequest(sentinel error, format string, args ...any) error {
-	return &apiError{api.Errorf(api.ErrBadRequest, format, args...), sentinel}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/hal/sim"
@@ -86,7 +87,7 @@ func (r *rig) advance(t *testing.T, d time.Duration) {
 	}
 }
 
-func (r *rig) patch(t *testing.T, p Patch) State {
+func (r *rig) patch(t *testing.T, p boardapi.LEDPatch) State {
 	t.Helper()
 	st, err := r.c.Patch(p)
 	if err != nil {
@@ -126,14 +127,14 @@ func TestStartsOff(t *testing.T) {
 
 func TestSolidAndBrightness(t *testing.T) {
 	r := newRig(t, 3)
-	r.patch(t, Patch{Mode: ptr("solid"), Colour: ptr("200,100,50"), Brightness: ptr(100)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("solid"), Colour: ptr("200,100,50"), Brightness: ptr(100)})
 	for range 3 {
 		if diff := cmp.Diff(r.strip.Pixels(), repeat(color.RGBA{200, 100, 50, 0xff}, 3)); diff != "" {
 			t.Fatalf("solid (-got +want)\n%s", diff)
 		}
 		r.advance(t, time.Second)
 	}
-	r.patch(t, Patch{Brightness: ptr(50)})
+	r.patch(t, boardapi.LEDPatch{Brightness: ptr(50)})
 	if diff := cmp.Diff(r.strip.Pixels(), repeat(color.RGBA{100, 50, 25, 0xff}, 3)); diff != "" {
 		t.Errorf("half brightness (-got +want)\n%s", diff)
 	}
@@ -162,7 +163,7 @@ func lit(px []color.RGBA) (n int) {
 
 func TestWipe(t *testing.T) {
 	r := newRig(t, 5)
-	r.patch(t, Patch{Mode: ptr("wipe"), Colour: ptr("red"), Brightness: ptr(100)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("wipe"), Colour: ptr("red"), Brightness: ptr(100)})
 	// One more LED per 20 ms frame, from the first; then it stays full.
 	for i, want := range []int{1, 2, 3, 4, 5, 5, 5} {
 		px := r.strip.Pixels()
@@ -186,7 +187,7 @@ func TestWipe(t *testing.T) {
 
 func TestWipeLoop(t *testing.T) {
 	r := newRig(t, 3)
-	r.patch(t, Patch{Mode: ptr("wipe"), Colour: ptr("#ff0000"), Loop: ptr(true), Brightness: ptr(100)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("wipe"), Colour: ptr("#ff0000"), Loop: ptr(true), Brightness: ptr(100)})
 	// Fill 1,2,3 then clear from the first LED, then fill again.
 	want := []string{"R..", "RR.", "RRR", ".RR", "..R", "...", "R..", "RR."}
 	for i, w := range want {
@@ -207,7 +208,7 @@ func TestWipeLoop(t *testing.T) {
 
 func TestRainbow(t *testing.T) {
 	r := newRig(t, 6)
-	r.patch(t, Patch{Mode: ptr("rainbow"), Brightness: ptr(100)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("rainbow"), Brightness: ptr(100)})
 	first := r.strip.Pixels()
 	// Hues spread along the strip: LED 0 red, LED 2 green-ish, LED 4 blue-ish.
 	want := []color.RGBA{{255, 0, 0, 255}, {255, 255, 0, 255}, {0, 255, 0, 255}, {0, 255, 255, 255}, {0, 0, 255, 255}, {255, 0, 255, 255}}
@@ -233,7 +234,7 @@ func TestRainbow(t *testing.T) {
 		t.Error("rainbow without loop still animates after one turn")
 	}
 	// With loop it keeps turning.
-	r.patch(t, Patch{Loop: ptr(true)})
+	r.patch(t, boardapi.LEDPatch{Loop: ptr(true)})
 	r.advance(t, RainbowPeriod+RainbowPeriod/6)
 	if diff := cmp.Diff(r.strip.Pixels(), append(want[1:], want[0])); diff != "" {
 		t.Errorf("looping rainbow after 7/6 turn (-got +want)\n%s", diff)
@@ -243,7 +244,7 @@ func TestRainbow(t *testing.T) {
 func TestFlicker(t *testing.T) {
 	r := newRig(t, 8)
 	base := color.RGBA{200, 100, 40, 255}
-	r.patch(t, Patch{Mode: ptr("flicker"), Colour: ptr(FormatColour(base)), Brightness: ptr(100)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("flicker"), Colour: ptr(boardapi.FormatColour(base)), Brightness: ptr(100)})
 	seen := map[color.RGBA]bool{}
 	for range 100 {
 		for _, p := range r.strip.Pixels() {
@@ -260,9 +261,9 @@ func TestFlicker(t *testing.T) {
 	}
 	// Reproducible: the same seed and times give the same frames.
 	r2 := newRig(t, 8)
-	r2.patch(t, Patch{Mode: ptr("flicker"), Colour: ptr(FormatColour(base)), Brightness: ptr(100)})
-	r.patch(t, Patch{Mode: ptr("solid")})
-	r.patch(t, Patch{Mode: ptr("flicker")})
+	r2.patch(t, boardapi.LEDPatch{Mode: ptr("flicker"), Colour: ptr(boardapi.FormatColour(base)), Brightness: ptr(100)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("solid")})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("flicker")})
 	for range 5 {
 		if diff := cmp.Diff(r.strip.Pixels(), r2.strip.Pixels()); diff != "" {
 			t.Fatalf("flicker not reproducible (-got +want)\n%s", diff)
@@ -274,10 +275,10 @@ func TestFlicker(t *testing.T) {
 
 func TestPublishAndSnapshot(t *testing.T) {
 	r := newRig(t, 2)
-	r.patch(t, Patch{Mode: ptr("wipe"), Colour: ptr("blue"), Loop: ptr(true)})
-	r.patch(t, Patch{Mode: ptr("wipe")}) // no change: not published
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("wipe"), Colour: ptr("blue"), Loop: ptr(true)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("wipe")}) // no change: not published
 	snap := r.c.Snapshot()
-	r.patch(t, Patch{Mode: ptr("solid"), Colour: ptr("red"), Loop: ptr(false), Brightness: ptr(80)})
+	r.patch(t, boardapi.LEDPatch{Mode: ptr("solid"), Colour: ptr("red"), Loop: ptr(false), Brightness: ptr(80)})
 	if err := r.c.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
@@ -299,15 +300,15 @@ func TestPatchErrors(t *testing.T) {
 	r := newRig(t, 2)
 	before := r.c.State()
 	for _, tc := range []struct {
-		p    Patch
+		p    boardapi.LEDPatch
 		want error
 	}{
-		{Patch{Mode: ptr("strobe")}, ErrMode},
-		{Patch{Mode: ptr("Solid")}, ErrMode},
-		{Patch{Colour: ptr("#12345")}, ErrColour},
-		{Patch{Brightness: ptr(0)}, ErrBrightness},
-		{Patch{Brightness: ptr(101)}, ErrBrightness},
-		{Patch{Mode: ptr("solid"), Brightness: ptr(-5)}, ErrBrightness},
+		{boardapi.LEDPatch{Mode: ptr("strobe")}, boardapi.ErrLEDMode},
+		{boardapi.LEDPatch{Mode: ptr("Solid")}, boardapi.ErrLEDMode},
+		{boardapi.LEDPatch{Colour: ptr("#12345")}, boardapi.ErrColour},
+		{boardapi.LEDPatch{Brightness: ptr(0)}, boardapi.ErrBrightness},
+		{boardapi.LEDPatch{Brightness: ptr(101)}, boardapi.ErrBrightness},
+		{boardapi.LEDPatch{Mode: ptr("solid"), Brightness: ptr(-5)}, boardapi.ErrBrightness},
 	} {
 		_, err := r.c.Patch(tc.p)
 		if !errors.Is(err, tc.want) || !errors.Is(err, api.ErrBadRequest) {
@@ -403,37 +404,19 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
-func TestPatchFromNative(t *testing.T) {
-	for _, tc := range []struct {
-		hex  []byte
-		want Patch
-	}{
-		{[]byte{0x01, 0xff, 0x80, 0x00, 0x1e, 0x02}, Patch{Mode: ptr("solid"), Colour: ptr("#ff8000"), Brightness: ptr(30), Loop: ptr(false)}},
-		{[]byte{0x02, 0x01, 0x02, 0x03, 0x00, 0x01}, Patch{Mode: ptr("wipe"), Loop: ptr(true)}},
-		{[]byte{0xff, 0x00, 0x00, 0x00, 0x00, 0x00}, Patch{Loop: ptr(false)}},
-		{[]byte{0x09, 0x00, 0x00, 0x00, 0x00, 0x00}, Patch{Mode: ptr("mode 9"), Loop: ptr(false)}},
-	} {
-		got, err := PatchFromNative(tc.hex)
-		if err != nil {
-			t.Fatalf("% x: %v", tc.hex, err)
-		}
-		if diff := cmp.Diff(got, tc.want); diff != "" {
-			t.Errorf("% x (-got +want)\n%s", tc.hex, diff)
-		}
-	}
-	if _, err := PatchFromNative([]byte{1, 2}); !errors.Is(err, api.ErrBadRequest) {
-		t.Errorf("short payload: %v", err)
-	}
+// TestNativeModeRefused: an unknown native mode number reaches the
+// controller as a name Patch refuses with ErrLEDMode.
+func TestNativeModeRefused(t *testing.T) {
 	r := newRig(t, 1)
-	p, _ := PatchFromNative([]byte{0x09, 0, 0, 0, 0, 0})
-	if _, err := r.c.Patch(p); !errors.Is(err, ErrMode) {
-		t.Errorf("mode 9: %v, want ErrMode", err)
+	p, _ := boardapi.LEDPatchFromNative([]byte{0x09, 0, 0, 0, 0, 0})
+	if _, err := r.c.Patch(p); !errors.Is(err, boardapi.ErrLEDMode) {
+		t.Errorf("mode 9: %v, want boardapi.ErrLEDMode", err)
 	}
 }
 
 func BenchmarkRainbowFrame(b *testing.B) {
 	px := make([]color.RGBA, 300)
-	l := look{mode: ModeRainbow, loop: true, brightness: 30}
+	l := look{mode: boardapi.LEDModeRainbow, loop: true, brightness: 30}
 	b.ReportAllocs()
 	var e time.Duration
 	for b.Loop() {
@@ -444,7 +427,7 @@ func BenchmarkRainbowFrame(b *testing.B) {
 
 func BenchmarkFlickerFrame(b *testing.B) {
 	px := make([]color.RGBA, 300)
-	l := look{mode: ModeFlicker, colour: red, brightness: 30}
+	l := look{mode: boardapi.LEDModeFlicker, colour: red, brightness: 30}
 	b.ReportAllocs()
 	var e time.Duration
 	for b.Loop() {
@@ -459,7 +442,7 @@ func TestEveryModeScalesByBrightness(t *testing.T) {
 	for _, mode := range []string{"solid", "wipe", "flicker"} {
 		for _, loop := range []bool{false, true} {
 			r := newRig(t, 4)
-			r.patch(t, Patch{Mode: ptr(mode), Colour: ptr("#ff0000"), Loop: ptr(loop), Brightness: ptr(50)})
+			r.patch(t, boardapi.LEDPatch{Mode: ptr(mode), Colour: ptr("#ff0000"), Loop: ptr(loop), Brightness: ptr(50)})
 			r.advance(t, time.Second)
 			for i, p := range r.strip.Pixels() {
 				if p.R > 128 || p.G != 0 || p.B != 0 {

@@ -36,21 +36,16 @@
 //
 // # Colours
 //
-// See ParseColour: #rrggbb, R,G,B or a name (case-insensitive); reported
+// See boardapi.ParseColour: #rrggbb, R,G,B or a name (case-insensitive); reported
 // as #rrggbb.
 package leds
 
 import "errors"
 
-// Errors of the LED controller. Errors from Patch are also *api.Error with
-// code bad_request, so callers may test either.
+// Errors of the LED controller. Errors from Patch are *api.Error with code
+// bad_request that also match the rule's sentinel in bus/boardapi
+// (ErrLEDMode, ErrColour, ErrBrightness), so callers may test either.
 var (
-	// ErrColour: a colour that is not #rrggbb, R,G,B or a known name.
-	ErrColour = errors.New("leds: bad colour")
-	// ErrMode: a mode that is not off, solid, wipe, rainbow or flicker.
-	ErrMode = errors.New("leds: unknown mode")
-	// ErrBrightness: a brightness outside 1-100.
-	ErrBrightness = errors.New("leds: brightness out of range")
 	// ErrConfig: a strip configuration the controller cannot use.
 	ErrConfig = errors.New("leds: bad configuration")
 )

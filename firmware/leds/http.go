@@ -3,6 +3,7 @@ package leds
 import (
 	"net/http"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/api"
 )
 
@@ -18,9 +19,9 @@ func (c *Controller) Routes() []api.Route {
 	}
 }
 
-// preparePatch reads and checks a PATCH /leds body; the change is Patch.
+// preparePatch reads and checks a PATCH /leds body; the change is boardapi.LEDPatch.
 func (c *Controller) preparePatch(r *http.Request) (api.Change, error) {
-	var p Patch
+	var p boardapi.LEDPatch
 	if err := api.Decode(r, &p, false); err != nil {
 		return api.Change{}, err
 	}

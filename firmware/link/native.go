@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
-	"github.com/holofleet/holofleet/firmware/leds"
 )
 
 // handleFrame answers one native frame from UART or RS485. raw is the
@@ -126,7 +126,7 @@ func httpForm(msg frame.Message) (method, path string, body []byte, err error) {
 	case *frame.LEDsRequest:
 		p := map[string]any{"loop": m.Flags&frame.LEDLoop != 0}
 		if m.Mode != frame.LEDKeep {
-			p["mode"] = leds.Modes[m.Mode]
+			p["mode"] = boardapi.LEDModes[m.Mode]
 		}
 		if m.Flags&frame.LEDNewColour != 0 {
 			p["colour"] = fmt.Sprintf("#%02x%02x%02x", m.R, m.G, m.B)

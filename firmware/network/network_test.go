@@ -2,6 +2,7 @@ package network
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -222,6 +223,18 @@ func (g *rig) do(method, target, body string) *httptest.ResponseRecorder {
 
 func (g *rig) state() State { return g.n.State() }
 
+// advanceWait moves clk by d and waits until the AfterFunc callbacks
+// that fell due (the cut-off, the access point's expiry) have returned,
+// so that what they changed, or did not change, can be asserted.
+func advanceWait(t *testing.T, clk *clock.Fake, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clk.AdvanceWait(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitFor polls cond (AfterFunc callbacks run in their own goroutines).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -341,8 +354,7 @@ func TestTimedAPOnTrueCountsDownAgainAndBootButton(t *testing.T) {
 	if st := g.state(); !st.AP.On || st.AP.OffInS != nil {
 		t.Fatalf("PATCH on: %+v", st.AP)
 	}
-	g.clk.Advance(time.Hour)
-	time.Sleep(10 * time.Millisecond)
+	advanceWait(t, g.clk, time.Hour)
 	if !g.state().AP.On {
 		t.Fatal("an access point turned on by PATCH went off by itself")
 	}
@@ -405,8 +417,7 @@ func TestCutoffRepliesFirst(t *testing.T) {
 			if g.ap.log() != apBefore {
 				t.Fatalf("access point listener touched before the cut-off delay: %s", g.ap.log())
 			}
-			g.clk.Advance(CutoffDelay - time.Millisecond)
-			time.Sleep(5 * time.Millisecond)
+			advanceWait(t, g.clk, CutoffDelay-time.Millisecond)
 			if diff := cmp.Diff(g.state(), before); diff != "" {
 				t.Fatalf("state changed before the cut-off delay (-got +want):\n%s", diff)
 			}
@@ -504,8 +515,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 			if rec.Code != tt.status || e.Error != tt.code || e.Message == "" {
 				t.Fatalf("got %d %s, want %d %s", rec.Code, rec.Body, tt.status, tt.code)
 			}
-			g.clk.Advance(time.Second)
-			time.Sleep(5 * time.Millisecond)
+			advanceWait(t, g.clk, time.Second)
 			if diff := cmp.Diff(g.state(), before); diff != "" {
 				t.Errorf("state changed (-got +want):\n%s", diff)
 			}

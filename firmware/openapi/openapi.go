@@ -56,11 +56,55 @@ func Build(routes []api.Route, firmwareVersion string) Doc {
 			"version":     "1",
 			"description": "HTTP API of a holofleet board (firmware " + firmwareVersion + "). Every path is under /api/v1.",
 		},
-		"servers":    []any{map[string]any{"url": "/api/v1"}},
-		"paths":      paths,
-		"components": map[string]any{"schemas": g.schemas},
+		"servers": []any{map[string]any{"url": "/api/v1"}},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas":         g.schemas,
+			"securitySchemes": securitySchemes,
+		},
 	}
 }
+
+// The board's password, once one is set, is presented either way
+// (Authorization: Bearer <password>, or HTTP Basic with any user name).
+var securitySchemes = map[string]any{
+	"password": map[string]any{"type": "http", "scheme": "bearer",
+		"description": "The board's password (PATCH /web), once one is set."},
+	"passwordBasic": map[string]any{"type": "http", "scheme": "basic",
+		"description": "The board's password as HTTP Basic's password, with any user name."},
+}
+
+// security is an operation's security requirement: a change, a file
+// download and the web settings need the password once one is set (an
+// empty requirement, {}, stands for a board with none); other reads need
+// nothing.
+func security(r api.Route) []any {
+	if r.Method == http.MethodGet && !r.Private {
+		return []any{}
+	}
+	return []any{
+		map[string]any{"password": []string{}},
+		map[string]any{"passwordBasic": []string{}},
+		map[string]any{},
+	}
+}
+
+// anyValueSchema is the component any JSON value or null refers to
+// (json.RawMessage and interface fields). OpenAPI 3.0 has no type for
+// "anything" that admits null (nullable needs a type beside it), so it is
+// one of the JSON types, the object one nullable.
+var anyValueSchema = map[string]any{
+	"description": "Any JSON value, or null.",
+	"anyOf": []any{
+		map[string]any{"type": "object", "nullable": true},
+		map[string]any{"type": "array", "items": map[string]any{}},
+		map[string]any{"type": "string"},
+		map[string]any{"type": "number"},
+		map[string]any{"type": "boolean"},
+	},
+}
+
+const anyValueRef = "#/components/schemas/AnyValue"
 
 type gen struct {
 	schemas map[string]any
@@ -77,6 +121,7 @@ func (g *gen) operation(r api.Route) map[string]any {
 		tags = append(tags, seg[0])
 	}
 	op["tags"] = tags
+	op["security"] = security(r)
 	if r.Link {
 		op["x-link"] = true
 	}
@@ -208,7 +253,7 @@ func (g *gen) schema(t reflect.Type) map[string]any {
 	}
 	switch {
 	case t == rawMessage:
-		return map[string]any{"nullable": true}
+		return g.anyValue()
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	}
@@ -216,7 +261,11 @@ func (g *gen) schema(t reflect.Type) map[string]any {
 	case reflect.Pointer:
 		s := g.schema(t.Elem())
 		if ref, ok := s["$ref"]; ok {
-			return map[string]any{"allOf": []any{map[string]any{"$ref": ref}}, "nullable": true}
+			if ref == anyValueRef { // null is one of its values already
+				return s
+			}
+			// Named structs are objects; nullable needs its type beside it.
+			return map[string]any{"type": "object", "allOf": []any{map[string]any{"$ref": ref}}, "nullable": true}
 		}
 		out := map[string]any{}
 		for k, v := range s {
@@ -238,7 +287,7 @@ func (g *gen) schema(t reflect.Type) map[string]any {
 	case reflect.Map:
 		return map[string]any{"type": "object", "additionalProperties": g.schema(t.Elem())}
 	case reflect.Interface:
-		return map[string]any{"nullable": true}
+		return g.anyValue()
 	case reflect.Struct:
 		if t.Name() == "" {
 			return g.object(t)
@@ -251,6 +300,13 @@ func (g *gen) schema(t reflect.Type) map[string]any {
 		return map[string]any{"$ref": "#/components/schemas/" + name}
 	}
 	return map[string]any{}
+}
+
+// anyValue returns a reference to the AnyValue component, adding it on
+// first use.
+func (g *gen) anyValue() map[string]any {
+	g.schemas["AnyValue"] = anyValueSchema
+	return map[string]any{"$ref": anyValueRef}
 }
 
 func (g *gen) nameOf(t reflect.Type) string {

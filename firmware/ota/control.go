@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/ota/bootloader"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
 )
 

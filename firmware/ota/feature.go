@@ -6,12 +6,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/board"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/firmware/ota/bootloader"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // Fleet makes the feature the board's bootloader too, for fleet mode:
@@ -81,6 +82,7 @@ func Feature(cfg Config) board.Feature {
 		b.Firmware = &app
 		b.OnClose(s.Close)
 		b.AddFeature("ota", s.Routes()...)
+		b.AddExtension(boardapi.ExtensionOTADelta)
 		return nil
 	}
 }
@@ -113,7 +115,7 @@ func fleetBoot(b *board.Boot, c *Config, fuses *efuse.Fuses) error {
 	if err != nil {
 		return err
 	}
-	c.Booted = Booted{Signers: choice.Signers, Factory: choice.Factory}
+	c.Booted = Booted{Signers: choice.Signers, Factory: choice.Factory, SHA256: choice.Image.SHA256, Size: choice.Image.Size}
 	c.Running = choice.Slot
 	app := *appOf(choice.Image.Desc)
 	c.Pull.Current = app.Version

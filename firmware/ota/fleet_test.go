@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/board"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // fleetBoard runs one in-process board with the feature in fleet mode.

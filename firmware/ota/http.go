@@ -72,8 +72,9 @@ func (s *Service) Routes() []api.Route {
 				boolParam("activate", "activate the image once staged"),
 				boolParam("reboot", "with activate, restart a second after the reply"),
 				boolParam("force", "accept an image built for another project"),
+				{Name: "base", Type: "string", Description: "extension ota-delta: the body is a delta image from this running image (hex SHA-256, GET /ota's running slot sha256); the board rebuilds the whole image and checks it as an upload"},
 			},
-			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrDowngrade, api.ErrSHA256Mismatch},
+			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadSHA256, api.ErrBusy, api.ErrCancelled, api.ErrBaseMismatch, api.ErrLengthRequired, api.ErrTooLarge, api.ErrInvalidImage, api.ErrDowngrade, api.ErrSHA256Mismatch},
 			Handler: http.HandlerFunc(s.serveUpload)},
 		{Method: http.MethodDelete, Path: "/ota/image", Link: true, Response: Session{},
 			Summary: "Cancel the update in progress, or forget a staged or failed one",
@@ -177,7 +178,12 @@ func (s *Service) serveUpload(w http.ResponseWriter, r *http.Request) {
 		declared = flash.SlotSize
 	}
 	body := s.cfg.Long.WatchN(r.Body, "firmware upload", declared, abort)
-	sess, err := s.Upload(SourceOf(r), body, length, opt, abort)
+	var sess Session
+	if _, delta := r.URL.Query()["base"]; delta {
+		sess, err = s.UploadDelta(SourceOf(r), body, length, r.URL.Query().Get("base"), opt, abort)
+	} else {
+		sess, err = s.Upload(SourceOf(r), body, length, opt, abort)
+	}
 	if err != nil {
 		// Do not read on: the client learns at once and the connection
 		// closes rather than draining a body the board does not want.

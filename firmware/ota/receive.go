@@ -9,9 +9,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
 )
 
@@ -111,6 +111,9 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 		if rerr != nil {
 			if ctx.Err() != nil {
 				return s.fail(gen, api.Errorf(api.ErrCancelled, "the update was cancelled"))
+			}
+			if e := deltaError(off, total, rerr); e != nil {
+				return s.fail(gen, e)
 			}
 			return s.fail(gen, api.Errorf(api.ErrBadRequest, "the image stopped after %d of %d bytes: %v", off, total, rerr))
 		}

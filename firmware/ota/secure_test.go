@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 func newSigningKey(t *testing.T) (*ecdsa.PrivateKey, image.KeyDigest) {

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/longop"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
 )
 
@@ -81,6 +81,11 @@ type Config struct {
 type Booted struct {
 	Signers []image.KeyDigest
 	Factory bool
+	// SHA256 and Size are the whole running image's, when the bootloader
+	// checked it in this process (fleet mode); otherwise the service
+	// reads the running slot once to learn them (RunningSHA256).
+	SHA256 [32]byte
+	Size   int64
 }
 
 // HostExpect is what a simulated board accepts: host images of holo-board.
@@ -110,6 +115,10 @@ type Service struct {
 	opMu     sync.Mutex // serialises session starts and activations
 
 	checks checkCache
+
+	runSHAOnce sync.Once
+	runSHA     string // RunningSHA256
+	runSize    int64  // the running image's length, with runSHA
 }
 
 // New opens the flash under cfg.DataDir and returns an idle service.
@@ -249,6 +258,9 @@ func (s *Service) Status() (Status, error) {
 		}
 		if i == run && s.cfg.Running >= 0 {
 			sl.Signers = hexKeys(s.cfg.Booted.Signers)
+		}
+		if i == run {
+			sl.SHA256 = s.RunningSHA256()
 		}
 		st.Slots = append(st.Slots, sl)
 	}

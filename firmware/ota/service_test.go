@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/longop"
 	"github.com/holofleet/holofleet/firmware/ota/bootloader"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
 )
 

@@ -2,9 +2,9 @@ package ota
 
 import (
 	"github.com/holofleet/holofleet/bus/boardapi"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // Session states (see bus/boardapi).

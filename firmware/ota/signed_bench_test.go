@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // BenchmarkSignedUpload uploads a 2 MiB signed image over HTTP (PUT

@@ -10,7 +10,7 @@
 //
 // # Saving
 //
-// Up to MaxScenes scenes are saved by name (1-32 bytes of UTF-8 without
+// Up to MaxScenes (bus/boardapi) scenes are saved by name (1-32 bytes of UTF-8 without
 // control characters) in the board's store, with an optional slot 1-255
 // unique among them (small hosts apply a scene by slot). The parts are
 // checked as their own endpoints check them, but files are not looked at

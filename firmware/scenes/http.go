@@ -3,6 +3,7 @@ package scenes
 import (
 	"net/http"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/api"
 )
 
@@ -25,10 +26,10 @@ func (m *Manager) Routes() []api.Route {
 				api.WriteJSON(w, http.StatusOK, m.List())
 			})},
 		{Method: http.MethodPut, Path: "/scenes/scene", Link: true, Summary: "Save a scene under name (files are checked when it is applied)",
-			Request: Scene{}, Response: List{}, Query: nameParam,
+			Request: boardapi.Scene{}, Response: List{}, Query: nameParam,
 			Errors: []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrFull, api.ErrSlotTaken},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var s Scene
+				var s boardapi.Scene
 				if err := api.Decode(r, &s, false); err != nil {
 					api.WriteError(w, err)
 					return
@@ -44,7 +45,7 @@ func (m *Manager) Routes() []api.Route {
 			})},
 		{Method: http.MethodPost, Path: "/scenes/apply", Link: true,
 			Summary: "Apply a saved scene ({name} or {slot}) or a given one ({scene}); screen, then LEDs, then holo",
-			Request: ApplyRequest{}, Response: Applied{}, Errors: partErrors,
+			Request: boardapi.SceneApply{}, Response: Applied{}, Errors: partErrors,
 			Prepare: m.prepareApply, Handler: api.Prepared(m.prepareApply)},
 		{Method: http.MethodPost, Path: "/scenes/end", Link: true, Summary: "End the scene running to its end; its then is done",
 			Response: Ended{}, Errors: []*api.Error{api.ErrNotRunning},
@@ -55,7 +56,7 @@ func (m *Manager) Routes() []api.Route {
 // prepareApply reads a POST /scenes/apply body and checks it (Check); the
 // change is Apply, which checks the screen's file when it runs.
 func (m *Manager) prepareApply(r *http.Request) (api.Change, error) {
-	var req ApplyRequest
+	var req boardapi.SceneApply
 	if err := api.Decode(r, &req, false); err != nil {
 		return api.Change{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/firmware/api"
@@ -28,7 +29,7 @@ var (
 
 // Screen is what scenes need of the screen (a *screen.Controller).
 type Screen interface {
-	Prepare(r screen.ShowRequest, onceByDefault bool) (*screen.Prepared, error)
+	Prepare(r boardapi.ShowRequest, onceByDefault bool) (*screen.Prepared, error)
 	Present(p *screen.Prepared) (screen.State, uint64, error)
 	Snapshot() screen.Snapshot
 	Restore(s screen.Snapshot) error
@@ -38,7 +39,7 @@ type Screen interface {
 
 // LEDs is what scenes need of the strip (a *leds.Controller).
 type LEDs interface {
-	Patch(p leds.Patch) (leds.State, error)
+	Patch(p boardapi.LEDPatch) (leds.State, error)
 	Off() leds.State
 	Snapshot() leds.State
 	Restore(s leds.State) error
@@ -47,10 +48,10 @@ type LEDs interface {
 // Holo is what scenes need of the holo (a *holo.Controller).
 type Holo interface {
 	State() holo.State
-	Motion(m holo.MotionRequest) (holo.State, error)
+	Motion(m boardapi.MotionRequest) (holo.State, error)
 	Off() holo.State
-	Snapshot() holo.MotionRequest
-	Restore(m holo.MotionRequest) error
+	Snapshot() boardapi.MotionRequest
+	Restore(m boardapi.MotionRequest) error
 }
 
 // Store keeps the saved scenes, one key per name (a store.Bucket).
@@ -85,7 +86,7 @@ type Options struct {
 // Saved is a saved scene with its name.
 type Saved struct {
 	Name string `json:"name"`
-	Scene
+	boardapi.Scene
 }
 
 // List is the reply of GET /scenes and of saving and deleting.
@@ -146,7 +147,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	closed bool
-	saved  map[string]Scene
+	saved  map[string]boardapi.Scene
 	run    *run
 }
 
@@ -168,7 +169,7 @@ type run struct {
 type before struct {
 	screen screen.Snapshot
 	leds   leds.State
-	holo   holo.MotionRequest
+	holo   boardapi.MotionRequest
 	// has*: a scene of the chain set the part, so restore brings it
 	// back.
 	hasScreen, hasLEDs, hasHolo bool
@@ -185,13 +186,13 @@ func New(o Options) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{clk: o.Clock, store: o.Store, screen: o.Screen, leds: o.LEDs, holo: o.Holo, pub: o.Publisher,
-		log: log, onDel: o.OnDelete, saved: map[string]Scene{}}
+		log: log, onDel: o.OnDelete, saved: map[string]boardapi.Scene{}}
 	keys, err := o.Store.Keys()
 	if err != nil {
 		return nil, fmt.Errorf("scenes: loading: %w", err)
 	}
 	for _, k := range keys {
-		var s Scene
+		var s boardapi.Scene
 		if _, err := o.Store.Get(k, &s); err != nil {
 			return nil, fmt.Errorf("scenes: loading %q: %w", k, err)
 		}
@@ -294,8 +295,8 @@ func (m *Manager) Status(sb *frame.StatusBlock) {
 
 // Save stores s under name (PUT /scenes/scene), replacing a scene of that
 // name.
-func (m *Manager) Save(name string, s Scene) (List, error) {
-	if err := CheckName(name); err != nil {
+func (m *Manager) Save(name string, s boardapi.Scene) (List, error) {
+	if err := boardapi.CheckSceneName(name); err != nil {
 		return List{}, err
 	}
 	if err := s.Check(); err != nil {
@@ -306,8 +307,8 @@ func (m *Manager) Save(name string, s Scene) (List, error) {
 	if m.closed {
 		return List{}, ErrClosed
 	}
-	if _, ok := m.saved[name]; !ok && len(m.saved) >= MaxScenes {
-		return List{}, api.Errorf(api.ErrFull, "%d scenes are saved already; delete one first", MaxScenes)
+	if _, ok := m.saved[name]; !ok && len(m.saved) >= boardapi.MaxScenes {
+		return List{}, api.Errorf(api.ErrFull, "%d scenes are saved already; delete one first", boardapi.MaxScenes)
 	}
 	if s.Slot != nil {
 		for other, o := range m.saved {
@@ -349,25 +350,17 @@ func (m *Manager) Delete(name string) (List, error) {
 	return l, nil
 }
 
-// ApplyRequest is the body of POST /scenes/apply: a saved scene by name or
-// by slot, or a scene given whole (with an optional name for its events).
-type ApplyRequest struct {
-	Name  *string `json:"name,omitempty" doc:"a saved scene; with scene, the name the given scene goes by"`
-	Scene *Scene  `json:"scene,omitempty" doc:"an unsaved scene"`
-	Slot  *int    `json:"slot,omitempty" doc:"the saved scene with this slot"`
-}
-
 // resolve finds the scene a request names.
-func (m *Manager) resolve(req ApplyRequest) (*string, Scene, error) {
+func (m *Manager) resolve(req boardapi.SceneApply) (*string, boardapi.Scene, error) {
 	switch {
 	case req.Scene != nil && req.Slot == nil:
 		if req.Name != nil {
-			if err := CheckName(*req.Name); err != nil {
-				return nil, Scene{}, err
+			if err := boardapi.CheckSceneName(*req.Name); err != nil {
+				return nil, boardapi.Scene{}, err
 			}
 		}
 		if err := req.Scene.Check(); err != nil {
-			return nil, Scene{}, err
+			return nil, boardapi.Scene{}, err
 		}
 		return req.Name, *req.Scene, nil
 	case req.Name != nil && req.Slot == nil:
@@ -375,7 +368,7 @@ func (m *Manager) resolve(req ApplyRequest) (*string, Scene, error) {
 		s, ok := m.saved[*req.Name]
 		m.mu.Unlock()
 		if !ok {
-			return nil, Scene{}, api.Errorf(api.ErrUnknownScene, "no scene is called %q", *req.Name)
+			return nil, boardapi.Scene{}, api.Errorf(api.ErrUnknownScene, "no scene is called %q", *req.Name)
 		}
 		return req.Name, s, nil
 	case req.Slot != nil && req.Name == nil && req.Scene == nil:
@@ -386,36 +379,36 @@ func (m *Manager) resolve(req ApplyRequest) (*string, Scene, error) {
 				return &n, s, nil
 			}
 		}
-		return nil, Scene{}, api.Errorf(api.ErrUnknownScene, "no scene has slot %d", *req.Slot)
+		return nil, boardapi.Scene{}, api.Errorf(api.ErrUnknownScene, "no scene has slot %d", *req.Slot)
 	}
-	return nil, Scene{}, api.Errorf(api.ErrBadRequest, "give name, slot, or scene (with an optional name)")
+	return nil, boardapi.Scene{}, api.Errorf(api.ErrBadRequest, "give name, slot, or scene (with an optional name)")
 }
 
 // Check checks an apply request as Apply does before anything changes,
 // changing nothing: the form, that a named scene exists, and its parts;
 // the screen's file is not opened (Apply checks it).
-func (m *Manager) Check(req ApplyRequest) error {
+func (m *Manager) Check(req boardapi.SceneApply) error {
 	_, s, err := m.resolve(req)
 	if err != nil {
 		return err
 	}
 	if s.Screen != nil {
 		if err := s.Screen.Check(); err != nil {
-			return partError("screen", err)
+			return boardapi.PartError("screen", err)
 		}
 	}
 	if s.LEDs != nil {
-		if err := checkLEDs(*s.LEDs); err != nil {
-			return partError("leds", err)
+		if err := s.LEDs.Check(); err != nil {
+			return boardapi.PartError("leds", err)
 		}
 	}
 	if s.Holo != nil {
 		if _, err := s.Holo.Validate(); err != nil {
-			return partError("holo", err)
+			return boardapi.PartError("holo", err)
 		}
-		if mo := s.Holo.Motion; mo != holo.MotionStop && mo != holo.MotionOff {
+		if mo := s.Holo.Motion; mo != boardapi.MotionStop && mo != boardapi.MotionOff {
 			if st := m.holo.State(); !st.Ready {
-				return partError("holo", api.Errorf(api.ErrNotReady, "holo cannot move: %s", st.Reason))
+				return boardapi.PartError("holo", api.Errorf(api.ErrNotReady, "holo cannot move: %s", st.Reason))
 			}
 		}
 	}
@@ -424,25 +417,25 @@ func (m *Manager) Check(req ApplyRequest) error {
 
 // ApplyName applies the saved scene called name (the boot scene).
 func (m *Manager) ApplyName(name string) (Applied, error) {
-	return m.Apply(ApplyRequest{Name: &name})
+	return m.Apply(boardapi.SceneApply{Name: &name})
 }
 
 // Apply applies a scene (POST /scenes/apply).
-func (m *Manager) Apply(req ApplyRequest) (Applied, error) {
+func (m *Manager) Apply(req boardapi.SceneApply) (Applied, error) {
 	name, s, err := m.resolve(req)
 	if err != nil {
 		return Applied{}, err
 	}
 	m.op.Lock()
 	defer m.op.Unlock()
-	then := s.then()
+	then := s.ThenOrDefault()
 
 	// Check every part before anything changes.
 	var shown *screen.Prepared
 	if s.Screen != nil {
-		p, err := m.screen.Prepare(*s.Screen, then != ThenStay)
+		p, err := m.screen.Prepare(*s.Screen, then != boardapi.SceneThenStay)
 		if err != nil {
-			return Applied{}, partError("screen", err)
+			return Applied{}, boardapi.PartError("screen", err)
 		}
 		shown = p
 	}
@@ -451,22 +444,22 @@ func (m *Manager) Apply(req ApplyRequest) (Applied, error) {
 		return Applied{}, err
 	}
 	untilClip := shown != nil && shown.Kind() == screen.ShowingClip && shown.Plays() > 0
-	if then != ThenStay && s.DurationS == nil && !untilClip {
-		return fail(partError("screen", api.Errorf(api.ErrBadRequest,
+	if then != boardapi.SceneThenStay && s.DurationS == nil && !untilClip {
+		return fail(boardapi.PartError("screen", api.Errorf(api.ErrBadRequest,
 			"%s is not a clip that ends; a scene with then %s needs one, or duration_s", *s.Screen.Path, then)))
 	}
 	if s.LEDs != nil {
-		if err := checkLEDs(*s.LEDs); err != nil {
-			return fail(partError("leds", err))
+		if err := s.LEDs.Check(); err != nil {
+			return fail(boardapi.PartError("leds", err))
 		}
 	}
 	if s.Holo != nil {
 		if _, err := s.Holo.Validate(); err != nil {
-			return fail(partError("holo", err))
+			return fail(boardapi.PartError("holo", err))
 		}
-		if mo := s.Holo.Motion; mo != holo.MotionStop && mo != holo.MotionOff {
+		if mo := s.Holo.Motion; mo != boardapi.MotionStop && mo != boardapi.MotionOff {
 			if st := m.holo.State(); !st.Ready {
-				return fail(partError("holo", api.Errorf(api.ErrNotReady, "holo cannot move: %s", st.Reason)))
+				return fail(boardapi.PartError("holo", api.Errorf(api.ErrNotReady, "holo cannot move: %s", st.Reason)))
 			}
 		}
 	}
@@ -477,7 +470,7 @@ func (m *Manager) Apply(req ApplyRequest) (Applied, error) {
 	old := m.run
 	m.mu.Unlock()
 	var bf *before
-	if then == ThenRestore {
+	if then == boardapi.SceneThenRestore {
 		bf = m.before(old, s)
 	}
 	m.mu.Lock()
@@ -495,30 +488,30 @@ func (m *Manager) Apply(req ApplyRequest) (Applied, error) {
 	if shown != nil {
 		_, id, err := m.screen.Present(shown)
 		if err != nil {
-			return Applied{}, m.aborted(partError("screen", err))
+			return Applied{}, m.aborted(boardapi.PartError("screen", err))
 		}
 		screenID = id
 	}
 	if s.LEDs != nil {
 		if _, err := m.leds.Patch(*s.LEDs); err != nil {
-			return Applied{}, m.aborted(partError("leds", err))
+			return Applied{}, m.aborted(boardapi.PartError("leds", err))
 		}
 	}
 	if s.Holo != nil {
 		if _, err := m.holo.Motion(*s.Holo); err != nil {
-			return Applied{}, m.aborted(partError("holo", err))
+			return Applied{}, m.aborted(boardapi.PartError("holo", err))
 		}
 	}
 
-	st := Started{Name: name, Slot: s.slot(), Then: then, UntilClipEnds: then != ThenStay && untilClip}
+	st := Started{Name: name, Slot: s.SlotOrZero(), Then: then, UntilClipEnds: then != boardapi.SceneThenStay && untilClip}
 	if s.DurationS != nil {
 		st.DurationS = *s.DurationS
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.emitLocked(events.KindSceneStarted, st)
-	if then != ThenStay {
-		r := &run{name: name, slot: s.slot(), then: then, untilClip: untilClip, screenID: screenID, before: bf,
+	if then != boardapi.SceneThenStay {
+		r := &run{name: name, slot: s.SlotOrZero(), then: then, untilClip: untilClip, screenID: screenID, before: bf,
 			stop: make(chan struct{})}
 		if s.DurationS != nil {
 			d := time.Duration(*s.DurationS * float64(time.Second))
@@ -529,7 +522,7 @@ func (m *Manager) Apply(req ApplyRequest) (Applied, error) {
 		}
 		m.run = r
 	}
-	if then != ThenStay || old != nil {
+	if then != boardapi.SceneThenStay || old != nil {
 		m.publishLocked(events.KindScene, m.runningLocked())
 	}
 	return Applied{Started: st, Active: m.runningLocked()}, nil
@@ -546,9 +539,9 @@ func (m *Manager) aborted(err error) error {
 // before records what a restore scene brings back: the record of the
 // restore scene it replaces, if any (the board goes back to what it did
 // before the first of them), else what the parts do now.
-func (m *Manager) before(old *run, s Scene) *before {
+func (m *Manager) before(old *run, s boardapi.Scene) *before {
 	bf := &before{}
-	if old != nil && old.then == ThenRestore && old.before != nil {
+	if old != nil && old.then == boardapi.SceneThenRestore && old.before != nil {
 		*bf = *old.before
 	} else {
 		bf.screen, bf.leds, bf.holo = m.screen.Snapshot(), m.leds.Snapshot(), m.holo.Snapshot()
@@ -614,11 +607,11 @@ func (m *Manager) endLocked(r *run, by string) Ended {
 // doThen does an ended scene's then. m.op is held.
 func (m *Manager) doThen(r *run) {
 	switch r.then {
-	case ThenOff:
+	case boardapi.SceneThenOff:
 		m.screen.Off()
 		m.leds.Off()
 		m.holo.Off()
-	case ThenRestore:
+	case boardapi.SceneThenRestore:
 		bf := r.before
 		if bf == nil {
 			return

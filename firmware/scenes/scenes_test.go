@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/firmware/api"
@@ -166,7 +167,7 @@ func (c clip) Close() error { return nil }
 type fakeHolo struct {
 	mu       sync.Mutex
 	notReady bool
-	current  holo.MotionRequest
+	current  boardapi.MotionRequest
 	log      []string
 }
 
@@ -178,7 +179,7 @@ func (h *fakeHolo) State() holo.State {
 	}
 	return holo.State{Motion: h.current.Motion, Ready: true}
 }
-func (h *fakeHolo) Motion(m holo.MotionRequest) (holo.State, error) {
+func (h *fakeHolo) Motion(m boardapi.MotionRequest) (holo.State, error) {
 	if _, err := m.Validate(); err != nil {
 		return holo.State{}, err
 	}
@@ -189,16 +190,16 @@ func (h *fakeHolo) Motion(m holo.MotionRequest) (holo.State, error) {
 	return h.State(), nil
 }
 func (h *fakeHolo) Off() holo.State {
-	st, _ := h.Motion(holo.MotionRequest{Motion: holo.MotionOff})
+	st, _ := h.Motion(boardapi.MotionRequest{Motion: boardapi.MotionOff})
 	return st
 }
-func (h *fakeHolo) Snapshot() holo.MotionRequest {
+func (h *fakeHolo) Snapshot() boardapi.MotionRequest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.current
 }
-func (h *fakeHolo) Restore(m holo.MotionRequest) error { _, err := h.Motion(m); return err }
-func (h *fakeHolo) motion() string                     { return h.Snapshot().Motion }
+func (h *fakeHolo) Restore(m boardapi.MotionRequest) error { _, err := h.Motion(m); return err }
+func (h *fakeHolo) motion() string                         { return h.Snapshot().Motion }
 func (h *fakeHolo) setReady(ok bool) {
 	h.mu.Lock()
 	h.notReady = !ok
@@ -220,7 +221,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, clk: clock.NewFake(t0), rec: &recorder{notify: make(chan struct{}, 1)},
-		store: &memStore{m: map[string][]byte{}}, holo: &fakeHolo{current: holo.MotionRequest{Motion: holo.MotionStop}},
+		store: &memStore{m: map[string][]byte{}}, holo: &fakeHolo{current: boardapi.MotionRequest{Motion: boardapi.MotionStop}},
 		files: map[string]media.Clip{
 			"/short.mov": clip{n: 3, fps: 10},
 			"/bg.mov":    clip{n: 2, fps: 10},
@@ -257,7 +258,7 @@ func (h *harness) open() {
 
 func (h *harness) save(name string, s string) {
 	h.t.Helper()
-	var sc Scene
+	var sc boardapi.Scene
 	if err := json.Unmarshal([]byte(s), &sc); err != nil {
 		h.t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func (h *harness) apply(name string) Applied {
 
 func (h *harness) show(r string) {
 	h.t.Helper()
-	var req screen.ShowRequest
+	var req boardapi.ShowRequest
 	if err := json.Unmarshal([]byte(r), &req); err != nil {
 		h.t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestSaveRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.body, func(t *testing.T) {
-			var sc Scene
+			var sc boardapi.Scene
 			if err := json.Unmarshal([]byte(tc.body), &sc); err != nil {
 				t.Fatal(err)
 			}
@@ -362,10 +363,10 @@ func TestSaveRules(t *testing.T) {
 	h.save("loops", `{"screen":{"path":"/bg.mov","loops":3},"then":"off"}`)
 	h.save("timed", `{"screen":{"path":"/bg.mov","loop":true},"then":"restore","duration_s":2.5}`)
 	h.save("taken", `{"slot":7,"leds":{"mode":"solid"}}`) // its own slot again
-	for i := range MaxScenes - 4 {
+	for i := range boardapi.MaxScenes - 4 {
 		h.save(fmt.Sprint("s", i), `{}`)
 	}
-	if _, err := h.m.Save("one-too-many", Scene{}); !errors.Is(err, api.ErrFull) {
+	if _, err := h.m.Save("one-too-many", boardapi.Scene{}); !errors.Is(err, api.ErrFull) {
 		t.Errorf("17th scene: %v", err)
 	}
 	h.save("s0", `{"then":"stay"}`) // replacing one is fine when full
@@ -376,7 +377,7 @@ func TestSaveRules(t *testing.T) {
 	h.m.Close()
 	h.open()
 	l := h.m.List()
-	if len(l.Scenes) != MaxScenes || l.Scenes[0].Name != "later" || l.Active != nil {
+	if len(l.Scenes) != boardapi.MaxScenes || l.Scenes[0].Name != "later" || l.Active != nil {
 		t.Errorf("reloaded: %d scenes, first %q", len(l.Scenes), l.Scenes[0].Name)
 	}
 	diff(t, "reloaded timed", l.Scenes[len(l.Scenes)-1].Scene.DurationS, ptr(2.5))
@@ -405,7 +406,7 @@ func TestStay(t *testing.T) {
 	h := newHarness(t)
 	h.save("glow", `{"screen":{"path":"/short.mov"},"leds":{"mode":"solid","colour":"red"},"holo":{"motion":"twitch"},"slot":4,"duration_s":1}`)
 	a := h.apply("glow")
-	diff(t, "reply", a, Applied{Started: Started{Name: ptr("glow"), Slot: 4, Then: ThenStay, DurationS: 1}})
+	diff(t, "reply", a, Applied{Started: Started{Name: ptr("glow"), Slot: 4, Then: boardapi.SceneThenStay, DurationS: 1}})
 	if h.ledMode() != "solid" || h.holo.motion() != "twitch" || h.scr.State().Path != "/short.mov" {
 		t.Errorf("parts not set: %s %s %+v", h.ledMode(), h.holo.motion(), h.scr.State())
 	}
@@ -430,12 +431,12 @@ func TestStay(t *testing.T) {
 func TestRestoreByClip(t *testing.T) {
 	h := newHarness(t)
 	h.show(`{"path":"/bg.mov","loop":true}`)
-	h.leds.Patch(leds.Patch{Mode: ptr("solid"), Colour: ptr("orange")})
-	h.holo.Motion(holo.MotionRequest{Motion: holo.MotionWag})
+	h.leds.Patch(boardapi.LEDPatch{Mode: ptr("solid"), Colour: ptr("orange")})
+	h.holo.Motion(boardapi.MotionRequest{Motion: boardapi.MotionWag})
 	h.rec.take()
 	h.save("intro", `{"screen":{"path":"/short.mov"},"leds":{"colour":"purple"},"holo":{"motion":"nod"},"then":"restore","slot":9}`)
 	a := h.apply("intro")
-	want := &Running{Name: ptr("intro"), Slot: 9, Then: ThenRestore, UntilClipEnds: true}
+	want := &Running{Name: ptr("intro"), Slot: 9, Then: boardapi.SceneThenRestore, UntilClipEnds: true}
 	diff(t, "active", a.Active, want)
 	diff(t, "list active", h.m.List().Active, want)
 	var sb frame.StatusBlock
@@ -467,7 +468,7 @@ func TestRestoreByClip(t *testing.T) {
 	if s := h.leds.State(); s.Mode != "solid" || s.Colour != "#ff8000" {
 		t.Errorf("leds not restored: %+v", s)
 	}
-	if h.holo.motion() != holo.MotionWag {
+	if h.holo.motion() != boardapi.MotionWag {
 		t.Errorf("holo not restored: %v", h.holo.motion())
 	}
 	if h.m.Running() != nil {
@@ -484,12 +485,12 @@ func TestOffByTime(t *testing.T) {
 	h := newHarness(t)
 	h.show(`{"colour":"green"}`)
 	h.rec.take()
-	a, err := h.m.Apply(ApplyRequest{Scene: &Scene{Screen: &screen.ShowRequest{Path: ptr("/bg.mov"), Loop: ptr(true)},
-		LEDs: &leds.Patch{Mode: ptr("solid")}, Then: ThenOff, DurationS: ptr(2.0)}})
+	a, err := h.m.Apply(boardapi.SceneApply{Scene: &boardapi.Scene{Screen: &boardapi.ShowRequest{Path: ptr("/bg.mov"), Loop: ptr(true)},
+		LEDs: &boardapi.LEDPatch{Mode: ptr("solid")}, Then: boardapi.SceneThenOff, DurationS: ptr(2.0)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	diff(t, "active", a.Active, &Running{Then: ThenOff, RemainingS: ptr(2.0)})
+	diff(t, "active", a.Active, &Running{Then: boardapi.SceneThenOff, RemainingS: ptr(2.0)})
 	h.step(2, 100*time.Millisecond)
 	h.step(2, 1134*time.Millisecond)
 	if r := h.m.Running(); r == nil || *r.RemainingS != 0.8 {
@@ -515,7 +516,7 @@ func TestOffByTime(t *testing.T) {
 	if st := h.scr.State(); st.Powered || st.Showing != screen.ShowingNothing {
 		t.Errorf("screen not off: %+v", st)
 	}
-	if h.ledMode() != "off" || h.holo.motion() != holo.MotionOff {
+	if h.ledMode() != "off" || h.holo.motion() != boardapi.MotionOff {
 		t.Errorf("leds %s holo %s", h.ledMode(), h.holo.motion())
 	}
 }
@@ -523,11 +524,11 @@ func TestOffByTime(t *testing.T) {
 // TestEnd: POST /scenes/end ends with by=end and does then.
 func TestEnd(t *testing.T) {
 	h := newHarness(t)
-	h.leds.Patch(leds.Patch{Mode: ptr("solid")})
+	h.leds.Patch(boardapi.LEDPatch{Mode: ptr("solid")})
 	h.save("party", `{"leds":{"mode":"rainbow"},"then":"restore","duration_s":60}`)
 	h.apply("party")
 	e, err := h.m.End()
-	diff(t, "end", e, Ended{Name: ptr("party"), Then: ThenRestore, By: ByEnd})
+	diff(t, "end", e, Ended{Name: ptr("party"), Then: boardapi.SceneThenRestore, By: ByEnd})
 	if err != nil || h.ledMode() != "solid" || h.m.Running() != nil {
 		t.Errorf("after end: %v %s", err, h.ledMode())
 	}
@@ -587,7 +588,7 @@ func TestReplaced(t *testing.T) {
 func TestTwoRestores(t *testing.T) {
 	h := newHarness(t)
 	h.show(`{"colour":"#010203"}`)
-	h.leds.Patch(leds.Patch{Mode: ptr("solid"), Colour: ptr("blue")})
+	h.leds.Patch(boardapi.LEDPatch{Mode: ptr("solid"), Colour: ptr("blue")})
 	h.save("one", `{"screen":{"colour":"red"},"leds":{"mode":"rainbow"},"then":"restore","duration_s":10}`)
 	h.save("two", `{"screen":{"colour":"green"},"holo":{"motion":"scan"},"then":"restore","duration_s":10}`)
 	h.apply("one")
@@ -604,7 +605,7 @@ func TestTwoRestores(t *testing.T) {
 	if s := h.leds.State(); s.Mode != "solid" || s.Colour != "#0000ff" {
 		t.Errorf("leds: %+v", s)
 	}
-	if h.holo.motion() != holo.MotionStop {
+	if h.holo.motion() != boardapi.MotionStop {
 		t.Errorf("holo: %v", h.holo.motion())
 	}
 }
@@ -613,7 +614,7 @@ func TestTwoRestores(t *testing.T) {
 func TestApplyErrors(t *testing.T) {
 	h := newHarness(t)
 	h.show(`{"colour":"#0a0b0c"}`)
-	h.leds.Patch(leds.Patch{Mode: ptr("solid")})
+	h.leds.Patch(boardapi.LEDPatch{Mode: ptr("solid")})
 	h.save("running", `{"then":"off","duration_s":30}`)
 	h.apply("running")
 	h.save("slotted", `{"slot":12}`)
@@ -621,18 +622,18 @@ func TestApplyErrors(t *testing.T) {
 	h.holo.setReady(false)
 	tests := []struct {
 		name string
-		req  ApplyRequest
+		req  boardapi.SceneApply
 		err  *api.Error
 		msg  string
 	}{
-		{"unknown name", ApplyRequest{Name: ptr("nope")}, api.ErrUnknownScene, "nope"},
-		{"unknown slot", ApplyRequest{Slot: ptr(13)}, api.ErrUnknownScene, "13"},
-		{"nothing", ApplyRequest{}, api.ErrBadRequest, ""},
-		{"name and slot", ApplyRequest{Name: ptr("slotted"), Slot: ptr(12)}, api.ErrBadRequest, ""},
-		{"bad given scene", ApplyRequest{Scene: &Scene{Then: "never"}}, api.ErrBadRequest, "then"},
-		{"missing file", ApplyRequest{Scene: &Scene{Screen: &screen.ShowRequest{Path: ptr("/gone.mov")}, LEDs: &leds.Patch{Mode: ptr("wipe")}}}, api.ErrNotFound, "screen: /gone.mov"},
-		{"image in a restore scene", ApplyRequest{Scene: &Scene{Screen: &screen.ShowRequest{Path: ptr("/still.png")}, Then: ThenRestore}}, api.ErrBadRequest, "screen: /still.png"},
-		{"holo not ready", ApplyRequest{Scene: &Scene{Screen: &screen.ShowRequest{Colour: ptr("red")}, Holo: &holo.MotionRequest{Motion: "twitch"}}}, api.ErrNotReady, "holo: holo cannot move"},
+		{"unknown name", boardapi.SceneApply{Name: ptr("nope")}, api.ErrUnknownScene, "nope"},
+		{"unknown slot", boardapi.SceneApply{Slot: ptr(13)}, api.ErrUnknownScene, "13"},
+		{"nothing", boardapi.SceneApply{}, api.ErrBadRequest, ""},
+		{"name and slot", boardapi.SceneApply{Name: ptr("slotted"), Slot: ptr(12)}, api.ErrBadRequest, ""},
+		{"bad given scene", boardapi.SceneApply{Scene: &boardapi.Scene{Then: "never"}}, api.ErrBadRequest, "then"},
+		{"missing file", boardapi.SceneApply{Scene: &boardapi.Scene{Screen: &boardapi.ShowRequest{Path: ptr("/gone.mov")}, LEDs: &boardapi.LEDPatch{Mode: ptr("wipe")}}}, api.ErrNotFound, "screen: /gone.mov"},
+		{"image in a restore scene", boardapi.SceneApply{Scene: &boardapi.Scene{Screen: &boardapi.ShowRequest{Path: ptr("/still.png")}, Then: boardapi.SceneThenRestore}}, api.ErrBadRequest, "screen: /still.png"},
+		{"holo not ready", boardapi.SceneApply{Scene: &boardapi.Scene{Screen: &boardapi.ShowRequest{Colour: ptr("red")}, Holo: &boardapi.MotionRequest{Motion: "twitch"}}}, api.ErrNotReady, "holo: holo cannot move"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -653,11 +654,11 @@ func TestApplyErrors(t *testing.T) {
 		})
 	}
 	// Stop and off need no ready holo.
-	if _, err := h.m.Apply(ApplyRequest{Scene: &Scene{Holo: &holo.MotionRequest{Motion: holo.MotionOff}}}); err != nil {
+	if _, err := h.m.Apply(boardapi.SceneApply{Scene: &boardapi.Scene{Holo: &boardapi.MotionRequest{Motion: boardapi.MotionOff}}}); err != nil {
 		t.Errorf("off on a holo not ready: %v", err)
 	}
 	// By slot.
-	a, err := h.m.Apply(ApplyRequest{Slot: ptr(12)})
+	a, err := h.m.Apply(boardapi.SceneApply{Slot: ptr(12)})
 	if err != nil || *a.Started.Name != "slotted" || a.Started.Slot != 12 {
 		t.Errorf("by slot: %+v %v", a, err)
 	}
@@ -689,7 +690,7 @@ func TestClipAndDuration(t *testing.T) {
 // scene given whole with a name.
 func TestGivenWithName(t *testing.T) {
 	h := newHarness(t)
-	a, err := h.m.Apply(ApplyRequest{Name: ptr("adhoc"), Scene: &Scene{Screen: &screen.ShowRequest{Path: ptr("/bg.mov"), Loop: ptr(true)}}})
+	a, err := h.m.Apply(boardapi.SceneApply{Name: ptr("adhoc"), Scene: &boardapi.Scene{Screen: &boardapi.ShowRequest{Path: ptr("/bg.mov"), Loop: ptr(true)}}})
 	if err != nil || *a.Started.Name != "adhoc" || h.m.Exists("adhoc") {
 		t.Fatalf("%+v %v", a, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"image/jpeg"
 	"testing"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/firmware/hal/sim"
 	"github.com/holofleet/holofleet/firmware/media"
@@ -55,7 +56,7 @@ func BenchmarkPlayback30fps20s(b *testing.B) {
 		w.c = c
 		c.SetWatcher(w)
 		n, p := plays, "/bench.mov"
-		if _, err := c.Show(ShowRequest{Path: &p, Loops: &n}); err != nil {
+		if _, err := c.Show(boardapi.ShowRequest{Path: &p, Loops: &n}); err != nil {
 			b.Fatal(err)
 		}
 		last = <-w.done

@@ -3,6 +3,7 @@ package screen
 import (
 	"net/http"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/api"
 )
 
@@ -46,7 +47,7 @@ func (c *Controller) Routes() []api.Route {
 			Response: State{}, Prepare: c.prepareOff, Handler: api.Prepared(c.prepareOff)},
 		{Method: http.MethodPost, Path: "/screen/show", Link: true,
 			Summary: "Show a clip or image (path, with loop or loops), a colour, or the calibration crosshair: exactly one",
-			Request: ShowRequest{}, Response: State{},
+			Request: boardapi.ShowRequest{}, Response: State{},
 			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrIsADirectory, api.ErrNotADirectory, api.ErrNotFound, api.ErrNotPlayable},
 			Prepare: c.prepareShow, Handler: api.Prepared(c.prepareShow)},
 	}
@@ -60,7 +61,7 @@ func (c *Controller) prepareOff(*http.Request) (api.Change, error) {
 // prepareShow reads a POST /screen/show body and prepares it (its file
 // opened and checked); the change presents it.
 func (c *Controller) prepareShow(r *http.Request) (api.Change, error) {
-	var req ShowRequest
+	var req boardapi.ShowRequest
 	if err := api.Decode(r, &req, false); err != nil {
 		return api.Change{}, err
 	}

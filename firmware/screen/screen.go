@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/events"
 	"github.com/holofleet/holofleet/firmware/hal"
-	"github.com/holofleet/holofleet/firmware/leds"
 	"github.com/holofleet/holofleet/firmware/media"
 )
 
@@ -214,7 +214,7 @@ func (c *Controller) stateLocked() State {
 	s := State{Powered: c.powered, Backlight: c.light, Showing: c.cur.showing}
 	switch c.cur.showing {
 	case ShowingColour:
-		s.Colour = leds.FormatColour(c.cur.colour)
+		s.Colour = boardapi.FormatColour(c.cur.colour)
 	case ShowingImage:
 		s.Path = c.cur.path
 	case ShowingClip:
@@ -263,7 +263,7 @@ func (c *Controller) Playing() bool {
 // Prepared is a checked show request waiting to be presented: its file
 // (if any) is open. Present it or Discard it.
 type Prepared struct {
-	req   ShowRequest
+	req   boardapi.ShowRequest
 	kind  string // one of the Showing values
 	col   color.RGBA
 	clip  media.Clip
@@ -289,7 +289,7 @@ func (p *Prepared) Discard() {
 // Prepare checks r and opens its file; nothing on the panel changes. A
 // clip with neither loop nor loops plays once when onceByDefault, else
 // forever.
-func (c *Controller) Prepare(r ShowRequest, onceByDefault bool) (*Prepared, error) {
+func (c *Controller) Prepare(r boardapi.ShowRequest, onceByDefault bool) (*Prepared, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
@@ -297,7 +297,7 @@ func (c *Controller) Prepare(r ShowRequest, onceByDefault bool) (*Prepared, erro
 	switch {
 	case r.Colour != nil:
 		p.kind = ShowingColour
-		p.col, _ = parseColour(*r.Colour)
+		p.col, _ = boardapi.ParseColour(*r.Colour)
 	case r.Calibration != nil:
 		p.kind = ShowingCalibration
 	default:
@@ -320,7 +320,7 @@ func (c *Controller) Prepare(r ShowRequest, onceByDefault bool) (*Prepared, erro
 }
 
 // Show checks r and shows it: the reply of POST /screen/show.
-func (c *Controller) Show(r ShowRequest) (State, error) {
+func (c *Controller) Show(r boardapi.ShowRequest) (State, error) {
 	p, err := c.Prepare(r, false)
 	if err != nil {
 		return State{}, err
@@ -500,10 +500,10 @@ func (c *Controller) Restore(s Snapshot) error {
 		c.Off()
 		return nil
 	}
-	var r ShowRequest
+	var r boardapi.ShowRequest
 	switch s.cur.showing {
 	case ShowingColour:
-		col := leds.FormatColour(s.cur.colour)
+		col := boardapi.FormatColour(s.cur.colour)
 		r.Colour = &col
 	case ShowingCalibration:
 		t := true

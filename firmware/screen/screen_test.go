@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/firmware/api"
@@ -259,7 +260,7 @@ func (h *harness) settle() {
 	}
 }
 
-func (h *harness) show(r ShowRequest) State {
+func (h *harness) show(r boardapi.ShowRequest) State {
 	h.t.Helper()
 	st, err := h.c.Show(r)
 	if err != nil {
@@ -270,16 +271,16 @@ func (h *harness) show(r ShowRequest) State {
 
 func ptr[T any](v T) *T { return &v }
 
-func path(p string, extra ...func(*ShowRequest)) ShowRequest {
-	r := ShowRequest{Path: &p}
+func path(p string, extra ...func(*boardapi.ShowRequest)) boardapi.ShowRequest {
+	r := boardapi.ShowRequest{Path: &p}
 	for _, f := range extra {
 		f(&r)
 	}
 	return r
 }
 
-func loops(n int) func(*ShowRequest) { return func(r *ShowRequest) { r.Loops = &n } }
-func loop(b bool) func(*ShowRequest) { return func(r *ShowRequest) { r.Loop = &b } }
+func loops(n int) func(*boardapi.ShowRequest) { return func(r *boardapi.ShowRequest) { r.Loops = &n } }
+func loop(b bool) func(*boardapi.ShowRequest) { return func(r *boardapi.ShowRequest) { r.Loop = &b } }
 
 func TestStart(t *testing.T) {
 	h := newHarness(t)
@@ -297,18 +298,18 @@ func TestStart(t *testing.T) {
 func TestStillRows(t *testing.T) {
 	h := newHarness(t)
 	h.add("/img.png", 1, 0)
-	st := h.show(ShowRequest{Colour: ptr("#102030")})
+	st := h.show(boardapi.ShowRequest{Colour: ptr("#102030")})
 	if diff := cmp.Diff(st, State{Powered: true, Backlight: 60, Showing: ShowingColour, Colour: "#102030"}); diff != "" {
 		t.Errorf("colour (-got +want)\n%s", diff)
 	}
 	if _, _, _, c := h.disp.get(); c != (color.RGBA{0x10, 0x20, 0x30, 0xff}) {
 		t.Errorf("panel centre %v", c)
 	}
-	st = h.show(ShowRequest{Colour: ptr("255, 128, 0")})
+	st = h.show(boardapi.ShowRequest{Colour: ptr("255, 128, 0")})
 	if st.Colour != "#ff8000" {
 		t.Errorf("R,G,B colour reported as %q", st.Colour)
 	}
-	st = h.show(ShowRequest{Calibration: ptr(true)})
+	st = h.show(boardapi.ShowRequest{Calibration: ptr(true)})
 	if diff := cmp.Diff(st, State{Powered: true, Backlight: 60, Showing: ShowingCalibration}); diff != "" {
 		t.Errorf("calibration (-got +want)\n%s", diff)
 	}
@@ -330,7 +331,7 @@ func TestStillRows(t *testing.T) {
 		t.Errorf("panel after off: powered %v backlight %d", p, bl)
 	}
 	// A show wakes the panel at the backlight it had.
-	st = h.show(ShowRequest{Colour: ptr("red")})
+	st = h.show(boardapi.ShowRequest{Colour: ptr("red")})
 	if !st.Powered || st.Backlight != 60 {
 		t.Errorf("after off, a show: %+v", st)
 	}
@@ -356,7 +357,7 @@ func TestBacklight(t *testing.T) {
 	if st.Powered || st.Backlight != 0 {
 		t.Errorf("asleep, PATCH backlight woke it: %+v", st)
 	}
-	st = h.show(ShowRequest{Calibration: ptr(true)})
+	st = h.show(boardapi.ShowRequest{Calibration: ptr(true)})
 	if st.Backlight != 40 {
 		t.Errorf("woke at %d, want 40", st.Backlight)
 	}
@@ -370,19 +371,19 @@ func TestBacklight(t *testing.T) {
 func TestBadRequests(t *testing.T) {
 	h := newHarness(t)
 	h.add("/a.mov", 3, 10)
-	before := h.show(ShowRequest{Colour: ptr("#00ff00")})
+	before := h.show(boardapi.ShowRequest{Colour: ptr("#00ff00")})
 	tests := []struct {
 		name string
-		req  ShowRequest
+		req  boardapi.ShowRequest
 		err  *api.Error
 	}{
-		{"nothing", ShowRequest{}, api.ErrBadRequest},
-		{"path and colour", ShowRequest{Path: ptr("/a.mov"), Colour: ptr("red")}, api.ErrBadRequest},
-		{"colour and calibration", ShowRequest{Colour: ptr("red"), Calibration: ptr(true)}, api.ErrBadRequest},
-		{"calibration false", ShowRequest{Calibration: ptr(false)}, api.ErrBadRequest},
-		{"loop with colour", ShowRequest{Colour: ptr("red"), Loop: ptr(true)}, api.ErrBadRequest},
-		{"bad colour", ShowRequest{Colour: ptr("#12345")}, api.ErrBadRequest},
-		{"colour name unknown", ShowRequest{Colour: ptr("ultraviolet")}, api.ErrBadRequest},
+		{"nothing", boardapi.ShowRequest{}, api.ErrBadRequest},
+		{"path and colour", boardapi.ShowRequest{Path: ptr("/a.mov"), Colour: ptr("red")}, api.ErrBadRequest},
+		{"colour and calibration", boardapi.ShowRequest{Colour: ptr("red"), Calibration: ptr(true)}, api.ErrBadRequest},
+		{"calibration false", boardapi.ShowRequest{Calibration: ptr(false)}, api.ErrBadRequest},
+		{"loop with colour", boardapi.ShowRequest{Colour: ptr("red"), Loop: ptr(true)}, api.ErrBadRequest},
+		{"bad colour", boardapi.ShowRequest{Colour: ptr("#12345")}, api.ErrBadRequest},
+		{"colour name unknown", boardapi.ShowRequest{Colour: ptr("ultraviolet")}, api.ErrBadRequest},
 		{"loops 0", path("/a.mov", loops(0)), api.ErrBadRequest},
 		{"loops and loop", path("/a.mov", loops(2), loop(true)), api.ErrBadRequest},
 		{"bad path", path("/a/../b.mov"), api.ErrBadPath},
@@ -498,7 +499,7 @@ func TestLoopForeverAndReplace(t *testing.T) {
 	if cl := h.c.State().Clip; cl.Loops != 3 || cl.Shown != 7 {
 		t.Errorf("after 300 ms: %+v", cl)
 	}
-	h.show(ShowRequest{Colour: ptr("blue")})
+	h.show(boardapi.ShowRequest{Colour: ptr("blue")})
 	want := []event{
 		{events.KindClipStarted, `{"path":"/l.mov","loop":true,"plays":0,"frames":2,"fps":20}`},
 		{events.KindClipEnded, `{"path":"/l.mov","finished":false}`},
@@ -655,7 +656,7 @@ func TestWatcherAndRestore(t *testing.T) {
 func TestRestoreKinds(t *testing.T) {
 	h := newHarness(t)
 	h.add("/c.mov", 2, 10)
-	for _, r := range []ShowRequest{{Colour: ptr("#abcdef")}, {Calibration: ptr(true)}, path("/c.mov", loops(3))} {
+	for _, r := range []boardapi.ShowRequest{{Colour: ptr("#abcdef")}, {Calibration: ptr(true)}, path("/c.mov", loops(3))} {
 		want := h.show(r)
 		snap := h.c.Snapshot()
 		h.c.Off()
@@ -672,7 +673,7 @@ func TestRestoreKinds(t *testing.T) {
 	}
 	off := h.c.Off()
 	snap := h.c.Snapshot()
-	h.show(ShowRequest{Colour: ptr("red")})
+	h.show(boardapi.ShowRequest{Colour: ptr("red")})
 	_ = h.c.Restore(snap)
 	if diff := cmp.Diff(h.c.State(), off); diff != "" {
 		t.Errorf("restore of asleep (-got +want)\n%s", diff)

@@ -21,9 +21,9 @@
 //	screen_off   DELETE /screen      ScreenOff   SCREEN_OFF
 //	holo         POST /holo/motion   Holo        HOLO, when the numbers fit
 //
-// The body types are the firmware's own request types (firmware/leds,
-// screen, holo, scenes), so the gateway and the board read a body the same
-// way: unknown fields and wrong JSON types are refused, ranges are the
+// The body types are the board's own request types (bus/boardapi's
+// LEDPatch, ShowRequest, MotionRequest, SceneApply: the contract both
+// sides share), so the gateway and the board read a body the same way: unknown fields and wrong JSON types are refused, ranges are the
 // board's (LED brightness 1-100, backlight 0-100, scene slot 1-255, holo x
 // and y -1 to 1, or -2 to 2 for a nudge).
 //

@@ -8,9 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
-	"github.com/holofleet/holofleet/firmware/holo"
-	"github.com/holofleet/holofleet/firmware/leds"
 )
 
 // decodeCases are bodies by kind: the request each stands for and its
@@ -159,7 +158,7 @@ func TestNativeMeansTheSame(t *testing.T) {
 }
 
 // sameOnBoard checks that b's native form means what b means, by the
-// firmware's readers of native payloads.
+// board's readers of native payloads (bus/boardapi).
 func sameOnBoard(b Body) error {
 	req, ok := b.Native()
 	if !ok {
@@ -179,19 +178,19 @@ func sameOnBoard(b Body) error {
 	}
 	switch v := b.(type) {
 	case LEDs:
-		p, err := leds.PatchFromNative(payload)
+		p, err := boardapi.LEDPatchFromNative(payload)
 		if err != nil {
 			return err
 		}
-		if diff := cmp.Diff(normLEDs(leds.Patch(v)), normLEDs(p)); diff != "" {
+		if diff := cmp.Diff(normLEDs(boardapi.LEDPatch(v)), normLEDs(p)); diff != "" {
 			return errors.New("LEDS differs (-json +native)\n" + diff)
 		}
 	case Holo:
-		m, err := holo.FromNative(payload)
+		m, err := boardapi.MotionFromNative(payload)
 		if err != nil {
 			return err
 		}
-		if diff := cmp.Diff(holo.MotionRequest(v), m); diff != "" {
+		if diff := cmp.Diff(boardapi.MotionRequest(v), m); diff != "" {
 			return errors.New("HOLO differs (-json +native)\n" + diff)
 		}
 	case SceneApply:
@@ -199,7 +198,7 @@ func sameOnBoard(b Body) error {
 			return errors.New("SCENE slot differs")
 		}
 	case ScreenShow:
-		c, _ := leds.ParseColour(*v.Colour)
+		c, _ := boardapi.ParseColour(*v.Colour)
 		if payload[0] != c.R || payload[1] != c.G || payload[2] != c.B {
 			return errors.New("COLOUR differs")
 		}
@@ -215,10 +214,10 @@ func sameOnBoard(b Body) error {
 
 // normLEDs spells a patch's colour as #rrggbb so names and numbers
 // compare.
-func normLEDs(p leds.Patch) leds.Patch {
+func normLEDs(p boardapi.LEDPatch) boardapi.LEDPatch {
 	if p.Colour != nil {
-		if c, err := leds.ParseColour(*p.Colour); err == nil {
-			s := leds.FormatColour(c)
+		if c, err := boardapi.ParseColour(*p.Colour); err == nil {
+			s := boardapi.FormatColour(c)
 			p.Colour = &s
 		}
 	}

@@ -5,17 +5,14 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/frame"
-	"github.com/holofleet/holofleet/firmware/holo"
-	"github.com/holofleet/holofleet/firmware/leds"
-	"github.com/holofleet/holofleet/firmware/scenes"
-	"github.com/holofleet/holofleet/firmware/screen"
 )
 
 // SceneApply is the body of scene_apply (POST /scenes/apply): a saved
 // scene by name or by slot, or a whole scene (with an optional name it
 // goes by). Exactly one of the three forms.
-type SceneApply scenes.ApplyRequest
+type SceneApply boardapi.SceneApply
 
 // Kind returns KindSceneApply.
 func (SceneApply) Kind() Kind { return KindSceneApply }
@@ -27,16 +24,16 @@ func (b SceneApply) Validate() error {
 	switch {
 	case b.Scene != nil && b.Slot == nil:
 		if b.Name != nil {
-			if err := scenes.CheckName(*b.Name); err != nil {
+			if err := boardapi.CheckSceneName(*b.Name); err != nil {
 				return invalid(b.Kind(), err)
 			}
 		}
 		return invalid(b.Kind(), b.Scene.Check())
 	case b.Name != nil && b.Slot == nil:
-		return invalid(b.Kind(), scenes.CheckName(*b.Name))
+		return invalid(b.Kind(), boardapi.CheckSceneName(*b.Name))
 	case b.Slot != nil && b.Name == nil && b.Scene == nil:
-		if *b.Slot < 1 || *b.Slot > scenes.MaxSlot {
-			return fmt.Errorf("%w: %s: slot must be 1-%d, not %d", ErrInvalid, b.Kind(), scenes.MaxSlot, *b.Slot)
+		if *b.Slot < 1 || *b.Slot > boardapi.MaxSceneSlot {
+			return fmt.Errorf("%w: %s: slot must be 1-%d, not %d", ErrInvalid, b.Kind(), boardapi.MaxSceneSlot, *b.Slot)
 		}
 		return nil
 	}
@@ -50,7 +47,7 @@ func (b SceneApply) Request() Request {
 
 // Native returns SCENE for a scene by slot.
 func (b SceneApply) Native() (frame.Request, bool) {
-	if b.Slot == nil || b.Name != nil || b.Scene != nil || *b.Slot < 1 || *b.Slot > scenes.MaxSlot {
+	if b.Slot == nil || b.Name != nil || b.Scene != nil || *b.Slot < 1 || *b.Slot > boardapi.MaxSceneSlot {
 		return nil, false
 	}
 	return frame.SceneRequest{Slot: uint8(*b.Slot)}, true
@@ -88,7 +85,7 @@ func (ScreenOff) Native() (frame.Request, bool) { return frame.ScreenOffRequest{
 
 // LEDs is the body of leds (PATCH /leds): any of mode, colour, loop and
 // brightness; fields left out are left as they are.
-type LEDs leds.Patch
+type LEDs boardapi.LEDPatch
 
 // Brightness bounds of the strip, in percent. 0 is not a brightness: the
 // native LEDS message uses it for "leave as is"; mode off darkens the
@@ -104,11 +101,11 @@ func (LEDs) Kind() Kind { return KindLEDs }
 // Validate checks the mode (off, solid, wipe, rainbow, flicker), the
 // colour (#rrggbb, R,G,B or a colour name) and the brightness (1-100).
 func (b LEDs) Validate() error {
-	if b.Mode != nil && leds.ModeNumber(*b.Mode) == leds.NativeLeave {
+	if b.Mode != nil && boardapi.LEDModeNumber(*b.Mode) == boardapi.LEDModeUnknown {
 		return fmt.Errorf("%w: %s: mode %q is not one of off, solid, wipe, rainbow, flicker", ErrInvalid, b.Kind(), *b.Mode)
 	}
 	if b.Colour != nil {
-		if _, err := leds.ParseColour(*b.Colour); err != nil {
+		if _, err := boardapi.ParseColour(*b.Colour); err != nil {
 			return fmt.Errorf("%w: %s: colour %q: want #rrggbb, R,G,B (each 0-255) or a colour name", ErrInvalid, b.Kind(), *b.Colour)
 		}
 	}
@@ -134,10 +131,10 @@ func (b LEDs) Native() (frame.Request, bool) {
 		r.Flags |= frame.LEDLoop
 	}
 	if b.Mode != nil {
-		r.Mode = frame.LEDMode(leds.ModeNumber(*b.Mode))
+		r.Mode = frame.LEDMode(boardapi.LEDModeNumber(*b.Mode))
 	}
 	if b.Colour != nil {
-		c, _ := leds.ParseColour(*b.Colour)
+		c, _ := boardapi.ParseColour(*b.Colour)
 		r.R, r.G, r.B = c.R, c.G, c.B
 		r.Flags |= frame.LEDNewColour
 	}
@@ -149,13 +146,13 @@ func (b LEDs) Native() (frame.Request, bool) {
 
 // ScreenShow is the body of screen_show (POST /screen/show): one of path
 // (with loop or loops), colour or calibration.
-type ScreenShow screen.ShowRequest
+type ScreenShow boardapi.ShowRequest
 
 // Kind returns KindScreenShow.
 func (ScreenShow) Kind() Kind { return KindScreenShow }
 
 // Validate checks the body as the board does before looking at files.
-func (b ScreenShow) Validate() error { return invalid(b.Kind(), screen.ShowRequest(b).Check()) }
+func (b ScreenShow) Validate() error { return invalid(b.Kind(), boardapi.ShowRequest(b).Check()) }
 
 // Request returns POST /screen/show with the body.
 func (b ScreenShow) Request() Request {
@@ -167,7 +164,7 @@ func (b ScreenShow) Native() (frame.Request, bool) {
 	if b.Colour == nil || b.Path != nil || b.Loop != nil || b.Loops != nil || b.Calibration != nil {
 		return nil, false
 	}
-	c, err := leds.ParseColour(*b.Colour)
+	c, err := boardapi.ParseColour(*b.Colour)
 	if err != nil {
 		return nil, false
 	}
@@ -176,14 +173,14 @@ func (b ScreenShow) Native() (frame.Request, bool) {
 
 // Holo is the body of holo (POST /holo/motion): a motion and its
 // parameters.
-type Holo holo.MotionRequest
+type Holo boardapi.MotionRequest
 
 // Kind returns KindHolo.
 func (Holo) Kind() Kind { return KindHolo }
 
 // Validate checks the motion and its parameters as the board does.
 func (b Holo) Validate() error {
-	_, err := holo.MotionRequest(b).Validate()
+	_, err := boardapi.MotionRequest(b).Validate()
 	return invalid(b.Kind(), err)
 }
 

@@ -170,7 +170,7 @@ func TestGRPCWatchEvents(t *testing.T) {
 	g := startGateway(t)
 	ctx, cancel := context.WithCancel(g.ctx(t, "viewer"))
 	defer cancel()
-	stream, err := g.client.WatchEvents(ctx, &fleetv1.WatchEventsRequest{Group: 1, After: 7})
+	stream, err := g.client.WatchEvents(ctx, &fleetv1.WatchEventsRequest{Group: 1, After: proto.Uint64(7)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,5 +611,75 @@ func TestJSONShapeOfBoard(t *testing.T) {
 	var back fleetv1.Board
 	if err := protojson.Unmarshal(out, &back); err != nil || !proto.Equal(&back, b) {
 		t.Errorf("round trip: %v", err)
+	}
+}
+
+// TestWatchAfter: an after the caller gives, 0 included, is the number
+// the replay starts after (0: from the first event kept); no after is
+// fleet.Live (from now on). after=0 once meant "from now", so event 1
+// could never be replayed.
+func TestWatchAfter(t *testing.T) {
+	g := startGateway(t)
+	for _, tc := range []struct {
+		name   string
+		query  string
+		lastID string
+		sse    bool
+		want   uint64
+	}{
+		{"no after", "", "", false, fleet.Live},
+		{"after=0", "?after=0", "", false, 0},
+		{"after=1", "?after=1", "", false, 1},
+		{"SSE, no after", "", "", true, fleet.Live},
+		{"SSE, after=0", "?after=0", "", true, 0},
+		{"SSE, Last-Event-ID 0", "", "0", true, 0},
+		{"SSE, Last-Event-ID wins", "?after=5", "7", true, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", g.url+"/v1/events"+tc.query, nil)
+			req.Header.Set("Authorization", "Bearer "+g.secrets["viewer"])
+			if tc.sse {
+				req.Header.Set("Accept", "text/event-stream")
+			}
+			if tc.lastID != "" {
+				req.Header.Set("Last-Event-ID", tc.lastID)
+			}
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+			}()
+			g.fake.waitWatch(t)
+			if w := g.fake.lastWatcher(); w.after != tc.want {
+				t.Errorf("watch after %d, want %d", w.after, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		req  *fleetv1.WatchEventsRequest
+		want uint64
+	}{
+		{"gRPC, no after", &fleetv1.WatchEventsRequest{}, fleet.Live},
+		{"gRPC, after 0", &fleetv1.WatchEventsRequest{After: proto.Uint64(0)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(g.ctx(t, "viewer"))
+			defer cancel()
+			stream, err := g.client.WatchEvents(ctx, tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stream.Header(); err != nil {
+				t.Fatal(err)
+			}
+			g.fake.waitWatch(t)
+			if w := g.fake.lastWatcher(); w.after != tc.want {
+				t.Errorf("watch after %d, want %d", w.after, tc.want)
+			}
+		})
 	}
 }

@@ -194,10 +194,17 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, isGRPC bool) bool
 		writeErrorBody(w, httpCode, ErrorBody{Error: codeName(code), Message: err.Error()})
 		return false
 	}
-	if isGRPC || (r.Method == http.MethodPost && r.URL.Path == "/v1/artifacts") {
+	if isGRPC || streamedUpload(r) {
 		return true // gRPC messages are bounded by the gRPC server; uploads stream
 	}
 	return s.limitBody(w, r)
+}
+
+// streamedUpload reports whether r is a raw upload its handler streams
+// and bounds itself: a firmware image (POST /v1/artifacts) or an
+// installation's content file (POST /v1/installation/content).
+func streamedUpload(r *http.Request) bool {
+	return r.Method == http.MethodPost && (r.URL.Path == "/v1/artifacts" || r.URL.Path == "/v1/installation/content")
 }
 
 // credentialCheck refuses, on every path and in every mode, a request
@@ -269,7 +276,7 @@ func (s *Server) siteCheck(r *http.Request, isGRPC bool) (codes.Code, error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch {
 	case mt == "application/json":
-	case mt == "application/octet-stream" && r.Method == http.MethodPost && r.URL.Path == "/v1/artifacts":
+	case mt == "application/octet-stream" && streamedUpload(r):
 	case r.Header.Get("Content-Type") == "" && r.Method != http.MethodPost && r.ContentLength == 0:
 		// PUT, PATCH and DELETE without a body: a page cannot send them
 		// cross-site without a preflight, which is never granted.

@@ -134,6 +134,23 @@ var rules = map[string]rule{
 		return nil
 	}},
 
+	// The installation (gateway/installation): reads for viewers, the
+	// brakes for operators, applies, rollbacks and resumes for admins.
+	fleetv1.InstallationService_PlanInstallation_FullMethodName:          {verb: auth.VerbRead, res: auth.ResInstallation},
+	fleetv1.InstallationService_GetInstallationStatus_FullMethodName:     {verb: auth.VerbRead, res: auth.ResInstallation},
+	fleetv1.InstallationService_ListInstallationRevisions_FullMethodName: {verb: auth.VerbRead, res: auth.ResInstallation},
+	fleetv1.InstallationService_GetInstallationRevision_FullMethodName:   {verb: auth.VerbRead, res: auth.ResInstallation},
+	fleetv1.InstallationService_GetInstallationRun_FullMethodName:        {verb: auth.VerbRead, res: auth.ResInstallation},
+	fleetv1.InstallationService_ApplyInstallation_FullMethodName: {verb: auth.VerbCreate, res: auth.ResInstallation, attrs: func(a *auth.Attributes, _ any) error {
+		a.Name = "apply"
+		return nil
+	}},
+	fleetv1.InstallationService_RollbackInstallation_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResInstallation, attrs: func(a *auth.Attributes, req any) error {
+		a.Name = fmt.Sprintf("rollback to revision %d", req.(*fleetv1.RollbackInstallationRequest).GetRevision())
+		return nil
+	}},
+	fleetv1.InstallationService_ControlInstallationRun_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResInstallation, attrs: installationControl},
+
 	// Standard services the gateway may serve beside FleetService.
 	healthCheck:       {verb: auth.VerbRead, public: true},
 	healthList:        {verb: auth.VerbRead, public: true},
@@ -184,6 +201,22 @@ func actionAttrs(a *auth.Attributes, req any) error {
 	sel := r.GetSelector()
 	a.Kind, a.Boards = r.GetKind(), sel.GetBoards()
 	a.Selector = selectorText(sel.GetGroups(), sel.GetLabels(), sel.GetAll())
+	return nil
+}
+
+// installationControl decides an installation run's pause and abort as
+// the brakes (operators) and its resume as a change (admins).
+func installationControl(a *auth.Attributes, req any) error {
+	r := req.(*fleetv1.ControlInstallationRunRequest)
+	a.Name = fmt.Sprintf("%s run %d", r.GetAction(), r.GetId())
+	switch r.GetAction() {
+	case "pause", "abort":
+		a.Verb = auth.VerbHalt
+	case "resume":
+		a.Verb = auth.VerbUpdate
+	default:
+		return fmt.Errorf("%w: action %q: want pause, resume or abort", ErrBadRequest, r.GetAction())
+	}
 	return nil
 }
 

@@ -20,6 +20,11 @@ import (
 // TestEveryMethodHasARule: every FleetService method is in the table
 // (a missing one would be refused to everyone).
 func TestEveryMethodHasARule(t *testing.T) {
+	for _, m := range fleetv1.InstallationService_ServiceDesc.Methods {
+		if _, ok := rules["/"+fleetv1.InstallationService_ServiceDesc.ServiceName+"/"+m.MethodName]; !ok {
+			t.Errorf("%s has no rule", m.MethodName)
+		}
+	}
 	sd := fleetv1.FleetService_ServiceDesc
 	for _, m := range sd.Methods {
 		if _, ok := rules["/"+sd.ServiceName+"/"+m.MethodName]; !ok {

@@ -43,7 +43,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 			writeError(w, status.New(codes.InvalidArgument, "Last-Event-ID must be an event number"))
 			return
 		}
-		req.After = n
+		req.After = &n
 	}
 	md := restCallMetadata(r)
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), md))

@@ -35,7 +35,7 @@ func OpenAPI() ([]byte, error) {
 	return mergeOpenAPI(fleetv1.OpenAPI, openapiExtra)
 }
 
-// mergeOpenAPI adds extra's paths and definitions to base.
+// mergeOpenAPI adds extra's paths, definitions and tags to base.
 func mergeOpenAPI(base, extra []byte) ([]byte, error) {
 	var doc, add map[string]any
 	if err := json.Unmarshal(base, &doc); err != nil {
@@ -63,6 +63,10 @@ func mergeOpenAPI(base, extra []byte) ([]byte, error) {
 			}
 			item[method] = op
 		}
+	}
+	if addTags, ok := add["tags"].([]any); ok {
+		tags, _ := doc["tags"].([]any)
+		doc["tags"] = append(tags, addTags...)
 	}
 	defs := doc["definitions"].(map[string]any)
 	addDefs, _ := add["definitions"].(map[string]any)

@@ -43,20 +43,6 @@ type Artifacts interface {
 	Channels() ([]artifact.Channel, error)
 }
 
-// Rollouts is what the API needs of the rollout engine (*rollout.Engine).
-type Rollouts interface {
-	DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error)
-	Create(ctx context.Context, p rollout.Plan) (rollout.Status, error)
-	Get(id string) (rollout.Status, error)
-	List() []rollout.Status
-	Boards(id string) ([]rollout.Board, error)
-	Pause(ctx context.Context, id, reason string) (rollout.Status, error)
-	Resume(ctx context.Context, id string) (rollout.Status, error)
-	Abort(ctx context.Context, id, reason string) (rollout.Status, error)
-	Revert(ctx context.Context, id, reason string) (rollout.Status, error)
-	Watch(ctx context.Context, id string, after uint64) <-chan rollout.Event
-}
-
 // UploadChunk is the chunk size the REST upload streams to the gRPC side;
 // gRPC clients may send chunks up to 1 MiB.
 const UploadChunk = 64 << 10
@@ -68,7 +54,7 @@ func (s *service) artifactStore() (Artifacts, error) {
 	return s.arts, nil
 }
 
-func (s *service) engine() (Rollouts, error) {
+func (s *service) engine() (rollout.Service, error) {
 	if s.rollouts == nil {
 		return nil, fmt.Errorf("%w: this gateway runs no rollouts", ErrDisabled)
 	}
@@ -204,7 +190,8 @@ func (s *service) DryRunRollout(ctx context.Context, r *fleetv1.DryRunRolloutReq
 	if err != nil {
 		return nil, Err(err)
 	}
-	return &fleetv1.RolloutSelection{Waves: wavesOf(sel.Waves), Refused: refusalsOf(sel.Refused), Boards: int32(sel.Boards())}, nil
+	return &fleetv1.RolloutSelection{Waves: wavesOf(sel.Waves), Refused: refusalsOf(sel.Refused), Boards: int32(sel.Boards()),
+		Waiting: refusalsOf(sel.Waiting), Skipped: refusalsOf(sel.Skipped)}, nil
 }
 
 func (s *service) CreateRollout(ctx context.Context, r *fleetv1.CreateRolloutRequest) (*fleetv1.Rollout, error) {
@@ -430,7 +417,14 @@ func PlanFrom(m *fleetv1.RolloutPlan) (rollout.Plan, error) {
 	p.Thresholds = rollout.Thresholds{Success: th.GetSuccess(), WaveFailure: th.GetWaveFailure(), TotalFailure: th.GetTotalFailure(),
 		MinSample: int(th.GetMinSample()), Action: th.GetAction()}
 	if w := m.GetWindow(); w != nil {
-		p.Window = &rollout.Window{Start: w.GetStart(), End: w.GetEnd()}
+		p.Window = &rollout.Window{Start: w.GetStart(), End: w.GetEnd(), Days: w.GetDays(), TimeZone: w.GetTimeZone(), Strict: w.GetStrict()}
+		for _, iv := range w.GetIntervals() {
+			p.Window.Intervals = append(p.Window.Intervals, rollout.Interval{From: iv.GetFrom().AsTime(), To: iv.GetTo().AsTime()})
+		}
+	}
+	p.IgnoreShow, p.FullImages = m.GetIgnoreShow(), m.GetFullImages()
+	if h := m.GetHealth(); h != nil {
+		p.Health = &rollout.Health{MaxLinkErrors: h.GetMaxLinkErrors(), MinHeapFree: h.GetMinHeapFree(), ClockSynced: h.GetClockSynced(), Skip: h.GetSkip()}
 	}
 	var errs []error
 	for _, d := range []struct {
@@ -441,6 +435,7 @@ func PlanFrom(m *fleetv1.RolloutPlan) (rollout.Plan, error) {
 		{"timeouts.transfer", m.GetTimeouts().GetTransfer(), &p.Timeouts.Transfer},
 		{"timeouts.restart", m.GetTimeouts().GetRestart(), &p.Timeouts.Restart},
 		{"timeouts.confirm", m.GetTimeouts().GetConfirm(), &p.Timeouts.Confirm},
+		{"health.min_uptime", m.GetHealth().GetMinUptime(), healthUptime(&p)},
 	} {
 		if d.text == "" {
 			continue
@@ -456,6 +451,15 @@ func PlanFrom(m *fleetv1.RolloutPlan) (rollout.Plan, error) {
 		return p, fmt.Errorf("%w: %w", rollout.ErrPlan, errors.Join(errs...))
 	}
 	return p, nil
+}
+
+// healthUptime is where health.min_uptime goes (a sink when the plan has
+// no health conditions).
+func healthUptime(p *rollout.Plan) *rollout.Duration {
+	if p.Health == nil {
+		return new(rollout.Duration)
+	}
+	return &p.Health.MinUptime
 }
 
 // PlanOf is the message of an engine's plan (PlanFrom's inverse).
@@ -476,8 +480,16 @@ func PlanOf(p rollout.Plan) *fleetv1.RolloutPlan {
 	for _, w := range p.Waves {
 		m.Waves = append(m.Waves, &fleetv1.RolloutWave{Count: int32(w.Count), Percent: w.Percent})
 	}
-	if p.Window != nil {
-		m.Window = &fleetv1.RolloutWindow{Start: p.Window.Start, End: p.Window.End}
+	if w := p.Window; w != nil {
+		m.Window = &fleetv1.RolloutWindow{Start: w.Start, End: w.End, Days: w.Days, TimeZone: w.TimeZone, Strict: w.Strict}
+		for _, iv := range w.Intervals {
+			m.Window.Intervals = append(m.Window.Intervals, &fleetv1.RolloutInterval{From: ts(iv.From), To: ts(iv.To)})
+		}
+	}
+	m.IgnoreShow, m.FullImages = p.IgnoreShow, p.FullImages
+	if h := p.Health; h != nil {
+		m.Health = &fleetv1.RolloutHealth{MinUptime: durText(h.MinUptime), MaxLinkErrors: h.MaxLinkErrors, MinHeapFree: h.MinHeapFree,
+			ClockSynced: h.ClockSynced, Skip: h.Skip}
 	}
 	return m
 }
@@ -541,23 +553,28 @@ func rolloutOrErr(st rollout.Status, err error) (*fleetv1.Rollout, error) {
 
 func rolloutOf(st rollout.Status) *fleetv1.Rollout {
 	pr := &fleetv1.RolloutProgress{Boards: int32(st.Progress.Boards), Phases: map[string]int32{},
-		Done: int32(st.Progress.Done), Failed: int32(st.Progress.Failed), Percent: st.Progress.Percent}
+		Done: int32(st.Progress.Done), Failed: int32(st.Progress.Failed), Percent: st.Progress.Percent, Waiting: int32(st.Progress.Waiting)}
 	for k, v := range st.Progress.Phases {
 		pr.Phases[k] = int32(v)
 	}
-	return &fleetv1.Rollout{
+	out := &fleetv1.Rollout{
 		Id: st.ID, Plan: PlanOf(st.Plan), State: st.State, Reason: st.Reason,
 		Image:   &fleetv1.RolloutImage{Sha256: st.Image.SHA256, Size: st.Image.Size, App: appOf(st.Image.App)},
 		Waves:   wavesOf(st.Waves),
 		Refused: refusalsOf(st.Refused), Wave: int32(st.Wave), SoakUntil: ts(st.SoakUntil), Finished: st.Finished,
-		Created: ts(st.Created), Updated: ts(st.Updated), Progress: pr,
+		Created: ts(st.Created), Updated: ts(st.Updated), Progress: pr, WindowOpen: st.WindowOpen,
 	}
+	if st.NextWindow != nil {
+		out.NextWindow = ts(*st.NextWindow)
+	}
+	return out
 }
 
 func rolloutBoardOf(b rollout.Board) *fleetv1.RolloutBoard {
 	out := &fleetv1.RolloutBoard{Board: b.Board, Wave: int32(b.Wave), Phase: b.Phase, Attempts: int32(b.Attempts),
 		NextTry: ts(b.NextTry), FromSlot: b.FromSlot, FromVersion: b.FromVersion, ToSlot: b.ToSlot,
-		Deadline: ts(b.Deadline), Error: b.Error, Timeline: make([]*fleetv1.RolloutStep, 0, len(b.Timeline))}
+		Deadline: ts(b.Deadline), Error: b.Error, Timeline: make([]*fleetv1.RolloutStep, 0, len(b.Timeline)),
+		Transfer: b.Transfer, Sent: b.Sent, NoDelta: b.NoDelta, Waiting: b.Waiting}
 	for _, s := range b.Timeline {
 		out.Timeline = append(out.Timeline, &fleetv1.RolloutStep{Time: ts(s.Time), Phase: s.Phase, Note: s.Note})
 	}

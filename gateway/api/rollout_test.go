@@ -20,9 +20,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/lan"
@@ -609,7 +609,11 @@ func TestPlanJSON(t *testing.T) {
 		Soak:       rollout.Duration(10 * time.Minute),
 		Thresholds: rollout.Thresholds{Success: 0.9, WaveFailure: 0.5, TotalFailure: 0.2, MinSample: 3, Action: rollout.ActionRevert},
 		Retries:    3, Backoff: rollout.Duration(5 * time.Second), Bandwidth: 1 << 20,
-		Window: &rollout.Window{Start: "22:00", End: "04:00"}, Method: rollout.MethodPush,
+		Window: &rollout.Window{Start: "22:00", End: "04:00", Days: []string{"mon", "tue"}, TimeZone: "Europe/Paris", Strict: true,
+			Intervals: []rollout.Interval{{From: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), To: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)}}},
+		Method:     rollout.MethodPush,
+		Health:     &rollout.Health{MinUptime: rollout.Duration(10 * time.Minute), MaxLinkErrors: 0.01, MinHeapFree: 65536, ClockSynced: true, Skip: true},
+		IgnoreShow: true, FullImages: true,
 	}
 	b, err := json.Marshal(p)
 	if err != nil {

@@ -73,6 +73,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -95,13 +96,21 @@ type Config struct {
 	// http.ServeMux pattern (the firmware artifact store, for example).
 	// They do their own authentication.
 	Extra map[string]http.Handler
+	// ExtraOpenAPI are OpenAPI 2.0 fragments (paths, definitions, tags)
+	// describing Extra's routes, merged into /v1/openapi.json (a path and
+	// method or definition described twice fails New).
+	ExtraOpenAPI [][]byte
 	// Artifacts and Rollouts serve the firmware RPCs (and POST
 	// /v1/artifacts); nil answers them UNIMPLEMENTED.
 	Artifacts Artifacts
-	Rollouts  Rollouts
+	Rollouts  rollout.Service
 	// Cluster serves GetCluster and RemoveGateway on a gateway of a
 	// cluster; nil answers them UNIMPLEMENTED.
 	Cluster Cluster
+	// Installation serves holo.fleet.v1.InstallationService (gRPC only;
+	// its REST surface is gateway/installation's own handler under
+	// /v1/installation); nil answers it UNIMPLEMENTED.
+	Installation fleetv1.InstallationServiceServer
 	// Ready are the inputs of /readyz and of the gRPC health status, by
 	// name (the gateway's main fills them: store, drivers, mqtt). None
 	// means ready whenever the server answers.
@@ -196,6 +205,11 @@ func New(cfg Config) (*Server, error) {
 	if s.openapi, err = OpenAPI(); err != nil {
 		return nil, err
 	}
+	for _, extra := range cfg.ExtraOpenAPI {
+		if s.openapi, err = mergeOpenAPI(s.openapi, extra); err != nil {
+			return nil, err
+		}
+	}
 	if s.routes, err = newRoutes(s.openapi, fixedPaths...); err != nil {
 		return nil, err
 	}
@@ -224,6 +238,10 @@ func New(cfg Config) (*Server, error) {
 	)
 	fleetv1.RegisterFleetServiceServer(s.grpc, &service{fleet: cfg.Fleet, tokens: cfg.Tokens,
 		arts: cfg.Artifacts, rollouts: cfg.Rollouts, audit: cfg.Audit, cluster: cfg.Cluster})
+
+	if cfg.Installation != nil {
+		fleetv1.RegisterInstallationServiceServer(s.grpc, cfg.Installation)
+	}
 
 	s.health = health.NewServer()
 	s.setHealth(false) // until the first readiness round

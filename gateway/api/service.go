@@ -15,6 +15,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -27,10 +28,10 @@ type service struct {
 	fleetv1.UnimplementedFleetServiceServer
 	fleet    fleet.Service
 	tokens   *auth.Tokens
-	arts     Artifacts // nil: no firmware store
-	rollouts Rollouts  // nil: no rollouts
-	audit    AuditLog  // nil: no audit log
-	cluster  Cluster   // nil: the gateway runs alone
+	arts     Artifacts       // nil: no firmware store
+	rollouts rollout.Service // nil: no rollouts
+	audit    AuditLog        // nil: no audit log
+	cluster  Cluster         // nil: the gateway runs alone
 }
 
 func (s *service) ListBoards(_ context.Context, r *fleetv1.ListBoardsRequest) (*fleetv1.ListBoardsResponse, error) {
@@ -178,7 +179,11 @@ func (s *service) WatchEvents(r *fleetv1.WatchEventsRequest, stream fleetv1.Flee
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	w := s.fleet.Watch(ctx, f, r.GetAfter())
+	after := fleet.Live // no after: from now on
+	if r.After != nil {
+		after = r.GetAfter() // 0 replays from the first event kept
+	}
+	w := s.fleet.Watch(ctx, f, after)
 	// Headers go out once the watch is in place, so a client knows from
 	// then on that no event is missed (and a refused watch, which has no
 	// headers, is told apart by the missing WatchHeader).

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	fwapi "github.com/holofleet/holofleet/firmware/api"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -202,7 +202,7 @@ func TestTooLargeForTheBoard(t *testing.T) {
 	}
 
 	// A LAN board's own 413.
-	boardErr := &fwapi.Error{Status: 413, Code: "too_large", Message: "body over 16384 bytes"}
+	boardErr := &boardapi.Error{Status: 413, Code: "too_large", Message: "body over 16384 bytes"}
 	g.fake.set(func(f *fakeFleet) { f.err = fmt.Errorf("board b2: %w", boardErr) })
 	code, body = g.rest(t, "operator", "POST", "/v1/boards/b2/call", `{"method":"POST","path":"/scenes/apply","body":{}}`)
 	if code != 413 || !strings.Contains(body, `"error":"too_large"`) || !strings.Contains(body, "16384") {

@@ -10,9 +10,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/artifact/sigtest"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"

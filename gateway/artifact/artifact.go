@@ -17,7 +17,7 @@
 // taken up again by the next upload of the same bytes.
 //
 // Signatures: an image may carry a signature sector (Secure Boot V2 style
-// ECDSA blocks, see firmware/ota/image). The record keeps the sector as
+// ECDSA blocks, see bus/image). The record keeps the sector as
 // uploaded and what each block is (key digest, whether it verifies), so
 // the rollout engine can ask, board by board, what a board with its burned
 // keys would decide (Artifact.Check) without reading the image again. A
@@ -51,8 +51,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
-	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/store"
 )
@@ -185,6 +184,7 @@ type Store struct {
 	arts     *store.Bucket
 	channels *store.Bucket
 	mu       sync.Mutex // serialises record changes
+	deltas   deltaLocks
 }
 
 var (
@@ -199,7 +199,7 @@ func Open(o Options) (*Store, error) {
 	}
 	if o.Expect == (image.Expect{}) {
 		o.Expect = image.HostExpect()
-		o.Expect.MaxSize = flash.SlotSize
+		o.Expect.MaxSize = image.SlotSize
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real
@@ -274,7 +274,7 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 	v := image.NewVerifier(s.o.Expect)
 	limit := s.o.Expect.MaxSize
 	if limit <= 0 {
-		limit = flash.SlotSize
+		limit = image.SlotSize
 	}
 	// Every byte goes through the verifier: after the image it takes
 	// 0xFF padding and a signature sector, and refuses anything else.
@@ -435,6 +435,7 @@ func (s *Store) Delete(sha string) error {
 	if err := os.Remove(s.path(a.SHA256)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("artifact: %w", err)
 	}
+	s.dropDeltas(a.SHA256)
 	return nil
 }
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/holofleet/holofleet/firmware/ota"
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -38,7 +38,7 @@ func newStore(t testing.TB, max int64) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	exp := ota.HostExpect()
+	exp := image.HostExpect()
 	exp.MaxSize = max
 	s, err := Open(Options{Dir: filepath.Join(dir, "artifacts"), DB: db, Expect: exp})
 	if err != nil {
@@ -91,7 +91,7 @@ func TestAddVerifies(t *testing.T) {
 				return
 			}
 			want := Artifact{SHA256: hexSHA(c.in), Size: int64(len(c.in)), Chip: image.ChipHost, Name: "fw.bin",
-				App: ota.App{Project: "holo-board", Version: "2.0.0", Date: "Jan  1 2026", Time: "00:00:00", IDF: "test", ELFSHA256: a.App.ELFSHA256}, Added: a.Added,
+				App: boardapi.App{Project: "holo-board", Version: "2.0.0", Date: "Jan  1 2026", Time: "00:00:00", IDF: "test", ELFSHA256: a.App.ELFSHA256}, Added: a.Added,
 				Trust: TrustUnsigned}
 			if d := cmp.Diff(a, want); d != "" || existed {
 				t.Fatalf("artifact (-got +want):\n%s existed %v", d, existed)
@@ -133,10 +133,10 @@ func TestChannelsAndServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m ota.Manifest
+	var m boardapi.Manifest
 	json.NewDecoder(resp.Body).Decode(&m)
 	resp.Body.Close()
-	want := ota.Manifest{Version: "3.1.0", ImageURL: "../images/" + a.SHA256 + ".bin", Size: int64(len(img)), SHA256: a.SHA256, ReleaseURL: "https://example.org/r/3.1.0"}
+	want := boardapi.Manifest{Version: "3.1.0", ImageURL: "../images/" + a.SHA256 + ".bin", Size: int64(len(img)), SHA256: a.SHA256, ReleaseURL: "https://example.org/r/3.1.0"}
 	if d := cmp.Diff(m, want); d != "" {
 		t.Fatalf("manifest (-got +want):\n%s", d)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 )
 
 // signatureOf reads the signature sector of the verified image im from

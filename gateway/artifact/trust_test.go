@@ -14,8 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/holofleet/holofleet/firmware/ota"
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/artifact/sigtest"
 	"github.com/holofleet/holofleet/store"
 )
@@ -29,7 +28,7 @@ func keyStore(t testing.TB, trusted, revoked []image.KeyDigest) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	exp := ota.HostExpect()
+	exp := image.HostExpect()
 	exp.MaxSize = 1 << 20
 	s, err := Open(Options{Dir: filepath.Join(dir, "artifacts"), DB: db, Expect: exp, Trusted: trusted, Revoked: revoked})
 	if err != nil {
@@ -122,7 +121,7 @@ func TestUploadTrust(t *testing.T) {
 			}
 			// What a board with the keys decides, from the record alone,
 			// is what it decides from the image.
-			im, err := image.VerifyBytes(c.Image, ota.HostExpect())
+			im, err := image.VerifyBytes(c.Image, image.HostExpect())
 			if err != nil {
 				t.Fatal(err)
 			}

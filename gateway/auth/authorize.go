@@ -58,7 +58,14 @@ const (
 	ResDiscovery Resource = "discovery" // Home Assistant discovery of the boards
 	ResCluster   Resource = "cluster"   // the cluster of gateways (its members, removing a dead one)
 	ResSchema    Resource = "schema"    // the API's description served by gRPC reflection
-	ResDMX       Resource = "dmx"       // the DMX patch and sources (reading them; changing the patch is admin's)
+	// ResCues are the cue lists (gateway/cue): viewers read and watch
+	// them, operators run them (VerbAct: GO, STOP, BACK, jump, standby,
+	// timecode), admins edit them (create, update, delete).
+	ResCues Resource = "cues"
+	// ResInstallation is the installation as code: its revisions, plans,
+	// status (read) and applies and rollbacks (create, update).
+	ResInstallation Resource = "installation"
+	ResDMX          Resource = "dmx" // the DMX patch and sources (reading them; changing the patch is admin's)
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -159,7 +166,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResDMX:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResInstallation, ResCues, ResDMX:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -174,6 +181,13 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbAct {
 			return RoleOperator, what
 		}
+	case ResCues:
+		switch a.Verb {
+		case VerbAct:
+			return RoleOperator, what
+		case VerbCreate, VerbUpdate, VerbDelete:
+			return RoleAdmin, what
+		}
 	case ResDiscovery:
 		if a.Verb == VerbUpdate { // publish it again (HA's birth message)
 			return RoleOperator, what
@@ -182,7 +196,7 @@ func Need(a Attributes) (Role, string) {
 		if a.Verb == VerbCall {
 			return callNeed(a.Method, a.Path)
 		}
-	case ResRollouts:
+	case ResRollouts, ResInstallation:
 		switch a.Verb {
 		case VerbHalt:
 			return RoleOperator, what

@@ -125,7 +125,13 @@ type Cluster struct {
 	// would look dead, and a board it owns would be taken from it.
 	gwLoaded bool
 	lastBeat time.Time // last heartbeat the engine acknowledged
-	setupErr error
+	started  time.Time // when New made this run
+	// boardsWritten is the revision of the last record this gateway
+	// wrote (acknowledged at boardsWrittenAt), boardsSeen the highest
+	// the records watcher handed out.
+	boardsWritten, boardsSeen uint64
+	boardsWrittenAt           time.Time
+	setupErr                  error
 
 	tokens  *auth.Tokens // shared with the cluster (ShareTokens), or nil
 	arts    *Artifacts   // the firmware store (Artifacts), or nil
@@ -173,7 +179,7 @@ func New(o Options) (*Cluster, error) {
 	c := &Cluster{o: o, eng: o.Engine, name: o.Engine.Name(), boot: hex.EncodeToString(b[:]), clk: o.Clock, log: o.Log,
 		nc: o.Engine.Conn(), js: o.Engine.JetStream(),
 		records: map[string]*record{}, gateways: map[string]*gwState{}, written: map[string]time.Time{},
-		standby: map[string]bool{}, wake: make(chan struct{}, 1), ownChanged: make(chan struct{}, 1)}
+		standby: map[string]bool{}, wake: make(chan struct{}, 1), ownChanged: make(chan struct{}, 1), started: o.Clock.Now()}
 	c.ev = newEvents(c)
 	return c, nil
 }

@@ -394,7 +394,7 @@ func (co *coordinator) do(ctx context.Context, eng *rollout.Engine, req rolloutR
 	return err
 }
 
-// Rollouts is the rollout API of a gateway in a cluster (api.Rollouts):
+// Rollouts is the rollout API of a gateway in a cluster (rollout.Service):
 // every call goes to the coordinator, wherever it runs.
 type Rollouts struct {
 	c   *Cluster
@@ -403,6 +403,8 @@ type Rollouts struct {
 
 // Rollouts returns the cluster's rollout API.
 func (c *Cluster) Rollouts() *Rollouts { return &Rollouts{c: c, log: c.log} }
+
+var _ rollout.Service = (*Rollouts)(nil)
 
 // ask sends one request to the coordinator.
 func (r *Rollouts) ask(ctx context.Context, req rolloutRequest) (rolloutReply, error) {
@@ -456,7 +458,7 @@ func (r *Rollouts) status(ctx context.Context, req rolloutRequest) (rollout.Stat
 	return *rep.Status, nil
 }
 
-// DryRun implements api.Rollouts.
+// DryRun implements rollout.Service.
 func (r *Rollouts) DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error) {
 	rep, err := r.ask(ctx, rolloutRequest{Op: "dry-run", Plan: &p})
 	if err != nil || rep.Selection == nil {
@@ -465,17 +467,17 @@ func (r *Rollouts) DryRun(ctx context.Context, p rollout.Plan) (rollout.Selectio
 	return *rep.Selection, nil
 }
 
-// Create implements api.Rollouts.
+// Create implements rollout.Service.
 func (r *Rollouts) Create(ctx context.Context, p rollout.Plan) (rollout.Status, error) {
 	return r.status(ctx, rolloutRequest{Op: "create", Plan: &p})
 }
 
-// Get implements api.Rollouts.
+// Get implements rollout.Service.
 func (r *Rollouts) Get(id string) (rollout.Status, error) {
 	return r.status(context.Background(), rolloutRequest{Op: "get", ID: id})
 }
 
-// List implements api.Rollouts (empty while no coordinator answers).
+// List implements rollout.Service (empty while no coordinator answers).
 func (r *Rollouts) List() []rollout.Status {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -490,33 +492,33 @@ func (r *Rollouts) List() []rollout.Status {
 	return rep.List
 }
 
-// Boards implements api.Rollouts.
+// Boards implements rollout.Service.
 func (r *Rollouts) Boards(id string) ([]rollout.Board, error) {
 	rep, err := r.ask(context.Background(), rolloutRequest{Op: "boards", ID: id})
 	return rep.Boards, err
 }
 
-// Pause implements api.Rollouts.
+// Pause implements rollout.Service.
 func (r *Rollouts) Pause(ctx context.Context, id, reason string) (rollout.Status, error) {
 	return r.status(ctx, rolloutRequest{Op: "pause", ID: id, Reason: reason})
 }
 
-// Resume implements api.Rollouts.
+// Resume implements rollout.Service.
 func (r *Rollouts) Resume(ctx context.Context, id string) (rollout.Status, error) {
 	return r.status(ctx, rolloutRequest{Op: "resume", ID: id})
 }
 
-// Abort implements api.Rollouts.
+// Abort implements rollout.Service.
 func (r *Rollouts) Abort(ctx context.Context, id, reason string) (rollout.Status, error) {
 	return r.status(ctx, rolloutRequest{Op: "abort", ID: id, Reason: reason})
 }
 
-// Revert implements api.Rollouts.
+// Revert implements rollout.Service.
 func (r *Rollouts) Revert(ctx context.Context, id, reason string) (rollout.Status, error) {
 	return r.status(ctx, rolloutRequest{Op: "revert", ID: id, Reason: reason})
 }
 
-// Watch implements api.Rollouts by asking the coordinator for new events
+// Watch implements rollout.Service by asking the coordinator for new events
 // every 250 ms. Events are numbered by the coordinator's run: after a
 // takeover the new coordinator's events start again from 1 (and are
 // handed out from its first).

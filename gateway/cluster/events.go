@@ -16,6 +16,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,15 +49,19 @@ type events struct {
 
 	mu      sync.Mutex
 	queues  map[string][]fleet.Event // per board, oldest first
+	standby map[string][]fleet.Event // per board another gateway owns (catchup.go)
 	queued  int
 	lost    uint64
 	kick    chan struct{}
 	pub     atomic.Uint64
 	pending atomic.Uint64
+	// restarts counts the stream consumers of watchers started again
+	// after a failure or a silence.
+	restarts atomic.Uint64
 }
 
 func newEvents(c *Cluster) *events {
-	return &events{c: c, queues: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
+	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
 }
 
 // setup creates or binds the events stream.
@@ -99,7 +104,7 @@ func (ev *events) follow(ctx context.Context) {
 		w := ev.c.o.Local.Watch(ctx, fleet.Filter{}, last)
 		for e := range w.C {
 			last = e.N
-			ev.queue(e)
+			ev.queue(ctx, e)
 		}
 		if ctx.Err() == nil {
 			ev.c.log.Warn("cluster: fell behind the local events; resuming", "after", last)
@@ -108,12 +113,29 @@ func (ev *events) follow(ctx context.Context) {
 }
 
 // queue adds a local event for publishing unless another gateway owns
-// its board.
-func (ev *events) queue(e fleet.Event) {
+// its board; then it keeps it, for when this gateway takes the board
+// over (catchup.go).
+func (ev *events) queue(ctx context.Context, e fleet.Event) {
+	ev.mu.Lock()
 	if !ev.c.ownsLocal(e.Board) {
+		ev.keepLocked(e)
+		ev.mu.Unlock()
 		return
 	}
-	ev.mu.Lock()
+	if kept, ok := ev.standby[e.Board]; ok {
+		// Just taken over: first what the stream lacks of what was kept.
+		delete(ev.standby, e.Board)
+		ev.mu.Unlock()
+		late := ev.catchUp(ctx, e.Board, kept)
+		ev.mu.Lock()
+		if len(late) > 0 {
+			ev.c.log.Info("cluster: publishing a board's events its last owner did not", "board", e.Board, "events", len(late))
+		}
+		for _, l := range late {
+			ev.queues[e.Board] = append(ev.queues[e.Board], l)
+			ev.queued++
+		}
+	}
 	ev.queues[e.Board] = append(ev.queues[e.Board], e)
 	ev.queued++
 	for ev.queued > maxQueued {
@@ -239,8 +261,11 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 }
 
 // Watch implements fleet.Service: the installation's events matching f
-// from the stream, from now or (after > 0) from the event after N =
-// after. A watcher that lets watchQueue events pile up is cut off (C
+// from the stream numbered after after (0: from the first the stream
+// holds; fleet.Live: from now on). The watch never goes silent while the
+// stream goes on: a consumer that fails or stops handing out events (an
+// engine node died) is replaced by one starting after the last event
+// handed out. A watcher that lets watchQueue events pile up is cut off (C
 // closes; Dropped counts one). Events a replay asks for that the stream
 // no longer holds count in Dropped without closing C.
 func (c *Cluster) Watch(ctx context.Context, f fleet.Filter, after uint64) *fleet.Watcher {
@@ -254,18 +279,24 @@ func (c *Cluster) Watch(ctx context.Context, f fleet.Filter, after uint64) *flee
 }
 
 // watch feeds ch from the stream until ctx ends or ch is full. While
-// this gateway is cut off from the engine, its own boards' events are
-// also handed out at once, numbered with the last stream number handed
-// out; when they reach the stream later they are not handed out again.
+// this gateway is cut off from the engine (beatLapsed), its own boards'
+// events are also handed out at once, as a preview numbered with the
+// last stream number handed out; each comes again with its own number
+// once it reaches the stream. A client that resumes by number takes the
+// numbered ones: previews carry a number it has, and leaving out the
+// numbered copies (as this once did) lost and reordered happenings for
+// it.
 func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch chan<- fleet.Event, dropped *atomic.Uint64) {
 	c := ev.c
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fromStream := make(chan streamEvent, 64)
 	go ev.readStream(ctx, f, after, fromStream, dropped)
-	local := c.o.Local.Watch(ctx, f, 0)
-	direct := map[string]bool{} // ids of events handed out directly
+	local := c.o.Local.Watch(ctx, f, fleet.Live)
 	last := after
+	if after == fleet.Live {
+		last = 0
+	}
 	send := func(e fleet.Event) bool {
 		select {
 		case ch <- e:
@@ -283,10 +314,6 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 			if !ok {
 				return
 			}
-			if direct[se.id] {
-				delete(direct, se.id)
-				continue
-			}
 			last = se.e.N
 			if !c.passes(f, se.e.Board) {
 				continue
@@ -296,13 +323,12 @@ func (ev *events) watch(ctx context.Context, f fleet.Filter, after uint64, ch ch
 			}
 		case e, ok := <-local.C:
 			if !ok {
-				local = c.o.Local.Watch(ctx, f, 0) // fell behind: what matters is the stream
+				local = c.o.Local.Watch(ctx, f, fleet.Live) // fell behind: what matters is the stream
 				continue
 			}
-			if !c.cutOff() || !c.ownsLocal(e.Board) {
+			if !c.beatLapsed() || !c.ownsLocal(e.Board) {
 				continue
 			}
-			direct[c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10)] = true
 			e.N = last
 			if !send(e) {
 				return
@@ -317,8 +343,20 @@ type streamEvent struct {
 	id string
 }
 
-// readStream reads the stream after after (from now when 0) into out,
-// until ctx ends; it closes out when it stops.
+// stallCheck is how long a stream reader waits without a message before
+// it asks the engine whether the stream went on without it; a reader of
+// one board's events (a filtered consumer) waits stallCheckFiltered.
+const (
+	stallCheck         = 2 * time.Second
+	stallCheckFiltered = 10 * time.Second
+)
+
+// readStream reads the stream's events numbered after after (fleet.Live:
+// from now) into out, until ctx ends; it closes out when it stops. It
+// never goes silent: when its consumer fails, or the stream holds events
+// it has not been given (an engine node died under the consumer, which
+// then may hand out nothing more without failing), it starts a new
+// consumer after the last event it handed out.
 func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, out chan<- streamEvent, dropped *atomic.Uint64) {
 	defer close(out)
 	c := ev.c
@@ -331,39 +369,92 @@ func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, 
 		}
 	}
 	st := ev.streamOf()
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
-	if after > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
-		if info, err := st.Info(ctx); err == nil && info.State.FirstSeq > after+1 && info.State.LastSeq > after {
-			dropped.Add(info.State.FirstSeq - after - 1)
-		}
+	info := func() (*jetstream.StreamInfo, error) {
+		// Short: a request lost while the connection moves to another
+		// engine node would hold the watch for the whole of CallTimeout
+		// (30 s), silent.
+		ictx, cancel := context.WithTimeout(ctx, setupAttempt)
+		defer cancel()
+		return st.Info(ictx)
 	}
-	if len(f.IDs) == 1 {
-		cfg.FilterSubjects = []string{subjectEvents + ".*." + key(f.IDs[0])}
-	}
-	var cons jetstream.Consumer
-	err := retry(ctx, c.log, "events consumer", func(actx context.Context) error {
-		var err error
-		cons, err = st.OrderedConsumer(actx, cfg)
-		return err
-	})
-	if err != nil {
-		return
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return
-	}
-	context.AfterFunc(ctx, it.Stop)
-	for {
-		m, err := it.Next()
-		if err != nil {
+	// next is the number of the next event to hand out.
+	var next uint64
+	if after == fleet.Live {
+		if err := retry(ctx, c.log, "events stream info", func(context.Context) error {
+			in, err := info()
+			if err == nil {
+				next = in.State.LastSeq + 1
+			}
+			return err
+		}); err != nil {
 			return
 		}
-		md, err := m.Metadata()
+	} else {
+		next = after + 1
+		if in, err := info(); err == nil && in.State.FirstSeq > next && in.State.LastSeq >= next {
+			dropped.Add(in.State.FirstSeq - next)
+		}
+	}
+	var filter []string
+	quiet := stallCheck
+	if len(f.IDs) == 1 {
+		filter = []string{subjectEvents + ".*." + key(f.IDs[0])}
+		quiet = stallCheckFiltered
+	}
+	for ctx.Err() == nil {
+		// A consumer that cannot be reset at once fails to this loop,
+		// which starts another after the last event handed out (the
+		// library would retry for as long as the engine is away, silent).
+		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next,
+			FilterSubjects: filter, MaxResetAttempts: 2}
+		var cons jetstream.Consumer
+		if err := retry(ctx, c.log, "events consumer", func(actx context.Context) error {
+			var err error
+			cons, err = st.OrderedConsumer(actx, cfg)
+			return err
+		}); err != nil {
+			return
+		}
+		it, err := cons.Messages()
 		if err != nil {
+			c.log.Debug("cluster: events consumer", "err", err)
+			pause(ctx, retryAfter)
 			continue
 		}
+		next = ev.readConsumer(ctx, it, next, quiet, info, out)
+		it.Stop()
+		ev.restarts.Add(1)
+	}
+}
+
+// readConsumer hands out what it reads until ctx ends, the consumer
+// fails, or it has been silent for quiet while the stream holds event
+// next or later; it returns the number of the next event to hand out.
+func (ev *events) readConsumer(ctx context.Context, it jetstream.MessagesContext, next uint64, quiet time.Duration,
+	info func() (*jetstream.StreamInfo, error), out chan<- streamEvent) uint64 {
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next(jetstream.NextMaxWait(quiet))
+		switch {
+		case ctx.Err() != nil:
+			return next
+		case errors.Is(err, nats.ErrTimeout):
+			if in, err := info(); err == nil && in.State.LastSeq >= next {
+				ev.c.log.Debug("cluster: the events consumer fell silent; starting another", "next", next, "last", in.State.LastSeq)
+				return next
+			}
+			continue
+		case err != nil:
+			ev.c.log.Debug("cluster: events consumer failed; starting another", "next", next, "err", err)
+			pause(ctx, retryAfter)
+			return next
+		}
+		md, err := m.Metadata()
+		if err != nil || md.Sequence.Stream < next {
+			continue
+		}
+		next = md.Sequence.Stream + 1
 		var e fleet.Event
 		if json.Unmarshal(m.Data(), &e) != nil {
 			continue
@@ -372,21 +463,51 @@ func (ev *events) readStream(ctx context.Context, f fleet.Filter, after uint64, 
 		select {
 		case out <- streamEvent{e: e, id: m.Headers().Get(jetstream.MsgIDHeader)}:
 		case <-ctx.Done():
-			return
+			return next
 		}
 	}
 }
 
-// ownsLocal reports whether this gateway owns board id (or no record
-// names an owner yet).
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// beatLapsed reports whether the engine has not acknowledged this
+// gateway's heartbeat for DeadAfter: it is cut off for longer than a
+// reconnection to another engine node takes. Only then are its boards'
+// events handed out before they have their number in the stream: a
+// watch that did so at every reconnection handed out events numbered
+// with the last number its client had, which a client that resumes by
+// number takes for repeats (the soak lost happenings so).
+func (c *Cluster) beatLapsed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.lastBeat.IsZero() && c.clk.Since(c.lastBeat) > c.o.DeadAfter
+}
+
+// ownsLocal reports whether this gateway owns board id, for publishing
+// its events: the board's record names it, written in this run. Until
+// then it keeps them (a new board's until its first record is written:
+// two gateways reaching a new board both published its first events). Until the records are read it owns none: what its
+// boards did meanwhile is kept and caught up with once it knows.
 func (c *Cluster) ownsLocal(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.standby[id] {
+	if !c.loaded || c.standby[id] {
 		return false
 	}
 	r := c.records[id]
-	return r == nil || r.gone || r.View.Gateway == c.name
+	// A record this gateway wrote in an earlier run is its own again
+	// once rewritten with this run's boot: meanwhile another gateway may
+	// have claimed the board (it took this one for dead), and two
+	// gateways published the board's events twice.
+	return r != nil && !r.gone && r.View.Gateway == c.name && r.Boot == c.boot
 }
 
 func (ev *events) streamOf() jetstream.Stream {

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota"
 )
 
 // The holo-gateway binary, built once per test binary.
@@ -127,7 +127,7 @@ func startSite(t testing.TB, lineN, lanN int) *site {
 	})
 	groups := func(i int) []int { return []int{i%2 + 1} }
 	ota := func(kind string) *fleetmode.OTAOptions {
-		return &fleetmode.OTAOptions{OnBoot: func(i int, a ota.App) {
+		return &fleetmode.OTAOptions{OnBoot: func(i int, a boardapi.App) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			k := fmt.Sprintf("%s%d", kind, i)

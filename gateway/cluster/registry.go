@@ -258,7 +258,7 @@ func (c *Cluster) watchGateways(ctx context.Context) {
 		c.gwLoaded = true
 		c.mu.Unlock()
 		c.poke()
-	}, 3*c.o.Heartbeat)
+	}, watchStuck{every: 3 * c.o.Heartbeat})
 }
 
 // watchBoards follows every board's record.
@@ -267,6 +267,7 @@ func (c *Cluster) watchBoards(ctx context.Context) {
 		id := idOf(e.Key())
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.boardsSeen = max(c.boardsSeen, e.Revision())
 		old := c.records[id]
 		if old != nil && old.rev >= e.Revision() {
 			return // this gateway's own write, already applied
@@ -295,23 +296,44 @@ func (c *Cluster) watchBoards(ctx context.Context) {
 		c.mu.Unlock()
 		c.poke()
 		c.signalOwn()
-	})
+	}, watchStuck{every: c.o.Heartbeat, stuck: c.boardsWatchBehind})
+}
+
+// boardsWatchBehind reports whether the records watcher has not shown a
+// record this gateway wrote, acknowledged more than stuckAfter ago: it
+// stopped handing out updates without ending (seen after an engine node
+// was killed: a board taken over elsewhere stayed offline on this
+// gateway for minutes, as its old record said).
+func (c *Cluster) boardsWatchBehind() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.boardsWritten > c.boardsSeen && c.clk.Since(c.boardsWrittenAt) > c.stuckAfter()
+}
+
+// stuckAfter is how long a watcher may lag behind what this gateway
+// wrote before it is taken for stuck.
+func (c *Cluster) stuckAfter() time.Duration { return 3 * c.o.Heartbeat }
+
+// watchStuck says how a watcher is found stuck (a consumer that did not
+// come back after the engine was cut off or a node died): every every,
+// by stuck when set, else when it handed out nothing since the last look
+// (for a bucket that changes at least that often: the heartbeats, every
+// gateway's own among them). The zero watchStuck never looks.
+type watchStuck struct {
+	every time.Duration
+	stuck func() bool
 }
 
 // watch runs a watcher on every key of kv, calling put for each entry
 // (initial for the values present when the watch started) and loaded
-// once those are in, and starts it again if it ends before ctx. With
-// quiet > 0 the bucket is one that changes at least that often (the
-// heartbeats: every gateway's own among them), so a watcher silent for
-// longer is taken for stuck (a consumer that did not come back after the
-// engine was cut off) and started again.
-func (c *Cluster) watch(ctx context.Context, kv jetstream.KeyValue, put func(e jetstream.KeyValueEntry, initial bool), loaded func(), quiet ...time.Duration) {
-	var silence <-chan time.Time
-	var tick *time.Ticker
-	if len(quiet) > 0 && quiet[0] > 0 {
-		tick = time.NewTicker(quiet[0])
+// once those are in, and starts it again if it ends before ctx or is
+// found stuck.
+func (c *Cluster) watch(ctx context.Context, kv jetstream.KeyValue, put func(e jetstream.KeyValueEntry, initial bool), loaded func(), ws watchStuck) {
+	var look <-chan time.Time
+	if ws.every > 0 {
+		tick := time.NewTicker(ws.every)
 		defer tick.Stop()
-		silence = tick.C
+		look = tick.C
 	}
 	for ctx.Err() == nil {
 		w, err := kv.WatchAll(ctx)
@@ -330,7 +352,14 @@ func (c *Cluster) watch(ctx context.Context, kv jetstream.KeyValue, put func(e j
 			select {
 			case <-ctx.Done():
 				break loop
-			case <-silence:
+			case <-look:
+				if ws.stuck != nil {
+					if ws.stuck() {
+						c.log.Warn("cluster: a watcher fell behind what this gateway wrote; watching again")
+						break loop
+					}
+					continue
+				}
 				if !heard {
 					break loop // stuck: watch again
 				}
@@ -413,11 +442,20 @@ func (c *Cluster) syncOnce(ctx context.Context) {
 			if sameRecord(r.View, v) && now.Sub(c.written[v.ID]) < c.o.SeenEvery && r.Boot == c.boot {
 				continue
 			}
+			if r.Boot != c.boot && now.Sub(c.started) < c.reclaimGrace() {
+				// Written by this gateway's previous run: a gateway that
+				// reaches the board too, and kept what it did while this
+				// one restarted, may take it first (catchup.go).
+				continue
+			}
 		case !v.Online:
 			standby[v.ID] = true
 			continue
 		case !c.aliveLocked(r.View.Gateway) || !r.View.Online:
 			// Take it over: its owner is dead, or cannot reach it.
+		case c.restartedLocked(r):
+			// Take it over: its owner restarted since it wrote the record,
+			// and what the board did meanwhile is here, not there.
 		default:
 			standby[v.ID] = true
 			continue
@@ -448,6 +486,19 @@ func (c *Cluster) syncOnce(ctx context.Context) {
 		c.putRecords(ctx, writes)
 	}
 }
+
+// restartedLocked reports whether the owner of record r has restarted
+// since it wrote r (its heartbeat names another run). Called with c.mu
+// held.
+func (c *Cluster) restartedLocked(r *record) bool {
+	g := c.gateways[r.View.Gateway]
+	return g != nil && g.hb.Boot != "" && r.Boot != "" && g.hb.Boot != r.Boot
+}
+
+// reclaimGrace is how long a restarted gateway leaves its boards'
+// records of its previous run to the gateways that reach them too: one
+// heartbeat for them to hear of the restart, and a sync pass.
+func (c *Cluster) reclaimGrace() time.Duration { return 2 * (c.o.Heartbeat + c.o.SyncEvery) }
 
 // sameRecord reports whether two views of a board differ only in what is
 // rewritten every SeenEvery (last seen, clock).
@@ -487,6 +538,9 @@ func (c *Cluster) putRecords(ctx context.Context, ws []write) {
 		case a := <-p.ack.Ok():
 			c.mu.Lock()
 			c.st.writes++
+			if a.Sequence > c.boardsWritten {
+				c.boardsWritten, c.boardsWrittenAt = a.Sequence, c.clk.Now()
+			}
 			if r := c.records[p.w.id]; r == nil || r.rev < a.Sequence {
 				if r == nil || r.gone || r.View.Gateway != c.name {
 					c.signalOwn()

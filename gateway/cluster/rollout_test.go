@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/testlevel"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // testImage packs a host image of holo-board with version and size bytes
@@ -100,7 +100,7 @@ func rolloutOn(t *testing.T, g *gwProc, id string) (rolloutJSON, error) {
 
 // TestRolloutKills runs rollouts across three gateways on a three-node
 // engine cluster and kills the rollout coordinator with SIGKILL at random
-// points of the rollout's progress (kills times: 5 in make test, 50 in
+// points of the rollout's progress (kills times: 3 in make test, 50 in
 // make soak), starting it again at once or once another gateway has
 // taken over. After each kill the test waits for the rollout to move on.
 // Every rollout must finish with every board of every gateway running
@@ -111,7 +111,7 @@ func TestRolloutKills(t *testing.T) {
 		t.Skip("kills gateway processes")
 	}
 	t.Parallel()
-	minKills := testlevel.Pick(5, 50)
+	minKills := testlevel.Pick(3, 50)
 	tc := startCluster(t, "three-nodes")
 	boards := tc.waitListing(t, 60*time.Second)
 	urls := map[string]string{} // board id -> URL

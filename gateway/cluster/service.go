@@ -200,6 +200,17 @@ func (c *Cluster) Do(ctx context.Context, sel fleet.Selector, a fleet.Action) ([
 		})
 	}
 	wg.Wait()
+	// Exactly one result per board the records put in sel: a gateway
+	// that answered for fewer (its fleet core lost a group or a board
+	// while ownership moved) leaves the rest with the reason.
+	for gw, ids := range expect {
+		for _, id := range ids {
+			if _, ok := results[id]; !ok {
+				results[id] = fleet.Result{Board: id, Error: fmt.Errorf("%w: board %q: gateway %s did not act on it (it no longer reaches it)",
+					fleet.ErrUnreachable, id, gw).Error()}
+			}
+		}
+	}
 	out := make([]fleet.Result, 0, len(results))
 	for _, id := range sortedKeys(results) {
 		out = append(out, results[id])

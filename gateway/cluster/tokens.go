@@ -186,7 +186,7 @@ func (c *Cluster) shareTokens(ctx context.Context) {
 		}
 		t.SetReplica(&tokenReplica{c: c, kv: kv})
 		c.log.Info("cluster: tokens shared", "tokens", len(t.List()))
-	})
+	}, watchStuck{})
 }
 
 // validRecord reports whether a put of the tokens bucket is a token

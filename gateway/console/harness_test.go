@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/holofleet/holofleet/bus/testbin"
 	"github.com/holofleet/holofleet/bus/testlevel"
 )
 
@@ -58,32 +59,11 @@ func chromium(tb testing.TB) string {
 
 // --- the gateway binary ---
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-	gwBin     string
-)
-
-// gatewayBinary builds cmd/holo-gateway once per test process.
+// gatewayBinary builds cmd/holo-gateway once per test process (kept
+// between runs while nothing it is made of changes: bus/testbin).
 func gatewayBinary(tb testing.TB) string {
 	tb.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "holo-console-test-")
-		if buildErr != nil {
-			return
-		}
-		gwBin = filepath.Join(buildDir, "holo-gateway")
-		cmd := exec.Command("go", "build", "-o", gwBin, "github.com/holofleet/holofleet/cmd/holo-gateway")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build holo-gateway: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return gwBin
+	return testbin.Build(tb, "./cmd/holo-gateway", false)
 }
 
 // demoGW is a running `holo-gateway demo`.

@@ -26,9 +26,9 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 // Errors of the demo.

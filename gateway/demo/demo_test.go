@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/simline"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 )
 
 func TestInstallation(t *testing.T) {
@@ -144,4 +144,15 @@ func TestKeys(t *testing.T) {
 	}
 	defer in.Close()
 	secure(in)
+}
+
+// TestShowChecks: the demo's show is a list the engine saves as it is.
+func TestShowChecks(t *testing.T) {
+	l := Show()
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Cues) != 3 || l.Cues[1].Follow != "after" || l.Cues[1].FollowMS != 2000 {
+		t.Fatalf("show: %+v", l)
+	}
 }

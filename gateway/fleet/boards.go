@@ -230,7 +230,8 @@ type infoFields struct {
 	Firmware struct {
 		Version string `json:"version"`
 	} `json:"firmware"`
-	Features []string `json:"features"`
+	Features   []string `json:"features"`
+	Extensions []string `json:"extensions"`
 }
 
 // linkFields are the parts of GET /link the core keeps.

@@ -18,14 +18,17 @@ type fakeBoard struct {
 	groups                []int
 	// reply, when set, answers every call other than /info and /link.
 	reply *Reply
-	// features, when set, is /info's features list.
-	features []string
+	// features and extensions, when set, are /info's lists.
+	features, extensions []string
 }
 
 func (b *fakeBoard) info() json.RawMessage {
 	m := map[string]any{"id": b.id, "hostname": b.hostname, "firmware": map[string]string{"version": b.version}}
 	if b.features != nil {
 		m["features"] = b.features
+	}
+	if b.extensions != nil {
+		m["extensions"] = b.extensions
 	}
 	raw, _ := json.Marshal(m)
 	return raw

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,8 +308,8 @@ func (f *Fleet) reportFire(r FireReport) {
 	}
 }
 
-// fireFeature is the /info feature of boards that take fire_at.
-const fireFeature = "fire"
-
-// hasFire reports whether an /info features list holds the feature.
-func hasFire(features []string) bool { return slices.Contains(features, fireFeature) }
+// hasFire reports whether a board takes fire_at: /info lists the fire
+// extension in extensions, or (boards from before that field) in features.
+func hasFire(fields infoFields) bool {
+	return boardapi.HasExtension(fields.Features, fields.Extensions, boardapi.ExtensionFire)
+}

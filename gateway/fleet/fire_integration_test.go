@@ -33,6 +33,11 @@ func TestTimedFireGateway(t *testing.T) {
 	checkFire(t, r, 0, map[bool]string{false: fleet.FireLine, true: fleet.FireGateway})
 }
 
+// fireLate bounds how late a timed change may land in these tests on the
+// real clock: a path that misses the moment (fired at once, or by the
+// next poll or timer of a second) is caught, a busy scheduler is not.
+const fireLate = time.Second
+
 func checkFire(t *testing.T, r *rig, i int, how map[bool]string) {
 	t.Helper()
 	since := time.Now()
@@ -53,11 +58,13 @@ func checkFire(t *testing.T, r *rig, i int, how map[bool]string) {
 			t.Errorf("board %s (lan %v): %+v, want fired by %s", b.id, b.lan, res, how[b.lan])
 		}
 		// Not before the moment (sent 300 ms ahead, it waited), and not
-		// long after (a shared machine's scheduler may add milliseconds).
-		if d := ch.Sub(at); d < -3*time.Millisecond || d > 100*time.Millisecond {
+		// late by a broken path: fireLate is a generous bound (single
+		// fires beside CPU hogs are 100 ms late and more); how close they
+		// land is BenchmarkTimedFire's figure.
+		if d := ch.Sub(at); d < -3*time.Millisecond || d > fireLate {
 			t.Errorf("board %s (lan %v, %s): changed %v from the moment", b.id, b.lan, res.Fire, d)
 		}
-		if d := res.FiredAt.Sub(at); d < -3*time.Millisecond || d > 100*time.Millisecond {
+		if d := res.FiredAt.Sub(at); d < -3*time.Millisecond || d > fireLate {
 			t.Errorf("board %s: the gateway reports the change %v from the moment", b.id, d)
 		}
 	}

@@ -45,18 +45,20 @@ func fireSetup(t *testing.T) (*setup, *timedFakeLine, []FireReport, func() []Fir
 	line1 := &timedFakeLine{fakeLine: newFakeLine("rs485:line1")}
 	s := newSetup(t, Options{Drivers: []Driver{line1}})
 	<-line1.ready
-	fire := []string{"leds", "fire", "time"}
-	s.plug(t, &fakeBoard{id: "b01", groups: []int{1}, features: fire}, "1", "")
+	// Boards list fire in /info's extensions; b04 runs a firmware from
+	// before that field and lists it in features, which still counts.
+	feats, fire := []string{"leds"}, []string{"fire", "time"}
+	s.plug(t, &fakeBoard{id: "b01", groups: []int{1}, features: feats, extensions: fire}, "1", "")
 	s.plug(t, &fakeBoard{id: "b02", groups: []int{1}}, "2", "")
-	b3 := &fakeBoard{id: "b03", groups: []int{1}, features: fire}
+	b3 := &fakeBoard{id: "b03", groups: []int{1}, features: feats, extensions: fire}
 	line1.put("3", b3)
 	s.f.Seen(Ref{Driver: "rs485:line1", Addr: "3"}, b3.info())
 	eventually(t, "b03's groups", func() bool { v, _ := s.f.Board("b03"); return len(v.Groups) == 1 })
 	accepted := &Reply{Status: 202, Body: []byte(`{"scheduled":true,"fire_at":1,"in_us":1}`)}
-	s.plug(t, &fakeBoard{id: "b04", groups: []int{1}, features: fire, reply: accepted}, "", "http://b04")
+	s.plug(t, &fakeBoard{id: "b04", groups: []int{1}, features: []string{"leds", "fire", "time"}, reply: accepted}, "", "http://b04")
 	s.plug(t, &fakeBoard{id: "b05", groups: []int{1}}, "", "http://b05")
-	s.plug(t, &fakeBoard{id: "b06", groups: []int{1}, features: fire, reply: accepted}, "", "http://b06")
-	s.plug(t, &fakeBoard{id: "b07", groups: []int{2}, features: fire, reply: accepted}, "7", "")
+	s.plug(t, &fakeBoard{id: "b06", groups: []int{1}, features: feats, extensions: fire, reply: accepted}, "", "http://b06")
+	s.plug(t, &fakeBoard{id: "b07", groups: []int{2}, features: feats, extensions: fire, reply: accepted}, "7", "")
 	// b04 booted 5 s before t0, known to 300 µs; b06 to 5 ms; b07 over
 	// the line, booted 1 s before t0, to 500 µs.
 	s.f.Clock(lanRef("http://b04"), BoardClock{OffsetUS: 1, UncertaintyUS: 300, Epoch: t0.Add(-5 * time.Second)})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/eventlog"
 	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/registry"
 )
@@ -110,7 +111,7 @@ type Fleet struct {
 	boards  map[string]*boardState
 	refs    map[Ref]string // where → board id
 	pending map[job]bool   // identify jobs queued or running
-	ev      eventLog
+	ev      *eventlog.Log[Event]
 	st      counters
 
 	jobs        chan job
@@ -120,7 +121,7 @@ type Fleet struct {
 }
 
 type counters struct {
-	eventsIn, duplicates, dropped, replayMissed, unattributed, persistErrors uint64
+	eventsIn, duplicates, unattributed, persistErrors uint64
 }
 
 var (
@@ -206,9 +207,10 @@ func (f *Fleet) Run(ctx context.Context) error {
 // Stats returns a snapshot of the counters.
 func (f *Fleet) Stats() Stats {
 	f.mu.Lock()
-	s := Stats{Boards: len(f.boards), Watchers: len(f.ev.watchers),
-		EventsIn: f.st.eventsIn, Events: f.ev.n, Duplicates: f.st.duplicates, Dropped: f.st.dropped,
-		ReplayMissed: f.st.replayMissed, Unattributed: f.st.unattributed, PersistErrors: f.st.persistErrors,
+	dropped, replayMissed := f.ev.Stats()
+	s := Stats{Boards: len(f.boards), Watchers: f.ev.Watchers(),
+		EventsIn: f.st.eventsIn, Events: f.ev.Last(), Duplicates: f.st.duplicates, Dropped: dropped,
+		ReplayMissed: replayMissed, Unattributed: f.st.unattributed, PersistErrors: f.st.persistErrors,
 		PerBoard: make(map[string]uint64, len(f.boards)), Lines: make(map[string]LineStats, len(f.lines))}
 	for id, b := range f.boards {
 		if b.online {

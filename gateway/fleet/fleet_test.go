@@ -59,7 +59,7 @@ func (s *setup) plug(t *testing.T, b *fakeBoard, addr, url string) {
 
 func TestOneBoardTwoWays(t *testing.T) {
 	s := newSetup(t, Options{})
-	w := s.f.Watch(context.Background(), Filter{}, 0)
+	w := s.f.Watch(context.Background(), Filter{}, Live)
 	b := &fakeBoard{id: "0a00000000b1", hostname: "holo-00b1", version: "1.0.0", groups: []int{2, 5}}
 	s.plug(t, b, "7", "http://10.0.0.7")
 	got, err := s.f.Board(b.id)
@@ -165,7 +165,7 @@ func TestDedupeOrderAndEpochs(t *testing.T) {
 	s := newSetup(t, Options{})
 	b := &fakeBoard{id: "b1", groups: []int{}}
 	s.plug(t, b, "1", "http://b1")
-	w := s.f.Watch(context.Background(), Filter{}, 0)
+	w := s.f.Watch(context.Background(), Filter{}, Live)
 	line, lan := lineRef("1"), lanRef("http://b1")
 
 	s.f.Happened(line, happenings(1, 2, 3))
@@ -257,7 +257,7 @@ func TestOnlineOffline(t *testing.T) {
 	if v, err := s.f.Board("old"); err != nil || v.Online || v.OfflineReason != ReasonNotSeen || v.Labels["room"] != "attic" {
 		t.Errorf("board from the registry: %+v %v", v, err)
 	}
-	w := s.f.Watch(context.Background(), Filter{}, 0)
+	w := s.f.Watch(context.Background(), Filter{}, Live)
 	b := &fakeBoard{id: "b1", hostname: "holo-b1", groups: []int{3}}
 	s.plug(t, b, "4", "http://b1")
 	s.f.Lost(lineRef("4"), "no reply on line line0")
@@ -300,8 +300,8 @@ func TestWatchOverflowAndReplay(t *testing.T) {
 	b := &fakeBoard{id: "b1", groups: []int{}}
 	s.plug(t, b, "1", "") // event 1: online
 	ctx, cancel := context.WithCancel(context.Background())
-	slow := s.f.Watch(ctx, Filter{}, 0)
-	other := s.f.Watch(context.Background(), Filter{IDs: []string{"someone-else"}}, 0)
+	slow := s.f.Watch(ctx, Filter{}, Live)
+	other := s.f.Watch(context.Background(), Filter{IDs: []string{"someone-else"}}, Live)
 	s.f.Happened(lineRef("1"), happenings(1, 2, 3, 4, 5, 6)) // events 2-7
 	got := drain(slow)
 	if len(got) != 3 {
@@ -387,5 +387,23 @@ func TestCallRouting(t *testing.T) {
 	s.line.mu.Unlock()
 	if rep, err := s.f.Call(ctx, "both", "GET", "/leds", nil); err != nil || rep.Status != 200 {
 		t.Errorf("GET with a failing line: %v %v", rep, err)
+	}
+}
+
+// TestWatchAfterZero: after = 0 replays from the first event (a client
+// that has nothing yet asks for everything kept), Live from now. Event 1
+// could not be replayed: after = 0 meant "from now" and after = 1 left
+// event 1 out.
+func TestWatchAfterZero(t *testing.T) {
+	s := newSetup(t, Options{})
+	b := &fakeBoard{id: "b1", groups: []int{}}
+	s.plug(t, b, "1", "") // event 1: online
+	s.f.Happened(lineRef("1"), happenings(1))
+	all := drain(s.f.Watch(context.Background(), Filter{}, 0))
+	if diff := cmp.Diff(summary(all), []string{"b1 online", "b1 happening touch 1"}); diff != "" || all[0].N != 1 {
+		t.Errorf("after 0 (-got +want)\n%s", diff)
+	}
+	if live := drain(s.f.Watch(context.Background(), Filter{}, Live)); len(live) != 0 {
+		t.Errorf("Live replayed %v", summary(live))
 	}
 }

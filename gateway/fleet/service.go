@@ -161,8 +161,9 @@ type Service interface {
 	Call(ctx context.Context, id, method, path string, body []byte) (Reply, error)
 	// Do runs an action on the selected boards.
 	Do(ctx context.Context, sel Selector, a Action) ([]Result, error)
-	// Watch streams events matching f from now (and, with after > 0, the
-	// buffered ones after N = after). The channel closes when ctx ends
+	// Watch streams events matching f numbered after after: first the
+	// buffered ones (after = 0: from the first buffered; Live: none),
+	// then new ones. The channel closes when ctx ends
 	// or the watcher falls too far behind (Dropped tells).
 	Watch(ctx context.Context, f Filter, after uint64) *Watcher
 }

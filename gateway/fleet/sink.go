@@ -65,7 +65,7 @@ func (f *Fleet) Seen(ref Ref, info json.RawMessage) {
 		if v := fields.Firmware.Version; v != "" && v != b.rec.Firmware {
 			b.rec.Firmware, b.urgent = v, true
 		}
-		b.fire = hasFire(fields.Features)
+		b.fire = hasFire(fields)
 	}
 	wasOnline := st.online
 	st.online, st.reason = true, ""

@@ -11,7 +11,7 @@ import (
 
 	hmdns "github.com/hashicorp/mdns"
 
-	boardmdns "github.com/holofleet/holofleet/firmware/network/mdns"
+	"github.com/holofleet/holofleet/bus/boardapi"
 )
 
 // Found is a board an mDNS browse turned up.
@@ -51,7 +51,7 @@ func BrowseMDNS(ctx context.Context, service string, timeout time.Duration) ([]F
 		}
 		f := Found{Instance: e.Name, Host: e.Host, Addr: ip, Port: e.Port}
 		for _, kv := range e.InfoFields {
-			if v, ok := strings.CutPrefix(kv, "id="); ok {
+			if v, ok := strings.CutPrefix(kv, boardapi.MDNSTxtID+"="); ok {
 				f.ID = v
 			}
 		}
@@ -93,7 +93,7 @@ func (l *LAN) Discover(ctx context.Context, o DiscoverOptions) error {
 	}
 	known := map[string]bool{}
 	for {
-		found, err := o.Browse(ctx, boardmdns.ServiceHolofleet, o.Timeout)
+		found, err := o.Browse(ctx, boardapi.MDNSService, o.Timeout)
 		if err != nil && ctx.Err() == nil {
 			o.Log.Warn("mdns browse failed", "err", err)
 		}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/holofleet/holofleet/bus/clock"
 )
 
 // TestStreamSilence: a stream that goes silent for StreamIdle is taken for
@@ -109,5 +111,56 @@ func TestClockNoTime(t *testing.T) {
 	defer sink.Mu.Unlock()
 	if sink.ClockN[srv.URL] != 0 || len(sink.LostWhy[srv.URL]) != 0 {
 		t.Fatalf("clocks %d, lost %v", sink.ClockN[srv.URL], sink.LostWhy[srv.URL])
+	}
+}
+
+// TestRestartSeenByStartTime: a board that restarted a while after its
+// last start, read again with the same small uptime, and whose new boot
+// is already past the last seq given (its replay goes on from there), is
+// reported restarted before its happenings. Only an uptime smaller than
+// the last one read counted: the soak saw a LAN board's new boot go on
+// from the old one's seq, and its first happenings later out of order.
+func TestRestartSeenByStartTime(t *testing.T) {
+	clk := clock.NewFake(time.Unix(5000, 0))
+	end := make(chan struct{})
+	var streams atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/info":
+			_, _ = io.WriteString(w, `{"id":"fake","hostname":"fake","uptime_s":1}`)
+		case "/api/v1/events":
+			w.Header().Set("Content-Type", "text/event-stream")
+			if streams.Add(1) == 1 {
+				_, _ = io.WriteString(w, "event: touch\nid: 5\ndata: {\"seq\":5}\n\n")
+				w.(http.Flusher).Flush()
+				select {
+				case <-end: // the board restarts
+				case <-r.Context().Done():
+				}
+				return
+			}
+			// The new boot, 10 s later, already at seq 6.
+			_, _ = io.WriteString(w, "event: touch\nid: 6\ndata: {\"seq\":6}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case "/api/v1/time":
+			http.NotFound(w, r)
+		default:
+			_, _ = io.WriteString(w, `{}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	l, sink := startLAN(t, Options{Clock: clk})
+	if err := l.Add(srv.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.Wait(t, 5*time.Second, "the first happening", func(s *recSink) bool { return len(s.Hs[srv.URL]) == 1 })
+	clk.Advance(10 * time.Second)
+	close(end)
+	sink.Wait(t, 5*time.Second, "the new boot's happening", func(s *recSink) bool { return len(s.Hs[srv.URL]) == 2 })
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	if sink.RestartedN[srv.URL] != 1 {
+		t.Fatalf("restarts reported: %d, want 1 (log %v)", sink.RestartedN[srv.URL], sink.Log)
 	}
 }

@@ -27,7 +27,10 @@ type watcher struct {
 	online     bool
 	uptime     int64
 	haveUptime bool
-	lastSeq    uint16
+	// startedBy is the latest the board can have started, by this
+	// driver's clock and the uptime read at the last session's opening.
+	startedBy time.Time
+	lastSeq   uint16
 	// replayCheck: the next happening is the first of a new stream.
 	replayCheck bool
 	// opened is when the current session's stream opened (zero: not yet).
@@ -100,7 +103,9 @@ func (w *watcher) session(ctx context.Context, backoff *time.Duration) string {
 // open reads the board's identity, opens its stream in sctx and re-reads
 // its states; it returns the stream, or nil and why it failed.
 func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http.Response, string) {
+	sent := w.l.o.Clock.Now()
 	info, err := w.l.get(ctx, w.b, "/info")
+	got := w.l.o.Clock.Now()
 	if err != nil {
 		return nil, fmt.Sprintf("GET /info: %v", err)
 	}
@@ -112,10 +117,23 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 	if err := json.Unmarshal(info, &id); err != nil || id.UptimeS == nil {
 		return nil, fmt.Sprintf("GET /info: %v: no uptime_s", fleet.ErrBadReply)
 	}
-	if w.haveUptime && *id.UptimeS < w.uptime {
+	// The board started between startedAfter and startedBy: its uptime
+	// is in whole seconds, read somewhere between sent and got.
+	up := time.Duration(*id.UptimeS) * time.Second
+	startedAfter, startedBy := sent.Add(-up-time.Second), got.Add(-up)
+	switch {
+	case !w.haveUptime:
+	case *id.UptimeS < w.uptime:
 		w.restarted("uptime went backwards")
+	case startedAfter.Sub(w.startedBy) > restartSlack:
+		// A board that restarted a while after its last start reads an
+		// uptime no smaller than the one read then (both a second or
+		// two), and its new boot may already be past the last seq given,
+		// so that the replay does not show it either. Slow replies only
+		// widen the bounds: they never make a restart of none.
+		w.restarted("started again since last read")
 	}
-	w.uptime, w.haveUptime = *id.UptimeS, true
+	w.uptime, w.startedBy, w.haveUptime = *id.UptimeS, startedBy, true
 	w.l.mu.Lock()
 	w.b.hostname, w.b.id = id.Hostname, id.ID
 	w.l.mu.Unlock()
@@ -163,6 +181,11 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 	}
 	return resp, ""
 }
+
+// restartSlack is how much later than the latest the last start can
+// have been the earliest a board's start can be before it is taken for a
+// new start.
+const restartSlack = time.Second
 
 func (w *watcher) restarted(why string) {
 	w.l.log.Info("lan: board restarted", "url", w.b.url, "board", w.id(), "why", why)

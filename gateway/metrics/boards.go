@@ -152,7 +152,7 @@ func (b *Boards) Run(ctx context.Context) error {
 // watch reads the fleet's events; when the watcher falls behind it starts
 // again where it left off.
 func (b *Boards) watch(ctx context.Context) {
-	var after uint64
+	after := fleet.Live // count from now on
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
 		w := b.src.Watch(wctx, fleet.Filter{}, after)

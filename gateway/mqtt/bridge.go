@@ -22,7 +22,10 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
+	"github.com/holofleet/holofleet/gateway/mqtt/policy"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
+	"github.com/holofleet/holofleet/gateway/rollout"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -73,7 +76,7 @@ type Options struct {
 	// Rollouts, when set, is followed on bridge/rollout/<id>, bridge/event
 	// and the HA update entities, runs the "rollout" request and, with
 	// Firmware, installs the UpdateChannel's image (see rollout.go).
-	Rollouts RolloutEngine
+	Rollouts rollout.Service
 	// Firmware gives the release channels: the update entities' latest
 	// version and what their install command installs.
 	Firmware FirmwareChannels
@@ -90,13 +93,15 @@ type Options struct {
 	// Rollout runs the "rollout" request; nil uses Rollouts, or answers
 	// ErrUnsupported.
 	Rollout func(ctx context.Context, body json.RawMessage) (any, error)
+	// Cues runs the "cue" request (cue.go); nil answers ErrUnsupported.
+	Cues Cues
 	// Accept is the most a command from MQTT may do: the role its
 	// publisher is taken to have ("viewer", "operator", "admin", or
 	// "none" for no commands at all), decided for each command through
 	// Policy with auth.Authorize. "" takes every command the broker
 	// delivers, as admin: right for the embedded broker, which authorises
 	// each client itself; an external broker cannot tell the bridge who
-	// published (see access.go).
+	// published (see gateway/mqtt/policy).
 	Accept string
 	// Guard receives the audit records of commands decided by Accept
 	// (an external broker's). With the embedded broker the broker's own
@@ -117,6 +122,9 @@ type Options struct {
 	// cluster, which bridge requests answer for.
 	Cluster      Cluster
 	Installation fleet.Service
+	// InstallationStates, when set, gives every board Home Assistant's
+	// installation sensor (installation.go).
+	InstallationStates InstallationStates
 }
 
 // Stats are the bridge's counters.
@@ -137,7 +145,7 @@ type Stats struct {
 // Bridge mirrors a fleet into MQTT. Make it with New, run it with Run.
 type Bridge struct {
 	o     Options
-	t     topics
+	t     layout.Topics
 	clk   clock.Clock
 	log   *slog.Logger
 	queue *spool.Queue
@@ -182,7 +190,7 @@ type Bridge struct {
 
 	cmds    chan command
 	limits  *limiter
-	policy  *Policy
+	policy  *policy.Policy
 	accept  auth.Role
 	updates sync.Map // board id -> Update
 
@@ -209,7 +217,7 @@ func New(o Options) (*Bridge, error) {
 	if o.Fleet == nil {
 		return nil, fmt.Errorf("%w: no fleet", ErrConfig)
 	}
-	o.Base, o.HAPrefix = rootsOrDefault(o.Base, o.HAPrefix)
+	o.Base, o.HAPrefix = layout.RootsOrDefault(o.Base, o.HAPrefix)
 	if err := checkRoots(o.Base, o.HAPrefix); err != nil {
 		return nil, err
 	}
@@ -254,10 +262,10 @@ func New(o Options) (*Bridge, error) {
 		o.KeepRollouts = DefaultKeepRollouts
 	}
 	var err error
-	t := topics{base: o.Base, ha: o.HAPrefix}
+	t := layout.Topics{Base: o.Base, HA: o.HAPrefix}
 	if o.Cluster != nil {
-		if t.gw = o.Cluster.Name(); t.gw == "" || strings.ContainsAny(t.gw, "/+#") {
-			return nil, fmt.Errorf("%w: gateway name %q", ErrConfig, t.gw)
+		if t.Gateway = o.Cluster.Name(); t.Gateway == "" || strings.ContainsAny(t.Gateway, "/+#") {
+			return nil, fmt.Errorf("%w: gateway name %q", ErrConfig, t.Gateway)
 		}
 		if o.Installation == nil {
 			o.Installation = o.Fleet
@@ -271,7 +279,7 @@ func New(o Options) (*Bridge, error) {
 	if b.accept, err = ParseAccept(o.Accept); err != nil {
 		return nil, err
 	}
-	if b.policy, err = NewPolicy(o.Base, o.HAPrefix); err != nil {
+	if b.policy, err = policy.New(o.Base, o.HAPrefix); err != nil {
 		return nil, err
 	}
 	if o.Accept != "" {
@@ -356,7 +364,7 @@ func (b *Bridge) clientOptions() (*paho.ClientOptions, error) {
 	o.SetConnectTimeout(5 * time.Second)
 	o.SetWriteTimeout(5 * time.Second)
 	o.SetMessageChannelDepth(1024)
-	o.SetWill(b.t.own("state"), string(b.statePayload(false)), 1, true)
+	o.SetWill(b.t.Own("state"), string(b.statePayload(false)), 1, true)
 	o.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		b.log.Warn("mqtt: connection lost", "err", err)
 		b.losses.Add(1)
@@ -407,7 +415,7 @@ func signal(c chan struct{}) {
 
 // Stats returns the counters.
 func (b *Bridge) Stats() Stats {
-	return Stats{Gateway: b.t.gw, Connected: b.connected.Load(), Connects: b.st.connects.Load(), Published: b.st.published.Load(),
+	return Stats{Gateway: b.t.Gateway, Connected: b.connected.Load(), Connects: b.st.connects.Load(), Published: b.st.published.Load(),
 		Retries: b.st.retries.Load(), Happenings: b.st.happenings.Load(), Commands: b.st.commands.Load(),
 		Refused: b.st.refused.Load(), RateLimited: b.st.ratelimited.Load(), Spool: b.queue.Stats()}
 }
@@ -420,12 +428,15 @@ func (b *Bridge) Run(ctx context.Context) error {
 	defer cancel()
 	// Replay what the fleet's buffer holds (the states reported since
 	// the gateway started), then follow.
-	w := b.o.Fleet.Watch(ctx, fleet.Filter{}, 1)
+	w := b.o.Fleet.Watch(ctx, fleet.Filter{}, 0)
 	b.snapshot()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, w) })
 	if b.o.Rollouts != nil {
 		wg.Go(func() { b.followRollouts(ctx) })
+	}
+	if b.o.InstallationStates != nil {
+		wg.Go(func() { b.followInstallation(ctx) })
 	}
 	for range DefaultWorkers {
 		wg.Go(func() { b.commandLoop(ctx) })
@@ -436,7 +447,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	wg.Wait()
 	b.timed.Wait()
 	if b.client.IsConnectionOpen() {
-		t := b.client.Publish(b.t.own("state"), 1, true, b.statePayload(false))
+		t := b.client.Publish(b.t.Own("state"), 1, true, b.statePayload(false))
 		t.WaitTimeout(2 * time.Second)
 		b.client.Disconnect(250)
 	}
@@ -483,9 +494,9 @@ func (b *Bridge) connectLoop(ctx context.Context) {
 
 // onConnected subscribes and marks every retained topic for publishing.
 func (b *Bridge) onConnected() error {
-	filters := map[string]byte{b.t.setFilter(): 1, b.t.groupFilter(): 1, b.t.requestFilter(): 1, b.t.haStatus(): 1}
+	filters := map[string]byte{b.t.SetFilter(): 1, b.t.GroupFilter(): 1, b.t.RequestFilter(): 1, b.t.HAStatus(): 1}
 	if b.clustered() {
-		filters[b.t.peerFilter("state")], filters[b.t.peerFilter("boards")] = 1, 1
+		filters[b.t.PeerFilter("state")], filters[b.t.PeerFilter("boards")] = 1, 1
 	}
 	tok := b.client.SubscribeMultiple(filters, b.onMessage)
 	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
@@ -495,7 +506,7 @@ func (b *Bridge) onConnected() error {
 	b.order = b.order[:0]
 	clear(b.dirty)
 	// bridge/state first, then the rest.
-	state := b.t.own("state")
+	state := b.t.Own("state")
 	b.retained[state] = b.statePayload(true)
 	b.order = append(b.order, state)
 	b.dirty[state] = true

@@ -3,6 +3,8 @@ package mqtt
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
 // Check validates what New would refuse in o (the topic roots, the broker
@@ -11,7 +13,7 @@ import (
 // anything. An empty o.Broker skips the broker checks (the embedded
 // broker's URL is known only once it listens).
 func Check(o Options) error {
-	o.Base, o.HAPrefix = rootsOrDefault(o.Base, o.HAPrefix)
+	o.Base, o.HAPrefix = layout.RootsOrDefault(o.Base, o.HAPrefix)
 	if err := checkRoots(o.Base, o.HAPrefix); err != nil {
 		return err
 	}
@@ -21,29 +23,15 @@ func Check(o Options) error {
 		}
 		return nil
 	}
-	b := &Bridge{o: o, t: topics{base: o.Base, ha: o.HAPrefix}, log: slog.New(slog.DiscardHandler)}
+	b := &Bridge{o: o, t: layout.Topics{Base: o.Base, HA: o.HAPrefix}, log: slog.New(slog.DiscardHandler)}
 	_, err := b.clientOptions()
 	return err
 }
 
-// rootsOrDefault fills empty topic roots with the defaults.
-func rootsOrDefault(base, haPrefix string) (string, string) {
-	if base == "" {
-		base = DefaultBase
-	}
-	if haPrefix == "" {
-		haPrefix = DefaultHAPrefix
-	}
-	return base, haPrefix
-}
-
 // checkRoots refuses a topic root the bridge cannot use, naming its flag.
 func checkRoots(base, haPrefix string) error {
-	if err := validRoot(base); err != nil {
-		return fmt.Errorf("%w: --mqtt-base: %w", ErrConfig, err)
-	}
-	if err := validRoot(haPrefix); err != nil {
-		return fmt.Errorf("%w: --ha-prefix: %w", ErrConfig, err)
+	if err := layout.CheckRoots(base, haPrefix); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }

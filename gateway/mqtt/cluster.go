@@ -55,6 +55,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
 // Cluster is what the bridge needs of the cluster its gateway is in
@@ -118,7 +119,7 @@ func (b *Bridge) statePayload(online bool) []byte {
 	if !b.clustered() {
 		return []byte(`{"state":"` + state + `"}`)
 	}
-	m := map[string]any{"state": state, "gateway": b.t.gw}
+	m := map[string]any{"state": state, "gateway": b.t.Gateway}
 	if online {
 		m["partitioned"] = b.partitioned()
 	}
@@ -136,7 +137,7 @@ func (b *Bridge) leads() bool {
 }
 
 func (b *Bridge) computeLeader() bool {
-	me, mePart := b.t.gw, b.partitioned()
+	me, mePart := b.t.Gateway, b.partitioned()
 	b.peers.mu.Lock()
 	defer b.peers.mu.Unlock()
 	lead := true
@@ -171,7 +172,7 @@ func (b *Bridge) checkLeader() {
 	b.peers.leader = lead
 	b.peers.mu.Unlock()
 	if lead && !was {
-		b.log.Info("mqtt: this bridge now answers for the broker", "gateway", b.t.gw)
+		b.log.Info("mqtt: this bridge now answers for the broker", "gateway", b.t.Gateway)
 		b.rmu.Lock()
 		for t := range b.retained {
 			if b.leaderOnly(t) {
@@ -188,13 +189,13 @@ func (b *Bridge) leaderOnly(topic string) bool {
 	if !b.clustered() {
 		return false
 	}
-	return topic == b.t.bridge("boards") || topic == b.t.bridge("groups") || strings.HasPrefix(topic, b.t.bridge("rollout/"))
+	return topic == b.t.Bridge("boards") || topic == b.t.Bridge("groups") || strings.HasPrefix(topic, b.t.Bridge("rollout/"))
 }
 
 // onPeer takes another bridge's (or this one's own, echoed) state or
 // boards message.
 func (b *Bridge) onPeer(gw, leaf string, payload []byte) {
-	if gw == b.t.gw {
+	if gw == b.t.Gateway {
 		return
 	}
 	b.peers.mu.Lock()
@@ -414,13 +415,13 @@ func (b *Bridge) publishUnionLocked() {
 	for _, id := range slices.Sorted(maps.Keys(entries)) {
 		list = append(list, entries[id])
 	}
-	b.setRetained(b.t.bridge("boards"), mustJSON(list))
+	b.setRetained(b.t.Bridge("boards"), mustJSON(list))
 	gl := make([]map[string]any, 0, len(groups))
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		ms := slices.Compact(slices.Sorted(slices.Values(groups[g])))
 		gl = append(gl, map[string]any{"id": g, "members": ms})
 	}
-	b.setRetained(b.t.bridge("groups"), mustJSON(gl))
+	b.setRetained(b.t.Bridge("groups"), mustJSON(gl))
 }
 
 // listEntry is a board as the bridge's boards lists show it.
@@ -442,8 +443,8 @@ func (b *Bridge) dropLocked(id string) {
 	}
 	delete(b.boards, id)
 	b.updates.Delete(id)
-	prefix := b.t.base + "/" + bi.name + "/"
-	disc := b.t.discovery(id)
+	prefix := b.t.Base + "/" + bi.name + "/"
+	disc := b.t.Discovery(id)
 	b.rmu.Lock()
 	for t := range b.retained {
 		if strings.HasPrefix(t, prefix) || t == disc {
@@ -477,10 +478,10 @@ func (b *Bridge) installationEntry(v fleet.BoardView) map[string]any {
 // connectivity and whether it is cut off from the cluster. Boards name it
 // in via_device.
 func (b *Bridge) gatewayDiscoveryPayload() []byte {
-	uid := gatewayDevice(b.t.gw)
-	st := b.t.own("state")
+	uid := layout.GatewayDevice(b.t.Gateway)
+	st := b.t.Own("state")
 	return mustJSON(map[string]any{
-		"dev": map[string]any{"identifiers": []string{uid}, "name": "holo-gateway " + b.t.gw, "manufacturer": "holofleet",
+		"dev": map[string]any{"identifiers": []string{uid}, "name": "holo-gateway " + b.t.Gateway, "manufacturer": "holofleet",
 			"model": "holo-gateway", "sw_version": b.o.Version},
 		"o": map[string]any{"name": "holo-gateway", "sw_version": b.o.Version},
 		"cmps": map[string]any{

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
 // stubCluster is a gateway of a cluster for the bridge's decisions.
@@ -20,7 +21,7 @@ func (s *stubCluster) Alive(name string) bool   { return name != "adead" }
 
 func clusterBridge(name string, part bool) *Bridge {
 	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha", Cluster: &stubCluster{name, part}},
-		t: topics{base: "holo", ha: "ha", gw: name}, log: slog.New(slog.DiscardHandler), peers: peers{by: map[string]*peer{}},
+		t: layout.Topics{Base: "holo", HA: "ha", Gateway: name}, log: slog.New(slog.DiscardHandler), peers: peers{by: map[string]*peer{}},
 		resnap: make(chan struct{}, 1), rwake: make(chan struct{}, 1), retained: map[string][]byte{}, dirty: map[string]bool{},
 		boards: map[string]*boardInfo{}}
 	b.names, _ = openNames(nil)

@@ -14,10 +14,13 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/holofleet/holofleet/firmware/leds"
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/gateway/action"
 	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
+	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
 
@@ -49,13 +52,13 @@ type command struct {
 // onMessage is paho's handler: it sorts the message, applies the size and
 // rate limits, and hands it to the workers without blocking.
 func (b *Bridge) onMessage(_ paho.Client, msg paho.Message) {
-	if gw, leaf, ok := b.t.peerOf(msg.Topic()); ok && b.clustered() {
+	if gw, leaf, ok := b.t.PeerOf(msg.Topic()); ok && b.clustered() {
 		if leaf == "state" || leaf == "boards" {
 			b.onPeer(gw, leaf, msg.Payload())
 		}
 		return
 	}
-	if msg.Retained() && msg.Topic() != b.t.haStatus() {
+	if msg.Retained() && msg.Topic() != b.t.HAStatus() {
 		return // a stale retained command is not a command
 	}
 	c, err := b.parseTopic(msg.Topic())
@@ -109,7 +112,7 @@ func (c command) limitKey() string {
 // parseTopic sorts a topic the bridge subscribed to.
 func (b *Bridge) parseTopic(topic string) (command, error) {
 	c := command{topic: topic}
-	if topic == b.t.haStatus() {
+	if topic == b.t.HAStatus() {
 		c.sort = cmdHA
 		return c, nil
 	}
@@ -119,16 +122,16 @@ func (b *Bridge) parseTopic(topic string) (command, error) {
 	}
 	parts := strings.Split(rest, "/")
 	switch {
-	case len(parts) == 3 && parts[0] == levelBridge && parts[1] == levelRequest:
+	case len(parts) == 3 && parts[0] == layout.LevelBridge && parts[1] == layout.LevelRequest:
 		c.sort, c.verb = cmdRequest, parts[2]
-	case len(parts) == 4 && parts[0] == levelGroup && parts[2] == levelSet:
+	case len(parts) == 4 && parts[0] == layout.LevelGroup && parts[2] == layout.LevelSet:
 		n, err := strconv.Atoi(parts[1])
 		if err != nil || fleet.CheckGroup(n) != nil || strconv.Itoa(n) != parts[1] {
 			c.sort, c.resource = cmdGroup, parts[3]
 			return c, nil // group stays 0: refused with a reason
 		}
 		c.sort, c.group, c.resource = cmdGroup, n, parts[3]
-	case len(parts) == 3 && parts[1] == levelSet && parts[0] != levelBridge && parts[0] != levelGroup:
+	case len(parts) == 3 && parts[1] == layout.LevelSet && parts[0] != layout.LevelBridge && parts[0] != layout.LevelGroup:
 		c.sort, c.board, c.resource = cmdSet, parts[0], parts[2]
 	default:
 		return c, ErrBadCommand
@@ -171,10 +174,10 @@ func (b *Bridge) answer(c command, data any, err error) {
 			resp["transaction"] = tx
 		}
 		verb := c.verb
-		if ValidName(verb) != nil {
+		if layout.ValidName(verb) != nil {
 			verb = "invalid"
 		}
-		b.enqueue(spool.Message{Topic: b.t.response(verb), Payload: mustJSON(resp), QoS: 1})
+		b.enqueue(spool.Message{Topic: b.t.Response(verb), Payload: mustJSON(resp), QoS: 1})
 		return
 	}
 	if err != nil {
@@ -230,7 +233,7 @@ func callOf(r action.Request) apiCall { return apiCall{r.Method, r.Path, r.Body}
 
 // runSet validates and runs <b>/set/<resource>.
 func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte) error {
-	if resource == levelUpdate {
+	if resource == layout.LevelUpdate {
 		if p := strings.TrimSpace(string(payload)); p != "install" && p != `{"install":true}` {
 			return fmt.Errorf("%w: update takes \"install\"", ErrBadCommand)
 		}
@@ -249,7 +252,7 @@ func (b *Bridge) runSet(ctx context.Context, id, resource string, payload []byte
 		}
 		return firstResultError(res)
 	}
-	if hl, ok, err := haCommand(resource, payload); ok {
+	if hl, ok, err := homeassistant.ParseLight(resource, payload); ok {
 		if err != nil {
 			return err
 		}
@@ -296,11 +299,11 @@ func (b *Bridge) runGroup(ctx context.Context, group int, resource string, paylo
 	var ab action.Body
 	switch resource {
 	case "scene", "leds", "holo", "screen":
-		if hl, ok, err := haCommand(resource, payload); ok {
+		if hl, ok, err := homeassistant.ParseLight(resource, payload); ok {
 			if err != nil {
 				return nil, err
 			}
-			if ab, err = groupHALight(resource, hl); err != nil {
+			if ab, err = homeassistant.GroupLight(resource, hl); err != nil {
 				return nil, err
 			}
 			break
@@ -408,7 +411,7 @@ func (b *Bridge) translate(id, resource string, payload []byte) ([]apiCall, erro
 // A screen {"backlight": n} is no action: boardAction returns an action
 // of no kind for it (backlightCall handles it on one board).
 func boardAction(resource string, payload []byte) (fleet.Action, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return fleet.Action{}, err
 	}
@@ -423,7 +426,7 @@ func boardAction(resource string, payload []byte) (fleet.Action, error) {
 		kind = action.KindHolo
 	case "scene":
 		kind = action.KindSceneApply
-		if end, ok, err := getBool(m, "end"); err != nil {
+		if end, ok, err := cmdbody.Bool(m, "end"); err != nil {
 			return fleet.Action{}, err
 		} else if ok {
 			if !end || len(m) != 1 {
@@ -436,7 +439,7 @@ func boardAction(resource string, payload []byte) (fleet.Action, error) {
 		if _, ok := m["backlight"]; ok {
 			return fleet.Action{}, nil
 		}
-		if off, ok, err := getBool(m, "off"); err != nil {
+		if off, ok, err := cmdbody.Bool(m, "off"); err != nil {
 			return fleet.Action{}, err
 		} else if ok {
 			if !off || len(m) != 1 {
@@ -464,100 +467,37 @@ func prepare(sel fleet.Selector, a fleet.Action) (fleet.Prepared, error) {
 // backlightCall is PATCH /screen for a screen command {"backlight": n}
 // (0-100); ok is false for other screen commands.
 func backlightCall(payload []byte) (apiCall, bool, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return apiCall{}, false, nil // boardAction says why
 	}
 	if _, ok := m["backlight"]; !ok {
 		return apiCall{}, false, nil
 	}
-	if err := onlyKeys(m, "screen", "backlight"); err != nil {
+	if err := cmdbody.OnlyKeys(m, "screen", "backlight"); err != nil {
 		return apiCall{}, true, err
 	}
-	v, _, err := getNumber(m, "backlight", 0, 100, true)
+	v, _, err := cmdbody.Number(m, "backlight", 0, 100, true)
 	if err != nil {
 		return apiCall{}, true, err
 	}
 	return apiCall{http.MethodPatch, "/screen", mustJSON(map[string]int{"backlight": int(v)})}, true, nil
 }
 
-// object decodes payload as one JSON object, numbers kept exact.
-func object(payload []byte) (map[string]json.RawMessage, error) {
-	p := bytes.TrimSpace(payload)
-	if len(p) == 0 {
-		return map[string]json.RawMessage{}, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(p, &m); err != nil || m == nil {
-		return nil, fmt.Errorf("%w: the payload is not a JSON object", ErrBadCommand)
-	}
-	return m, nil
-}
-
-// field checks for unknown keys.
-func onlyKeys(m map[string]json.RawMessage, what string, keys ...string) error {
-	for k := range m {
-		if !slices.Contains(keys, k) {
-			return fmt.Errorf("%w: %s: unknown field %q (%s)", ErrBadCommand, what, k, strings.Join(keys, ", "))
-		}
-	}
-	return nil
-}
-
-func getString(m map[string]json.RawMessage, k string, maxLen int) (string, bool, error) {
-	raw, ok := m[k]
-	if !ok {
-		return "", false, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil || len(s) > maxLen {
-		return "", true, fmt.Errorf("%w: %s must be a string of at most %d bytes", ErrBadCommand, k, maxLen)
-	}
-	return s, true, nil
-}
-
-func getNumber(m map[string]json.RawMessage, k string, lo, hi float64, integer bool) (float64, bool, error) {
-	raw, ok := m[k]
-	if !ok {
-		return 0, false, nil
-	}
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f < lo || f > hi || integer && f != float64(int64(f)) {
-		kind := "a number"
-		if integer {
-			kind = "an integer"
-		}
-		return 0, true, fmt.Errorf("%w: %s must be %s from %g to %g", ErrBadCommand, k, kind, lo, hi)
-	}
-	return f, true, nil
-}
-
-func getBool(m map[string]json.RawMessage, k string) (bool, bool, error) {
-	raw, ok := m[k]
-	if !ok {
-		return false, false, nil
-	}
-	var v bool
-	if json.Unmarshal(raw, &v) != nil {
-		return false, true, fmt.Errorf("%w: %s must be true or false", ErrBadCommand, k)
-	}
-	return v, true, nil
-}
-
 // settingsBody checks a PATCH /settings body.
 func settingsBody(payload []byte) ([]byte, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
 	if len(m) == 0 {
 		return nil, fmt.Errorf("%w: settings: nothing to change", ErrBadCommand)
 	}
-	if err := onlyKeys(m, "settings", "boot_scene", "screen", "leds"); err != nil {
+	if err := cmdbody.OnlyKeys(m, "settings", "boot_scene", "screen", "leds"); err != nil {
 		return nil, err
 	}
 	if raw, ok := m["boot_scene"]; ok && string(bytes.TrimSpace(raw)) != "null" {
-		if _, _, err := getString(m, "boot_scene", MaxName); err != nil {
+		if _, _, err := cmdbody.String(m, "boot_scene", layout.MaxName); err != nil {
 			return nil, err
 		}
 	}
@@ -569,11 +509,11 @@ func settingsBody(payload []byte) ([]byte, error) {
 		if !ok {
 			continue
 		}
-		sub, err := object(raw)
+		sub, err := cmdbody.Object(raw)
 		if err != nil {
 			return nil, err
 		}
-		if err := onlyKeys(sub, "settings."+part.k, part.keys...); err != nil {
+		if err := cmdbody.OnlyKeys(sub, "settings."+part.k, part.keys...); err != nil {
 			return nil, err
 		}
 		for _, k := range part.keys {
@@ -584,9 +524,9 @@ func settingsBody(payload []byte) ([]byte, error) {
 			case part.k == "leds" && k == "brightness":
 				lo = action.MinBrightness
 			case k == "count":
-				lo, hi = 1, leds.MaxCount
+				lo, hi = 1, boardapi.MaxLEDCount
 			}
-			if _, _, err := getNumber(sub, k, lo, hi, true); err != nil {
+			if _, _, err := cmdbody.Number(sub, k, lo, hi, true); err != nil {
 				return nil, err
 			}
 		}
@@ -596,14 +536,14 @@ func settingsBody(payload []byte) ([]byte, error) {
 
 // restartBody checks a POST /restart body.
 func restartBody(payload []byte) ([]byte, error) {
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(m, "restart", "delay_ms"); err != nil {
+	if err := cmdbody.OnlyKeys(m, "restart", "delay_ms"); err != nil {
 		return nil, err
 	}
-	if _, _, err := getNumber(m, "delay_ms", 200, 60000, true); err != nil {
+	if _, _, err := cmdbody.Number(m, "delay_ms", 200, 60000, true); err != nil {
 		return nil, err
 	}
 	if len(m) == 0 {

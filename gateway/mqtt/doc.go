@@ -53,19 +53,19 @@
 // Commands are checked before anything is sent: topic names, body size
 // (MaxCommand), the body (the board's form by gateway/action's decoder,
 // the one the API and the fleet use; Home Assistant's JSON light form by
-// haCommand), rate limits per board and per command topic. A refused
+// homeassistant.ParseLight), rate limits per board and per command topic. A refused
 // command changes nothing and gets an error response (requests) or an
 // error on bridge/event (set topics).
 //
 // Home Assistant's light commands are turned into board requests by pure
-// functions of the command and the board's state (haLEDsPatch,
-// haBacklightCalls): ON turns an off strip on and wakes a sleeping panel.
+// functions of the command and the board's state (homeassistant.LEDsPatch,
+// BacklightCalls): ON turns an off strip on and wakes a sleeping panel.
 // docs/mqtt.md has the table of what every command HA sends does from
 // each starting state.
 //
 // # Access control
 //
-// Policy (access.go) maps every topic and payload to the gateway's
+// The policy (gateway/mqtt/policy) maps every topic and payload to the gateway's
 // authorisation attributes; auth.Authorize decides. The embedded broker
 // asks it for each client by the token it logged in with. With an
 // external broker the bridge cannot tell who published: Options.Accept is
@@ -74,16 +74,23 @@
 // (docs/mqtt-security.md ships a Mosquitto ACL file).
 package mqtt
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
+)
 
 // Errors of the bridge.
 var (
-	// ErrBadName: a board name or topic root is not usable in topics.
-	ErrBadName = errors.New("mqtt: bad name")
+	// ErrBadName: a board name or topic root is not usable in topics
+	// (the topic layout's sentinel).
+	ErrBadName = layout.ErrBadName
 	// ErrNameTaken: another board already has that name.
 	ErrNameTaken = errors.New("mqtt: name taken")
-	// ErrBadCommand: a command's topic, size or body is not acceptable.
-	ErrBadCommand = errors.New("mqtt: bad command")
+	// ErrBadCommand: a command's topic, size or body is not acceptable
+	// (cmdbody's sentinel: every command check wraps this one).
+	ErrBadCommand = cmdbody.ErrBadCommand
 	// ErrRateLimited: the board or topic sent too many commands.
 	ErrRateLimited = errors.New("mqtt: rate limited")
 	// ErrUnknownBoard: no board has that name or id.

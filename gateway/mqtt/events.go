@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
 
@@ -120,15 +122,15 @@ func (b *Bridge) snapshot() {
 	info := map[string]any{"version": b.o.Version, "base": b.o.Base, "ha_prefix": b.o.HAPrefix,
 		"broker": redactURL(b.o.Broker), "client_id": b.o.ClientID}
 	if b.clustered() {
-		info["gateway"] = b.t.gw
+		info["gateway"] = b.t.Gateway
 		info["partitioned"] = b.partitioned()
 		if b.connected.Load() {
-			b.setRetained(b.t.own("state"), b.statePayload(true))
+			b.setRetained(b.t.Own("state"), b.statePayload(true))
 		}
-		b.setRetained(b.t.gatewayDiscovery(b.t.gw), b.gatewayDiscoveryPayload())
+		b.setRetained(b.t.GatewayDiscovery(b.t.Gateway), b.gatewayDiscoveryPayload())
 		b.checkLeader()
 	}
-	b.setRetained(b.t.own("info"), mustJSON(info))
+	b.setRetained(b.t.Own("info"), mustJSON(info))
 }
 
 // boardLocked returns the bridge's record of a board, making it (with
@@ -186,26 +188,26 @@ func (b *Bridge) handle(ev fleet.Event) {
 		b.vmu.Unlock()
 		b.st.happenings.Add(1)
 		b.m.happenings.Inc()
-		if ValidName(ev.Kind) != nil {
+		if layout.ValidName(ev.Kind) != nil {
 			return
 		}
-		b.enqueue(spool.Message{Topic: b.t.event(name, ev.Kind), Payload: happeningPayload(ev), QoS: 1})
+		b.enqueue(spool.Message{Topic: b.t.Event(name, ev.Kind), Payload: happeningPayload(ev), QoS: 1})
 		return
 	case fleet.EventState:
-		if ValidName(ev.Kind) != nil || ev.Kind == levelAvail || ev.Kind == "info" || ev.Kind == levelUpdate ||
-			ev.Kind == levelEvent || ev.Kind == levelSet {
+		if layout.ValidName(ev.Kind) != nil || ev.Kind == layout.LevelAvail || ev.Kind == "info" || ev.Kind == layout.LevelUpdate ||
+			ev.Kind == layout.LevelEvent || ev.Kind == layout.LevelSet {
 			b.vmu.Unlock()
 			return
 		}
 		payload := []byte(ev.Data)
 		switch ev.Kind {
 		case "leds":
-			payload = haLEDs(ev.Data)
+			payload = homeassistant.LEDsState(ev.Data)
 			if m := ledsMode(ev.Data); m != "" && m != "off" {
 				bi.ledsOn = m
 			}
 		case "screen":
-			payload = haScreen(ev.Data)
+			payload = homeassistant.ScreenState(ev.Data)
 		case "scenes":
 			if s := sceneNames(ev.Data); !slices.Equal(s, bi.scenes) {
 				bi.scenes = s
@@ -216,7 +218,7 @@ func (b *Bridge) handle(ev fleet.Event) {
 		if len(payload) == 0 || string(payload) == "null" {
 			payload = []byte("null")
 		}
-		b.setRetained(b.t.board(name, ev.Kind), payload)
+		b.setRetained(b.t.Board(name, ev.Kind), payload)
 		return
 	case fleet.EventOnline, fleet.EventOffline:
 		if v, err := b.o.Fleet.Board(ev.Board); err == nil {
@@ -252,10 +254,10 @@ func (b *Bridge) publishBoardLocked(bi *boardInfo) {
 	if v.Gateway != "" {
 		avail["gateway"] = v.Gateway
 	}
-	b.setRetained(b.t.board(bi.name, levelAvail), mustJSON(avail))
-	b.setRetained(b.t.board(bi.name, "info"), mustJSON(boardEntry(bi, true)))
-	b.setRetained(b.t.board(bi.name, levelUpdate), b.updatePayload(bi))
-	b.setRetained(b.t.discovery(v.ID), b.discoveryPayload(bi))
+	b.setRetained(b.t.Board(bi.name, layout.LevelAvail), mustJSON(avail))
+	b.setRetained(b.t.Board(bi.name, "info"), mustJSON(boardEntry(bi, true)))
+	b.setRetained(b.t.Board(bi.name, layout.LevelUpdate), b.updatePayload(bi))
+	b.setRetained(b.t.Discovery(v.ID), b.discoveryPayload(bi))
 }
 
 // boardEntry is a board as bridge/boards and <b>/info show it.
@@ -287,12 +289,12 @@ func (b *Bridge) publishListsLocked() {
 			groups[g] = append(groups[g], bi.name)
 		}
 	}
-	b.setRetained(b.t.own("boards"), mustJSON(list))
+	b.setRetained(b.t.Own("boards"), mustJSON(list))
 	gl := make([]map[string]any, 0, len(groups))
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		gl = append(gl, map[string]any{"id": g, "members": groups[g]})
 	}
-	b.setRetained(b.t.own("groups"), mustJSON(gl))
+	b.setRetained(b.t.Own("groups"), mustJSON(gl))
 	b.publishUnionLocked()
 }
 
@@ -328,7 +330,7 @@ func (b *Bridge) SetUpdate(boardID string, u Update) {
 	b.vmu.Lock()
 	defer b.vmu.Unlock()
 	if bi, ok := b.boards[boardID]; ok {
-		b.setRetained(b.t.board(bi.name, levelUpdate), b.updatePayload(bi))
+		b.setRetained(b.t.Board(bi.name, layout.LevelUpdate), b.updatePayload(bi))
 	}
 }
 
@@ -336,10 +338,10 @@ func (b *Bridge) SetUpdate(boardID string, u Update) {
 func (b *Bridge) bridgeEvent(typ string, fields map[string]any) {
 	m := map[string]any{"type": typ, "time": b.clk.Now().UTC().Format(time.RFC3339Nano)}
 	if b.clustered() {
-		m["gateway"] = b.t.gw
+		m["gateway"] = b.t.Gateway
 	}
 	maps.Copy(m, fields)
-	b.enqueue(spool.Message{Topic: b.t.bridge("event"), Payload: mustJSON(m), QoS: 1})
+	b.enqueue(spool.Message{Topic: b.t.Bridge("event"), Payload: mustJSON(m), QoS: 1})
 }
 
 // happeningPayload is the board's happening object with event_type,
@@ -376,62 +378,6 @@ func ledsMode(state json.RawMessage) string {
 	}
 	_ = json.Unmarshal(state, &st)
 	return st.Mode
-}
-
-// haLEDs adds Home Assistant's JSON light fields to the strip state:
-// state ON/OFF, brightness (0-100, the strip's percent), color {r,g,b},
-// effect (the mode) and color_mode.
-func haLEDs(state json.RawMessage) []byte {
-	var m map[string]any
-	if json.Unmarshal(state, &m) != nil || m == nil {
-		return state
-	}
-	mode, _ := m["mode"].(string)
-	m["state"] = onOff(mode != "" && mode != "off")
-	if mode != "" {
-		m["effect"] = mode
-	}
-	if c, ok := m["colour"].(string); ok {
-		if r, g, bl, ok := parseHex(c); ok {
-			m["color"] = map[string]int{"r": r, "g": g, "b": bl}
-		}
-	}
-	m["color_mode"] = "rgb"
-	return mustJSON(m)
-}
-
-// haScreen adds a JSON light's fields for the backlight: state (the panel
-// powered), brightness (the backlight percent).
-func haScreen(state json.RawMessage) []byte {
-	var m map[string]any
-	if json.Unmarshal(state, &m) != nil || m == nil {
-		return state
-	}
-	p, _ := m["powered"].(bool)
-	m["state"] = onOff(p)
-	if bl, ok := m["backlight"]; ok {
-		m["brightness"] = bl
-	}
-	m["color_mode"] = "brightness"
-	return mustJSON(m)
-}
-
-func onOff(on bool) string {
-	if on {
-		return "ON"
-	}
-	return "OFF"
-}
-
-func parseHex(c string) (r, g, b int, ok bool) {
-	if len(c) != 7 || c[0] != '#' {
-		return 0, 0, 0, false
-	}
-	v, err := strconv.ParseUint(c[1:], 16, 32)
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	return int(v >> 16 & 0xff), int(v >> 8 & 0xff), int(v & 0xff), true
 }
 
 // sceneNames takes the saved scenes' names from a GET /scenes reply,

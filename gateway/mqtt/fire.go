@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
 )
 
 // Timed commands: a show command's payload in the board's form (leds,
@@ -76,7 +77,7 @@ func timedAction(resource string, body []byte, ft fireTime) (fleet.Action, error
 	default:
 		return fleet.Action{}, fmt.Errorf("%w: %s takes no fire_at or lead_ms (leds, screen, holo and scene do)", ErrBadCommand, resource)
 	}
-	if _, ha, _ := haCommand(resource, body); ha {
+	if _, ha, _ := homeassistant.ParseLight(resource, body); ha {
 		return fleet.Action{}, fmt.Errorf("%w: a Home Assistant light command takes no fire_at or lead_ms", ErrBadCommand)
 	}
 	a, err := boardAction(resource, body)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -31,7 +32,7 @@ func openNames(db *store.DB) (*names, error) {
 	}
 	for _, id := range keys {
 		var name string
-		if ok, err := n.bucket.Get(id, &name); err != nil || !ok || ValidName(name) != nil {
+		if ok, err := n.bucket.Get(id, &name); err != nil || !ok || layout.ValidName(name) != nil {
 			continue
 		}
 		n.renamed[id] = name
@@ -48,19 +49,19 @@ func (n *names) assign(id, hostname string) string {
 	}
 	name := n.renamed[id]
 	if name == "" || n.byName[name] != "" {
-		name = defaultName(hostname)
+		name = layout.DefaultName(hostname)
 	}
 	if name == "" {
-		name = defaultName(id)
+		name = layout.DefaultName(id)
 	}
 	if other := n.byName[name]; other != "" && other != id {
 		tail := id
 		if len(tail) > 6 {
 			tail = tail[len(tail)-6:]
 		}
-		name = defaultName(name + "-" + tail)
+		name = layout.DefaultName(name + "-" + tail)
 		if n.byName[name] != "" {
-			name = defaultName(id)
+			name = layout.DefaultName(id)
 		}
 	}
 	n.byID[id], n.byName[name] = name, id
@@ -84,21 +85,21 @@ func (n *names) assignAmong(id, hostname, prefer string, taken func(string) bool
 	name := n.renamed[id]
 	if !free(name) {
 		name = prefer
-		if ValidName(name) != nil || !free(name) {
-			name = defaultName(hostname)
+		if layout.ValidName(name) != nil || !free(name) {
+			name = layout.DefaultName(hostname)
 		}
 	}
 	if name == "" {
-		name = defaultName(id)
+		name = layout.DefaultName(id)
 	}
 	if !free(name) {
 		tail := id
 		if len(tail) > 6 {
 			tail = tail[len(tail)-6:]
 		}
-		name = defaultName(name + "-" + tail)
+		name = layout.DefaultName(name + "-" + tail)
 		if !free(name) {
-			name = defaultName(id)
+			name = layout.DefaultName(id)
 		}
 	}
 	n.byID[id], n.byName[name] = name, id
@@ -107,7 +108,7 @@ func (n *names) assignAmong(id, hostname, prefer string, taken func(string) bool
 
 // rename gives a board a new name and keeps it; it returns the old one.
 func (n *names) rename(id, name string) (string, error) {
-	if err := ValidName(name); err != nil {
+	if err := layout.ValidName(name); err != nil {
 		return "", err
 	}
 	n.mu.Lock()

@@ -10,25 +10,28 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
-// Request verbs on bridge/request/<verb>.
+// Request verbs on bridge/request/<verb> (the topic layout's, named here
+// for the bridge's handlers).
 const (
-	VerbBoards    = "boards"    // {} -> every board
-	VerbBoard     = "board"     // {board} -> one board
-	VerbCall      = "call"      // {board, method, path, body} -> {status, body}
-	VerbDo        = "do"        // {selector, action} -> results
-	VerbScene     = "scene"     // {board|boards|group|groups|all, name|slot|scene|end} -> results
-	VerbLabels    = "labels"    // {board, labels} -> the board
-	VerbRename    = "rename"    // {board, name} -> the board
-	VerbDiscovery = "discovery" // {} -> publishes HA discovery again
-	VerbRollout   = "rollout"   // handed to Options.Rollout
-	VerbHealth    = "health"    // {} -> the bridge's counters
+	VerbBoards    = layout.VerbBoards
+	VerbBoard     = layout.VerbBoard
+	VerbCall      = layout.VerbCall
+	VerbDo        = layout.VerbDo
+	VerbScene     = layout.VerbScene
+	VerbLabels    = layout.VerbLabels
+	VerbRename    = layout.VerbRename
+	VerbDiscovery = layout.VerbDiscovery
+	VerbRollout   = layout.VerbRollout
+	VerbHealth    = layout.VerbHealth
 )
 
 // Verbs lists the request verbs.
 var Verbs = []string{VerbBoards, VerbBoard, VerbCall, VerbDo, VerbScene, VerbLabels, VerbRename, VerbDiscovery,
-	VerbRollout, VerbHealth}
+	VerbRollout, VerbHealth, VerbCue}
 
 // request is the union of request bodies; unknown fields are refused per
 // verb.
@@ -67,11 +70,14 @@ var verbFields = map[string][]string{
 
 // request runs one bridge request.
 func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any, error) {
+	if verb == VerbCue {
+		return b.cueRequest(payload) // cue.go
+	}
 	if verb == VerbRollout {
 		if b.o.Rollout == nil {
 			return nil, fmt.Errorf("%w: rollouts are not available", ErrUnsupported)
 		}
-		m, err := object(payload)
+		m, err := cmdbody.Object(payload)
 		if err != nil {
 			return nil, err
 		}
@@ -82,11 +88,11 @@ func (b *Bridge) request(ctx context.Context, verb string, payload []byte) (any,
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown request %q (%s)", ErrBadCommand, verb, strings.Join(Verbs, ", "))
 	}
-	m, err := object(payload)
+	m, err := cmdbody.Object(payload)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(m, verb, append(slices.Clone(fields), "transaction")...); err != nil {
+	if err := cmdbody.OnlyKeys(m, verb, append(slices.Clone(fields), "transaction")...); err != nil {
 		return nil, err
 	}
 	var r request
@@ -279,7 +285,7 @@ func (b *Bridge) Rename(id, name string) error {
 	}
 	bi.name = name
 	if old != "" && old != name {
-		b.moveRetained(b.t.base+"/"+old+"/", b.t.base+"/"+name+"/")
+		b.moveRetained(b.t.Base+"/"+old+"/", b.t.Base+"/"+name+"/")
 	}
 	b.publishBoardLocked(bi)
 	b.publishListsLocked()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/mqtt/cmdbody"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -31,7 +33,7 @@ import (
 //
 // Installing firmware (<base>/+/set/update, rollout create, resume,
 // revert) needs admin, as over the REST API; pause and abort are the
-// operators' brakes (access.go).
+// operators' brakes (gateway/mqtt/policy).
 
 // DefaultUpdateChannel is the release channel whose image the HA update
 // entities offer and install.
@@ -41,21 +43,6 @@ const DefaultUpdateChannel = "stable"
 // topic by default: the broker does not collect every rollout ever run.
 const DefaultKeepRollouts = 20
 
-// RolloutEngine is what the bridge needs of the rollout engine
-// (*rollout.Engine).
-type RolloutEngine interface {
-	DryRun(ctx context.Context, p rollout.Plan) (rollout.Selection, error)
-	Create(ctx context.Context, p rollout.Plan) (rollout.Status, error)
-	Get(id string) (rollout.Status, error)
-	List() []rollout.Status
-	Boards(id string) ([]rollout.Board, error)
-	Pause(ctx context.Context, id, reason string) (rollout.Status, error)
-	Resume(ctx context.Context, id string) (rollout.Status, error)
-	Abort(ctx context.Context, id, reason string) (rollout.Status, error)
-	Revert(ctx context.Context, id, reason string) (rollout.Status, error)
-	Watch(ctx context.Context, id string, after uint64) <-chan rollout.Event
-}
-
 // FirmwareChannels is what the bridge needs of the firmware store
 // (*artifact.Store): the release channels, and the artifacts they name
 // (who signed them, for the update entities' release summary).
@@ -64,17 +51,18 @@ type FirmwareChannels interface {
 	Get(sha string) (artifact.Artifact, error)
 }
 
-// Rollout request actions.
+// Rollout request actions (the topic layout's, named here for the
+// bridge's handler).
 const (
-	RolloutCreate = "create"  // {plan} -> the rollout's status
-	RolloutDryRun = "dry_run" // {plan} -> {waves, refused}
-	RolloutGet    = "get"     // {id} -> status
-	RolloutBoards = "boards"  // {id} -> every board with its timeline
-	RolloutList   = "list"    // {} -> every rollout, newest first
-	RolloutPause  = "pause"   // {id, reason}
-	RolloutResume = "resume"  // {id}
-	RolloutAbort  = "abort"   // {id, reason}
-	RolloutRevert = "revert"  // {id, reason}
+	RolloutCreate = layout.RolloutCreate
+	RolloutDryRun = layout.RolloutDryRun
+	RolloutGet    = layout.RolloutGet
+	RolloutBoards = layout.RolloutBoards
+	RolloutList   = layout.RolloutList
+	RolloutPause  = layout.RolloutPause
+	RolloutResume = layout.RolloutResume
+	RolloutAbort  = layout.RolloutAbort
+	RolloutRevert = layout.RolloutRevert
 )
 
 // rolloutActions lists the actions with the fields each takes.
@@ -92,11 +80,11 @@ var phasePercent = map[string]float64{
 
 // rolloutRequest runs the "rollout" request through the engine.
 func (b *Bridge) rolloutRequest(ctx context.Context, body json.RawMessage) (any, error) {
-	m, err := object(body)
+	m, err := cmdbody.Object(body)
 	if err != nil {
 		return nil, err
 	}
-	action, _, err := getString(m, "action", 16)
+	action, _, err := cmdbody.String(m, "action", 16)
 	if err != nil {
 		return nil, err
 	}
@@ -105,14 +93,14 @@ func (b *Bridge) rolloutRequest(ctx context.Context, body json.RawMessage) (any,
 		return nil, fmt.Errorf("%w: rollout: action %q (create, dry_run, get, boards, list, pause, resume, abort, revert)",
 			ErrBadCommand, action)
 	}
-	if err := onlyKeys(m, "rollout "+action, append(fields, "action")...); err != nil {
+	if err := cmdbody.OnlyKeys(m, "rollout "+action, append(fields, "action")...); err != nil {
 		return nil, err
 	}
-	id, _, err := getString(m, "id", 64)
+	id, _, err := cmdbody.String(m, "id", 64)
 	if err != nil {
 		return nil, err
 	}
-	reason, _, err := getString(m, "reason", 256)
+	reason, _, err := cmdbody.String(m, "reason", 256)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +239,7 @@ func (b *Bridge) followRollouts(ctx context.Context) {
 	old := b.oldRollouts(list)
 	for _, st := range list {
 		if old[st.ID] {
-			b.setRetained(b.t.bridge("rollout/"+st.ID), nil)
+			b.setRetained(b.t.Bridge("rollout/"+st.ID), nil)
 			continue
 		}
 		b.publishRollout(st.ID)
@@ -305,7 +293,7 @@ func (b *Bridge) rolloutEvent(ev rollout.Event) {
 		// A rollout finished: the oldest finished one may fall out of
 		// the kept ones.
 		for id := range b.oldRollouts(b.o.Rollouts.List()) {
-			b.clearRetained(b.t.bridge("rollout/" + id))
+			b.clearRetained(b.t.Bridge("rollout/" + id))
 		}
 		// The rollout let its boards go: those it left pending (aborted)
 		// fall back to the channel.
@@ -338,7 +326,7 @@ func (b *Bridge) oldRollouts(list []rollout.Status) map[string]bool {
 	old := map[string]bool{}
 	kept := 0
 	for _, st := range list {
-		if !st.Finished || ValidName(st.ID) != nil {
+		if !st.Finished || layout.ValidName(st.ID) != nil {
 			continue
 		}
 		if kept++; kept > b.o.KeepRollouts {
@@ -351,7 +339,7 @@ func (b *Bridge) oldRollouts(list []rollout.Status) map[string]bool {
 // publishRollout publishes bridge/rollout/<id> and returns the status.
 func (b *Bridge) publishRollout(id string) rollout.Status {
 	st, err := b.o.Rollouts.Get(id)
-	if err != nil || ValidName(id) != nil {
+	if err != nil || layout.ValidName(id) != nil {
 		return st
 	}
 	boards := map[string]string{}
@@ -367,7 +355,7 @@ func (b *Bridge) publishRollout(id string) rollout.Status {
 	if !st.SoakUntil.IsZero() {
 		p["soak_until"] = st.SoakUntil
 	}
-	b.setRetained(b.t.bridge("rollout/"+id), mustJSON(p))
+	b.setRetained(b.t.Bridge("rollout/"+id), mustJSON(p))
 	return st
 }
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
-	"github.com/holofleet/holofleet/firmware/ota"
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt"
@@ -85,7 +85,7 @@ func running(t *testing.T, f *fleet.Fleet, id string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st ota.Status
+	var st boardapi.OTAStatus
 	if err := json.Unmarshal(rep.Body, &st); err != nil {
 		t.Fatalf("GET /ota %s: %v", rep.Body, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/artifact/sigtest"
 	"github.com/holofleet/holofleet/gateway/mqtt"

@@ -3,36 +3,17 @@ package mqtt
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
+	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
-
-func TestValidName(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ok   bool
-	}{
-		{"holo-29f3", true}, {"stage_left.1", true}, {"ümlaut", true}, {strings.Repeat("a", 64), true},
-		{"", false}, {strings.Repeat("a", 65), false}, {"a+b", false}, {"a#", false}, {"a/b", false},
-		{"$SYS", false}, {"bridge", false}, {"group", false}, {"a b", false}, {"a\x00b", false}, {"\xff", false},
-	} {
-		err := ValidName(tc.name)
-		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrBadName) {
-			t.Errorf("ValidName(%q) = %v, want ok %v", tc.name, err, tc.ok)
-		}
-	}
-	for in, want := range map[string]string{"holo-1": "holo-1", "a b/c": "a_b_c", "$$x": "x", "bridge": "", "": ""} {
-		if got := defaultName(in); got != want {
-			t.Errorf("defaultName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestHappeningPayload(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -67,7 +48,7 @@ func TestTranslate(t *testing.T) {
 	}{
 		{"leds", `{"mode":"rainbow","brightness":20}`, []call{{"PATCH", "/leds", `{"mode":"rainbow","brightness":20}`}}, false},
 		{"leds", `{"brightness":1}`, []call{{"PATCH", "/leds", `{"brightness":1}`}}, false},
-		{"leds", `{"state":"ON"}`, nil, true}, // HA's form is not the board's (haCommand takes it first)
+		{"leds", `{"state":"ON"}`, nil, true}, // HA's form is not the board's (homeassistant.ParseLight takes it first)
 		{"leds", `{"mode":"disco"}`, nil, true},
 		{"leds", `{"brightness":101}`, nil, true},
 		{"leds", `{"brightness":0}`, nil, true}, // the board's range is 1-100, as over the API
@@ -127,7 +108,7 @@ func TestTranslate(t *testing.T) {
 }
 
 func TestParseTopic(t *testing.T) {
-	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{base: "holo", ha: "ha"}}
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: layout.Topics{Base: "holo", HA: "ha"}}
 	for _, tc := range []struct {
 		topic string
 		want  command
@@ -190,22 +171,6 @@ func TestLimiter(t *testing.T) {
 	}
 }
 
-func TestHALights(t *testing.T) {
-	got := string(haLEDs(json.RawMessage(`{"mode":"wipe","colour":"#ff8000","brightness":20}`)))
-	want := `{"brightness":20,"color":{"b":0,"g":128,"r":255},"color_mode":"rgb","colour":"#ff8000","effect":"wipe","mode":"wipe","state":"ON"}`
-	if diff := cmp.Diff(got, want); diff != "" {
-		t.Errorf("leds (-got +want)\n%s", diff)
-	}
-	got = string(haScreen(json.RawMessage(`{"powered":false,"backlight":60,"showing":"nothing"}`)))
-	want = `{"backlight":60,"brightness":60,"color_mode":"brightness","powered":false,"showing":"nothing","state":"OFF"}`
-	if diff := cmp.Diff(got, want); diff != "" {
-		t.Errorf("screen (-got +want)\n%s", diff)
-	}
-	if got := sceneNames(json.RawMessage(`{"scenes":[{"name":"b"},{"name":"a"}],"active":null}`)); !cmp.Equal(got, []string{"a", "b"}) {
-		t.Errorf("scene names %v", got)
-	}
-}
-
 // FuzzCommand feeds topics and payloads to the command path: it never
 // panics, and a payload it accepts becomes JSON bodies only.
 func FuzzCommand(f *testing.F) {
@@ -217,29 +182,29 @@ func FuzzCommand(f *testing.F) {
 	} {
 		f.Add(s.topic, []byte(s.payload))
 	}
-	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: topics{base: "holo", ha: "ha"}}
+	b := &Bridge{o: Options{Base: "holo", HAPrefix: "ha"}, t: layout.Topics{Base: "holo", HA: "ha"}}
 	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
 		c, err := b.parseTopic(topic)
 		if err != nil || c.sort != cmdSet {
 			return
 		}
-		if hl, ok, err := haCommand(c.resource, payload); ok {
+		if hl, ok, err := homeassistant.ParseLight(c.resource, payload); ok {
 			if err != nil {
 				return
 			}
 			// An accepted HA command never makes a body the board refuses,
 			// whatever state the board is in.
-			for _, now := range []ledsNow{{}, {mode: "off"}, {mode: "rainbow"}, {mode: "off", lastOn: "wipe"}} {
+			for _, now := range []homeassistant.LEDsNow{{}, {Mode: "off"}, {Mode: "rainbow"}, {Mode: "off", LastOn: "wipe"}} {
 				if c.resource == "leds" {
-					if err := haLEDsPatch(hl, now).Validate(); err != nil {
+					if err := homeassistant.LEDsPatch(hl, now).Validate(); err != nil {
 						t.Fatalf("%s %s in %+v: %v", topic, payload, now, err)
 					}
 				}
 			}
 			for _, powered := range []bool{false, true} {
-				for _, ac := range haBacklightCalls(hl, powered) {
-					if ac.body != nil && !json.Valid(ac.body) {
-						t.Fatalf("%s %s: body %q", topic, payload, ac.body)
+				for _, ac := range homeassistant.BacklightCalls(hl, powered) {
+					if ac.Body != nil && !json.Valid(ac.Body) {
+						t.Fatalf("%s %s: body %q", topic, payload, ac.Body)
 					}
 				}
 			}
@@ -257,75 +222,21 @@ func FuzzCommand(f *testing.F) {
 	})
 }
 
-// TestHALightPlans: what each Home Assistant light command does to the
-// strip and the backlight, by the board's state (the table of
-// docs/mqtt.md; TestHACommands runs it on boards through brokers).
-func TestHALightPlans(t *testing.T) {
-	for _, tc := range []struct {
-		payload string
-		now     ledsNow
-		want    string // the PATCH /leds body
-	}{
-		{`{"state":"OFF"}`, ledsNow{mode: "rainbow"}, `{"mode":"off"}`},
-		{`{"state":"ON"}`, ledsNow{mode: "off"}, `{"mode":"solid"}`},
-		{`{"state":"ON"}`, ledsNow{mode: "off", lastOn: "wipe"}, `{"mode":"wipe"}`},
-		{`{"state":"ON"}`, ledsNow{mode: "rainbow"}, `{}`},
-		{`{"state":"ON","color":{"r":12,"g":200,"b":34},"brightness":20}`, ledsNow{mode: "off"},
-			`{"mode":"solid","colour":"#0cc822","brightness":20}`},
-		{`{"state":"ON","color":{"r":12,"g":200,"b":34},"brightness":20}`, ledsNow{mode: "flicker"},
-			`{"colour":"#0cc822","brightness":20}`},
-		{`{"state":"ON","brightness":0}`, ledsNow{mode: "solid"}, `{"brightness":1}`},
-		{`{"state":"ON","brightness":99.5}`, ledsNow{mode: "solid"}, `{"brightness":100}`},
-		{`{"state":"ON","effect":"rainbow"}`, ledsNow{mode: "off"}, `{"mode":"rainbow"}`},
-		{`{"state":"ON","effect":"solid","transition":2}`, ledsNow{mode: "wipe"}, `{"mode":"solid"}`},
-		{`{"state":"ON"}`, ledsNow{}, `{"mode":"solid"}`},
-	} {
-		hl, ok, err := haCommand("leds", []byte(tc.payload))
-		if !ok || err != nil {
-			t.Errorf("%s: %v %v", tc.payload, ok, err)
-			continue
-		}
-		p := haLEDsPatch(hl, tc.now)
-		if err := p.Validate(); err != nil {
-			t.Errorf("%s: %v", tc.payload, err)
-		}
-		if got := string(p.Request().Body); got != tc.want {
-			t.Errorf("%s in %+v: %s, want %s", tc.payload, tc.now, got, tc.want)
+func TestParseAccept(t *testing.T) {
+	for in, want := range map[string]auth.Role{"": auth.RoleAdmin, "none": auth.RoleNone, "viewer": auth.RoleViewer,
+		"operator": auth.RoleOperator, "admin": auth.RoleAdmin} {
+		if got, err := ParseAccept(in); err != nil || got != want {
+			t.Errorf("ParseAccept(%q) = %v, %v", in, got, err)
 		}
 	}
-	type call struct{ Method, Path, Body string }
-	for _, tc := range []struct {
-		payload string
-		powered bool
-		want    []call
-	}{
-		{`{"state":"OFF"}`, true, []call{{"DELETE", "/screen", ""}}},
-		{`{"state":"ON"}`, true, nil},
-		{`{"state":"ON","brightness":40}`, true, []call{{"PATCH", "/screen", `{"backlight":40}`}}},
-		{`{"state":"ON"}`, false, []call{{"POST", "/screen/show", `{"colour":"#000000"}`}}},
-		{`{"state":"ON","brightness":40}`, false, []call{{"PATCH", "/screen", `{"backlight":40}`}, {"POST", "/screen/show", `{"colour":"#000000"}`}}},
-	} {
-		hl, ok, err := haCommand("screen", []byte(tc.payload))
-		if !ok || err != nil {
-			t.Errorf("%s: %v %v", tc.payload, ok, err)
-			continue
-		}
-		var got []call
-		for _, c := range haBacklightCalls(hl, tc.powered) {
-			got = append(got, call{c.method, c.path, string(c.body)})
-		}
-		if diff := cmp.Diff(got, tc.want); diff != "" {
-			t.Errorf("%s powered %v (-got +want)\n%s", tc.payload, tc.powered, diff)
-		}
+	if _, err := ParseAccept("root"); err == nil {
+		t.Error("accept root")
 	}
-	for _, bad := range []struct{ res, payload string }{
-		{"leds", `{"state":"on"}`}, {"leds", `{"state":"ON","effect":"off"}`}, {"leds", `{"state":"ON","effect":"disco"}`},
-		{"leds", `{"state":"ON","color":{"r":300,"g":0,"b":0}}`}, {"leds", `{"state":"ON","color":{"h":3,"s":4}}`},
-		{"leds", `{"state":"ON","flash":"short"}`}, {"leds", `{"state":"ON","brightness":101}`},
-		{"screen", `{"state":"ON","color":{"r":1,"g":2,"b":3}}`}, {"screen", `{"state":"ON","effect":"solid"}`},
-	} {
-		if _, ok, err := haCommand(bad.res, []byte(bad.payload)); !ok || !errors.Is(err, ErrBadCommand) {
-			t.Errorf("%s %s: %v %v, want ErrBadCommand", bad.res, bad.payload, ok, err)
-		}
+}
+
+// TestSceneNames: the saved scenes' names from GET /scenes, sorted.
+func TestSceneNames(t *testing.T) {
+	if got := sceneNames(json.RawMessage(`{"scenes":[{"name":"b"},{"name":"a"}],"active":null}`)); !cmp.Equal(got, []string{"a", "b"}) {
+		t.Errorf("scene names %v", got)
 	}
 }

@@ -30,7 +30,7 @@ const (
 )
 
 // Classes lists every address class.
-var Classes = []string{ClassScene, ClassLEDs, ClassScreen, ClassHolo, ClassSubscribe, ClassSession, ClassUnknown, ClassMalformed}
+var Classes = []string{ClassScene, ClassLEDs, ClassScreen, ClassHolo, ClassCue, ClassTimecode, ClassSubscribe, ClassSession, ClassUnknown, ClassMalformed}
 
 // Target is what a show address names: /holo/group/<g>, /holo/board/<id>
 // or /holo/all, <g> and <id> possibly OSC patterns.

@@ -138,7 +138,7 @@ func parseSubscription(p string) (subscription, error) {
 	}
 	parts := strings.Split(p, "/")
 	sub := subscription{pattern: p}
-	bad := fmt.Errorf("%w: subscribe to /holo/board/<id>, /holo/group/<g> or /holo/all (patterns allowed), optionally followed by feedback parts, not %q", ErrBadRequest, p)
+	bad := fmt.Errorf("%w: subscribe to /holo/board/<id>, /holo/group/<g> or /holo/all (patterns allowed), optionally followed by feedback parts, or to /holo/cue or /holo/cuelist/<name>, not %q", ErrBadRequest, p)
 	if len(parts) < 3 || parts[1] != "holo" {
 		return sub, bad
 	}
@@ -156,6 +156,15 @@ func parseSubscription(p string) (subscription, error) {
 		if len(parts) > 3 {
 			sub.rest = "/" + strings.Join(parts[3:], "/")
 		}
+	case "cue": // every cue list's state (cue.go)
+		if len(parts) != 3 {
+			return sub, bad
+		}
+	case "cuelist":
+		if len(parts) != 4 || parts[3] == "" {
+			return sub, bad
+		}
+		sub.name = parts[3]
 	default:
 		return sub, bad
 	}
@@ -166,6 +175,8 @@ func parseSubscription(p string) (subscription, error) {
 // (like "/leds") of board b.
 func (sub subscription) covers(b fleet.BoardView, suffix string) bool {
 	switch sub.scope {
+	case "cue", "cuelist":
+		return false // cue lists' feedback (coversList), no board's
 	case "board":
 		if !MatchPart(sub.name, b.ID) {
 			return false
@@ -248,11 +259,15 @@ func (c *client) subscribe(ctx context.Context, sub subscription) error {
 	c.deadline = c.s.clk.Now().Add(c.s.o.ThumpTimeout)
 	c.timer = c.s.clk.AfterFunc(c.s.o.ThumpTimeout, func() { c.expire(gen) })
 	c.s.m.subscribers.Inc()
-	w := c.s.o.Fleet.Watch(ctx, fleet.Filter{}, 0)
+	w := c.s.o.Fleet.Watch(ctx, fleet.Filter{}, fleet.Live)
 	q := make(chan []byte, c.s.o.Queue)
 	queued := new(atomic.Int64)
 	go c.sender(ctx, q, queued)
 	go c.feed(ctx, w, q, queued)
+	if c.s.o.Cues != nil {
+		ch := c.s.o.Cues.Watch(ctx)
+		go c.feedCues(ctx, ch, q, func(pkt []byte) bool { return c.enqueue(pkt, q, queued) })
+	}
 	return nil
 }
 
@@ -369,17 +384,26 @@ func (c *client) feed(ctx context.Context, w *fleet.Watcher, q chan<- []byte, qu
 		if err != nil {
 			continue
 		}
-		if n := queued.Add(int64(len(pkt))); n > int64(c.s.o.MaxFeedbackBytes) {
-			c.drop(fmt.Sprintf("more than %d bytes waiting", c.s.o.MaxFeedbackBytes))
+		if !c.enqueue(pkt, q, queued) {
 			return
 		}
-		select {
-		case q <- pkt:
-			c.s.m.feedback.Inc()
-		default:
-			c.drop(fmt.Sprintf("more than %d messages waiting", cap(q)))
-			return
-		}
+	}
+}
+
+// enqueue puts a feedback packet on q; false means the client was
+// dropped (its queue is full: Queue messages or MaxFeedbackBytes).
+func (c *client) enqueue(pkt []byte, q chan<- []byte, queued *atomic.Int64) bool {
+	if n := queued.Add(int64(len(pkt))); n > int64(c.s.o.MaxFeedbackBytes) {
+		c.drop(fmt.Sprintf("more than %d bytes waiting", c.s.o.MaxFeedbackBytes))
+		return false
+	}
+	select {
+	case q <- pkt:
+		c.s.m.feedback.Inc()
+		return true
+	default:
+		c.drop(fmt.Sprintf("more than %d messages waiting", cap(q)))
+		return false
 	}
 }
 

@@ -92,6 +92,8 @@ type Options struct {
 	// for both).
 	Addr  string
 	Fleet Fleet
+	// Cues runs the cue addresses (cue.go); nil answers them error.
+	Cues Cues
 	// Guard decides and records; its Authorize is asked with an identity
 	// "osc:<client address>" of Role.
 	Guard *auth.Guard
@@ -543,6 +545,9 @@ func classOf(m *Message) string {
 	case m.Address == "/holo/subscribe":
 		return ClassSubscribe
 	}
+	if cls := cueClass(m); cls != "" {
+		return cls
+	}
 	if sa, ok, _ := parseShow(m); ok {
 		return sa.Class
 	}
@@ -629,6 +634,9 @@ func (s *Server) attrs(c *client, m *Message) auth.Attributes {
 func (s *Server) message(ctx context.Context, c *client, m *Message, at time.Time) {
 	class, status, data := s.handle(ctx, c, m, at)
 	s.m.count(class, status)
+	if class == ClassTimecode && status == StatusOK {
+		return // a frame taken is not answered (cue.go)
+	}
 	c.reply(ctx, m.Address, status, data)
 }
 
@@ -651,7 +659,10 @@ func (s *Server) refuseAll(c *client, m *Message) (class string, data any, refus
 		class = ClassSubscribe
 	default:
 		class = ClassUnknown
-		if sa, ok, _ := parseShow(m); ok {
+		if cls := cueClass(m); cls != "" {
+			class = cls
+			a.Verb, a.Resource = auth.VerbAct, auth.ResCues
+		} else if sa, ok, _ := parseShow(m); ok {
 			class = sa.Class
 			a.Verb, a.Resource, a.Kind = auth.VerbAct, auth.ResActions, sa.Action.Kind
 		}
@@ -698,6 +709,9 @@ func (s *Server) handle(ctx context.Context, c *client, m *Message, at time.Time
 	case "/holo/subscribe":
 		st, data := s.subscribe(ctx, c, m)
 		return ClassSubscribe, st, data
+	}
+	if class, status, data, ok := s.cueMessage(c, m); ok {
+		return class, status, data
 	}
 	sa, ok, err := parseShow(m)
 	if !ok {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/gateway/artifact/sigtest"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )

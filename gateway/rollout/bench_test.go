@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
@@ -62,6 +62,10 @@ import (
 // rss-MiB are the gateway's largest heap in use and resident set sampled
 // during the rollout (heap-idle-MiB: before it, the same 200 boards
 // online).
+//
+// Every rollout here sends whole images (FullImages): the boards run an
+// image the gateway holds, and deltas would change what is measured;
+// BenchmarkDeltaRollout200 compares the two.
 func BenchmarkRollout200(b *testing.B) {
 	const n, inFlight, size, capBPS = 200, 20, 2 << 20, 100 << 20
 	bs := startBoardProcess(b, n)
@@ -101,7 +105,7 @@ func BenchmarkRollout200(b *testing.B) {
 		})
 		cpu0, child0 := selfCPU(), childCPU(bs.pid)
 		start := time.Now()
-		st, err := g.eng.Create(ctx, rollout.Plan{Artifact: second.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight})
+		st, err := g.eng.Create(ctx, rollout.Plan{Artifact: second.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight, FullImages: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,7 +125,7 @@ func BenchmarkRollout200(b *testing.B) {
 
 		cappedTransfer += pureTransfer(b, g.arts, first, n, inFlight, rollout.NewLimiter(capBPS))
 		start = time.Now()
-		cst, err := g.eng.Create(ctx, rollout.Plan{Artifact: third.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight, Bandwidth: capBPS})
+		cst, err := g.eng.Create(ctx, rollout.Plan{Artifact: third.SHA256, Target: rollout.Target{All: true}, MaxInFlight: inFlight, Bandwidth: capBPS, FullImages: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -172,6 +176,10 @@ func BenchmarkRollout200(b *testing.B) {
 // script's: how often a restarting board is asked GET /ota once its
 // restart delay has passed.
 var benchPoll = 10 * time.Millisecond
+
+// boardRestartDelay is how long a board waits after an update before it
+// restarts (firmware/ota's UpdateRestartDelay); polling starts after it.
+const boardRestartDelay = 200 * time.Millisecond
 
 // pureTransfer sends a's bytes n times, inFlight at once, over loopback
 // to a server that only reads them, through lim when it is not nil.
@@ -237,10 +245,10 @@ func directUpdate(b *testing.B, arts *artifact.Store, a artifact.Artifact, urls 
 			return
 		}
 		confirmed.Go(func() {
-			time.Sleep(ota.UpdateRestartDelay)
+			time.Sleep(boardRestartDelay)
 			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(benchPoll) {
 				body, err := httpGet(urls[i] + "/api/v1/ota")
-				var st ota.Status
+				var st boardapi.OTAStatus
 				if err != nil || json.Unmarshal(body, &st) != nil {
 					continue
 				}

@@ -34,6 +34,17 @@
 // not trust (trust.go). The gateway's own keys (artifact.Options.Trusted)
 // must admit the artifact too.
 //
+// # A working venue (docs/rollouts.md)
+//
+// A board running an image the gateway holds is sent the delta to the
+// target (bus/imagedelta, made once per base by the artifact store), and
+// the whole image on any failure of the delta (worker.send). Before a
+// pending board starts, the gate (gate.go) holds it while it is busy with
+// a show (a scene running to its end, the label show=live, a ShowGuard)
+// or fails one of the plan's health conditions; held boards wait (or are
+// skipped) and never count as failures. A strict window starts no board
+// outside it.
+//
 // # Crash safety
 //
 // Every decision is written to the store before it is acted on: a board

@@ -17,6 +17,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/eventlog"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -78,6 +79,13 @@ type Options struct {
 	// DefaultTrustTimeout); boards not read by then stay selected and are
 	// checked before their image is sent (trust.go).
 	TrustTimeout time.Duration
+	// ShowGuards tell which boards are busy with a show beyond what the
+	// boards report (a cue list, DMX input): such boards do not start
+	// (gate.go).
+	ShowGuards []ShowGuard
+	// Recheck is how often a board waiting at the gate (a show, a health
+	// condition) is asked again (default DefaultRecheck).
+	Recheck time.Duration
 	// PullBase is the https URL under which boards find the artifact
 	// handler's images (<PullBase>images/<sha>.bin) for the pull method;
 	// empty refuses pull plans.
@@ -93,8 +101,10 @@ type Engine struct {
 	mu     sync.Mutex
 	runs   map[string]*run
 	active map[string]string // board -> rollout
-	events eventLog
+	events *eventlog.Log[Event]
 	wake   chan struct{}
+	// warm are the deltas to make ahead (Create): base -> target.
+	warm [][2]string
 
 	// bytesSent counts image bytes sent to boards.
 	bytesSent atomic.Uint64
@@ -149,6 +159,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.TrustTimeout <= 0 {
 		o.TrustTimeout = DefaultTrustTimeout
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = DefaultRecheck
 	}
 	e := &Engine{o: o, j: newJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
@@ -254,7 +267,32 @@ func (e *Engine) prepare(ctx context.Context, p *Plan) (Selection, Image, error)
 // without writing anything.
 func (e *Engine) DryRun(ctx context.Context, p Plan) (Selection, error) {
 	sel, _, err := e.prepare(ctx, &p)
-	return sel, err
+	if err != nil {
+		return sel, err
+	}
+	e.gateAll(ctx, &p, &sel)
+	return sel, nil
+}
+
+// gateAll asks the gate about every selected board (bounded by
+// TrustTimeout overall) and names in sel those that would wait or be
+// skipped if the rollout started now.
+func (e *Engine) gateAll(ctx context.Context, p *Plan, sel *Selection) {
+	ctx, cancel := context.WithTimeout(ctx, e.o.TrustTimeout)
+	defer cancel()
+	for _, wave := range sel.Waves {
+		for _, id := range wave {
+			v, err := e.gate(ctx, p, id)
+			switch {
+			case err != nil:
+				sel.Waiting = append(sel.Waiting, Refusal{id, "not checked: " + err.Error()})
+			case v.Skip:
+				sel.Skipped = append(sel.Skipped, Refusal{id, v.Why()})
+			case v.Why() != "":
+				sel.Waiting = append(sel.Waiting, Refusal{id, v.Why()})
+			}
+		}
+	}
 }
 
 // Create checks p, freezes its waves and starts the rollout. Boards in
@@ -279,6 +317,11 @@ func (e *Engine) Create(ctx context.Context, p Plan) (Status, error) {
 	// Holding mu across the write keeps two creations from claiming one
 	// board.
 	e.mu.Lock()
+	if p.Method == MethodPush && !p.FullImages {
+		for base := range sel.bases {
+			e.warm = append(e.warm, [2]string{base, img.SHA256})
+		}
+	}
 	for id := range boards {
 		if other := e.active[id]; other != "" {
 			e.mu.Unlock()
@@ -386,12 +429,26 @@ func (e *Engine) statusLocked(r *run) Status {
 			p.Failed++
 		}
 	}
+	for _, b := range r.boards {
+		if b.Waiting != "" && b.Phase == PhasePending {
+			p.Waiting++
+		}
+	}
 	if p.Boards > 0 {
 		p.Percent = float64(p.Done) * 100 / float64(p.Boards)
 	}
 	rr := r.r
 	rr.Waves = slices.Clone(rr.Waves)
-	return Status{Rollout: rr, Progress: p}
+	st := Status{Rollout: rr, Progress: p}
+	if w := rr.Plan.Window; w != nil && !rr.Finished {
+		now := e.o.Clock.Now()
+		st.WindowOpen = w.Open(now)
+		if next := w.Next(now); !next.IsZero() {
+			next = next.UTC()
+			st.NextWindow = &next
+		}
+	}
+	return st
 }
 
 // setState changes the rollout's state (durably first).
@@ -528,8 +585,31 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer wg.Wait()
 	t := e.o.Clock.NewTicker(e.o.Tick)
 	defer t.Stop()
+	warming := false
+	warmed := make(chan struct{}, 1)
 	for {
 		e.mu.Lock()
+		if !warming && len(e.warm) > 0 {
+			// Deltas for the bases a new rollout's boards run, made ahead
+			// one at a time (each holds two images and the encoder) so the
+			// first board on a base does not wait for it.
+			if ds, ok := e.o.Artifacts.(DeltaSource); ok {
+				warming = true
+				todo := e.warm
+				wg.Go(func() {
+					defer func() { warmed <- struct{}{} }()
+					for _, w := range todo {
+						if ctx.Err() != nil {
+							return
+						}
+						if f, _, err := ds.OpenDelta(ctx, w[0], w[1]); err == nil {
+							f.Close()
+						}
+					}
+				})
+			}
+			e.warm = nil
+		}
 		runs := make([]*run, 0, len(e.runs))
 		for _, r := range e.runs {
 			if !r.r.Finished {
@@ -547,6 +627,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		case <-t.C():
 		case <-e.wake:
+		case <-warmed:
+			warming = false
 		}
 	}
 }
@@ -626,7 +708,8 @@ func (e *Engine) schedule(ctx context.Context, r *run, wg *sync.WaitGroup) error
 				break
 			}
 			b := r.boards[id]
-			if r.working[id] || Terminal(b.Phase) || b.NextTry.After(now) || (b.Phase == PhaseStaged && !open) {
+			if r.working[id] || Terminal(b.Phase) || b.NextTry.After(now) || (b.Phase == PhaseStaged && !open) ||
+				(b.Phase == PhasePending && !open && p.Window.Strict) {
 				continue
 			}
 			start = append(start, id)

@@ -1,84 +1,41 @@
 package rollout
 
-import "context"
+import (
+	"context"
 
-// eventLog numbers events, keeps the last ones for replays and hands
-// them to watchers. Guarded by Engine.mu.
-type eventLog struct {
-	n        uint64
-	ring     []Event
-	watchers map[*watcher]struct{}
-}
+	"github.com/holofleet/holofleet/gateway/eventlog"
+)
 
-type watcher struct {
-	rollout string
-	ch      chan Event
-	cut     bool
-}
-
-func newEventLog(size int) eventLog {
-	return eventLog{ring: make([]Event, size), watchers: map[*watcher]struct{}{}}
-}
+// Live is the after of a Watch that wants only the events from now on;
+// after = 0 replays from the first event still kept.
+const Live = eventlog.Live
 
 // WatchQueue is how many events may wait for one watcher before it is
 // cut off (its channel closes; watch again with after to resume).
 const WatchQueue = 1024
 
+// The engine's events live in an eventlog.Log guarded by Engine.mu.
+func newEventLog(size int) *eventlog.Log[Event] {
+	return eventlog.New(size, func(ev *Event, n uint64) { ev.N = n })
+}
+
 func (e *Engine) emitLocked(ev Event) {
-	l := &e.events
-	l.n++
-	ev.N = l.n
 	if ev.Time.IsZero() {
 		ev.Time = e.o.Clock.Now().UTC()
 	}
-	l.ring[(ev.N-1)%uint64(len(l.ring))] = ev
-	for w := range l.watchers {
-		if w.cut || (w.rollout != "" && w.rollout != ev.Rollout) {
-			continue
-		}
-		select {
-		case w.ch <- ev:
-		default:
-			w.cut = true
-			close(w.ch)
-		}
-	}
+	e.events.Append(ev)
 }
 
-// Watch streams the events of rollout id (every rollout when empty):
-// first the kept events numbered after after, then new ones. The channel
-// closes when ctx ends or the watcher falls WatchQueue events behind.
+// Watch streams the events of rollout id (every rollout when empty)
+// numbered after after: first those still kept (after = 0: from the
+// first kept; Live: none), then new ones. The channel closes when ctx
+// ends or the watcher falls WatchQueue events behind.
 func (e *Engine) Watch(ctx context.Context, id string, after uint64) <-chan Event {
-	w := &watcher{rollout: id}
+	var match func(Event) bool
+	if id != "" {
+		match = func(ev Event) bool { return ev.Rollout == id }
+	}
 	e.mu.Lock()
-	l := &e.events
-	var replay []Event
-	if after < l.n {
-		from := after + 1
-		if l.n > uint64(len(l.ring)) {
-			from = max(from, l.n-uint64(len(l.ring))+1)
-		}
-		for n := from; n <= l.n; n++ {
-			ev := l.ring[(n-1)%uint64(len(l.ring))]
-			if id == "" || ev.Rollout == id {
-				replay = append(replay, ev)
-			}
-		}
-	}
-	w.ch = make(chan Event, WatchQueue+len(replay))
-	for _, ev := range replay {
-		w.ch <- ev
-	}
-	l.watchers[w] = struct{}{}
-	e.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		delete(e.events.watchers, w)
-		if !w.cut {
-			w.cut = true
-			close(w.ch)
-		}
-	})
-	return w.ch
+	defer e.mu.Unlock()
+	return e.events.Watch(ctx, after, WatchQueue, match).C
 }

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/buildinfo"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/lan"
@@ -57,12 +57,12 @@ func startBoardsOTA(t testing.TB, n int, tune func(*fleetmode.OTAOptions), failV
 		bs.fail[v] = true
 	}
 	oo := &fleetmode.OTAOptions{
-		FailTrial: func(i int, a ota.App) bool {
+		FailTrial: func(i int, a boardapi.App) bool {
 			bs.mu.Lock()
 			defer bs.mu.Unlock()
 			return bs.fail[a.Version]
 		},
-		OnBoot: func(i int, a ota.App) {
+		OnBoot: func(i int, a boardapi.App) {
 			bs.mu.Lock()
 			bs.boots[i] = append(bs.boots[i], a.Version)
 			bs.mu.Unlock()

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/bus/testlevel"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
-	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	"github.com/holofleet/holofleet/store"
 )
@@ -191,7 +191,7 @@ func TestKillAndResume(t *testing.T) {
 				t.Errorf("round %d: board %d booted %v, want %v", round, i, got, booted)
 			}
 			st := getOTA(t, u)
-			if st.Session.State == ota.StateStaged {
+			if st.Session.State == boardapi.SessionStaged {
 				t.Errorf("round %d: board %d left staged", round, i)
 			}
 			for _, s := range st.Slots {
@@ -257,13 +257,13 @@ func progressOf(r *rollout.Rollout, boards []rollout.Board) string {
 	return b.String()
 }
 
-func getOTA(t *testing.T, url string) ota.Status {
+func getOTA(t *testing.T, url string) boardapi.OTAStatus {
 	t.Helper()
 	resp, err := httpGet(url + "/api/v1/ota")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st ota.Status
+	var st boardapi.OTAStatus
 	if err := json.Unmarshal(resp, &st); err != nil {
 		t.Fatal(err)
 	}

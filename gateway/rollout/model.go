@@ -110,11 +110,27 @@ type Board struct {
 	// already be restarting into ToSlot, or back from it.
 	Inline   bool      `json:"inline,omitempty"`
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Transfer is how the image last went to the board: TransferDelta
+	// or TransferFull (push only); Sent is how many bytes that took.
+	Transfer string `json:"transfer,omitempty"`
+	Sent     int64  `json:"sent,omitempty"`
+	// NoDelta, once set, says why a delta failed for this board: it is
+	// sent the whole image from then on.
+	NoDelta string `json:"no_delta,omitempty"`
+	// Waiting says what a pending board waits for before it starts (a
+	// show on it, a health condition); empty once it starts.
+	Waiting string `json:"waiting,omitempty"`
 	// Kicked is when a restart was last asked for.
 	Kicked   time.Time `json:"kicked,omitzero"`
 	Error    string    `json:"error,omitempty"`
 	Timeline []Step    `json:"timeline"`
 }
+
+// How an image went to a board (Board.Transfer).
+const (
+	TransferFull  = "full"  // the whole image
+	TransferDelta = "delta" // a delta from the image the board ran (bus/imagedelta)
+)
 
 // Step is one entry of a board's timeline.
 type Step struct {
@@ -134,17 +150,25 @@ func (b *Board) clone() *Board {
 
 // Progress counts a rollout's boards by phase.
 type Progress struct {
-	Boards  int            `json:"boards"`
-	Phases  map[string]int `json:"phases"`
-	Done    int            `json:"done"`   // terminal
-	Failed  int            `json:"failed"` // rolled back, timed out, failed
-	Percent float64        `json:"percent"`
+	Boards int            `json:"boards"`
+	Phases map[string]int `json:"phases"`
+	Done   int            `json:"done"`   // terminal
+	Failed int            `json:"failed"` // rolled back, timed out, failed
+	// Waiting counts pending boards held by the show guard or a health
+	// condition (their Board.Waiting says why).
+	Waiting int     `json:"waiting"`
+	Percent float64 `json:"percent"`
 }
 
 // Status is a rollout with its progress.
 type Status struct {
 	Rollout
 	Progress Progress `json:"progress"`
+	// WindowOpen and NextWindow, for a plan with a window, say whether it
+	// is open now and when it next opens (now when open; absent when it
+	// never opens again).
+	WindowOpen bool       `json:"window_open,omitempty"`
+	NextWindow *time.Time `json:"next_window,omitempty"`
 }
 
 // Event is one change of a rollout or of one of its boards.

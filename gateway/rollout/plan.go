@@ -105,12 +105,42 @@ type Thresholds struct {
 	Action string `json:"action,omitempty"`
 }
 
-// Window is a daily maintenance window in UTC ("HH:MM" to "HH:MM", may
-// span midnight): images are staged at once, activated only inside it.
+// Window is when a rollout may update boards: a daily window ("HH:MM"
+// to "HH:MM", may span midnight) on some days of the week, in a time
+// zone, and/or explicit intervals; the window is open when either is.
+//
+// Without Strict, images are staged at once and only activations wait for
+// the window (a restart is what an open venue must not see). With Strict,
+// no board starts outside the window at all (no image leaves either:
+// the venue's network is busy too); boards already started finish.
 type Window struct {
-	Start string `json:"start"`
-	End   string `json:"end"`
+	Start string `json:"start,omitempty"`
+	End   string `json:"end,omitempty"`
+	// Days are the weekdays on which the daily window opens (mon, tue,
+	// wed, thu, fri, sat, sun); empty means every day. A window spanning
+	// midnight belongs to the day it opens.
+	Days []string `json:"days,omitempty"`
+	// TimeZone is the IANA zone of Start, End and Days (the
+	// installation's); empty means UTC.
+	TimeZone string `json:"time_zone,omitempty"`
+	// Intervals are explicit openings, [from, to).
+	Intervals []Interval `json:"intervals,omitempty"`
+	// Strict: outside the window no board starts; boards started finish.
+	Strict bool `json:"strict,omitempty"`
 }
+
+// Interval is one explicit opening of a window, from inclusive, to
+// exclusive.
+type Interval struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// MaxIntervals bounds a window's explicit intervals.
+const MaxIntervals = 100
+
+var weekdays = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday,
+	"wed": time.Wednesday, "thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday}
 
 // Plan is what an operator asks for.
 type Plan struct {
@@ -147,8 +177,16 @@ type Plan struct {
 	// Bandwidth caps the rollout's image bytes per second (0: none).
 	Bandwidth int64   `json:"bandwidth,omitempty"`
 	Window    *Window `json:"window,omitempty"`
+	// Health are conditions a board must meet before it starts (gate.go).
+	Health *Health `json:"health,omitempty"`
+	// IgnoreShow starts boards even while they are busy with a show (a
+	// scene running to its end, show=live, a ShowGuard): for an
+	// emergency fix only.
+	IgnoreShow bool `json:"ignore_show,omitempty"`
 	// Method is push (default) or pull.
 	Method string `json:"method,omitempty"`
+	// FullImages sends every board the whole image, never a delta.
+	FullImages bool `json:"full_images,omitempty"`
 }
 
 // Defaults and limits of plans.
@@ -260,10 +298,9 @@ func (p *Plan) normalise() error {
 		bad("bandwidth %d B/s below 1024", p.Bandwidth)
 	}
 	if p.Window != nil {
-		if _, _, err := p.Window.minutes(); err != nil {
-			bad("%v", err)
-		}
+		errs = append(errs, p.Window.check()...)
 	}
+	errs = append(errs, p.Health.check()...)
 	switch p.Method {
 	case "":
 		p.Method = MethodPush
@@ -302,21 +339,126 @@ func (w *Window) minutes() (int, int, error) {
 	return a, b, nil
 }
 
+// daily reports whether the window has a daily part.
+func (w *Window) daily() bool { return w.Start != "" || w.End != "" }
+
+// check lists what is wrong with the window.
+func (w *Window) check() []error {
+	var errs []error
+	if !w.daily() && len(w.Intervals) == 0 {
+		errs = append(errs, errors.New("window: give start and end, or intervals"))
+	}
+	if w.daily() {
+		if _, _, err := w.minutes(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range w.Days {
+		if _, ok := weekdays[strings.ToLower(d)]; !ok {
+			errs = append(errs, fmt.Errorf("window day %q (mon, tue, wed, thu, fri, sat or sun)", d))
+		}
+	}
+	if len(w.Days) > 0 && !w.daily() {
+		errs = append(errs, errors.New("window days need start and end"))
+	}
+	if _, err := w.location(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(w.Intervals) > MaxIntervals {
+		errs = append(errs, fmt.Errorf("window: %d intervals (at most %d)", len(w.Intervals), MaxIntervals))
+	}
+	for i, iv := range w.Intervals {
+		if !iv.To.After(iv.From) {
+			errs = append(errs, fmt.Errorf("window interval %d: to must be after from", i+1))
+		}
+	}
+	return errs
+}
+
+func (w *Window) location() (*time.Location, error) {
+	if w.TimeZone == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(w.TimeZone)
+	if err != nil || w.TimeZone == "Local" {
+		return nil, fmt.Errorf("window time zone %q is not an IANA zone name", w.TimeZone)
+	}
+	return loc, nil
+}
+
+func (w *Window) onDay(d time.Weekday) bool {
+	if len(w.Days) == 0 {
+		return true
+	}
+	for _, s := range w.Days {
+		if weekdays[strings.ToLower(s)] == d {
+			return true
+		}
+	}
+	return false
+}
+
 // Open reports whether t falls inside the window (nil: always).
 func (w *Window) Open(t time.Time) bool {
 	if w == nil {
 		return true
 	}
-	a, b, err := w.minutes()
-	if err != nil {
+	for _, iv := range w.Intervals {
+		if !t.Before(iv.From) && t.Before(iv.To) {
+			return true
+		}
+	}
+	if !w.daily() {
 		return false
 	}
-	t = t.UTC()
-	m := t.Hour()*60 + t.Minute()
-	if a < b {
-		return m >= a && m < b
+	a, b, err := w.minutes()
+	loc, lerr := w.location()
+	if err != nil || lerr != nil {
+		return false
 	}
-	return m >= a || m < b
+	lt := t.In(loc)
+	m := lt.Hour()*60 + lt.Minute()
+	switch {
+	case a < b:
+		return m >= a && m < b && w.onDay(lt.Weekday())
+	case m >= a:
+		return w.onDay(lt.Weekday())
+	case m < b:
+		// The hours after midnight belong to yesterday's window.
+		return w.onDay(lt.AddDate(0, 0, -1).Weekday())
+	}
+	return false
+}
+
+// Next returns when the window is next open at or after t: t itself when
+// it is open; zero when it never opens again (only past intervals).
+func (w *Window) Next(t time.Time) time.Time {
+	if w.Open(t) {
+		return t
+	}
+	var best time.Time
+	take := func(c time.Time) {
+		if c.After(t) && (best.IsZero() || c.Before(best)) {
+			best = c
+		}
+	}
+	for _, iv := range w.Intervals {
+		take(iv.From)
+	}
+	if w.daily() {
+		a, _, err := w.minutes()
+		loc, lerr := w.location()
+		if err == nil && lerr == nil {
+			lt := t.In(loc)
+			for d := 0; d <= 8; d++ {
+				day := time.Date(lt.Year(), lt.Month(), lt.Day()+d, a/60, a%60, 0, 0, loc)
+				if w.onDay(day.Weekday()) {
+					take(day)
+				}
+			}
+		}
+	}
+	return best
 }
 
 // Refusal is a board the selection names that will not be updated.
@@ -333,6 +475,14 @@ type Selection struct {
 	// (GET /ota) when the plan was checked, with why; the image's
 	// signature is checked against them again before it is sent.
 	Unchecked []Refusal `json:"unchecked,omitempty"`
+	// Waiting (dry run only) are selected boards that would not start now:
+	// busy with a show, or failing a health condition the plan waits for;
+	// Skipped those a health condition would skip.
+	Waiting []Refusal `json:"waiting,omitempty"`
+	Skipped []Refusal `json:"skipped,omitempty"`
+	// bases are the images the selected boards run (those that show it),
+	// the bases of the deltas the rollout will want.
+	bases map[string]bool
 }
 
 // Boards counts the selected boards.

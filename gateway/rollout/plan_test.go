@@ -153,3 +153,82 @@ func TestWindowOpen(t *testing.T) {
 		t.Error("no window is not always open")
 	}
 }
+
+// TestWindowOpenNext: daily windows on chosen days in a time zone
+// (across midnight and a DST change), explicit intervals, and the next
+// opening.
+func TestWindowOpenNext(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip("no time zone database:", err)
+	}
+	at := func(y int, m time.Month, d, hh, mm int) time.Time { return time.Date(y, m, d, hh, mm, 0, 0, paris) }
+	night := &Window{Start: "23:00", End: "02:00", Days: []string{"sat"}, TimeZone: "Europe/Paris"}
+	morning := &Window{Start: "01:00", End: "07:00", Days: []string{"mon", "tue"}, TimeZone: "Europe/Paris"}
+	only := &Window{Intervals: []Interval{{From: at(2026, 3, 12, 10, 0), To: at(2026, 3, 12, 12, 0)}}}
+	cases := []struct {
+		name string
+		w    *Window
+		t    time.Time
+		open bool
+		next time.Time
+	}{
+		{"saturday night, before", night, at(2026, 3, 14, 22, 59), false, at(2026, 3, 14, 23, 0)},
+		{"saturday night, in", night, at(2026, 3, 14, 23, 30), true, at(2026, 3, 14, 23, 30)},
+		{"sunday after midnight belongs to saturday", night, at(2026, 3, 15, 1, 30), true, at(2026, 3, 15, 1, 30)},
+		{"sunday night is not saturday", night, at(2026, 3, 15, 23, 30), false, at(2026, 3, 21, 23, 0)},
+		{"monday 01:00 opens", morning, at(2026, 3, 9, 1, 0), true, at(2026, 3, 9, 1, 0)},
+		{"tuesday 07:00 closed, next monday", morning, at(2026, 3, 10, 7, 0), false, at(2026, 3, 16, 1, 0)},
+		{"DST: the last Sunday of March", &Window{Start: "01:00", End: "04:00", TimeZone: "Europe/Paris"}, at(2026, 3, 29, 0, 30), false, at(2026, 3, 29, 1, 0)},
+		{"DST: 03:30 after the jump is inside", &Window{Start: "01:00", End: "04:00", TimeZone: "Europe/Paris"}, at(2026, 3, 29, 3, 30), true, at(2026, 3, 29, 3, 30)},
+		{"interval ahead", only, at(2026, 3, 12, 9, 0), false, at(2026, 3, 12, 10, 0)},
+		{"interval in", only, at(2026, 3, 12, 11, 59), true, at(2026, 3, 12, 11, 59)},
+		{"interval past: never again", only, at(2026, 3, 12, 12, 0), false, time.Time{}},
+		{"UTC by default", &Window{Start: "22:00", End: "02:00"}, time.Date(2026, 3, 10, 21, 0, 0, 0, time.UTC), false, time.Date(2026, 3, 10, 22, 0, 0, 0, time.UTC)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.w.Open(c.t); got != c.open {
+				t.Errorf("Open(%v) = %v", c.t, got)
+			}
+			if got := c.w.Next(c.t); !got.Equal(c.next) {
+				t.Errorf("Next(%v) = %v, want %v", c.t, got, c.next)
+			}
+		})
+	}
+	for _, bad := range []*Window{
+		{},
+		{Start: "25:00", End: "01:00"},
+		{Start: "01:00", End: "01:00"},
+		{Start: "01:00", End: "02:00", Days: []string{"funday"}},
+		{Start: "01:00", End: "02:00", TimeZone: "Mars/Olympus"},
+		{Start: "01:00", End: "02:00", TimeZone: "Local"},
+		{Days: []string{"mon"}, Intervals: []Interval{{From: at(2026, 1, 1, 0, 0), To: at(2026, 1, 2, 0, 0)}}},
+		{Intervals: []Interval{{From: at(2026, 1, 2, 0, 0), To: at(2026, 1, 1, 0, 0)}}},
+	} {
+		if errs := bad.check(); len(errs) == 0 {
+			t.Errorf("window %+v passes", bad)
+		}
+	}
+}
+
+// TestHealthCheck: health conditions outside their ranges are plan errors.
+func TestHealthCheck(t *testing.T) {
+	for _, h := range []*Health{
+		{MinUptime: -1},
+		{MinUptime: Duration(200 * time.Hour)},
+		{MaxLinkErrors: 1.5},
+		{MaxLinkErrors: -0.1},
+		{MinHeapFree: -1},
+	} {
+		if len(h.check()) == 0 {
+			t.Errorf("health %+v passes", h)
+		}
+	}
+	if errs := (&Health{MinUptime: Duration(time.Minute), MaxLinkErrors: 0.5, MinHeapFree: 1}).check(); len(errs) != 0 {
+		t.Errorf("good health refused: %v", errs)
+	}
+	if errs := (*Health)(nil).check(); len(errs) != 0 {
+		t.Errorf("no health conditions: %v", errs)
+	}
+}

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holofleet/holofleet/firmware/buildinfo"
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -78,7 +78,7 @@ func (s *imageServer) serve(h http.Handler, bad func(n int64, body []byte) []byt
 }
 
 // otaStatus reads board id's GET /ota through the fleet.
-func (g *gateway) otaStatus(t *testing.T, id string) ota.Status {
+func (g *gateway) otaStatus(t *testing.T, id string) boardapi.OTAStatus {
 	t.Helper()
 	// A board that just restarted on its new image is briefly unreachable
 	// while the LAN driver reconnects its stream.
@@ -97,7 +97,7 @@ func (g *gateway) otaStatus(t *testing.T, id string) ota.Status {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st ota.Status
+	var st boardapi.OTAStatus
 	if err := json.Unmarshal(rep.Body, &st); err != nil {
 		t.Fatalf("%v: %s", err, rep.Body)
 	}
@@ -175,7 +175,7 @@ func TestPullMethod(t *testing.T) {
 			if got := bs.bootsOf(i); !slices.Equal(got, []string{buildinfo.Version}) {
 				t.Errorf("failed board %s booted %v", b.Board, got)
 			}
-			if os.Session.State != ota.StateFailed || os.Session.BootsNext || len(os.Slots) != 2 {
+			if os.Session.State != boardapi.SessionFailed || os.Session.BootsNext || len(os.Slots) != 2 {
 				t.Errorf("failed board %s: session %+v", b.Board, os.Session)
 			}
 			for _, s := range os.Slots {

@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
@@ -108,20 +108,27 @@ type trustVerdict struct {
 	unchecked string // why its keys could not be read
 }
 
-// readSecureBoot reads board id's secure_boot object from GET /ota.
-func (e *Engine) readSecureBoot(ctx context.Context, id string) (boardapi.SecureBootStatus, error) {
+// readSecureBoot reads board id's secure_boot object from GET /ota, and
+// the running image's SHA-256 when the board shows it (ota-delta).
+func (e *Engine) readSecureBoot(ctx context.Context, id string) (boardapi.SecureBootStatus, string, error) {
 	rep, err := e.o.Fleet.Call(ctx, id, http.MethodGet, "/ota", nil)
 	if err != nil {
-		return boardapi.SecureBootStatus{}, err
+		return boardapi.SecureBootStatus{}, "", err
 	}
 	if err := rep.Err(); err != nil {
-		return boardapi.SecureBootStatus{}, err
+		return boardapi.SecureBootStatus{}, "", err
 	}
 	var st boardapi.OTAStatus
 	if err := json.Unmarshal(rep.Body, &st); err != nil {
-		return boardapi.SecureBootStatus{}, fmt.Errorf("%w: GET /ota: %v", fleet.ErrBadReply, err)
+		return boardapi.SecureBootStatus{}, "", fmt.Errorf("%w: GET /ota: %v", fleet.ErrBadReply, err)
 	}
-	return st.SecureBoot, nil
+	running := ""
+	for _, s := range st.Slots {
+		if s.Running {
+			running = s.SHA256
+		}
+	}
+	return st.SecureBoot, running, nil
 }
 
 // checkTrust reads the keys of the picked boards and moves those that
@@ -149,7 +156,15 @@ func (e *Engine) checkTrust(ctx context.Context, a artifact.Artifact, picked []s
 				return
 			}
 			defer func() { <-sem }()
-			sb, err := e.readSecureBoot(ctx, id)
+			sb, running, err := e.readSecureBoot(ctx, id)
+			if running != "" && running != a.SHA256 {
+				mu.Lock()
+				if sel.bases == nil {
+					sel.bases = map[string]bool{}
+				}
+				sel.bases[running] = true
+				mu.Unlock()
+			}
 			if err != nil {
 				verdicts[i].unchecked = fmt.Sprintf("its keys could not be read (%v): they are checked before the image is sent", err)
 				return

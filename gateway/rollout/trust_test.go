@@ -12,10 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/artifact/sigtest"
 	"github.com/holofleet/holofleet/gateway/rollout"

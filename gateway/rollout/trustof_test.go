@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 

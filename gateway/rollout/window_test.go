@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/bus/clock"
-	"github.com/holofleet/holofleet/firmware/buildinfo"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -166,6 +168,9 @@ func (w *worker) drive(ctx context.Context) error {
 			return nil
 		}
 		wait, err := w.step(ctx, b, st)
+		if errors.Is(err, errHold) {
+			return nil // the scheduler asks again after Recheck
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -273,9 +278,23 @@ func (w *worker) step(ctx context.Context, b *Board, rstate string) (wait bool, 
 		if busy(v.st.Session.State) {
 			return false, fmt.Errorf("%w: an update is in progress on the board (%s)", errTransient, v.st.Session.State)
 		}
+		if rstate == StateRunning {
+			plan := w.rollout().Plan
+			verdict, err := w.e.gate(ctx, &plan, w.id)
+			if err != nil {
+				return false, err
+			}
+			if verdict.Skip {
+				return false, w.end(ctx, b, PhaseSkipped, "skipped: "+verdict.Why())
+			}
+			if why := verdict.Why(); why != "" {
+				return false, w.hold(ctx, b, why)
+			}
+		}
 		if done, err := w.refuse(ctx, b, v); done {
 			return false, err
 		}
+		b.Waiting = ""
 		b.FromSlot = v.running.Label
 		if v.running.App != nil {
 			b.FromVersion = v.running.App.Version
@@ -422,7 +441,7 @@ func (w *worker) staging(ctx context.Context, b *Board, v view, rstate string) (
 	if done, err := w.refuse(ctx, b, v); done {
 		return false, err
 	}
-	return false, w.transfer(ctx, b)
+	return false, w.transfer(ctx, b, v)
 }
 
 // refuse ends the board failed, before anything is sent, when its secure
@@ -508,47 +527,107 @@ func (w *worker) kick(ctx context.Context, b *Board, phase, note string) error {
 }
 
 // transfer gets the image onto the board: staged, or with b.Inline
-// activated with a restart coming.
-func (w *worker) transfer(ctx context.Context, b *Board) error {
+// activated with a restart coming. v is the board's GET /ota.
+func (w *worker) transfer(ctx context.Context, b *Board, v view) error {
 	img := w.rollout().Image
 	tctx, cancel := context.WithTimeout(ctx, w.rollout().Plan.Timeouts.Transfer.D())
 	defer cancel()
 	if w.rollout().Plan.Method == MethodPull {
 		return w.pull(tctx)
 	}
-	if !b.Inline {
-		return w.upload(tctx, img, "", nil)
-	}
+	query := ""
 	var s boardapi.OTASession
-	if err := w.upload(tctx, img, "&activate=1&reboot=1", &s); err != nil {
+	var out any
+	if b.Inline {
+		query, out = "&activate=1&reboot=1", &s
+	}
+	if err := w.send(tctx, b, v, img, query, out); err != nil {
 		return err
 	}
-	if s.State != boardapi.SessionActive || !s.BootsNext {
-		// Not what an upload carrying the activation answers: the next
-		// step reads GET /ota and goes on from what the board shows.
-		return nil
+	note := fmt.Sprintf("sent the whole image, %d bytes", b.Sent)
+	if b.Transfer == TransferDelta {
+		note = fmt.Sprintf("sent a delta of %d bytes from %s (the image is %d)", b.Sent, short(v.running.SHA256), img.Size)
+	}
+	if !b.Inline || s.State != boardapi.SessionActive || !s.BootsNext {
+		// Not staged with the activation (or not what an upload carrying
+		// it answers): the next step reads GET /ota and goes on from what
+		// the board shows.
+		return w.e.save(ctx, w.r, b, note)
 	}
 	now := w.now().UTC()
-	via := []Step{{Time: now, Phase: PhaseStaged, Note: "image staged in " + b.ToSlot},
+	via := []Step{{Time: now, Phase: PhaseStaged, Note: "image staged in " + b.ToSlot + "; " + note},
 		{Time: now, Phase: PhaseActivating, Note: "activated with the upload"}}
 	return w.restarting(ctx, b, via, "restarting into "+b.ToSlot)
 }
 
-// upload sends the image with PUT /ota/image, query appended to its
-// sha256 parameter; a 2xx reply is decoded into out unless it is nil.
-func (w *worker) upload(ctx context.Context, img Image, query string, out any) error {
+// DeltaSource is what the engine needs to send deltas: the delta from
+// the image a board runs (base) to the rollout's image, or an error
+// (artifact.ErrNoDelta when none is worth sending). The artifact store
+// implements it; an Artifacts without it sends whole images.
+type DeltaSource interface {
+	OpenDelta(ctx context.Context, base, target string) (*os.File, int64, error)
+}
+
+// send puts the image on the board: a delta when the board runs an image
+// the gateway has a delta from (the board shows its running image's
+// SHA-256 in GET /ota only with the ota-delta extension), the whole
+// image otherwise. Any failure of a delta makes the board's record say so
+// (NoDelta) and the whole image goes at once; the board's record says
+// which went and how many bytes.
+func (w *worker) send(ctx context.Context, b *Board, v view, img Image, query string, out any) error {
+	if base := v.running.SHA256; base != "" && base != img.SHA256 && b.NoDelta == "" && !w.rollout().Plan.FullImages {
+		if ds, ok := w.e.o.Artifacts.(DeltaSource); ok {
+			f, n, err := ds.OpenDelta(ctx, base, img.SHA256)
+			if err == nil {
+				err = w.put(ctx, f, n, "?base="+base+"&sha256="+img.SHA256+query, out)
+				f.Close()
+				if err == nil {
+					b.Transfer, b.Sent = TransferDelta, n
+					return nil
+				}
+				b.NoDelta = err.Error()
+				w.e.o.Log.Warn("rollout: delta refused, sending the whole image", "board", w.id, "base", base, "err", err)
+				if serr := w.e.save(ctx, w.r, b, "delta failed, sending the whole image: "+err.Error()); serr != nil {
+					return serr
+				}
+				if ctx.Err() != nil {
+					return err
+				}
+			} else if !errors.Is(err, artifact.ErrNoDelta) {
+				w.e.o.Log.Warn("rollout: no delta, sending the whole image", "board", w.id, "base", base, "err", err)
+			}
+		}
+	}
 	f, _, err := w.e.o.Artifacts.Open(img.SHA256)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	body := &meteredReader{ctx: ctx, r: io.NewSectionReader(f, 0, img.Size), lim: w.r.lim,
+	if err := w.put(ctx, f, img.Size, "?sha256="+img.SHA256+query, out); err != nil {
+		return err
+	}
+	b.Transfer, b.Sent = TransferFull, img.Size
+	return nil
+}
+
+// put sends size bytes of f with PUT /ota/image?query through the
+// rollout's bandwidth limit; a 2xx reply is decoded into out unless it is
+// nil.
+func (w *worker) put(ctx context.Context, f *os.File, size int64, query string, out any) error {
+	body := &meteredReader{ctx: ctx, r: io.NewSectionReader(f, 0, size), lim: w.r.lim,
 		count: func(n int) { w.e.bytesSent.Add(uint64(n)); w.r.sent.Add(uint64(n)) }}
-	rep, err := w.e.o.Fleet.CallRaw(ctx, w.id, http.MethodPut, "/ota/image?sha256="+img.SHA256+query, "application/octet-stream", body, img.Size)
+	rep, err := w.e.o.Fleet.CallRaw(ctx, w.id, http.MethodPut, "/ota/image"+query, "application/octet-stream", body, size)
 	if err != nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: transfer timed out after %v", errTransient, w.rollout().Plan.Timeouts.Transfer.D())
 	}
 	return w.reply(rep, err, out)
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
 }
 
 // pull asks the board to fetch the image from the gateway and waits

@@ -72,9 +72,24 @@
 //
 // A board that misses Options.MissLimit polls in a row is reported Lost and
 // is then only probed by the slow sweep; when it answers again it is Seen
-// again and its pending happenings are fetched. An uptime that went
-// backwards (PING), or a status block whose event number went backwards,
-// means the board restarted: Sink.Restarted, then its identity, link
-// settings and states are read again, happenings are enabled again and the
-// happenings it kept since the start (GET /events) are replayed.
+// again and its pending happenings are fetched. A command that got no
+// reply to any of its tries counts as a missed poll too, so that a board
+// that went away is reported lost while callers keep polls waiting.
+//
+// # Restarts and swaps
+//
+// A board is asked who it is again whenever it may not be the one the
+// master knows: after it left a poll unanswered (a board swapped at the
+// same address takes longer than a poll to come up) it is sent a PING and
+// GET /info at its next answer. An uptime that went backwards, or grew by
+// clearly less than the time that passed (see newBoot: this catches a
+// board restarted soon after its own start), or a status block whose
+// event number went backwards, means a new boot at the address. Either
+// way, what the master knew of the board's boot is dropped and GET /info
+// decides whose boot it is: the same id is Sink.Restarted; another id
+// (believed once two reads agree, as JSON lines carry no checksum) is
+// another board, told to the sink as Seen with its identity and never as
+// a restart of the board that left. Then its link settings and states are
+// read again, happenings are enabled again and the happenings it kept
+// since its start (GET /events) are replayed.
 package rs485

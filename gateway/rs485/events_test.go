@@ -29,7 +29,7 @@ func TestEventsInOrder(t *testing.T) {
 			b2.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 		}
 		if i%5 == 0 {
-			time.Sleep(30 * time.Millisecond)
+			afterPolls(t, l, 1) // spread the happenings over several polls
 		}
 	}
 	sink.Wait(t, 10*time.Second, "every happening", func(s *recSink) bool { return len(s.Hs["1"]) >= 25 && len(s.Hs["2"]) >= 9 })
@@ -93,7 +93,7 @@ func TestRestart(t *testing.T) {
 	}
 	sink.Wait(t, 15*time.Second, "restarted and seen again", func(s *recSink) bool { return s.RestartedN["6"] == 1 && s.SeenN["6"] >= 2 })
 	sink.Wait(t, 5*time.Second, "events enabled again", func(s *recSink) bool { return len(s.States["6"]) >= 5 })
-	time.Sleep(300 * time.Millisecond)
+	afterPolls(t, l, 2) // the board is polled as usual again
 	b.Emit("scene_ended", map[string]any{"name": "x", "then": "off", "by": "end"})
 	sink.Wait(t, 5*time.Second, "happening after restart", func(s *recSink) bool { return len(s.Hs["6"]) == 5 })
 	sink.Mu.Lock()
@@ -251,3 +251,91 @@ func TestClosedPort(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// TestNewMasterTakesPending: the happenings a board queued for the host
+// while no master fetched them (the gateway was killed, or restarting)
+// reach the next master, in order. A new master once took the board's
+// latest seq as the last one given and dropped them (the soak saw a
+// line board's happening lost at each SIGKILL of its gateway).
+func TestNewMasterTakesPending(t *testing.T) {
+	t.Parallel()
+	line := newLine(t, simline.Faults{})
+	b := startBoard(t, line, 3, nil)
+	run := func(name string) (*recSink, context.CancelFunc, chan error) {
+		return runMaster(t, line, name, false)
+	}
+	sink1, stop1, done1 := run("master1")
+	sink1.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
+	b.Emit("touch", map[string]any{"action": "down", "x": 1, "y": 1})
+	sink1.Wait(t, 5*time.Second, "the first happening", func(s *recSink) bool { return len(s.Hs["3"]) == 1 })
+	stop1()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		b.Emit("touch", map[string]any{"action": "down", "x": 2 + i, "y": 1})
+	}
+	sink2, stop2, done2 := run("master2")
+	defer func() { stop2(); <-done2 }()
+	sink2.Wait(t, 20*time.Second, "the three queued meanwhile", func(s *recSink) bool { return len(s.Hs["3"]) >= 3 })
+	sink2.Mu.Lock()
+	defer sink2.Mu.Unlock()
+	fleettest.CheckOrder(t, sink2.Hs["3"], 2, 3)
+}
+
+func TestSeqBefore(t *testing.T) {
+	for _, tc := range []struct {
+		s    uint16
+		n    int
+		want uint16
+	}{{10, 0, 10}, {10, 3, 7}, {3, 3, 65535}, {1, 1, 65535}, {2, 4, 65533}, {0, 5, 0}} {
+		if got := seqBefore(tc.s, tc.n); got != tc.want {
+			t.Errorf("seqBefore(%d, %d) = %d, want %d", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+// runMaster runs a master of board 3 on line until cancelled.
+func runMaster(t *testing.T, line *simline.Line, name string, replay bool) (*recSink, context.CancelFunc, chan error) {
+	t.Helper()
+	node, err := line.Attach(simline.NodeOptions{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(Options{Port: node, Name: "test", Addresses: addrs(3), PollInterval: 20 * time.Millisecond,
+		DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond, Log: debugLog(), ReplayKept: replay})
+	sink := newRecSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, sink) }()
+	return sink, cancel, done
+}
+
+// TestReplayKept: with ReplayKept a master that starts hands over every
+// happening the board keeps, then the new ones, in order: a cluster
+// gateway killed after fetching happenings it never published gets them
+// again at its restart (the cluster drops those its stream has).
+func TestReplayKept(t *testing.T) {
+	t.Parallel()
+	line := newLine(t, simline.Faults{})
+	b := startBoard(t, line, 3, nil)
+	sink1, stop1, done1 := runMaster(t, line, "master1", false)
+	sink1.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
+	for i := range 2 {
+		b.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
+	}
+	sink1.Wait(t, 5*time.Second, "two happenings", func(s *recSink) bool { return len(s.Hs["3"]) == 2 })
+	stop1()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+	b.Emit("touch", map[string]any{"action": "down", "x": 9, "y": 1})
+	sink2, stop2, done2 := runMaster(t, line, "master2", true)
+	defer func() { stop2(); <-done2 }()
+	sink2.Wait(t, 20*time.Second, "the kept and the queued", func(s *recSink) bool { return len(s.Hs["3"]) >= 3 })
+	b.Emit("touch", map[string]any{"action": "up", "x": 9, "y": 1})
+	sink2.Wait(t, 5*time.Second, "a new one", func(s *recSink) bool { return len(s.Hs["3"]) >= 4 })
+	sink2.Mu.Lock()
+	defer sink2.Mu.Unlock()
+	fleettest.CheckOrder(t, sink2.Hs["3"], 1, 4)
+}

@@ -260,9 +260,11 @@ func (l *Line) runJob(ctx context.Context, j *job) {
 		if err == nil {
 			l.afterNative(int(j.addr), j.req.Type())
 		}
+		l.unanswered(int(j.addr), err)
 		j.finish(result{hdr: hdr, body: body, err: err})
 	case jobLine:
 		rep, err := l.call(jctx, j.line, l.o.ReplyWait, l.o.Retries)
+		l.unanswered(int(j.addr), err)
 		if err != nil {
 			j.finish(result{err: err})
 			return
@@ -285,5 +287,15 @@ func (l *Line) runJob(ctx context.Context, j *job) {
 			l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path))
 		}
 		j.finish(result{err: err})
+	}
+}
+
+// unanswered counts a command that got no reply to any of its tries
+// (each waiting the full reply wait) as a missed poll of its board: while
+// callers keep the line busy polls wait, and a board that went away must
+// still be reported lost.
+func (l *Line) unanswered(addr int, err error) {
+	if b := l.boards[addr]; b != nil && b.present && errors.Is(err, fleet.ErrNoReply) {
+		l.missed(b, fmt.Sprintf("no reply to a command on %s", l.name))
 	}
 }

@@ -98,6 +98,13 @@ type Options struct {
 	PingEvery int
 	// Kinds are the happenings to enable (default HappeningKinds).
 	Kinds []string
+	// ReplayKept makes a master that starts hand over each board's kept
+	// happenings (GET /events) before the new ones, for a sink that drops
+	// what it had already (a gateway of a cluster compares them with the
+	// cluster's event stream): what a gateway killed after fetching them
+	// never published reaches the stream then. Without it a master starts
+	// with what the board still queues for the host.
+	ReplayKept bool
 	// ClockEvery is how often each online board's clock is measured, one
 	// GET /time exchange a time, when the sink is a fleet.ClockSink
 	// (default DefaultClockEvery; negative for never).

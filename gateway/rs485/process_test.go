@@ -16,8 +16,9 @@ import (
 // TestHoloBoardProcess puts a real holo-board process on the simulated
 // line through a hub, next to an in-process board, and drives both.
 func TestHoloBoardProcess(t *testing.T) {
-	// Not parallel: boardtest gives the process 30 s to start, which a
-	// loaded machine needs when other tests start beside it.
+	// Not parallel: the process's start (bootloader, firmware install,
+	// a race-built binary) is the heaviest thing in the package, and the
+	// line tests beside it run on the real clock.
 	if testing.Short() {
 		t.Skip("builds and runs holo-board")
 	}

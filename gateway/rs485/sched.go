@@ -71,7 +71,19 @@ type board struct {
 	polls   int
 
 	uptime     uint32
+	uptimeAt   time.Time // when uptime was heard (the master's clock)
 	haveUptime bool
+	// unsure: the board missed an exchange since it was last identified;
+	// when it answers a poll again it is asked for its uptime and its id
+	// (another board may answer at the address now: a swap).
+	unsure bool
+	// otherID is an id GET /info gave that is not the board's: believed
+	// (the board was replaced) only when the next read gives it again.
+	otherID string
+	// booted: a new boot was seen (uptime, event numbers) and is told to
+	// the sink once GET /info says whose boot it was.
+	booted bool
+
 	status     frame.StatusBlock
 	haveStatus bool
 
@@ -265,17 +277,50 @@ func (l *Line) heard(addr, pending int) {
 }
 
 func (l *Line) gotUptime(b *board, up uint32) {
-	if b.haveUptime && up < b.uptime {
+	now := l.clk.Now()
+	if b.haveUptime && newBoot(b.uptime, now.Sub(b.uptimeAt), up) {
 		l.restarted(b)
 	}
-	b.uptime, b.haveUptime = up, true
+	b.uptime, b.uptimeAt, b.haveUptime = up, now, true
 }
 
+// uptimeSlack is how far a board's uptime may fall behind the time the
+// master measured between two of its replies before that is taken as a
+// new boot: uptime_s is whole seconds (up to 1 s short), and a reply is
+// timed when the master reads it, which a busy machine may delay (here
+// by up to 2 s).
+const uptimeSlack = 3 * time.Second
+
+// newBoot reports whether a board that said uptime was, elapsed ago, and
+// says now, has started again since: its uptime went back, or grew by
+// less than the time that passed. The second catches a board swapped or
+// power-cycled soon after its own start, whose uptime need not go back.
+func newBoot(was uint32, elapsed time.Duration, now uint32) bool {
+	if now < was {
+		return true
+	}
+	return time.Duration(now-was)*time.Second+uptimeSlack < elapsed
+}
+
+// restarted notes that the board at b.addr started again (or another
+// board started there): what the master knew of its boot is forgotten and
+// its identity is read before anything is reported, so that a restart is
+// told to the sink as Restarted of the board that restarted, and a board
+// put in another's place as Seen of the new one (see identified), never
+// as a restart of the board that left.
 func (l *Line) restarted(b *board) {
-	l.log.Info("rs485: board restarted", "addr", b.addr, "board", b.id)
-	l.sched.sink.Restarted(b.ref)
+	l.log.Info("rs485: new boot at the address", "addr", b.addr, "board", b.id)
+	b.booted = true
+	l.forget(b)
+	b.needs |= needInfo
+}
+
+// forget drops what the master knew of the board's boot at b.addr (its
+// happening numbers, status block, uptime, clock) and asks for it all
+// again, with the happenings it kept since it started.
+func (l *Line) forget(b *board) {
 	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed, b.doubts = 0, false, false, false, false, 0
-	b.needs |= needStatus | needInfo | needLink | needEvents | needReplay
+	b.needs |= needStatus | needLink | needEvents | needReplay
 	b.dirty |= kAll
 	b.clock = boardClock{} // its clock started over: forget the samples, measure soon
 }
@@ -283,6 +328,7 @@ func (l *Line) restarted(b *board) {
 // missed counts a poll or follow-up without reply.
 func (l *Line) missed(b *board, why string) {
 	b.misses++
+	b.unsure = true
 	if b.misses < l.o.MissLimit || !b.present {
 		return
 	}
@@ -307,7 +353,11 @@ func (l *Line) poll(ctx context.Context, a int) {
 	if b.polls%l.o.PingEvery == 0 {
 		req = &frame.PingRequest{}
 	}
+	timeouts := l.st.timeouts.Load()
 	hdr, body, err := l.native(ctx, frame.Address(a), req, l.o.PollWait, 1)
+	if l.st.timeouts.Load() != timeouts {
+		b.unsure = true // a try went unanswered: it may be another board that answers now
+	}
 	if err != nil {
 		if errors.Is(err, fleet.ErrNoReply) {
 			l.missed(b, fmt.Sprintf("no reply to %d polls on %s", l.o.MissLimit, l.name))
@@ -315,6 +365,12 @@ func (l *Line) poll(ctx context.Context, a int) {
 		return
 	}
 	b.misses = 0
+	if b.unsure {
+		// It was silent a while: the same board, or another one put in
+		// its place (a quick swap), or the same board powered on again?
+		b.unsure = false
+		b.needs |= needPing | needInfo
+	}
 	if hdr.Status != frame.StatusOK {
 		return
 	}
@@ -409,9 +465,16 @@ func (l *Line) follow(ctx context.Context, b *board) {
 				ID string `json:"id"`
 			}
 			if json.Unmarshal(info, &idf) == nil && idf.ID != "" && idf.ID != b.id {
-				b.id = idf.ID
-				l.log.Info("rs485: board identified", "addr", b.addr, "board", b.id)
+				if !l.identified(b, idf.ID) {
+					return
+				}
 			}
+		}
+		b.otherID = ""
+		if b.booted {
+			b.booted = false
+			l.log.Info("rs485: board restarted", "addr", b.addr, "board", b.id)
+			l.sched.sink.Restarted(b.ref)
 		}
 		l.sched.sink.Seen(b.ref, info)
 	case b.needs&needLink != 0:
@@ -443,8 +506,16 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			l.log.Warn("rs485: enabling events refused", "addr", b.addr, "status", rep.Status, "body", string(rep.Body))
 			return
 		}
-		if b.fresh {
-			b.lastSeq, b.fresh = st.Seq, false
+		switch {
+		case b.fresh && l.o.ReplayKept:
+			// Everything the board keeps, then what it queued.
+			b.lastSeq, b.fresh = 0, false
+			b.needs |= needReplay
+		case b.fresh:
+			// The happenings still queued for the host were never
+			// handed over (a gateway killed before fetching them, or
+			// made while none ran): they are fetched, the rest is past.
+			b.lastSeq, b.fresh = seqBefore(st.Seq, st.Pending), false
 		}
 		if st.Pending > 0 {
 			b.needs |= needFetch
@@ -514,6 +585,33 @@ func (l *Line) follow(ctx context.Context, b *board) {
 	}
 }
 
+// identified takes id, which GET /info just gave, as the id of the board
+// at b.addr. The first id is taken at once. A different one means another
+// board answers at the address (a board swapped there, possibly without a
+// poll going unanswered long enough to call the old one lost): as a JSON
+// line carries no checksum, it is believed only when the next GET /info
+// gives it again (false: read again first). A new board starts with
+// nothing of the old one's: numbering, states and happenings are read
+// afresh, and Seen with its identity tells the sink that another board is
+// at the address.
+func (l *Line) identified(b *board, id string) bool {
+	if b.id == "" {
+		b.id = id
+		l.log.Info("rs485: board identified", "addr", b.addr, "board", b.id)
+		return true
+	}
+	if b.otherID != id {
+		b.otherID = id
+		b.needs |= needInfo
+		l.log.Debug("rs485: another id at the address, reading it again", "addr", b.addr, "board", b.id, "other", id)
+		return false
+	}
+	l.log.Info("rs485: another board at the address", "addr", b.addr, "board", id, "before", b.id)
+	b.id, b.otherID, b.booted = id, "", false
+	l.forget(b)
+	return true
+}
+
 // keptEvents is the path reading a board's kept happenings of the kinds
 // the master enabled (GET /events without kinds would return every kind).
 func (l *Line) keptEvents() string {
@@ -541,6 +639,7 @@ func (l *Line) failed(b *board, err error, n need) bool {
 	}
 	b.needs |= n
 	if errors.Is(err, fleet.ErrNoReply) {
+		b.unsure = true
 		b.hold = l.clk.Now().Add(max(l.o.PollInterval, l.o.PollWait))
 	} else {
 		l.log.Debug("rs485: follow-up failed", "addr", b.addr, "err", err)
@@ -635,6 +734,18 @@ func (l *Line) doubt(b *board, hs []fleet.Happening, lost int) string {
 }
 
 // next is the happening number after s (65535 wraps to 1).
+// seqBefore is the happening number n before s (0 for s 0).
+func seqBefore(s uint16, n int) uint16 {
+	for ; n > 0 && s != 0; n-- {
+		if s == 1 {
+			s = 65535
+		} else {
+			s--
+		}
+	}
+	return s
+}
+
 func next(s uint16) uint16 {
 	if s == 65535 {
 		return 1

@@ -103,7 +103,7 @@ func (f *recFleet) callsMade() []string {
 	return append([]string(nil), f.calls...)
 }
 
-// recRollouts is an api.Rollouts whose watches stay open until their
+// recRollouts is an rollout.Service whose watches stay open until their
 // context ends; the rest knows no rollout.
 type recRollouts struct{}
 

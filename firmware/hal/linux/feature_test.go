@@ -144,11 +144,12 @@ func nearColour(a, b color.RGBA, step int) bool {
 	return n(a.R, b.R) && n(a.G, b.G) && n(a.B, b.B)
 }
 
-// TestLinkI2CFeature: /info lists link-i2c only on a board that can be an
-// I2C target (a simulated board on a simulated bus), never on the Linux
-// HAL, which cannot.
+// TestLinkI2CFeature: /info lists the extension link-i2c (in extensions,
+// beside the feature link) only on a board that can be an I2C target (a
+// simulated board on a simulated bus), never on the Linux HAL, which
+// cannot.
 func TestLinkI2CFeature(t *testing.T) {
-	features := func(o boardtest.InProcOptions) []string {
+	features := func(o boardtest.InProcOptions) (features, extensions []string) {
 		b := boardtest.StartInProcess(t, o)
 		defer b.Stop()
 		resp, err := http.Get(b.URL + "/api/v1/info")
@@ -156,11 +157,11 @@ func TestLinkI2CFeature(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var info struct{ Features []string }
+		var info struct{ Features, Extensions []string }
 		if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
 			t.Fatal(err)
 		}
-		return info.Features
+		return info.Features, info.Extensions
 	}
 	lt := linuxTarget(t)
 	for _, tc := range []struct {
@@ -172,9 +173,9 @@ func TestLinkI2CFeature(t *testing.T) {
 		{"sim without a bus", boardtest.InProcOptions{}, false},
 		{"linux", boardtest.InProcOptions{Hardware: lt.hw, NoI2CTarget: lt.noI2C}, false},
 	} {
-		f := features(tc.o)
-		if slices.Contains(f, "link-i2c") != tc.want || !slices.Contains(f, "link") {
-			t.Errorf("%s: features %v, want link and link-i2c %v", tc.name, f, tc.want)
+		f, e := features(tc.o)
+		if slices.Contains(e, "link-i2c") != tc.want || !slices.Contains(f, "link") || slices.Contains(f, "link-i2c") {
+			t.Errorf("%s: features %v, extensions %v, want link in features and link-i2c %v in extensions", tc.name, f, e, tc.want)
 		}
 	}
 }

@@ -28,14 +28,16 @@ import (
 
 	hmdns "github.com/hashicorp/mdns"
 	"github.com/miekg/dns"
+
+	"github.com/holofleet/holofleet/bus/boardapi"
 )
 
-// Service types the board announces.
+// Service types the board announces (the holofleet one is
+// boardapi.MDNSService, the contract the gateway browses for).
 const (
-	ServiceHTTP      = "_http._tcp"
-	ServiceHolofleet = "_holofleet._tcp"
-	servicesMeta     = "_services._dns-sd._udp.local."
-	domain           = "local."
+	ServiceHTTP  = "_http._tcp"
+	servicesMeta = "_services._dns-sd._udp.local."
+	domain       = "local."
 )
 
 // TTLs of the records, in seconds (RFC 6762 section 10).
@@ -126,13 +128,13 @@ func (z *Zone) Records(q dns.Question) []dns.RR {
 		}
 	case servicesMeta:
 		if want(dns.TypePTR) {
-			for _, s := range []string{ServiceHTTP, ServiceHolofleet} {
+			for _, s := range []string{ServiceHTTP, boardapi.MDNSService} {
 				out = append(out, &dns.PTR{Hdr: dns.RR_Header{Name: servicesMeta, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: OtherTTL},
 					Ptr: s + "." + domain})
 			}
 		}
 	default:
-		for _, s := range []string{ServiceHTTP, ServiceHolofleet} {
+		for _, s := range []string{ServiceHTTP, boardapi.MDNSService} {
 			switch name {
 			case s + "." + domain:
 				if want(dns.TypePTR) {
@@ -155,8 +157,8 @@ func (z *Zone) Records(q dns.Question) []dns.RR {
 }
 
 func (z *Zone) txt(service string) []string {
-	if service == ServiceHolofleet {
-		return []string{"id=" + z.ID, "version=" + z.Version, "api=1"}
+	if service == boardapi.MDNSService {
+		return []string{boardapi.MDNSTxtID + "=" + z.ID, boardapi.MDNSTxtVersion + "=" + z.Version, boardapi.MDNSTxtAPI + "=1"}
 	}
 	return []string{"path=/api/v1"}
 }
@@ -172,7 +174,7 @@ func (z *Zone) Announcement(goodbye bool) *dns.Msg {
 		return m
 	}
 	m.Answer = append(m.Answer, z.Records(dns.Question{Name: host + "." + domain, Qtype: dns.TypeA, Qclass: dns.ClassINET})...)
-	for _, s := range []string{ServiceHTTP, ServiceHolofleet} {
+	for _, s := range []string{ServiceHTTP, boardapi.MDNSService} {
 		m.Answer = append(m.Answer, z.Records(dns.Question{Name: s + "." + domain, Qtype: dns.TypePTR, Qclass: dns.ClassINET})[:3]...)
 	}
 	if goodbye {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
 )
 

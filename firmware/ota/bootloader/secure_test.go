@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/ota/efuse"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
-	"github.com/holofleet/holofleet/firmware/ota/image"
 	"github.com/holofleet/holofleet/firmware/ota/otadata"
 )
 

@@ -68,7 +68,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 )
 
 // Layout of the fuse file.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 )
 
 var a, b, c = image.KeyDigest{0xAA}, image.KeyDigest{0xBB}, image.KeyDigest{0xCC}

@@ -27,12 +27,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/firmware/hal"
 )
 
 // Partition geometry.
 const (
-	SlotSize     = 48 << 20
+	SlotSize     = image.SlotSize // the image format's slot size
 	OTADataSize  = 0x2000
 	OTADataAddr  = 0xd000
 	FirstSlot    = 0x10000

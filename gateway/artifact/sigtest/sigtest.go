@@ -2,7 +2,7 @@
 // of the gateway's trust checks: good ones, and the ways a signed image
 // goes wrong (no block, an unknown or revoked key, a bit flipped in the
 // image or in a block, a cut block, several blocks of which one counts).
-// The images are real: built with firmware/ota/image's Pack and Sign, and
+// The images are real: built with bus/image's Pack and Sign, and
 // broken the way a bad copy or a forger would break them.
 package sigtest
 
@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/holofleet/holofleet/firmware/ota/image"
+	"github.com/holofleet/holofleet/bus/image"
 )
 
 // Key is a signing key with its digest and its public half as PEM.
@@ -91,7 +91,7 @@ func Sign(t testing.TB, img []byte, keys ...Key) []byte {
 	return img
 }
 
-// Offsets inside a block (firmware/ota/image's package doc).
+// Offsets inside a block (bus/image's package doc).
 const (
 	offSig = 101
 	offCRC = 1196

@@ -129,7 +129,7 @@ type Tokens interface {
 	List() []auth.Token
 }
 
-// Policy decides what sessions may do (*mqtt.Policy).
+// Policy decides what sessions may do (*policy.Policy, gateway/mqtt/policy).
 type Policy interface {
 	// Publish decides whether who, connected from client (host:port),
 	// may publish payload on topic.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
-	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
+	"github.com/holofleet/holofleet/gateway/mqtt/policy"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -87,7 +87,7 @@ func start(t testing.TB, o broker.Options) *fixture {
 	}
 	o.Tokens = toks
 	if o.Policy == nil {
-		if o.Policy, err = mqtt.NewPolicy("holo", "homeassistant"); err != nil {
+		if o.Policy, err = policy.New("holo", "homeassistant"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,10 +9,12 @@ import { clock } from './fmt.js';
 import * as fleetView from './views/fleet.js';
 import * as boardView from './views/board.js';
 import * as groupsView from './views/groups.js';
+import * as showView from './views/show.js';
 import * as firmwareView from './views/firmware.js';
 import * as rolloutView from './views/rollout.js';
 import * as eventsView from './views/events.js';
 import * as tokensView from './views/tokens.js';
+import * as installationView from './views/installation.js';
 import * as dmxView from './views/dmx.js';
 import * as signinView from './views/signin.js';
 
@@ -24,8 +26,10 @@ const PAGES = [
   { name: 'fleet', title: 'Fleet', re: /^#\/fleet$/, view: fleetView },
   { name: 'board', re: /^#\/board\/([^/]+)$/, view: boardView, nav: 'fleet' },
   { name: 'groups', title: 'Groups & scenes', re: /^#\/groups$/, view: groupsView },
+  { name: 'show', title: 'Show', re: /^#\/show$/, view: showView },
   { name: 'firmware', title: 'Firmware', re: /^#\/firmware$/, view: firmwareView },
   { name: 'rollout', re: /^#\/rollout\/([^/]+)$/, view: rolloutView, nav: 'firmware' },
+  { name: 'installation', title: 'Installation', re: /^#\/installation$/, view: installationView },
   { name: 'events', title: 'Events', re: /^#\/events$/, view: eventsView },
   { name: 'dmx', title: 'DMX', re: /^#\/dmx$/, view: dmxView },
   { name: 'tokens', title: 'Tokens', re: /^#\/tokens$/, view: tokensView, need: 'tokens' },

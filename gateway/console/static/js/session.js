@@ -20,6 +20,7 @@ export const NEED = {
   rollout: 'admin', // create
   resume: 'admin',
   revert: 'admin',
+  install: 'admin', // apply a revision again, roll back
   tokens: 'admin',
   audit: 'admin',
 };

@@ -207,13 +207,18 @@ export class Store {
     if (!replay) this.emit('event', ev);
   }
 
-  // setLive records state read directly from a board (GET /leds ...),
-  // as of the current event number.
-  setLive(id, kind, data) {
+  // setLive records state read directly from a board (GET /leds ...).
+  // asOf is the event number when the read was sent (store.lastN then):
+  // the reply is newer than every event that had arrived by then, and
+  // older than any that arrives while it is on its way, which may report
+  // a change the board made after it answered. Numbering the reply by
+  // the events at its arrival instead let a slow read's old state
+  // overwrite the change an event had just brought, for good.
+  setLive(id, kind, data, asOf) {
     const b = this.boards.get(id);
     if (!b) return;
     const cur = b.live[kind];
-    const n = this.lastN + 0.5; // newer than what arrived so far, older than what comes
+    const n = (asOf === undefined ? this.lastN : asOf) + 0.5;
     if (!cur || cur.n < n) b.live[kind] = { n, t: Date.now(), data };
     b.ver++;
     this.emit('board', id);

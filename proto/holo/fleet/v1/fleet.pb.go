@@ -876,8 +876,9 @@ type WatchEventsRequest struct {
 	Firmware string                 `protobuf:"bytes,3,opt,name=firmware,proto3" json:"firmware,omitempty"`
 	Online   *bool                  `protobuf:"varint,4,opt,name=online,proto3,oneof" json:"online,omitempty"`
 	Ids      []string               `protobuf:"bytes,5,rep,name=ids,proto3" json:"ids,omitempty"`
-	// Also send the buffered events numbered after this one.
-	After         uint64 `protobuf:"varint,6,opt,name=after,proto3" json:"after,omitempty"`
+	// Also send the kept events numbered after this one: 0 replays from the
+	// first event kept. Unset: only the events from now on.
+	After         *uint64 `protobuf:"varint,6,opt,name=after,proto3,oneof" json:"after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -948,8 +949,8 @@ func (x *WatchEventsRequest) GetIds() []string {
 }
 
 func (x *WatchEventsRequest) GetAfter() uint64 {
-	if x != nil {
-		return x.After
+	if x != nil && x.After != nil {
+		return *x.After
 	}
 	return 0
 }
@@ -2394,7 +2395,8 @@ type RolloutPlan struct {
 	Backoff string `protobuf:"bytes,12,opt,name=backoff,proto3" json:"backoff,omitempty"`
 	// Image bytes per second over the rollout (0: no cap; else >= 1024).
 	Bandwidth int64 `protobuf:"varint,13,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
-	// Daily maintenance window (UTC): stage now, activate inside it.
+	// Maintenance window: without strict, images are staged at once and
+	// activated inside it; with strict, no board starts outside it.
 	Window *RolloutWindow `protobuf:"bytes,14,opt,name=window,proto3" json:"window,omitempty"`
 	// push (default) or pull.
 	Method string `protobuf:"bytes,15,opt,name=method,proto3" json:"method,omitempty"`
@@ -2402,6 +2404,13 @@ type RolloutPlan struct {
 	// at once; 0: no cap besides the wave. A cap stages first and activates
 	// on a separate request when a restart slot is free.
 	MaxRestarting int32 `protobuf:"varint,16,opt,name=max_restarting,json=maxRestarting,proto3" json:"max_restarting,omitempty"`
+	// Conditions a board must meet before it starts (docs/rollouts.md).
+	Health *RolloutHealth `protobuf:"bytes,17,opt,name=health,proto3" json:"health,omitempty"`
+	// Start boards even while busy with a show (a scene running to its end,
+	// the label show=live, a cue list, DMX input): emergency fixes only.
+	IgnoreShow bool `protobuf:"varint,18,opt,name=ignore_show,json=ignoreShow,proto3" json:"ignore_show,omitempty"`
+	// Send every board the whole image, never a delta from the image it runs.
+	FullImages    bool `protobuf:"varint,19,opt,name=full_images,json=fullImages,proto3" json:"full_images,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2548,6 +2557,111 @@ func (x *RolloutPlan) GetMaxRestarting() int32 {
 	return 0
 }
 
+func (x *RolloutPlan) GetHealth() *RolloutHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+func (x *RolloutPlan) GetIgnoreShow() bool {
+	if x != nil {
+		return x.IgnoreShow
+	}
+	return false
+}
+
+func (x *RolloutPlan) GetFullImages() bool {
+	if x != nil {
+		return x.FullImages
+	}
+	return false
+}
+
+// RolloutHealth are conditions a board must meet before it starts; zero
+// values do not check. A board that fails one waits, or with skip is
+// skipped; neither counts as a failure.
+type RolloutHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Up (GET /info uptime_s) and online for at least this long (Go duration).
+	MinUptime string `protobuf:"bytes,1,opt,name=min_uptime,json=minUptime,proto3" json:"min_uptime,omitempty"`
+	// Highest ratio of host-link errors to frames (0-1).
+	MaxLinkErrors float64 `protobuf:"fixed64,2,opt,name=max_link_errors,json=maxLinkErrors,proto3" json:"max_link_errors,omitempty"`
+	// Least free memory in bytes (GET /info heap_free).
+	MinHeapFree int64 `protobuf:"varint,3,opt,name=min_heap_free,json=minHeapFree,proto3" json:"min_heap_free,omitempty"`
+	// The gateway has measured the board's clock.
+	ClockSynced bool `protobuf:"varint,4,opt,name=clock_synced,json=clockSynced,proto3" json:"clock_synced,omitempty"`
+	// Skip a board that fails a condition instead of waiting for it.
+	Skip          bool `protobuf:"varint,5,opt,name=skip,proto3" json:"skip,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutHealth) Reset() {
+	*x = RolloutHealth{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutHealth) ProtoMessage() {}
+
+func (x *RolloutHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutHealth.ProtoReflect.Descriptor instead.
+func (*RolloutHealth) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RolloutHealth) GetMinUptime() string {
+	if x != nil {
+		return x.MinUptime
+	}
+	return ""
+}
+
+func (x *RolloutHealth) GetMaxLinkErrors() float64 {
+	if x != nil {
+		return x.MaxLinkErrors
+	}
+	return 0
+}
+
+func (x *RolloutHealth) GetMinHeapFree() int64 {
+	if x != nil {
+		return x.MinHeapFree
+	}
+	return 0
+}
+
+func (x *RolloutHealth) GetClockSynced() bool {
+	if x != nil {
+		return x.ClockSynced
+	}
+	return false
+}
+
+func (x *RolloutHealth) GetSkip() bool {
+	if x != nil {
+		return x.Skip
+	}
+	return false
+}
+
 // RolloutTarget selects boards: the union of boards, group members and
 // boards with every label, narrowed by firmware and online_only. Empty
 // selects nothing; set all for every board.
@@ -2565,7 +2679,7 @@ type RolloutTarget struct {
 
 func (x *RolloutTarget) Reset() {
 	*x = RolloutTarget{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2691,7 @@ func (x *RolloutTarget) String() string {
 func (*RolloutTarget) ProtoMessage() {}
 
 func (x *RolloutTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[39]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2704,7 @@ func (x *RolloutTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutTarget.ProtoReflect.Descriptor instead.
 func (*RolloutTarget) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{39}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RolloutTarget) GetBoards() []string {
@@ -2647,7 +2761,7 @@ type RolloutWave struct {
 
 func (x *RolloutWave) Reset() {
 	*x = RolloutWave{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2659,7 +2773,7 @@ func (x *RolloutWave) String() string {
 func (*RolloutWave) ProtoMessage() {}
 
 func (x *RolloutWave) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[40]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2672,7 +2786,7 @@ func (x *RolloutWave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWave.ProtoReflect.Descriptor instead.
 func (*RolloutWave) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{40}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RolloutWave) GetCount() int32 {
@@ -2701,7 +2815,7 @@ type RolloutTimeouts struct {
 
 func (x *RolloutTimeouts) Reset() {
 	*x = RolloutTimeouts{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2827,7 @@ func (x *RolloutTimeouts) String() string {
 func (*RolloutTimeouts) ProtoMessage() {}
 
 func (x *RolloutTimeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[41]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2840,7 @@ func (x *RolloutTimeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutTimeouts.ProtoReflect.Descriptor instead.
 func (*RolloutTimeouts) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{41}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RolloutTimeouts) GetTransfer() string {
@@ -2766,7 +2880,7 @@ type RolloutThresholds struct {
 
 func (x *RolloutThresholds) Reset() {
 	*x = RolloutThresholds{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2778,7 +2892,7 @@ func (x *RolloutThresholds) String() string {
 func (*RolloutThresholds) ProtoMessage() {}
 
 func (x *RolloutThresholds) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[42]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2791,7 +2905,7 @@ func (x *RolloutThresholds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutThresholds.ProtoReflect.Descriptor instead.
 func (*RolloutThresholds) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{42}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RolloutThresholds) GetSuccess() float64 {
@@ -2829,18 +2943,28 @@ func (x *RolloutThresholds) GetAction() string {
 	return ""
 }
 
-// RolloutWindow is a daily window "HH:MM" to "HH:MM" in UTC.
+// RolloutWindow is when boards may be updated: a daily window "HH:MM" to
+// "HH:MM" (may span midnight) on some weekdays in a time zone, and/or
+// explicit intervals; open when either is.
 type RolloutWindow struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Start         string                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
-	End           string                 `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Start string                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	End   string                 `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	// Weekdays the daily window opens on (mon ... sun); empty: every day.
+	Days []string `protobuf:"bytes,3,rep,name=days,proto3" json:"days,omitempty"`
+	// IANA time zone of start, end and days; empty: UTC.
+	TimeZone string `protobuf:"bytes,4,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// Explicit openings, [from, to).
+	Intervals []*RolloutInterval `protobuf:"bytes,5,rep,name=intervals,proto3" json:"intervals,omitempty"`
+	// No board starts outside the window (boards started finish).
+	Strict        bool `protobuf:"varint,6,opt,name=strict,proto3" json:"strict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RolloutWindow) Reset() {
 	*x = RolloutWindow{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2852,7 +2976,7 @@ func (x *RolloutWindow) String() string {
 func (*RolloutWindow) ProtoMessage() {}
 
 func (x *RolloutWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[43]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2865,7 +2989,7 @@ func (x *RolloutWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWindow.ProtoReflect.Descriptor instead.
 func (*RolloutWindow) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{43}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RolloutWindow) GetStart() string {
@@ -2882,6 +3006,87 @@ func (x *RolloutWindow) GetEnd() string {
 	return ""
 }
 
+func (x *RolloutWindow) GetDays() []string {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
+func (x *RolloutWindow) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *RolloutWindow) GetIntervals() []*RolloutInterval {
+	if x != nil {
+		return x.Intervals
+	}
+	return nil
+}
+
+func (x *RolloutWindow) GetStrict() bool {
+	if x != nil {
+		return x.Strict
+	}
+	return false
+}
+
+// RolloutInterval is one explicit opening of a window.
+type RolloutInterval struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutInterval) Reset() {
+	*x = RolloutInterval{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutInterval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutInterval) ProtoMessage() {}
+
+func (x *RolloutInterval) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutInterval.ProtoReflect.Descriptor instead.
+func (*RolloutInterval) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RolloutInterval) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *RolloutInterval) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
 // WaveBoards is the boards of one wave, in order.
 type WaveBoards struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2892,7 +3097,7 @@ type WaveBoards struct {
 
 func (x *WaveBoards) Reset() {
 	*x = WaveBoards{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +3109,7 @@ func (x *WaveBoards) String() string {
 func (*WaveBoards) ProtoMessage() {}
 
 func (x *WaveBoards) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[44]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3122,7 @@ func (x *WaveBoards) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveBoards.ProtoReflect.Descriptor instead.
 func (*WaveBoards) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{44}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WaveBoards) GetBoards() []string {
@@ -2938,7 +3143,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3155,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[45]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3168,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{45}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Refusal) GetBoard() string {
@@ -2986,14 +3191,19 @@ type RolloutSelection struct {
 	Waves   []*WaveBoards          `protobuf:"bytes,1,rep,name=waves,proto3" json:"waves,omitempty"`
 	Refused []*Refusal             `protobuf:"bytes,2,rep,name=refused,proto3" json:"refused,omitempty"`
 	// Boards selected over every wave.
-	Boards        int32 `protobuf:"varint,3,opt,name=boards,proto3" json:"boards,omitempty"`
+	Boards int32 `protobuf:"varint,3,opt,name=boards,proto3" json:"boards,omitempty"`
+	// Selected boards that would not start now (busy with a show, failing
+	// a health condition the plan waits for), with why.
+	Waiting []*Refusal `protobuf:"bytes,4,rep,name=waiting,proto3" json:"waiting,omitempty"`
+	// Selected boards a health condition would skip, with why.
+	Skipped       []*Refusal `protobuf:"bytes,5,rep,name=skipped,proto3" json:"skipped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RolloutSelection) Reset() {
 	*x = RolloutSelection{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3005,7 +3215,7 @@ func (x *RolloutSelection) String() string {
 func (*RolloutSelection) ProtoMessage() {}
 
 func (x *RolloutSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[46]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3018,7 +3228,7 @@ func (x *RolloutSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutSelection.ProtoReflect.Descriptor instead.
 func (*RolloutSelection) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{46}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RolloutSelection) GetWaves() []*WaveBoards {
@@ -3042,6 +3252,20 @@ func (x *RolloutSelection) GetBoards() int32 {
 	return 0
 }
 
+func (x *RolloutSelection) GetWaiting() []*Refusal {
+	if x != nil {
+		return x.Waiting
+	}
+	return nil
+}
+
+func (x *RolloutSelection) GetSkipped() []*Refusal {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
 type DryRunRolloutRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Plan          *RolloutPlan           `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
@@ -3051,7 +3275,7 @@ type DryRunRolloutRequest struct {
 
 func (x *DryRunRolloutRequest) Reset() {
 	*x = DryRunRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3287,7 @@ func (x *DryRunRolloutRequest) String() string {
 func (*DryRunRolloutRequest) ProtoMessage() {}
 
 func (x *DryRunRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[47]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3300,7 @@ func (x *DryRunRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DryRunRolloutRequest.ProtoReflect.Descriptor instead.
 func (*DryRunRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{47}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DryRunRolloutRequest) GetPlan() *RolloutPlan {
@@ -3095,7 +3319,7 @@ type CreateRolloutRequest struct {
 
 func (x *CreateRolloutRequest) Reset() {
 	*x = CreateRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3331,7 @@ func (x *CreateRolloutRequest) String() string {
 func (*CreateRolloutRequest) ProtoMessage() {}
 
 func (x *CreateRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[48]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3344,7 @@ func (x *CreateRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRolloutRequest.ProtoReflect.Descriptor instead.
 func (*CreateRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{48}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CreateRolloutRequest) GetPlan() *RolloutPlan {
@@ -3142,7 +3366,7 @@ type RolloutImage struct {
 
 func (x *RolloutImage) Reset() {
 	*x = RolloutImage{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3378,7 @@ func (x *RolloutImage) String() string {
 func (*RolloutImage) ProtoMessage() {}
 
 func (x *RolloutImage) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[49]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3391,7 @@ func (x *RolloutImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutImage.ProtoReflect.Descriptor instead.
 func (*RolloutImage) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{49}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RolloutImage) GetSha256() string {
@@ -3200,15 +3424,17 @@ type RolloutProgress struct {
 	// Boards whose steps ended.
 	Done int32 `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
 	// Boards rolled back, timed out or failed.
-	Failed        int32   `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
-	Percent       float64 `protobuf:"fixed64,5,opt,name=percent,proto3" json:"percent,omitempty"`
+	Failed  int32   `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Percent float64 `protobuf:"fixed64,5,opt,name=percent,proto3" json:"percent,omitempty"`
+	// Pending boards held by the show guard or a health condition.
+	Waiting       int32 `protobuf:"varint,6,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RolloutProgress) Reset() {
 	*x = RolloutProgress{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3446,7 @@ func (x *RolloutProgress) String() string {
 func (*RolloutProgress) ProtoMessage() {}
 
 func (x *RolloutProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[50]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3459,7 @@ func (x *RolloutProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutProgress.ProtoReflect.Descriptor instead.
 func (*RolloutProgress) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{50}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RolloutProgress) GetBoards() int32 {
@@ -3271,6 +3497,13 @@ func (x *RolloutProgress) GetPercent() float64 {
 	return 0
 }
 
+func (x *RolloutProgress) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
 // Rollout is one rollout with its progress.
 type Rollout struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3290,17 +3523,21 @@ type Rollout struct {
 	// When the next wave starts after a good one's soak.
 	SoakUntil *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=soak_until,json=soakUntil,proto3" json:"soak_until,omitempty"`
 	// No board has anything left to do.
-	Finished      bool                   `protobuf:"varint,10,opt,name=finished,proto3" json:"finished,omitempty"`
-	Created       *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created,proto3" json:"created,omitempty"`
-	Updated       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated,proto3" json:"updated,omitempty"`
-	Progress      *RolloutProgress       `protobuf:"bytes,13,opt,name=progress,proto3" json:"progress,omitempty"`
+	Finished bool                   `protobuf:"varint,10,opt,name=finished,proto3" json:"finished,omitempty"`
+	Created  *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created,proto3" json:"created,omitempty"`
+	Updated  *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated,proto3" json:"updated,omitempty"`
+	Progress *RolloutProgress       `protobuf:"bytes,13,opt,name=progress,proto3" json:"progress,omitempty"`
+	// With a window: whether it is open now, and when it next opens (now
+	// when open; absent when it never opens again).
+	WindowOpen    bool                   `protobuf:"varint,14,opt,name=window_open,json=windowOpen,proto3" json:"window_open,omitempty"`
+	NextWindow    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=next_window,json=nextWindow,proto3" json:"next_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Rollout) Reset() {
 	*x = Rollout{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3549,7 @@ func (x *Rollout) String() string {
 func (*Rollout) ProtoMessage() {}
 
 func (x *Rollout) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[51]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3562,7 @@ func (x *Rollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollout.ProtoReflect.Descriptor instead.
 func (*Rollout) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{51}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Rollout) GetId() string {
@@ -3419,6 +3656,20 @@ func (x *Rollout) GetProgress() *RolloutProgress {
 	return nil
 }
 
+func (x *Rollout) GetWindowOpen() bool {
+	if x != nil {
+		return x.WindowOpen
+	}
+	return false
+}
+
+func (x *Rollout) GetNextWindow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextWindow
+	}
+	return nil
+}
+
 type ListRolloutsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3427,7 +3678,7 @@ type ListRolloutsRequest struct {
 
 func (x *ListRolloutsRequest) Reset() {
 	*x = ListRolloutsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3439,7 +3690,7 @@ func (x *ListRolloutsRequest) String() string {
 func (*ListRolloutsRequest) ProtoMessage() {}
 
 func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[52]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3452,7 +3703,7 @@ func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{52}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{54}
 }
 
 type ListRolloutsResponse struct {
@@ -3464,7 +3715,7 @@ type ListRolloutsResponse struct {
 
 func (x *ListRolloutsResponse) Reset() {
 	*x = ListRolloutsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3727,7 @@ func (x *ListRolloutsResponse) String() string {
 func (*ListRolloutsResponse) ProtoMessage() {}
 
 func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[53]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3740,7 @@ func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{53}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListRolloutsResponse) GetRollouts() []*Rollout {
@@ -3508,7 +3759,7 @@ type GetRolloutRequest struct {
 
 func (x *GetRolloutRequest) Reset() {
 	*x = GetRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3520,7 +3771,7 @@ func (x *GetRolloutRequest) String() string {
 func (*GetRolloutRequest) ProtoMessage() {}
 
 func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[54]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3533,7 +3784,7 @@ func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolloutRequest.ProtoReflect.Descriptor instead.
 func (*GetRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{54}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetRolloutRequest) GetId() string {
@@ -3552,7 +3803,7 @@ type ListRolloutBoardsRequest struct {
 
 func (x *ListRolloutBoardsRequest) Reset() {
 	*x = ListRolloutBoardsRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3815,7 @@ func (x *ListRolloutBoardsRequest) String() string {
 func (*ListRolloutBoardsRequest) ProtoMessage() {}
 
 func (x *ListRolloutBoardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[55]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3828,7 @@ func (x *ListRolloutBoardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutBoardsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutBoardsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{55}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListRolloutBoardsRequest) GetId() string {
@@ -3599,7 +3850,7 @@ type RolloutStep struct {
 
 func (x *RolloutStep) Reset() {
 	*x = RolloutStep{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3862,7 @@ func (x *RolloutStep) String() string {
 func (*RolloutStep) ProtoMessage() {}
 
 func (x *RolloutStep) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[56]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3624,7 +3875,7 @@ func (x *RolloutStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStep.ProtoReflect.Descriptor instead.
 func (*RolloutStep) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{56}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RolloutStep) GetTime() *timestamppb.Timestamp {
@@ -3658,19 +3909,26 @@ type RolloutBoard struct {
 	Attempts int32                  `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	NextTry  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=next_try,json=nextTry,proto3" json:"next_try,omitempty"`
 	// What the board ran before, and the slot the image went to.
-	FromSlot      string                 `protobuf:"bytes,6,opt,name=from_slot,json=fromSlot,proto3" json:"from_slot,omitempty"`
-	FromVersion   string                 `protobuf:"bytes,7,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
-	ToSlot        string                 `protobuf:"bytes,8,opt,name=to_slot,json=toSlot,proto3" json:"to_slot,omitempty"`
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	Error         string                 `protobuf:"bytes,10,opt,name=error,proto3" json:"error,omitempty"`
-	Timeline      []*RolloutStep         `protobuf:"bytes,11,rep,name=timeline,proto3" json:"timeline,omitempty"`
+	FromSlot    string                 `protobuf:"bytes,6,opt,name=from_slot,json=fromSlot,proto3" json:"from_slot,omitempty"`
+	FromVersion string                 `protobuf:"bytes,7,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	ToSlot      string                 `protobuf:"bytes,8,opt,name=to_slot,json=toSlot,proto3" json:"to_slot,omitempty"`
+	Deadline    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Error       string                 `protobuf:"bytes,10,opt,name=error,proto3" json:"error,omitempty"`
+	Timeline    []*RolloutStep         `protobuf:"bytes,11,rep,name=timeline,proto3" json:"timeline,omitempty"`
+	// How the image last went: "delta" or "full"; and how many bytes.
+	Transfer string `protobuf:"bytes,12,opt,name=transfer,proto3" json:"transfer,omitempty"`
+	Sent     int64  `protobuf:"varint,13,opt,name=sent,proto3" json:"sent,omitempty"`
+	// Why a delta failed for this board (it gets the whole image since).
+	NoDelta string `protobuf:"bytes,14,opt,name=no_delta,json=noDelta,proto3" json:"no_delta,omitempty"`
+	// What a pending board waits for (a show, a health condition).
+	Waiting       string `protobuf:"bytes,15,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RolloutBoard) Reset() {
 	*x = RolloutBoard{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +3940,7 @@ func (x *RolloutBoard) String() string {
 func (*RolloutBoard) ProtoMessage() {}
 
 func (x *RolloutBoard) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[57]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +3953,7 @@ func (x *RolloutBoard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutBoard.ProtoReflect.Descriptor instead.
 func (*RolloutBoard) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{57}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RolloutBoard) GetBoard() string {
@@ -3775,6 +4033,34 @@ func (x *RolloutBoard) GetTimeline() []*RolloutStep {
 	return nil
 }
 
+func (x *RolloutBoard) GetTransfer() string {
+	if x != nil {
+		return x.Transfer
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetSent() int64 {
+	if x != nil {
+		return x.Sent
+	}
+	return 0
+}
+
+func (x *RolloutBoard) GetNoDelta() string {
+	if x != nil {
+		return x.NoDelta
+	}
+	return ""
+}
+
+func (x *RolloutBoard) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
 type ListRolloutBoardsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Boards        []*RolloutBoard        `protobuf:"bytes,1,rep,name=boards,proto3" json:"boards,omitempty"`
@@ -3784,7 +4070,7 @@ type ListRolloutBoardsResponse struct {
 
 func (x *ListRolloutBoardsResponse) Reset() {
 	*x = ListRolloutBoardsResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3796,7 +4082,7 @@ func (x *ListRolloutBoardsResponse) String() string {
 func (*ListRolloutBoardsResponse) ProtoMessage() {}
 
 func (x *ListRolloutBoardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[58]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3809,7 +4095,7 @@ func (x *ListRolloutBoardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutBoardsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutBoardsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{58}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListRolloutBoardsResponse) GetBoards() []*RolloutBoard {
@@ -3829,7 +4115,7 @@ type PauseRolloutRequest struct {
 
 func (x *PauseRolloutRequest) Reset() {
 	*x = PauseRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3841,7 +4127,7 @@ func (x *PauseRolloutRequest) String() string {
 func (*PauseRolloutRequest) ProtoMessage() {}
 
 func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[59]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3854,7 +4140,7 @@ func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
 func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{59}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PauseRolloutRequest) GetId() string {
@@ -3880,7 +4166,7 @@ type ResumeRolloutRequest struct {
 
 func (x *ResumeRolloutRequest) Reset() {
 	*x = ResumeRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3892,7 +4178,7 @@ func (x *ResumeRolloutRequest) String() string {
 func (*ResumeRolloutRequest) ProtoMessage() {}
 
 func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[60]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3905,7 +4191,7 @@ func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{60}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ResumeRolloutRequest) GetId() string {
@@ -3925,7 +4211,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3937,7 +4223,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[61]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3950,7 +4236,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{61}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AbortRolloutRequest) GetId() string {
@@ -3977,7 +4263,7 @@ type RevertRolloutRequest struct {
 
 func (x *RevertRolloutRequest) Reset() {
 	*x = RevertRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3989,7 +4275,7 @@ func (x *RevertRolloutRequest) String() string {
 func (*RevertRolloutRequest) ProtoMessage() {}
 
 func (x *RevertRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[62]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4002,7 +4288,7 @@ func (x *RevertRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevertRolloutRequest.ProtoReflect.Descriptor instead.
 func (*RevertRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{62}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RevertRolloutRequest) GetId() string {
@@ -4032,7 +4318,7 @@ type WatchRolloutRequest struct {
 
 func (x *WatchRolloutRequest) Reset() {
 	*x = WatchRolloutRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4044,7 +4330,7 @@ func (x *WatchRolloutRequest) String() string {
 func (*WatchRolloutRequest) ProtoMessage() {}
 
 func (x *WatchRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[63]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4057,7 +4343,7 @@ func (x *WatchRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRolloutRequest.ProtoReflect.Descriptor instead.
 func (*WatchRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{63}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WatchRolloutRequest) GetId() string {
@@ -4101,7 +4387,7 @@ type RolloutEvent struct {
 
 func (x *RolloutEvent) Reset() {
 	*x = RolloutEvent{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4113,7 +4399,7 @@ func (x *RolloutEvent) String() string {
 func (*RolloutEvent) ProtoMessage() {}
 
 func (x *RolloutEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[64]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4126,7 +4412,7 @@ func (x *RolloutEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutEvent.ProtoReflect.Descriptor instead.
 func (*RolloutEvent) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{64}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RolloutEvent) GetN() uint64 {
@@ -4206,7 +4492,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4218,7 +4504,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[65]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4231,7 +4517,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{65}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -4285,7 +4571,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[66]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4297,7 +4583,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[66]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4310,7 +4596,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{66}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -4364,7 +4650,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[67]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4376,7 +4662,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[67]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4389,7 +4675,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{67}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *AuditEntry) GetTime() *timestamppb.Timestamp {
@@ -4526,7 +4812,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[68]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4538,7 +4824,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[68]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4551,7 +4837,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{68}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{70}
 }
 
 // Cluster is the cluster of gateways as the answering gateway sees it.
@@ -4575,7 +4861,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[69]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4587,7 +4873,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[69]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4600,7 +4886,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{69}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Cluster) GetName() string {
@@ -4673,7 +4959,7 @@ type ClusterGateway struct {
 
 func (x *ClusterGateway) Reset() {
 	*x = ClusterGateway{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[70]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4685,7 +4971,7 @@ func (x *ClusterGateway) String() string {
 func (*ClusterGateway) ProtoMessage() {}
 
 func (x *ClusterGateway) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[70]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4698,7 +4984,7 @@ func (x *ClusterGateway) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterGateway.ProtoReflect.Descriptor instead.
 func (*ClusterGateway) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{70}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ClusterGateway) GetName() string {
@@ -4773,7 +5059,7 @@ type RemoveGatewayRequest struct {
 
 func (x *RemoveGatewayRequest) Reset() {
 	*x = RemoveGatewayRequest{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[71]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4785,7 +5071,7 @@ func (x *RemoveGatewayRequest) String() string {
 func (*RemoveGatewayRequest) ProtoMessage() {}
 
 func (x *RemoveGatewayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[71]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4798,7 +5084,7 @@ func (x *RemoveGatewayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveGatewayRequest.ProtoReflect.Descriptor instead.
 func (*RemoveGatewayRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{71}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RemoveGatewayRequest) GetName() string {
@@ -4819,7 +5105,7 @@ type RemoveGatewayResponse struct {
 
 func (x *RemoveGatewayResponse) Reset() {
 	*x = RemoveGatewayResponse{}
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[72]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4831,7 +5117,7 @@ func (x *RemoveGatewayResponse) String() string {
 func (*RemoveGatewayResponse) ProtoMessage() {}
 
 func (x *RemoveGatewayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[72]
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4844,7 +5130,7 @@ func (x *RemoveGatewayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveGatewayResponse.ProtoReflect.Descriptor instead.
 func (*RemoveGatewayResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{72}
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RemoveGatewayResponse) GetName() string {
@@ -4938,15 +5224,16 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x12\n" +
 	"\x04fire\x18\a \x01(\tR\x04fire\x125\n" +
-	"\bfired_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\afiredAt\"\xb2\x01\n" +
+	"\bfired_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\afiredAt\"\xc1\x01\n" +
 	"\x12WatchEventsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\x05R\x05group\x12\x1a\n" +
 	"\bselector\x18\x02 \x01(\tR\bselector\x12\x1a\n" +
 	"\bfirmware\x18\x03 \x01(\tR\bfirmware\x12\x1b\n" +
 	"\x06online\x18\x04 \x01(\bH\x00R\x06online\x88\x01\x01\x12\x10\n" +
-	"\x03ids\x18\x05 \x03(\tR\x03ids\x12\x14\n" +
-	"\x05after\x18\x06 \x01(\x04R\x05afterB\t\n" +
-	"\a_online\"\xc1\x01\n" +
+	"\x03ids\x18\x05 \x03(\tR\x03ids\x12\x19\n" +
+	"\x05after\x18\x06 \x01(\x04H\x01R\x05after\x88\x01\x01B\t\n" +
+	"\a_onlineB\b\n" +
+	"\x06_after\"\xc1\x01\n" +
 	"\x05Event\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x04R\x01n\x12\x14\n" +
 	"\x05board\x18\x02 \x01(\tR\x05board\x12\x12\n" +
@@ -5031,7 +5318,7 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\bchannels\x18\x01 \x03(\v2\x16.holo.fleet.v1.ChannelR\bchannels\"*\n" +
 	"\x14DeleteChannelRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x17\n" +
-	"\x15DeleteChannelResponse\"\xd6\x04\n" +
+	"\x15DeleteChannelResponse\"\xce\x05\n" +
 	"\vRolloutPlan\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x124\n" +
@@ -5051,7 +5338,19 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\tbandwidth\x18\r \x01(\x03R\tbandwidth\x124\n" +
 	"\x06window\x18\x0e \x01(\v2\x1c.holo.fleet.v1.RolloutWindowR\x06window\x12\x16\n" +
 	"\x06method\x18\x0f \x01(\tR\x06method\x12%\n" +
-	"\x0emax_restarting\x18\x10 \x01(\x05R\rmaxRestarting\"\x8b\x02\n" +
+	"\x0emax_restarting\x18\x10 \x01(\x05R\rmaxRestarting\x124\n" +
+	"\x06health\x18\x11 \x01(\v2\x1c.holo.fleet.v1.RolloutHealthR\x06health\x12\x1f\n" +
+	"\vignore_show\x18\x12 \x01(\bR\n" +
+	"ignoreShow\x12\x1f\n" +
+	"\vfull_images\x18\x13 \x01(\bR\n" +
+	"fullImages\"\xb1\x01\n" +
+	"\rRolloutHealth\x12\x1d\n" +
+	"\n" +
+	"min_uptime\x18\x01 \x01(\tR\tminUptime\x12&\n" +
+	"\x0fmax_link_errors\x18\x02 \x01(\x01R\rmaxLinkErrors\x12\"\n" +
+	"\rmin_heap_free\x18\x03 \x01(\x03R\vminHeapFree\x12!\n" +
+	"\fclock_synced\x18\x04 \x01(\bR\vclockSynced\x12\x12\n" +
+	"\x04skip\x18\x05 \x01(\bR\x04skip\"\x8b\x02\n" +
 	"\rRolloutTarget\x12\x16\n" +
 	"\x06boards\x18\x01 \x03(\tR\x06boards\x12\x16\n" +
 	"\x06groups\x18\x02 \x03(\x05R\x06groups\x12@\n" +
@@ -5076,20 +5375,29 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\rtotal_failure\x18\x03 \x01(\x01R\ftotalFailure\x12\x1d\n" +
 	"\n" +
 	"min_sample\x18\x04 \x01(\x05R\tminSample\x12\x16\n" +
-	"\x06action\x18\x05 \x01(\tR\x06action\"7\n" +
+	"\x06action\x18\x05 \x01(\tR\x06action\"\xbe\x01\n" +
 	"\rRolloutWindow\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\tR\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\tR\x03end\"$\n" +
+	"\x03end\x18\x02 \x01(\tR\x03end\x12\x12\n" +
+	"\x04days\x18\x03 \x03(\tR\x04days\x12\x1b\n" +
+	"\ttime_zone\x18\x04 \x01(\tR\btimeZone\x12<\n" +
+	"\tintervals\x18\x05 \x03(\v2\x1e.holo.fleet.v1.RolloutIntervalR\tintervals\x12\x16\n" +
+	"\x06strict\x18\x06 \x01(\bR\x06strict\"m\n" +
+	"\x0fRolloutInterval\x12.\n" +
+	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"$\n" +
 	"\n" +
 	"WaveBoards\x12\x16\n" +
 	"\x06boards\x18\x01 \x03(\tR\x06boards\"7\n" +
 	"\aRefusal\x12\x14\n" +
 	"\x05board\x18\x01 \x01(\tR\x05board\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8d\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf1\x01\n" +
 	"\x10RolloutSelection\x12/\n" +
 	"\x05waves\x18\x01 \x03(\v2\x19.holo.fleet.v1.WaveBoardsR\x05waves\x120\n" +
 	"\arefused\x18\x02 \x03(\v2\x16.holo.fleet.v1.RefusalR\arefused\x12\x16\n" +
-	"\x06boards\x18\x03 \x01(\x05R\x06boards\"F\n" +
+	"\x06boards\x18\x03 \x01(\x05R\x06boards\x120\n" +
+	"\awaiting\x18\x04 \x03(\v2\x16.holo.fleet.v1.RefusalR\awaiting\x120\n" +
+	"\askipped\x18\x05 \x03(\v2\x16.holo.fleet.v1.RefusalR\askipped\"F\n" +
 	"\x14DryRunRolloutRequest\x12.\n" +
 	"\x04plan\x18\x01 \x01(\v2\x1a.holo.fleet.v1.RolloutPlanR\x04plan\"F\n" +
 	"\x14CreateRolloutRequest\x12.\n" +
@@ -5097,16 +5405,17 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\fRolloutImage\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12$\n" +
-	"\x03app\x18\x03 \x01(\v2\x12.holo.fleet.v1.AppR\x03app\"\xee\x01\n" +
+	"\x03app\x18\x03 \x01(\v2\x12.holo.fleet.v1.AppR\x03app\"\x88\x02\n" +
 	"\x0fRolloutProgress\x12\x16\n" +
 	"\x06boards\x18\x01 \x01(\x05R\x06boards\x12B\n" +
 	"\x06phases\x18\x02 \x03(\v2*.holo.fleet.v1.RolloutProgress.PhasesEntryR\x06phases\x12\x12\n" +
 	"\x04done\x18\x03 \x01(\x05R\x04done\x12\x16\n" +
 	"\x06failed\x18\x04 \x01(\x05R\x06failed\x12\x18\n" +
-	"\apercent\x18\x05 \x01(\x01R\apercent\x1a9\n" +
+	"\apercent\x18\x05 \x01(\x01R\apercent\x12\x18\n" +
+	"\awaiting\x18\x06 \x01(\x05R\awaiting\x1a9\n" +
 	"\vPhasesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xa0\x04\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xfe\x04\n" +
 	"\aRollout\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x04plan\x18\x02 \x01(\v2\x1a.holo.fleet.v1.RolloutPlanR\x04plan\x121\n" +
@@ -5122,7 +5431,11 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	" \x01(\bR\bfinished\x124\n" +
 	"\acreated\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x124\n" +
 	"\aupdated\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\x12:\n" +
-	"\bprogress\x18\r \x01(\v2\x1e.holo.fleet.v1.RolloutProgressR\bprogress\"\x15\n" +
+	"\bprogress\x18\r \x01(\v2\x1e.holo.fleet.v1.RolloutProgressR\bprogress\x12\x1f\n" +
+	"\vwindow_open\x18\x0e \x01(\bR\n" +
+	"windowOpen\x12;\n" +
+	"\vnext_window\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"nextWindow\"\x15\n" +
 	"\x13ListRolloutsRequest\"J\n" +
 	"\x14ListRolloutsResponse\x122\n" +
 	"\brollouts\x18\x01 \x03(\v2\x16.holo.fleet.v1.RolloutR\brollouts\"#\n" +
@@ -5133,7 +5446,7 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\vRolloutStep\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
 	"\x05phase\x18\x02 \x01(\tR\x05phase\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\x80\x03\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\xe5\x03\n" +
 	"\fRolloutBoard\x12\x14\n" +
 	"\x05board\x18\x01 \x01(\tR\x05board\x12\x12\n" +
 	"\x04wave\x18\x02 \x01(\x05R\x04wave\x12\x14\n" +
@@ -5146,7 +5459,11 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\bdeadline\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x14\n" +
 	"\x05error\x18\n" +
 	" \x01(\tR\x05error\x126\n" +
-	"\btimeline\x18\v \x03(\v2\x1a.holo.fleet.v1.RolloutStepR\btimeline\"P\n" +
+	"\btimeline\x18\v \x03(\v2\x1a.holo.fleet.v1.RolloutStepR\btimeline\x12\x1a\n" +
+	"\btransfer\x18\f \x01(\tR\btransfer\x12\x12\n" +
+	"\x04sent\x18\r \x01(\x03R\x04sent\x12\x19\n" +
+	"\bno_delta\x18\x0e \x01(\tR\anoDelta\x12\x18\n" +
+	"\awaiting\x18\x0f \x01(\tR\awaiting\"P\n" +
 	"\x19ListRolloutBoardsResponse\x123\n" +
 	"\x06boards\x18\x01 \x03(\v2\x1b.holo.fleet.v1.RolloutBoardR\x06boards\"=\n" +
 	"\x13PauseRolloutRequest\x12\x0e\n" +
@@ -5276,7 +5593,7 @@ func file_holo_fleet_v1_fleet_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_fleet_proto_rawDescData
 }
 
-var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*Board)(nil),                     // 0: holo.fleet.v1.Board
 	(*ListBoardsRequest)(nil),         // 1: holo.fleet.v1.ListBoardsRequest
@@ -5317,171 +5634,180 @@ var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*DeleteChannelRequest)(nil),      // 36: holo.fleet.v1.DeleteChannelRequest
 	(*DeleteChannelResponse)(nil),     // 37: holo.fleet.v1.DeleteChannelResponse
 	(*RolloutPlan)(nil),               // 38: holo.fleet.v1.RolloutPlan
-	(*RolloutTarget)(nil),             // 39: holo.fleet.v1.RolloutTarget
-	(*RolloutWave)(nil),               // 40: holo.fleet.v1.RolloutWave
-	(*RolloutTimeouts)(nil),           // 41: holo.fleet.v1.RolloutTimeouts
-	(*RolloutThresholds)(nil),         // 42: holo.fleet.v1.RolloutThresholds
-	(*RolloutWindow)(nil),             // 43: holo.fleet.v1.RolloutWindow
-	(*WaveBoards)(nil),                // 44: holo.fleet.v1.WaveBoards
-	(*Refusal)(nil),                   // 45: holo.fleet.v1.Refusal
-	(*RolloutSelection)(nil),          // 46: holo.fleet.v1.RolloutSelection
-	(*DryRunRolloutRequest)(nil),      // 47: holo.fleet.v1.DryRunRolloutRequest
-	(*CreateRolloutRequest)(nil),      // 48: holo.fleet.v1.CreateRolloutRequest
-	(*RolloutImage)(nil),              // 49: holo.fleet.v1.RolloutImage
-	(*RolloutProgress)(nil),           // 50: holo.fleet.v1.RolloutProgress
-	(*Rollout)(nil),                   // 51: holo.fleet.v1.Rollout
-	(*ListRolloutsRequest)(nil),       // 52: holo.fleet.v1.ListRolloutsRequest
-	(*ListRolloutsResponse)(nil),      // 53: holo.fleet.v1.ListRolloutsResponse
-	(*GetRolloutRequest)(nil),         // 54: holo.fleet.v1.GetRolloutRequest
-	(*ListRolloutBoardsRequest)(nil),  // 55: holo.fleet.v1.ListRolloutBoardsRequest
-	(*RolloutStep)(nil),               // 56: holo.fleet.v1.RolloutStep
-	(*RolloutBoard)(nil),              // 57: holo.fleet.v1.RolloutBoard
-	(*ListRolloutBoardsResponse)(nil), // 58: holo.fleet.v1.ListRolloutBoardsResponse
-	(*PauseRolloutRequest)(nil),       // 59: holo.fleet.v1.PauseRolloutRequest
-	(*ResumeRolloutRequest)(nil),      // 60: holo.fleet.v1.ResumeRolloutRequest
-	(*AbortRolloutRequest)(nil),       // 61: holo.fleet.v1.AbortRolloutRequest
-	(*RevertRolloutRequest)(nil),      // 62: holo.fleet.v1.RevertRolloutRequest
-	(*WatchRolloutRequest)(nil),       // 63: holo.fleet.v1.WatchRolloutRequest
-	(*RolloutEvent)(nil),              // 64: holo.fleet.v1.RolloutEvent
-	(*ListAuditRequest)(nil),          // 65: holo.fleet.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),         // 66: holo.fleet.v1.ListAuditResponse
-	(*AuditEntry)(nil),                // 67: holo.fleet.v1.AuditEntry
-	(*GetClusterRequest)(nil),         // 68: holo.fleet.v1.GetClusterRequest
-	(*Cluster)(nil),                   // 69: holo.fleet.v1.Cluster
-	(*ClusterGateway)(nil),            // 70: holo.fleet.v1.ClusterGateway
-	(*RemoveGatewayRequest)(nil),      // 71: holo.fleet.v1.RemoveGatewayRequest
-	(*RemoveGatewayResponse)(nil),     // 72: holo.fleet.v1.RemoveGatewayResponse
-	nil,                               // 73: holo.fleet.v1.Board.LabelsEntry
-	nil,                               // 74: holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	nil,                               // 75: holo.fleet.v1.Selector.LabelsEntry
-	nil,                               // 76: holo.fleet.v1.RolloutTarget.LabelsEntry
-	nil,                               // 77: holo.fleet.v1.RolloutProgress.PhasesEntry
-	(*timestamppb.Timestamp)(nil),     // 78: google.protobuf.Timestamp
-	(*structpb.Value)(nil),            // 79: google.protobuf.Value
+	(*RolloutHealth)(nil),             // 39: holo.fleet.v1.RolloutHealth
+	(*RolloutTarget)(nil),             // 40: holo.fleet.v1.RolloutTarget
+	(*RolloutWave)(nil),               // 41: holo.fleet.v1.RolloutWave
+	(*RolloutTimeouts)(nil),           // 42: holo.fleet.v1.RolloutTimeouts
+	(*RolloutThresholds)(nil),         // 43: holo.fleet.v1.RolloutThresholds
+	(*RolloutWindow)(nil),             // 44: holo.fleet.v1.RolloutWindow
+	(*RolloutInterval)(nil),           // 45: holo.fleet.v1.RolloutInterval
+	(*WaveBoards)(nil),                // 46: holo.fleet.v1.WaveBoards
+	(*Refusal)(nil),                   // 47: holo.fleet.v1.Refusal
+	(*RolloutSelection)(nil),          // 48: holo.fleet.v1.RolloutSelection
+	(*DryRunRolloutRequest)(nil),      // 49: holo.fleet.v1.DryRunRolloutRequest
+	(*CreateRolloutRequest)(nil),      // 50: holo.fleet.v1.CreateRolloutRequest
+	(*RolloutImage)(nil),              // 51: holo.fleet.v1.RolloutImage
+	(*RolloutProgress)(nil),           // 52: holo.fleet.v1.RolloutProgress
+	(*Rollout)(nil),                   // 53: holo.fleet.v1.Rollout
+	(*ListRolloutsRequest)(nil),       // 54: holo.fleet.v1.ListRolloutsRequest
+	(*ListRolloutsResponse)(nil),      // 55: holo.fleet.v1.ListRolloutsResponse
+	(*GetRolloutRequest)(nil),         // 56: holo.fleet.v1.GetRolloutRequest
+	(*ListRolloutBoardsRequest)(nil),  // 57: holo.fleet.v1.ListRolloutBoardsRequest
+	(*RolloutStep)(nil),               // 58: holo.fleet.v1.RolloutStep
+	(*RolloutBoard)(nil),              // 59: holo.fleet.v1.RolloutBoard
+	(*ListRolloutBoardsResponse)(nil), // 60: holo.fleet.v1.ListRolloutBoardsResponse
+	(*PauseRolloutRequest)(nil),       // 61: holo.fleet.v1.PauseRolloutRequest
+	(*ResumeRolloutRequest)(nil),      // 62: holo.fleet.v1.ResumeRolloutRequest
+	(*AbortRolloutRequest)(nil),       // 63: holo.fleet.v1.AbortRolloutRequest
+	(*RevertRolloutRequest)(nil),      // 64: holo.fleet.v1.RevertRolloutRequest
+	(*WatchRolloutRequest)(nil),       // 65: holo.fleet.v1.WatchRolloutRequest
+	(*RolloutEvent)(nil),              // 66: holo.fleet.v1.RolloutEvent
+	(*ListAuditRequest)(nil),          // 67: holo.fleet.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),         // 68: holo.fleet.v1.ListAuditResponse
+	(*AuditEntry)(nil),                // 69: holo.fleet.v1.AuditEntry
+	(*GetClusterRequest)(nil),         // 70: holo.fleet.v1.GetClusterRequest
+	(*Cluster)(nil),                   // 71: holo.fleet.v1.Cluster
+	(*ClusterGateway)(nil),            // 72: holo.fleet.v1.ClusterGateway
+	(*RemoveGatewayRequest)(nil),      // 73: holo.fleet.v1.RemoveGatewayRequest
+	(*RemoveGatewayResponse)(nil),     // 74: holo.fleet.v1.RemoveGatewayResponse
+	nil,                               // 75: holo.fleet.v1.Board.LabelsEntry
+	nil,                               // 76: holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	nil,                               // 77: holo.fleet.v1.Selector.LabelsEntry
+	nil,                               // 78: holo.fleet.v1.RolloutTarget.LabelsEntry
+	nil,                               // 79: holo.fleet.v1.RolloutProgress.PhasesEntry
+	(*timestamppb.Timestamp)(nil),     // 80: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 81: google.protobuf.Value
 }
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
-	73, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
-	78, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
-	78, // 2: holo.fleet.v1.Board.clock_synced_at:type_name -> google.protobuf.Timestamp
+	75, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
+	80, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
+	80, // 2: holo.fleet.v1.Board.clock_synced_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	74, // 4: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	79, // 5: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	75, // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	76, // 4: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	81, // 5: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	77, // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
 	7,  // 7: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	79, // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
-	78, // 9: holo.fleet.v1.DoActionRequest.fire_at:type_name -> google.protobuf.Timestamp
+	81, // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	80, // 9: holo.fleet.v1.DoActionRequest.fire_at:type_name -> google.protobuf.Timestamp
 	10, // 10: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	78, // 11: holo.fleet.v1.Result.fired_at:type_name -> google.protobuf.Timestamp
-	78, // 12: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	78, // 13: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	80, // 11: holo.fleet.v1.Result.fired_at:type_name -> google.protobuf.Timestamp
+	80, // 12: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	80, // 13: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
 	13, // 14: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
 	13, // 15: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
 	22, // 16: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	78, // 17: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	80, // 17: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
 	24, // 18: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
 	23, // 19: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
 	23, // 20: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	78, // 21: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	80, // 21: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
 	32, // 22: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
-	39, // 23: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
-	40, // 24: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
-	41, // 25: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
-	42, // 26: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
-	43, // 27: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	76, // 28: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
-	44, // 29: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
-	45, // 30: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
-	38, // 31: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	38, // 32: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	22, // 33: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	77, // 34: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
-	38, // 35: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
-	49, // 36: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
-	44, // 37: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
-	45, // 38: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	78, // 39: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	78, // 40: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	78, // 41: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
-	50, // 42: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
-	51, // 43: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	78, // 44: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	78, // 45: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	78, // 46: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
-	56, // 47: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
-	57, // 48: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	78, // 49: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	78, // 50: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	78, // 51: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
-	67, // 52: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
-	78, // 53: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	70, // 54: holo.fleet.v1.Cluster.gateways:type_name -> holo.fleet.v1.ClusterGateway
-	78, // 55: holo.fleet.v1.ClusterGateway.last_heartbeat:type_name -> google.protobuf.Timestamp
-	78, // 56: holo.fleet.v1.ClusterGateway.started:type_name -> google.protobuf.Timestamp
-	1,  // 57: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 58: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 59: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 60: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 61: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 62: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 63: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 64: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	17, // 65: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
-	20, // 66: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	25, // 67: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	27, // 68: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	29, // 69: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	30, // 70: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	33, // 71: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	34, // 72: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	36, // 73: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	47, // 74: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	48, // 75: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	52, // 76: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	54, // 77: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	55, // 78: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	59, // 79: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	60, // 80: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	61, // 81: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	62, // 82: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	63, // 83: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	65, // 84: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
-	68, // 85: holo.fleet.v1.FleetService.GetCluster:input_type -> holo.fleet.v1.GetClusterRequest
-	71, // 86: holo.fleet.v1.FleetService.RemoveGateway:input_type -> holo.fleet.v1.RemoveGatewayRequest
-	2,  // 87: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 88: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 89: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 90: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 91: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 92: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 93: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	19, // 94: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	18, // 95: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
-	21, // 96: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	26, // 97: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	28, // 98: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	23, // 99: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	31, // 100: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	32, // 101: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	35, // 102: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	37, // 103: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	46, // 104: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	51, // 105: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	53, // 106: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	51, // 107: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	58, // 108: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	51, // 109: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 110: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 111: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	51, // 112: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	64, // 113: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	66, // 114: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
-	69, // 115: holo.fleet.v1.FleetService.GetCluster:output_type -> holo.fleet.v1.Cluster
-	72, // 116: holo.fleet.v1.FleetService.RemoveGateway:output_type -> holo.fleet.v1.RemoveGatewayResponse
-	87, // [87:117] is the sub-list for method output_type
-	57, // [57:87] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	40, // 23: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
+	41, // 24: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
+	42, // 25: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
+	43, // 26: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
+	44, // 27: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
+	39, // 28: holo.fleet.v1.RolloutPlan.health:type_name -> holo.fleet.v1.RolloutHealth
+	78, // 29: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	45, // 30: holo.fleet.v1.RolloutWindow.intervals:type_name -> holo.fleet.v1.RolloutInterval
+	80, // 31: holo.fleet.v1.RolloutInterval.from:type_name -> google.protobuf.Timestamp
+	80, // 32: holo.fleet.v1.RolloutInterval.to:type_name -> google.protobuf.Timestamp
+	46, // 33: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
+	47, // 34: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
+	47, // 35: holo.fleet.v1.RolloutSelection.waiting:type_name -> holo.fleet.v1.Refusal
+	47, // 36: holo.fleet.v1.RolloutSelection.skipped:type_name -> holo.fleet.v1.Refusal
+	38, // 37: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	38, // 38: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	22, // 39: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
+	79, // 40: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	38, // 41: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
+	51, // 42: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
+	46, // 43: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
+	47, // 44: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
+	80, // 45: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	80, // 46: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	80, // 47: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	52, // 48: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
+	80, // 49: holo.fleet.v1.Rollout.next_window:type_name -> google.protobuf.Timestamp
+	53, // 50: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
+	80, // 51: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	80, // 52: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	80, // 53: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	58, // 54: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
+	59, // 55: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
+	80, // 56: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	80, // 57: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	80, // 58: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
+	69, // 59: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
+	80, // 60: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	72, // 61: holo.fleet.v1.Cluster.gateways:type_name -> holo.fleet.v1.ClusterGateway
+	80, // 62: holo.fleet.v1.ClusterGateway.last_heartbeat:type_name -> google.protobuf.Timestamp
+	80, // 63: holo.fleet.v1.ClusterGateway.started:type_name -> google.protobuf.Timestamp
+	1,  // 64: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,  // 65: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,  // 66: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,  // 67: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,  // 68: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11, // 69: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14, // 70: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16, // 71: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	17, // 72: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
+	20, // 73: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	25, // 74: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	27, // 75: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	29, // 76: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	30, // 77: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	33, // 78: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	34, // 79: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	36, // 80: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	49, // 81: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	50, // 82: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	54, // 83: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	56, // 84: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	57, // 85: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	61, // 86: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	62, // 87: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	63, // 88: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	64, // 89: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	65, // 90: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	67, // 91: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
+	70, // 92: holo.fleet.v1.FleetService.GetCluster:input_type -> holo.fleet.v1.GetClusterRequest
+	73, // 93: holo.fleet.v1.FleetService.RemoveGateway:input_type -> holo.fleet.v1.RemoveGatewayRequest
+	2,  // 94: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,  // 95: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,  // 96: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,  // 97: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,  // 98: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12, // 99: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15, // 100: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	19, // 101: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	18, // 102: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
+	21, // 103: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	26, // 104: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	28, // 105: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	23, // 106: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	31, // 107: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	32, // 108: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	35, // 109: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	37, // 110: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	48, // 111: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	53, // 112: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	55, // 113: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	53, // 114: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	60, // 115: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	53, // 116: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	53, // 117: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	53, // 118: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	53, // 119: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	66, // 120: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	68, // 121: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
+	71, // 122: holo.fleet.v1.FleetService.GetCluster:output_type -> holo.fleet.v1.Cluster
+	74, // 123: holo.fleet.v1.FleetService.RemoveGateway:output_type -> holo.fleet.v1.RemoveGatewayResponse
+	94, // [94:124] is the sub-list for method output_type
+	64, // [64:94] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }
@@ -5497,7 +5823,7 @@ func file_holo_fleet_v1_fleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_fleet_proto_rawDesc), len(file_holo_fleet_v1_fleet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   78,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,7 +28,7 @@ func TestGenerateReproducible(t *testing.T) {
 	}
 	src := filepath.Join("..", "..", "..") // proto/
 	dst := t.TempDir()
-	inputs := []string{"buf.yaml", "buf.gen.yaml", "holo/fleet/v1/fleet.proto",
+	inputs := []string{"buf.yaml", "buf.gen.yaml", "holo/fleet/v1/fleet.proto", "holo/fleet/v1/installation.proto",
 		"holo/fleet/v1/fleet_gateway.yaml", "holo/fleet/v1/fleet_openapi.yaml"}
 	for _, f := range inputs {
 		b, err := os.ReadFile(filepath.Join(src, f))
@@ -48,7 +48,8 @@ func TestGenerateReproducible(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("buf generate: %v\n%s", err, out)
 	}
-	for _, f := range []string{"fleet.pb.go", "fleet_grpc.pb.go", "fleet.pb.gw.go", "fleet.swagger.json"} {
+	for _, f := range []string{"fleet.pb.go", "fleet_grpc.pb.go", "fleet.pb.gw.go", "fleet.swagger.json",
+		"installation.pb.go", "installation_grpc.pb.go", "installation.swagger.json"} {
 		got, err := os.ReadFile(filepath.Join(dst, "holo/fleet/v1", f))
 		if err != nil {
 			t.Fatal(err)

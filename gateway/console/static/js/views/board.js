@@ -220,15 +220,19 @@ export function mount(main, ctx, [id]) {
   }
 
   // --- reads (operators) and the board's replayed recent events ---
+  // A read is numbered by the events that had arrived when it was sent
+  // (store.setLive): an event that comes while it is on its way wins.
   async function read(path, kind) {
-    try { store.setLive(id, kind, await api.call(id, 'GET', path)); } catch (e) { /* shown as no report */ }
+    const asOf = store.lastN;
+    try { store.setLive(id, kind, await api.call(id, 'GET', path), asOf); } catch (e) { /* shown as no report */ }
   }
   function readLink() { return read('/link', 'link'); }
   async function readOta() {
+    const asOf = store.lastN;
     try {
       const o = await api.call(id, 'GET', '/ota');
-      store.setLive(id, 'ota-full', o);
-      if (o && o.session) store.setLive(id, 'ota', o.session);
+      store.setLive(id, 'ota-full', o, asOf);
+      if (o && o.session) store.setLive(id, 'ota', o.session, asOf);
     } catch (e) {
       clear(slotsBox);
       slotsBox.appendChild(h('p', { class: 'bad', text: 'Refused: ' + (e.text || e.message) }));

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/installation"
+)
+
+// newInstallation builds the installation as code: its content store
+// (<data>/content) and installer over the gateway's store and fleet,
+// served under /v1/installation through the gateway's guard. Its
+// goroutine is the engine, which resumes an interrupted apply at start.
+func newInstallation(_ context.Context, e *env) (component, error) {
+	contents, err := installation.OpenContents(filepath.Join(e.opts.data, "content"))
+	if err != nil {
+		return component{}, err
+	}
+	// Without the gateway's door (a component built alone) a door with
+	// no tokens refuses every request.
+	guard := e.guard
+	if guard == nil {
+		guard = &auth.Guard{}
+	}
+	in, err := installation.New(installation.Options{DB: e.db, Fleet: e.fleet, Contents: contents, Audit: guard.Audit,
+		Log: e.log.With("component", "installation")})
+	if err != nil {
+		return component{}, err
+	}
+	if err := e.registerer.Register(in.Collector()); err != nil {
+		return component{}, err
+	}
+	e.installation = in.GRPC()
+	e.installStates = installStates(in)
+	h := in.Handler(guard)
+	e.handle("/v1/installation", h)
+	e.handle("/v1/installation/", h)
+	e.apiDocs = append(e.apiDocs, installation.OpenAPI)
+	return component{name: "installation", run: in.Run,
+		banner: []string{"installation: as code under /v1/installation (holoctl install)"}}, nil
+}

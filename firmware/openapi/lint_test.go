@@ -1,0 +1,73 @@
+package openapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/holofleet/holofleet/firmware/boardtest"
+)
+
+// TestRedoclyLint runs redocly lint (the npm package @redocly/cli, with the
+// repository's redocly.yaml: the recommended rules) on the description a
+// real holo-board process serves and wants no error and no warning. Skipped where the
+// CLI is not installed, except in CI, which installs it.
+func TestRedoclyLint(t *testing.T) {
+	redocly, err := exec.LookPath("redocly")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redocly is not installed (CI installs @redocly/cli from npm)")
+		}
+		t.Skip("redocly is not installed (npm install -g @redocly/cli@2.77.0)")
+	}
+	if testing.Short() {
+		t.Skip("builds and runs holo-board")
+	}
+	// The holo-board binary: every feature a user's board has (OTA,
+	// files, network, ...), so every operation it serves is linted.
+	b := boardtest.Start(t, "")
+	resp, err := http.Get(b.URL + "/api/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /openapi.json: %d %v", resp.StatusCode, err)
+	}
+	doc := filepath.Join(t.TempDir(), "board-openapi.json")
+	if err := os.WriteFile(doc, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(redocly, "lint", "--config", "../../redocly.yaml", "--format", "json", doc)
+	out, err := cmd.Output()
+	var report struct {
+		Totals struct {
+			Errors, Warnings, Ignored int
+		} `json:"totals"`
+		Problems []struct {
+			RuleID   string `json:"ruleId"`
+			Message  string `json:"message"`
+			Location []struct {
+				Pointer string `json:"pointer"`
+			} `json:"location"`
+		} `json:"problems"`
+	}
+	if jerr := json.Unmarshal(out, &report); jerr != nil {
+		t.Fatalf("redocly lint: %v %v\n%s", err, jerr, out)
+	}
+	for _, p := range report.Problems {
+		where := ""
+		if len(p.Location) > 0 {
+			where = p.Location[0].Pointer
+		}
+		t.Errorf("%s %s: %s", p.RuleID, where, p.Message)
+	}
+	if report.Totals.Errors+report.Totals.Warnings+report.Totals.Ignored > 0 || err != nil {
+		t.Errorf("redocly lint: %d errors, %d warnings, %d ignored (%v)", report.Totals.Errors, report.Totals.Warnings, report.Totals.Ignored, err)
+	}
+}

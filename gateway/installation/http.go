@@ -1,0 +1,442 @@
+package installation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/holofleet/holofleet/gateway/auth"
+)
+
+// timeZero: content files carry no modification time worth sending.
+var timeZero time.Time
+
+// Limits of the REST surface.
+const (
+	// MaxContent is the largest content file taken by POST
+	// /v1/installation/content (a board's volume is smaller).
+	MaxContent = 256 << 20
+)
+
+// Handler serves the installation under /v1/installation on the
+// gateway's API listener. Every request is identified, authorised
+// (viewers and operators read plans, status and history; operators pause
+// and abort; admins add content, apply, resume and roll back) and, when
+// it changes something, audited through guard:
+//
+//	GET  /v1/installation                     current revision and unfinished run
+//	GET  /v1/installation/schema              the description's JSON Schema
+//	POST /v1/installation/content[?sha256=]   add a content file (raw body) -> {sha256, size}
+//	GET  /v1/installation/content/{sha}       a content file
+//	POST /v1/installation/plan                a description (YAML or JSON) -> per-board diff
+//	POST /v1/installation/apply[?message=]    a description -> new revision and its run
+//	GET  /v1/installation/status              every assigned board's state
+//	GET  /v1/installation/history             the revisions, newest first
+//	GET  /v1/installation/revisions/{n}       one revision with its description
+//	POST /v1/installation/rollback            {revision, message} -> new revision and its run
+//	POST /v1/installation/export              read the live boards -> {description, warnings}
+//	GET  /v1/installation/runs/{id}           a run and its boards
+//	POST /v1/installation/runs/{id}/pause|resume|abort
+//
+// A description sent for plan or apply names its content by sha256 (and
+// size); the content must have been added first (holoctl does both).
+func (in *Installer) Handler(guard *auth.Guard) http.Handler {
+	h := &handler{in: in, guard: guard}
+	mux := http.NewServeMux()
+	p := "/v1/installation"
+	mux.HandleFunc("GET "+p, h.current)
+	mux.HandleFunc("GET "+p+"/schema", h.schema)
+	mux.HandleFunc("POST "+p+"/content", h.addContent)
+	mux.HandleFunc("GET "+p+"/content/{sha}", h.getContent)
+	mux.HandleFunc("POST "+p+"/plan", h.plan)
+	mux.HandleFunc("POST "+p+"/apply", h.apply)
+	mux.HandleFunc("GET "+p+"/status", h.status)
+	mux.HandleFunc("GET "+p+"/history", h.history)
+	mux.HandleFunc("GET "+p+"/revisions/{n}", h.revision)
+	mux.HandleFunc("POST "+p+"/rollback", h.rollback)
+	mux.HandleFunc("POST "+p+"/export", h.export)
+	mux.HandleFunc("GET "+p+"/runs/{id}", h.run)
+	mux.HandleFunc("POST "+p+"/runs/{id}/{verb}", h.control)
+	return mux
+}
+
+type handler struct {
+	in    *Installer
+	guard *auth.Guard
+}
+
+// errorJSON writes {"error", "message"} with status.
+func errorJSON(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// outcome maps an error to its status, REST code and audit code.
+func outcome(err error) (int, string, string) {
+	var pe *ParseError
+	switch {
+	case err == nil:
+		return http.StatusOK, "", auth.CodeOK
+	case errors.As(err, &pe), errors.Is(err, ErrInvalid), errors.Is(err, ErrContent):
+		return http.StatusBadRequest, "invalid_argument", "InvalidArgument"
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, "not_found", "NotFound"
+	case errors.Is(err, ErrState):
+		return http.StatusConflict, "failed_precondition", "FailedPrecondition"
+	}
+	return http.StatusInternalServerError, "internal", "Internal"
+}
+
+// door identifies and authorises the request; false means it was
+// answered.
+func (h *handler) door(w http.ResponseWriter, r *http.Request, verb auth.Verb, name string) (*auth.Pending, bool) {
+	c := auth.CallerOfHTTP(r)
+	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: verb, Resource: auth.ResInstallation, Name: name,
+		Operation: r.Method + " " + r.URL.Path, Client: r.RemoteAddr, Agent: r.UserAgent()}
+	id, err := h.guard.Identify(c)
+	if err != nil {
+		h.guard.Refuse(a, err)
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		errorJSON(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+		return nil, false
+	}
+	a.Who = id
+	p, err := h.guard.Check(a)
+	if err != nil {
+		errorJSON(w, http.StatusForbidden, "permission_denied", err.Error())
+		return nil, false
+	}
+	return p, true
+}
+
+func (h *handler) fail(w http.ResponseWriter, p *auth.Pending, err error) {
+	status, code, acode := outcome(err)
+	if p != nil {
+		p.Done(acode)
+	}
+	errorJSON(w, status, code, err.Error())
+}
+
+func who(r *http.Request, g *auth.Guard) string {
+	id, err := g.Identify(auth.CallerOfHTTP(r))
+	if err != nil {
+		return ""
+	}
+	return id.Name
+}
+
+func (h *handler) current(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.door(w, r, auth.VerbRead, ""); !ok {
+		return
+	}
+	rev, _, err := h.in.Current()
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	rev.Description = nil // GET /v1/installation/revisions/{n} has it
+	out := map[string]any{"revision": rev}
+	if id := h.in.ActiveRun(); id != 0 {
+		if st, err := h.in.RunStatus(id); err == nil {
+			out["run"] = st
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handler) schema(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.door(w, r, auth.VerbRead, "schema"); !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "application/schema+json")
+	w.Write(Schema)
+}
+
+func (h *handler) addContent(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query().Get("sha256")
+	p, ok := h.door(w, r, auth.VerbCreate, "content "+want)
+	if !ok {
+		return
+	}
+	// A large file may take longer than the server's read timeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	if r.ContentLength > MaxContent {
+		h.fail(w, p, fmt.Errorf("%w: larger than %d bytes", ErrContent, MaxContent))
+		return
+	}
+	sha, n, err := h.in.o.Contents.Add(http.MaxBytesReader(w, r.Body, MaxContent), want)
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	p.Done(auth.CodeOK)
+	writeJSON(w, http.StatusOK, map[string]any{"sha256": sha, "size": n})
+}
+
+func (h *handler) getContent(w http.ResponseWriter, r *http.Request) {
+	sha := r.PathValue("sha")
+	if _, ok := h.door(w, r, auth.VerbRead, "content "+sha); !ok {
+		return
+	}
+	f, _, err := h.in.o.Contents.Open(sha)
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("ETag", `"`+sha+`"`)
+	http.ServeContent(w, r, "", timeZero, f)
+}
+
+// readDescription parses the request's body as a description naming its
+// content by sha256. For an apply (stored true) the content must be in
+// the store; a plan needs only each content's sha256 and size, so a
+// viewer may diff before an admin uploads anything.
+func (h *handler) readDescription(r *http.Request, stored bool) (*Description, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, MaxDescription+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the body: %v", ErrInvalid, err)
+	}
+	return h.in.readDescription(r.URL.Query().Get("file"), data, stored)
+}
+
+// readDescription parses a description sent over the API, naming its
+// content by sha256. For an apply (stored true) the content must be in
+// the store; a plan needs only each content's sha256 and size, so a
+// viewer may diff before an admin uploads anything. A content file of
+// this machine is refused: the gateway would read it into its store.
+func (in *Installer) readDescription(name string, data []byte, stored bool) (*Description, error) {
+	if name == "" {
+		name = "installation"
+	}
+	d, err := Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	for cname, c := range d.Content {
+		if c.File != "" {
+			return nil, fmt.Errorf("%w: content %s: send content by sha256, not a file of this machine (add the file with POST /v1/installation/content)", ErrInvalid, cname)
+		}
+		if stored {
+			continue
+		}
+		if c.Size == 0 {
+			n, ok := in.o.Contents.Has(c.SHA256)
+			if !ok {
+				return nil, fmt.Errorf("%w: content %s: give its size, or add the file first", ErrInvalid, cname)
+			}
+			c.Size = n
+		}
+		d.Content[cname] = c
+	}
+	if stored {
+		if err := in.o.Contents.Load(d, ""); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.door(w, r, auth.VerbRead, "plan"); !ok {
+		return
+	}
+	d, err := h.readDescription(r, false)
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"boards": h.in.Plan(r.Context(), d)})
+}
+
+func (h *handler) apply(w http.ResponseWriter, r *http.Request) {
+	p, ok := h.door(w, r, auth.VerbCreate, "apply")
+	if !ok {
+		return
+	}
+	d, err := h.readDescription(r, true)
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	rev, st, err := h.in.Apply(r.Context(), d, who(r, h.guard), r.URL.Query().Get("message"))
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	p.Done(auth.CodeOK)
+	rev.Description = nil
+	writeJSON(w, http.StatusOK, map[string]any{"revision": rev, "run": st})
+}
+
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.door(w, r, auth.VerbRead, "status"); !ok {
+		return
+	}
+	st, err := h.in.Status(r.Context())
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *handler) history(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.door(w, r, auth.VerbRead, "history"); !ok {
+		return
+	}
+	hs, err := h.in.History()
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	if hs == nil {
+		hs = []Revision{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"revisions": hs})
+}
+
+func pathInt(r *http.Request, name string) (int, error) {
+	n, err := strconv.Atoi(r.PathValue(name))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: %s %q", ErrNotFound, name, r.PathValue(name))
+	}
+	return n, nil
+}
+
+func (h *handler) revision(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.door(w, r, auth.VerbRead, "revision "+r.PathValue("n")); !ok {
+		return
+	}
+	n, err := pathInt(r, "n")
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	rev, err := h.in.Revision(n)
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rev)
+}
+
+func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Revision int    `json:"revision"`
+		Message  string `json:"message"`
+	}
+	p, ok := h.door(w, r, auth.VerbUpdate, "rollback")
+	if !ok {
+		return
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Revision < 1 {
+		h.fail(w, p, fmt.Errorf("%w: want {\"revision\": N, \"message\": \"...\"}", ErrInvalid))
+		return
+	}
+	rev, st, err := h.in.Rollback(r.Context(), req.Revision, who(r, h.guard), req.Message)
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	p.Done(auth.CodeOK)
+	rev.Description = nil
+	writeJSON(w, http.StatusOK, map[string]any{"revision": rev, "run": st})
+}
+
+func (h *handler) run(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.door(w, r, auth.VerbRead, "run "+r.PathValue("id")); !ok {
+		return
+	}
+	id, err := pathInt(r, "id")
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	st, err := h.in.RunStatus(id)
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	bs, err := h.in.RunBoards(id)
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": st, "boards": bs})
+}
+
+func (h *handler) control(w http.ResponseWriter, r *http.Request) {
+	verb := r.PathValue("verb")
+	need := auth.VerbHalt
+	switch verb {
+	case "pause", "abort":
+	case "resume":
+		need = auth.VerbUpdate
+	default:
+		errorJSON(w, http.StatusNotFound, "not_found", "no such action "+strings.TrimSpace(verb))
+		return
+	}
+	p, ok := h.door(w, r, need, verb+" run "+r.PathValue("id"))
+	if !ok {
+		return
+	}
+	id, err := pathInt(r, "id")
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req)
+	var st RunStatus
+	switch verb {
+	case "pause":
+		st, err = h.in.Pause(id, req.Reason)
+	case "abort":
+		st, err = h.in.Abort(id, req.Reason)
+	default:
+		st, err = h.in.Resume(id)
+	}
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	p.Done(auth.CodeOK)
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *handler) export(w http.ResponseWriter, r *http.Request) {
+	// Reading every board's files into the content store is an admin's.
+	p, ok := h.door(w, r, auth.VerbCreate, "export")
+	if !ok {
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	d, warnings, err := h.in.Export(r.Context())
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	p.Done(auth.CodeOK)
+	if warnings == nil {
+		warnings = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"description": json.RawMessage(d.JSON()), "warnings": warnings})
+}

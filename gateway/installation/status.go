@@ -1,0 +1,62 @@
+package installation
+
+import (
+	"context"
+	"errors"
+)
+
+// Status is the installation as it stands: the current revision, the
+// run applying it (if one is unfinished), and every assigned board's
+// state.
+type Status struct {
+	Revision Revision    `json:"revision"`
+	Run      *RunStatus  `json:"run,omitempty"`
+	Boards   []BoardPlan `json:"boards"`
+	// Counts are the boards per state.
+	Counts map[string]int `json:"counts"`
+}
+
+// Status plans the current revision against every assigned board and
+// overlays what the runs know: a board being applied is "applying"; a
+// board whose last apply failed and that is still not in sync is
+// "failed" with the reason. Before any apply it is ErrNotFound.
+func (in *Installer) Status(ctx context.Context) (Status, error) {
+	rev, d, err := in.Current()
+	if err != nil {
+		return Status{}, err
+	}
+	rev.Description = nil
+	st := Status{Revision: rev, Counts: map[string]int{}}
+	plans := in.Plan(ctx, d)
+	last := map[string]RunBoard{}
+	if rev.Run != 0 {
+		if bs, err := in.RunBoards(rev.Run); err == nil {
+			for _, b := range bs {
+				last[b.Board] = b
+			}
+		} else if !errors.Is(err, ErrNotFound) {
+			return Status{}, err
+		}
+		if rs, err := in.RunStatus(rev.Run); err == nil && !rs.Finished {
+			st.Run = &rs
+		}
+	}
+	for i, bp := range plans {
+		b, ok := last[bp.Board]
+		switch {
+		case !ok:
+		case b.Phase == PhaseApplying && st.Run != nil:
+			bp.State = StateApplying
+		case (b.Phase == PhaseFailed || b.Phase == PhaseNeedsLAN) && bp.State == StateDrifted:
+			bp.State = StateFailed
+			if b.Phase == PhaseNeedsLAN {
+				bp.State = StateNeedsLAN
+			}
+			bp.Error = b.Error
+		}
+		plans[i] = bp
+		st.Counts[bp.State]++
+	}
+	st.Boards = plans
+	return st, nil
+}

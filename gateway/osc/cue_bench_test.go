@@ -1,0 +1,251 @@
+package osc
+
+import (
+	"context"
+	"encoding/json"
+	"image/color"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/cue"
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// BenchmarkCueGo is a GO over OSC (/holo/cue/<n>/start over UDP on
+// loopback, two cues alternating red and blue on group 1) to each
+// board's change, its LED strip latching the new colour
+// (boardtest.StripWatch): the error of each change against the cue's
+// moment (the fires_at of the GO's reply), p50 and p99, and the skew
+// between the first and the last board of a GO (p99). Beside them, in the
+// same run, the host's own wake-up lateness: a goroutine waiting on a
+// timer for a deadline, p99. The target is the skew p99 within 1.2 times
+// the host's wake-up p99 (cue-skew-p99-vs-wakeup-ratio): a show cannot be
+// tighter than the scheduler that wakes its senders. line: 4 boards on a
+// polled 115200-baud simulated line (one group frame, timed on the wire);
+// lan: 4 LAN boards (told the moment ahead when their clocks are aligned).
+func BenchmarkCueGo(b *testing.B) {
+	for _, onLine := range []bool{true, false} {
+		name := "lan"
+		if onLine {
+			name = "line"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := newBenchRig(b, 4, onLine, 0)
+			eng, err := cue.New(cue.Options{Fleet: r.f})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(eng.Close)
+			leds := func(c string) []cue.Action {
+				return []cue.Action{{Kind: "leds", Selector: fleet.Selector{Groups: []int{1}}, Body: json.RawMessage(`{"mode":"solid","loop":true,"colour":"` + c + `"}`)}}
+			}
+			if _, err := eng.Put(cue.List{Name: "bench", Cues: []cue.Cue{{Number: "1", Actions: leds("#ff0000")}, {Number: "2", Actions: leds("#0000ff")}}}); err != nil {
+				b.Fatal(err)
+			}
+			r.osc.o.Cues = eng
+			c := r.oscConn(b)
+			buf := make([]byte, MaxPacket)
+			red := func(px color.RGBA) bool { return px.R > 0 && px.B == 0 }
+			blue := func(px color.RGBA) bool { return px.B > 0 && px.R == 0 }
+			var errs, skews []time.Duration
+			n := 0
+			one := func() {
+				n++
+				addr, match := "/holo/cue/1/start", red
+				if n%2 == 0 {
+					addr, match = "/holo/cue/2/start", blue
+				}
+				start := time.Now()
+				send(b, c, addr)
+				at := readMoment(b, c, buf, addr)
+				var first, last time.Time
+				for _, s := range r.strips {
+					w, ok := s.Await(start, match, 5*time.Second)
+					if !ok {
+						b.Fatal("a strip did not change")
+					}
+					errs = append(errs, w.At.Sub(at))
+					if first.IsZero() || w.At.Before(first) {
+						first = w.At
+					}
+					if w.At.After(last) {
+						last = w.At
+					}
+				}
+				skews = append(skews, last.Sub(first))
+				b.StopTimer()
+				time.Sleep(20 * time.Millisecond)
+				b.StartTimer()
+			}
+			b.ReportAllocs()
+			b.StartTimer()
+			for b.Loop() {
+				one()
+			}
+			b.StopTimer()
+			for len(skews) < benchSamples {
+				one()
+			}
+			wake := wakeups(benchSamples, 20*time.Millisecond)
+			abs := make([]time.Duration, len(errs))
+			for i, e := range errs {
+				abs[i] = e.Abs()
+			}
+			b.ReportMetric(float64(quantile(abs, .5).Microseconds()), "error-p50-µs")
+			b.ReportMetric(float64(quantile(abs, .99).Microseconds()), "error-p99-µs")
+			b.ReportMetric(float64(quantile(skews, .99).Microseconds()), "skew-p99-µs")
+			b.ReportMetric(float64(quantile(wake, .99).Microseconds()), "wakeup-p99-µs")
+			b.ReportMetric(float64(quantile(skews, .99))/float64(max(quantile(wake, .99), time.Microsecond))/1.2, "cue-skew-p99-vs-wakeup-ratio")
+		})
+	}
+}
+
+// readMoment reads the reply to addr and returns the moment of the cue it
+// started (its fires_at in the state).
+func readMoment(b *testing.B, c *net.UDPConn, buf []byte, addr string) time.Time {
+	b.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			b.Fatalf("no reply to %s: %v", addr, err)
+		}
+		p, err := Decode(buf[:n])
+		m, ok := p.(*Message)
+		if err != nil || !ok || m.Address != "/reply"+addr || len(m.Args) != 1 {
+			continue
+		}
+		s, _ := m.Args[0].(string)
+		var rep struct {
+			Status string    `json:"status"`
+			Data   cue.State `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(s), &rep); err != nil || rep.Status != StatusOK || len(rep.Data.Running) == 0 {
+			b.Fatalf("reply to %s: %s", addr, s)
+		}
+		return rep.Data.Running[0].FiresAt
+	}
+}
+
+// wakeups measures n times how late a goroutine waiting on a timer for a
+// deadline d ahead wakes up.
+func wakeups(n int, d time.Duration) []time.Duration {
+	out := make([]time.Duration, 0, n)
+	ctx := context.Background()
+	for range n {
+		deadline := time.Now().Add(d)
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		out = append(out, time.Since(deadline))
+	}
+	return out
+}
+
+// timedFleet records when each action reached the fleet.
+type timedFleet struct {
+	*fakeFleet
+	at chan time.Time
+}
+
+func (f *timedFleet) Do(_ context.Context, _ fleet.Selector, _ fleet.Action) ([]fleet.Result, error) {
+	f.at <- time.Now()
+	return []fleet.Result{{Board: "b", Via: "group"}}, nil
+}
+
+// BenchmarkTimecodeChase is timecode at 30 fps over OSC (/holo/timecode
+// h m s f, UDP on loopback, sent one frame time apart by a sender in the
+// benchmark) to the fleet action of the cue the frame passes (a cue every
+// 10 frames): from the frame's send to the action reaching the fleet core
+// (whose timed fire then goes out at once, the moment being passed),
+// p50 and p99. The target is within one frame at p99
+// (timecode-fire-p99-vs-frame-ratio under 1).
+func BenchmarkTimecodeChase(b *testing.B) {
+	const fps = 30
+	fl := &timedFleet{fakeFleet: newFakeFleet(), at: make(chan time.Time, 1024)}
+	var list cue.List
+	list.Name = "tc"
+	for i := range 200 {
+		f := 10 * (i + 1)
+		list.Cues = append(list.Cues, cue.Cue{Number: cue.Number(itoa(i + 1)),
+			Timecode: twoDigits(f/fps/3600) + ":" + twoDigits(f/fps/60%60) + ":" + twoDigits(f/fps%60) + ":" + twoDigits(f%fps),
+			Actions:  []cue.Action{{Kind: "scene_end", Selector: fleet.Selector{All: true}}}})
+	}
+	eng, err := cue.New(cue.Options{Fleet: fl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(eng.Close)
+	if _, err := eng.Put(list); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Listen(Options{Addr: "127.0.0.1:0", Fleet: fl.fakeFleet, Cues: eng, Guard: &auth.Guard{}, Role: auth.RoleOperator})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	to, _ := net.ResolveUDPAddr("udp", s.Addr())
+	c, err := net.DialUDP("udp", nil, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	frame := time.Second / fps
+	var ds []time.Duration
+	f := 0
+	tick := time.NewTicker(frame)
+	defer tick.Stop()
+	one := func() {
+		// Ten frames, the last passing a cue.
+		var sent time.Time
+		for range 10 {
+			f++
+			sent = time.Now()
+			send(b, c, "/holo/timecode", int32(f/fps/3600), int32(f/fps/60%60), int32(f/fps%60), int32(f%fps), int32(fps))
+			<-tick.C
+		}
+		select {
+		case at := <-fl.at:
+			ds = append(ds, at.Sub(sent))
+		case <-time.After(5 * time.Second):
+			b.Fatalf("frame %d fired no cue", f)
+		}
+	}
+	// The first frame chases (a cue may fire for it): start on a frame
+	// before every cue, then drain.
+	send(b, c, "/holo/timecode", int32(0), int32(0), int32(0), int32(0), int32(fps))
+	time.Sleep(50 * time.Millisecond)
+	for len(fl.at) > 0 {
+		<-fl.at
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(ds) >= len(list.Cues)-1 {
+			break
+		}
+		one()
+	}
+	for len(ds) < 100 && len(ds) < len(list.Cues)-1 {
+		one()
+	}
+	b.ReportMetric(float64(quantile(ds, .5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(quantile(ds, .99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(quantile(ds, .99))/float64(frame), "timecode-fire-p99-vs-frame-ratio")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func twoDigits(i int) string {
+	if i < 10 {
+		return "0" + strconv.Itoa(i)
+	}
+	return strconv.Itoa(i)
+}
