@@ -92,4 +92,5 @@ var components = []func(ctx context.Context, e *env) (component, error){
 	newMQTT,
 	newConsole,
 	newOSC,
+	newDMX,
 }

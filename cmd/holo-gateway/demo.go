@@ -11,6 +11,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/demo"
+	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/lan"
 	"github.com/holofleet/holofleet/gateway/rs485"
 )
@@ -50,3 +51,7 @@ func startDemo(ctx context.Context, o options, w *wiring, lanDrv *lan.LAN, log *
 
 // demoShow is the demo's cue list (docs/show.md), loaded in demo mode.
 func demoShow() (cue.List, bool) { return demo.Show(), true }
+
+// demoDMXPatch is the demo's DMX patch: its groups and boards (by their
+// address on the demo's line).
+func demoDMXPatch(o options) *dmx.Patch { return dmx.DemoPatch(o.demoG, o.demoBoards, demo.LineName) }

@@ -142,6 +142,7 @@ type options struct {
 
 	osc oscFlags
 	cue cueFlags
+	dmx dmxFlags
 
 	cluster clusterFlags
 }
@@ -176,6 +177,7 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 
 	addOSCFlags(fs, &o.osc)
 	addCueFlags(fs, &o.cue)
+	addDMXFlags(fs, &o.dmx)
 	addClusterFlags(fs, &o.cluster)
 	if isDemo {
 		addDemoFlags(fs, &o)
@@ -214,6 +216,9 @@ func parseServe(args []string, isDemo bool, stderr io.Writer) (options, error) {
 		if err := checkOSCAddr(a); err != nil {
 			return o, fmt.Errorf("%w: --osc %q: %v", errUsage, a, err)
 		}
+	}
+	if err := o.dmx.check(); err != nil {
+		return o, err
 	}
 	if err := o.cue.check(); err != nil {
 		return o, fmt.Errorf("%w: %v", errUsage, err)

@@ -460,7 +460,7 @@ func TestLogFormat(t *testing.T) {
 			"--demo-groups", "1", "--log-format", "json", "--mqtt", noBroker}, io.Discard, logs)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "board found") && time.Now().Before(deadline) {
+	for !strings.Contains(logs.String(), "rs485: board found") && time.Now().Before(deadline) { // the LAN may find the board first
 		time.Sleep(50 * time.Millisecond)
 	}
 	cancel()

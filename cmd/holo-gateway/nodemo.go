@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/holofleet/holofleet/gateway/cue"
+	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/lan"
 )
 
@@ -22,3 +23,5 @@ func startDemo(context.Context, options, *wiring, *lan.LAN, *slog.Logger) error 
 }
 
 func demoShow() (cue.List, bool) { return cue.List{}, false }
+
+func demoDMXPatch(options) *dmx.Patch { return &dmx.Patch{} }

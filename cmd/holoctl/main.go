@@ -33,6 +33,7 @@ var commands = []command{
 	{"board", "talk to one board over HTTP: info, get, call, upload, events", runBoard},
 	{"link", "talk to one board over its host link: JSON lines, PING, STATUS", runLink},
 	{"gw", "talk to a holo-gateway: boards, labels, calls, actions, events", runGateway},
+	{"dmx", "a holo-gateway's DMX patch and the sACN/Art-Net sources it hears", runDMX},
 	{"token", "manage a holo-gateway's bearer tokens (admin)", runToken},
 	{"image", "firmware images: pack, inspect, keygen, sign, verify, pubkey", runImage},
 	{"fw", "a holo-gateway's firmware: upload, list, release channels", runFirmware},

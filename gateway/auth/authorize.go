@@ -65,6 +65,7 @@ const (
 	// ResInstallation is the installation as code: its revisions, plans,
 	// status (read) and applies and rollbacks (create, update).
 	ResInstallation Resource = "installation"
+	ResDMX          Resource = "dmx" // the DMX patch and sources (reading them; changing the patch is admin's)
 )
 
 // Surface names the way a call came in; recorded, never decisive.
@@ -165,7 +166,7 @@ func Authorize(a Attributes) Decision {
 func Need(a Attributes) (Role, string) {
 	what := fmt.Sprintf("%s %s", a.Verb, a.Resource)
 	switch a.Resource {
-	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResInstallation, ResCues:
+	case ResBoards, ResEvents, ResRollouts, ResArtifacts, ResChannels, ResDiscovery, ResCluster, ResInstallation, ResCues, ResDMX:
 		switch a.Verb {
 		case VerbRead, VerbWatch:
 			return RoleViewer, what
@@ -202,7 +203,7 @@ func Need(a Attributes) (Role, string) {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what
 		}
-	case ResArtifacts, ResChannels, ResTokens, ResBridge, ResCluster:
+	case ResArtifacts, ResChannels, ResTokens, ResBridge, ResCluster, ResDMX:
 		switch a.Verb {
 		case VerbCreate, VerbUpdate, VerbDelete, VerbAct:
 			return RoleAdmin, what

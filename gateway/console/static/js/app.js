@@ -15,6 +15,7 @@ import * as rolloutView from './views/rollout.js';
 import * as eventsView from './views/events.js';
 import * as tokensView from './views/tokens.js';
 import * as installationView from './views/installation.js';
+import * as dmxView from './views/dmx.js';
 import * as signinView from './views/signin.js';
 
 const api = new Api();
@@ -30,6 +31,7 @@ const PAGES = [
   { name: 'rollout', re: /^#\/rollout\/([^/]+)$/, view: rolloutView, nav: 'firmware' },
   { name: 'installation', title: 'Installation', re: /^#\/installation$/, view: installationView },
   { name: 'events', title: 'Events', re: /^#\/events$/, view: eventsView },
+  { name: 'dmx', title: 'DMX', re: /^#\/dmx$/, view: dmxView },
   { name: 'tokens', title: 'Tokens', re: /^#\/tokens$/, view: tokensView, need: 'tokens' },
   { name: 'signin', re: /^#\/signin$/, view: signinView },
 ];

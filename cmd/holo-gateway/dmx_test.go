@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/gateway/dmx/artnet"
+	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+)
+
+var (
+	sacnLine   = regexp.MustCompile(`sacn:\s+udp (\S+)`)
+	artnetLine = regexp.MustCompile(`artnet:\s+udp (\S+)`)
+)
+
+// demoBoards waits for n boards online and returns their ids by bus
+// address.
+func demoBoards(t *testing.T, base string, n int) map[int]string {
+	t.Helper()
+	ids := map[int]string{}
+	waitFor(t, "boards online", 30*time.Second, func() bool {
+		code, body := get(t, base+"/v1/boards?online=true", "")
+		var boards []struct {
+			ID      string `json:"id"`
+			Address int    `json:"address"`
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &boards) != nil || len(boards) != n {
+			return false
+		}
+		for _, b := range boards {
+			ids[b.Address] = b.ID
+		}
+		for a := 1; a <= n; a++ {
+			if ids[a] == "" {
+				return false
+			}
+		}
+		return true
+	})
+	return ids
+}
+
+func udpConn(t *testing.T, addr string) *net.UDPConn {
+	t.Helper()
+	ua, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp4", nil, ua)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestDMXDemo: the demo comes patched: sACN on universe 1 drives group
+// 1's fixture, Art-Net Port-Address 1 (universe 2) drives board 1's; an
+// ArtPoll finds the gateway; the patch view lists both sources.
+func TestDMXDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
+		"--demo-groups", "1", "--mqtt", noBroker)
+	// The banner is written line by line: wait for its end.
+	waitFor(t, "the whole banner", 20*time.Second, func() bool { return strings.Contains(out.String(), "Ctrl-C stops.") })
+	ms, ma := sacnLine.FindStringSubmatch(out.String()), artnetLine.FindStringSubmatch(out.String())
+	if ms == nil || ma == nil || !strings.Contains(out.String(), "universe 1 address 1-11 holo -> group 1") ||
+		!strings.Contains(out.String(), "universe 2 address 12-22 holo -> line demo address 2") {
+		t.Fatalf("banner:\n%s", out.String())
+	}
+	ids := demoBoards(t, base, 2)
+
+	sc := udpConn(t, ms[1])
+	slots := make([]byte, 512)
+	copy(slots, []byte{255, 255, 0, 0, 0})
+	pkt, _ := sacn.AppendData(nil, sacn.Data{CID: [16]byte{7}, SourceName: "test desk", Priority: 100, Sequence: 1, Universe: 1, Slots: slots})
+	if _, err := sc.Write(pkt); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		waitFor(t, id+" red", 10*time.Second, func() bool { return boardLEDs(t, base, id)["colour"] == "#ff0000" })
+	}
+
+	ac := udpConn(t, ma[1])
+	ac.Write(artnet.AppendPoll(nil, artnet.Poll{}))
+	buf := make([]byte, 600)
+	ac.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := ac.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := artnet.DecodePollReply(buf[:n]); err != nil || r.ShortName != "holo-gateway" || len(r.Ports) != 2 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	pkt, _ = artnet.AppendDmx(nil, artnet.Dmx{Sequence: 1, PortAddress: 1, Slots: []byte{255, 0, 255, 0, 0, 0}})
+	ac.Write(pkt)
+	waitFor(t, "board 1 green", 10*time.Second, func() bool { return boardLEDs(t, base, ids[1])["colour"] == "#00ff00" })
+	if got := boardLEDs(t, base, ids[2])["colour"]; got != "#ff0000" {
+		t.Errorf("board 2 is %v, want the group's red", got)
+	}
+
+	code, body := get(t, base+"/v1/dmx/patch", "")
+	var v struct {
+		Sources []struct {
+			Universe int    `json:"universe"`
+			Protocol string `json:"protocol"`
+		} `json:"sources"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &v) != nil || len(v.Sources) != 2 {
+		t.Fatalf("%d %s", code, body)
+	}
+}
+
+// TestDMXFlags: bad DMX flags are refused before anything starts.
+func TestDMXFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--dmx-access", "all"},
+		{"--sacn", "nohost"},
+		{"--artnet", "127.0.0.1:70000"},
+		{"--dmx-line-share", "1.5"},
+	} {
+		_, err := parseServe(append([]string{"--data", t.TempDir()}, args...), false, &strings.Builder{})
+		if err == nil {
+			t.Errorf("%v taken", args)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package dmx
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/net/ipv4"
+
+	"github.com/holofleet/holofleet/gateway/dmx/artnet"
+	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+)
+
+// Listener is one UDP input: sACN or Art-Net. Make it with ListenSACN or
+// ListenArtNet, run it with Run.
+type Listener struct {
+	proto string
+	conn  *net.UDPConn
+	e     *Engine
+	log   *slog.Logger
+	// Art-Net: what the gateway says of itself to a poll.
+	reply artnet.PollReply
+	// polls rate-limits poll replies per host (a reply is 17 times a
+	// poll's size: never an amplifier).
+	mu    sync.Mutex
+	polls map[netip.Addr]time.Time
+	// Joined lists the multicast groups joined (sACN; read it before
+	// Run, or under a patch change's lock).
+	Joined []string
+}
+
+// MinPollInterval is the least time between two poll replies to one host.
+const MinPollInterval = 500 * time.Millisecond
+
+// ListenSACN binds the sACN input on addr (host:port; ":5568" is every
+// address on E1.31's port). Bound to an unspecified host, it joins the
+// multicast group of every patched universe (and of sync address 0's
+// none) on every multicast interface that is up; unicast always works.
+func ListenSACN(addr string, e *Engine, log *slog.Logger) (*Listener, error) {
+	l, err := listen(ProtoSACN, addr, e, log)
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		l.join()
+		e.OnPatch(l.join)
+	}
+	return l, nil
+}
+
+// join joins the multicast groups of the patched universes not joined
+// yet, on every multicast interface that is up.
+func (l *Listener) join() {
+	pc := ipv4.NewPacketConn(l.conn)
+	ifs, _ := net.Interfaces()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, u := range l.e.Universes() {
+		g := sacn.MulticastAddr(uint16(u))
+		for _, ifi := range ifs {
+			key := fmt.Sprintf("%s@%s", g, ifi.Name)
+			if slices.Contains(l.Joined, key) {
+				continue
+			}
+			if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagMulticast == 0 {
+				continue
+			}
+			if err := pc.JoinGroup(&ifi, &net.UDPAddr{IP: g.AsSlice()}); err != nil {
+				l.log.Debug("dmx: sacn: join", "group", g, "iface", ifi.Name, "err", err)
+				continue
+			}
+			l.Joined = append(l.Joined, key)
+		}
+	}
+}
+
+// ListenArtNet binds the Art-Net input on addr (":6454" is Art-Net's
+// port on every address); reply is what it answers an ArtPoll with (its
+// IP is filled in from the listener when unset, Ports from the patch).
+func ListenArtNet(addr string, e *Engine, reply artnet.PollReply, log *slog.Logger) (*Listener, error) {
+	l, err := listen(ProtoArtNet, addr, e, log)
+	if err != nil {
+		return nil, err
+	}
+	if !reply.IP.IsValid() {
+		if ap := l.conn.LocalAddr().(*net.UDPAddr).AddrPort(); ap.Addr().Unmap().Is4() {
+			reply.IP = ap.Addr().Unmap()
+		}
+	}
+	ports := func() []uint16 {
+		var ps []uint16
+		for _, u := range e.Universes() {
+			if u-1 <= artnet.MaxPortAddress && len(ps) < 4 {
+				ps = append(ps, uint16(u-1))
+			}
+		}
+		return ps
+	}
+	if len(reply.Ports) == 0 {
+		reply.Ports = ports()
+		e.OnPatch(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.reply.Ports = ports()
+		})
+	}
+	l.reply = reply
+	return l, nil
+}
+
+func listen(proto, addr string, e *Engine, log *slog.Logger) (*Listener, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ua, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dmx: %s: %w", proto, err)
+	}
+	conn, err := net.ListenUDP("udp4", ua)
+	if err != nil {
+		return nil, fmt.Errorf("dmx: %s: %w", proto, err)
+	}
+	return &Listener{proto: proto, conn: conn, e: e, log: log, polls: map[netip.Addr]time.Time{}}, nil
+}
+
+// Addr is the address the listener is bound to.
+func (l *Listener) Addr() string { return l.conn.LocalAddr().String() }
+
+// Run reads packets until ctx ends, then closes the socket.
+func (l *Listener) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { l.conn.Close() })
+	defer stop()
+	defer l.conn.Close()
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := l.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("dmx: %s: %w", l.proto, err)
+		}
+		if l.proto == ProtoSACN {
+			l.sacn(buf[:n], from)
+		} else {
+			l.artnet(buf[:n], from)
+		}
+	}
+}
+
+func (l *Listener) sacn(b []byte, from netip.AddrPort) {
+	var d sacn.Data
+	var s sacn.Sync
+	p, err := sacn.Decode(b, &d, &s)
+	switch {
+	case errors.Is(err, sacn.ErrIgnored):
+		return
+	case err != nil:
+		l.e.m.dropped.WithLabelValues("malformed").Inc()
+		l.log.Debug("dmx: sacn: bad packet", "from", from, "err", err)
+		return
+	case p.Sync != nil:
+		l.e.Sync(ProtoSACN, p.Sync.SyncAddr)
+		return
+	}
+	if d.Preview() || d.StartCode != 0 {
+		return // not for output: a visualiser's data, or not dimmer data
+	}
+	name := d.SourceName
+	if name == "" {
+		name = from.Addr().String()
+	}
+	l.e.Data(Frame{Proto: ProtoSACN, Universe: int(d.Universe), Key: hex.EncodeToString(d.CID[:]), Name: name,
+		Addr: from.String(), Priority: d.Priority, Sequence: d.Sequence, HasSequence: true, SyncAddr: d.SyncAddr,
+		Terminated: d.Terminated(), Slots: d.Slots})
+}
+
+func (l *Listener) artnet(b []byte, from netip.AddrPort) {
+	var d artnet.Dmx
+	var poll artnet.Poll
+	p, err := artnet.Decode(b, &d, &poll)
+	switch {
+	case errors.Is(err, artnet.ErrIgnored):
+		return
+	case err != nil:
+		l.e.m.dropped.WithLabelValues("malformed").Inc()
+		l.log.Debug("dmx: artnet: bad packet", "from", from, "err", err)
+		return
+	}
+	switch p.Op {
+	case artnet.OpSync:
+		l.e.Sync(ProtoArtNet, 0)
+	case artnet.OpPoll:
+		l.answerPoll(from)
+	case artnet.OpDmx:
+		l.e.Data(Frame{Proto: ProtoArtNet, Universe: int(d.PortAddress) + 1, Key: from.Addr().String(),
+			Name: "artnet " + from.Addr().String(), Addr: from.String(), Priority: DefaultPriority,
+			Sequence: d.Sequence, HasSequence: d.Sequence != 0, Slots: d.Slots})
+	}
+}
+
+// answerPoll sends the poll reply to the poller, at most once per
+// MinPollInterval per host.
+func (l *Listener) answerPoll(to netip.AddrPort) {
+	now := l.e.clk.Now()
+	l.mu.Lock()
+	last, seen := l.polls[to.Addr()]
+	ok := !seen || now.Sub(last) >= MinPollInterval
+	if ok {
+		if len(l.polls) > 1024 {
+			clear(l.polls)
+		}
+		l.polls[to.Addr()] = now
+	}
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	l.e.m.polls.Inc()
+	l.mu.Lock()
+	reply := artnet.AppendPollReply(nil, l.reply)
+	l.mu.Unlock()
+	if _, err := l.conn.WriteToUDPAddrPort(reply, to); err != nil {
+		l.log.Debug("dmx: artnet: poll reply", "to", to, "err", err)
+	}
+}
+
+// Close closes the socket of a listener that will not Run.
+func (l *Listener) Close() error { return l.conn.Close() }

@@ -1,0 +1,162 @@
+package dmx
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/dmx/artnet"
+	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+)
+
+// udpTo dials a UDP socket to addr.
+func udpTo(t *testing.T, addr string) *net.UDPConn {
+	t.Helper()
+	ua, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp4", nil, ua)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func runListener(t *testing.T, l *Listener) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// TestSACNListener: data and sync packets over UDP on loopback, and
+// bytes that are not E1.31 counted and ignored.
+func TestSACNListener(t *testing.T) {
+	r := newRig(t, groupPatch(), auth.RoleOperator)
+	l, err := ListenSACN("127.0.0.1:0", r.e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runListener(t, l)
+	c := udpTo(t, l.Addr())
+	if _, err := c.Write([]byte("not sacn")); err != nil {
+		t.Fatal(err)
+	}
+	d := sacn.Data{CID: [16]byte{1}, SourceName: "console", Priority: 100, Sequence: 1, Universe: 1, Slots: slots(1, 255, 0, 255, 0)}
+	pkt, _ := sacn.AppendData(nil, d)
+	if _, err := c.Write(pkt); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.f.next(t); got.Body["colour"] != "#00ff00" {
+		t.Fatalf("%+v", got)
+	}
+	// Preview data is not for output.
+	d.Sequence, d.Options, d.Slots = 2, sacn.OptPreview, slots(1, 255, 1, 1, 1)
+	pkt, _ = sacn.AppendData(nil, d)
+	c.Write(pkt)
+	// Synchronised: latched until the sync packet.
+	c.Write(sacn.AppendSync(nil, sacn.Sync{CID: d.CID, SyncAddr: 9}))
+	d.Sequence, d.Options, d.SyncAddr, d.Slots = 3, 0, 9, slots(1, 255, 0, 0, 255)
+	pkt, _ = sacn.AppendData(nil, d)
+	waitFor(t, func() bool { return syncSeen(r.e, "sacn:9") })
+	c.Write(pkt)
+	waitFor(t, func() bool { return latched(r.e, 1) })
+	c.Write(sacn.AppendSync(nil, sacn.Sync{CID: d.CID, Sequence: 1, SyncAddr: 9}))
+	if got := r.f.next(t); got.Body["colour"] != "#0000ff" || got.At.IsZero() {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func syncSeen(e *Engine, key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.lastSync[key].IsZero()
+}
+
+func latched(e *Engine, uni int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.latched[uni]
+	return ok
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestArtNetListener: a desk's ArtPoll is answered with a reply naming
+// the gateway and its universes; ArtDmx to Port-Address 0 drives
+// universe 1; ArtSync releases a latched look.
+func TestArtNetListener(t *testing.T) {
+	r := newRig(t, groupPatch(), auth.RoleOperator)
+	l, err := ListenArtNet("127.0.0.1:0", r.e, artnet.PollReply{ShortName: "holo-gateway", LongName: "holofleet gateway test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runListener(t, l)
+	c := udpTo(t, l.Addr())
+	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
+	buf := make([]byte, 600)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := artnet.DecodePollReply(buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ShortName != "holo-gateway" || rep.IP.String() != "127.0.0.1" || len(rep.Ports) != 1 || rep.Ports[0] != 0 {
+		t.Fatalf("%+v", rep)
+	}
+	// A second poll at once is not answered (no amplifier), counted once.
+	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
+	pkt, _ := artnet.AppendDmx(nil, artnet.Dmx{Sequence: 1, PortAddress: 0, Slots: slots(1, 255, 255, 255, 0)[:6]})
+	c.Write(pkt)
+	if got := r.f.next(t); got.Body["colour"] != "#ffff00" {
+		t.Fatalf("%+v", got)
+	}
+	if n := testutil.ToFloat64(r.e.m.polls); n != 1 {
+		t.Errorf("%v poll replies, want 1", n)
+	}
+	c.Write(artnet.AppendSync(nil))
+	waitFor(t, func() bool { return syncSeen(r.e, "artnet") })
+	pkt, _ = artnet.AppendDmx(nil, artnet.Dmx{Sequence: 2, PortAddress: 0, Slots: slots(1, 255, 0, 255, 255)[:6]})
+	c.Write(pkt)
+	waitFor(t, func() bool { return latched(r.e, 1) })
+	c.Write(artnet.AppendSync(nil))
+	if got := r.f.next(t); got.Body["colour"] != "#00ffff" || got.At.IsZero() {
+		t.Fatalf("%+v", got)
+	}
+	// A new patch: the next poll reply lists its universes.
+	if err := r.e.SetPatch(&Patch{Fixtures: []Fixture{{Universe: 5, Address: 1, Profile: ProfileRGB, Group: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Advance(MinPollInterval)
+	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
+	n, err = c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := artnet.DecodePollReply(buf[:n]); err != nil || len(rep.Ports) != 1 || rep.Ports[0] != 4 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+}
