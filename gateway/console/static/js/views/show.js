@@ -41,7 +41,7 @@ export function mount(main, ctx) {
         cues)));
   main.appendChild(page);
 
-  let state = null, list = null, readAt = 0, stopped = false, timer = null, busy = false;
+  let state = null, list = null, readAt = 0, stopped = false, timer = null, busy = false, acts = 0;
 
   async function loadLists() {
     try {
@@ -74,17 +74,33 @@ export function mount(main, ctx) {
   async function poll() {
     if (stopped) return;
     if (chosen && !busy) {
+      const asOf = acts;
       try {
-        state = await api.get('/v1/cuelists/' + encodeURIComponent(chosen) + '/state');
-        readAt = Date.now();
+        const st = await api.get('/v1/cuelists/' + encodeURIComponent(chosen) + '/state');
+        // A read sent before an operation that has answered since is
+        // older than what the page shows: dropped, the next poll is new.
+        if (asOf === acts) {
+          state = st;
+          readAt = Date.now();
+        }
       } catch { /* the connection banner says why */ }
     }
     render();
     if (!stopped) timer = setTimeout(poll, POLL_MS);
   }
 
-  async function act(op, number) {
+  // Operations go to the gateway one after another, in the order the
+  // operator made them: a BACK clicked just before the space bar's GO is
+  // done before the GO is sent, never after it.
+  let queue = Promise.resolve();
+  function act(op, number) {
+    queue = queue.then(() => send(op, number));
+    return queue;
+  }
+
+  async function send(op, number) {
     if (!canGo || !chosen) return;
+    acts++;
     let path = '/v1/cuelists/' + encodeURIComponent(chosen) + '/' + op;
     let body;
     if (op === 'standby') body = { cue: number };
