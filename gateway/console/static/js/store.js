@@ -123,7 +123,13 @@ export class Store {
     if (this.stream) return;
     this.stream = new EventStream(this.api, {
       contiguous: true,
-      onEvent: (ev) => this.apply(ev, false),
+      onEvent: (ev) => {
+        this.apply(ev, false);
+        // The number of the last event the page took in, on the root
+        // element, for tools that watch the page (the browser tests wait
+        // on it rather than for a fixed time).
+        document.documentElement.dataset.lastEvent = String(ev.n);
+      },
       onStatus: (st) => { this.status = st; this.emit('status', st); },
       onGap: (count, from, to) => {
         this.gaps += count;
