@@ -17,6 +17,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -150,12 +151,8 @@ func New(o Options) (*Cluster, error) {
 	if o.Engine == nil || o.Local == nil {
 		return nil, fmt.Errorf("%w: Engine and Local are required", ErrConfig)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if o.Guard == nil {
 		o.Guard = &auth.Guard{}
 	}
@@ -171,9 +168,7 @@ func New(o Options) (*Cluster, error) {
 	def(&o.CallTimeout, DefaultCallTimeout)
 	def(&o.Lease, DefaultLease)
 	def(&o.EventsMaxAge, DefaultEventsMaxAge)
-	if o.EventsMaxBytes <= 0 {
-		o.EventsMaxBytes = DefaultEventsMaxBytes
-	}
+	o.EventsMaxBytes = defaults.Positive(o.EventsMaxBytes, DefaultEventsMaxBytes)
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	c := &Cluster{o: o, eng: o.Engine, name: o.Engine.Name(), boot: hex.EncodeToString(b[:]), clk: o.Clock, log: o.Log,

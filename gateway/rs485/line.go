@@ -16,6 +16,7 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/stream"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
@@ -160,15 +161,9 @@ type counters struct {
 
 // New makes a line master. It does nothing until Run.
 func New(o Options) *Line {
-	if o.Baud <= 0 {
-		o.Baud = DefaultBaud
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Baud = defaults.Positive(o.Baud, DefaultBaud)
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if o.Addresses == nil {
 		for a := int(frame.MinBoard); a <= int(frame.MaxBoard); a++ {
 			o.Addresses = append(o.Addresses, a)
