@@ -199,20 +199,17 @@ func Listen(o Options) (*Server, error) {
 	o.Clock = defaults.Clock(o.Clock)
 	o.Log = defaults.Log(o.Log)
 	o.ThumpTimeout = defaults.Positive(o.ThumpTimeout, DefaultThumpTimeout)
-	o.Queue = defaults.Positive(o.Queue, DefaultQueue)
-	o.MaxTimedPerSource = defaults.Positive(o.MaxTimedPerSource, DefaultMaxTimedPerSource)
-	o.MaxTimed = defaults.Positive(o.MaxTimed, DefaultMaxTimed)
-	o.ReplyRate = defaults.Positive(o.ReplyRate, DefaultReplyRate)
-	o.ReplyAllowance = defaults.Positive(o.ReplyAllowance, DefaultReplyAllowance)
+	o.IdleTimeout = defaults.Positive(o.IdleTimeout, DefaultIdleTimeout)
 	for _, d := range []struct {
 		v   *int
 		def int
-	}{{&o.MaxConnsPerHost, DefaultMaxConnsPerHost}, {&o.MaxConns, DefaultMaxConns},
+	}{{&o.Queue, DefaultQueue}, {&o.MaxTimedPerSource, DefaultMaxTimedPerSource}, {&o.MaxTimed, DefaultMaxTimed},
+		{&o.ReplyRate, DefaultReplyRate}, {&o.ReplyAllowance, DefaultReplyAllowance},
+		{&o.MaxConnsPerHost, DefaultMaxConnsPerHost}, {&o.MaxConns, DefaultMaxConns},
 		{&o.MaxSubscribersPerHost, DefaultMaxSubscribersPerHost}, {&o.MaxSubscribers, DefaultMaxSubscribers},
 		{&o.MaxFeedbackBytes, DefaultMaxFeedbackBytes}} {
 		*d.v = defaults.Positive(*d.v, d.def)
 	}
-	o.IdleTimeout = defaults.Positive(o.IdleTimeout, DefaultIdleTimeout)
 	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background(),
 		timedBy: map[string]int{}, rates: map[string]*rate{}, conns: newSlots(), subs: newSlots()}
 	var err error

@@ -259,15 +259,31 @@ func Start(o Options) (*Broker, error) {
 	if o.Policy == nil {
 		o.Policy = Generic{}
 	}
-	o.RevokeEvery = defaults.Positive(o.RevokeEvery, DefaultRevokeEvery)
+	if o.RevokeEvery <= 0 {
+		o.RevokeEvery = DefaultRevokeEvery
+	}
 	l := &o.Limits
-	l.MaxPacket = defaults.Positive(l.MaxPacket, DefaultMaxPacket)
-	l.MaxClients = defaults.Positive(l.MaxClients, DefaultMaxClients)
-	l.MaxRetained = defaults.Positive(l.MaxRetained, DefaultMaxRetained)
-	l.MaxRetainedSize = defaults.Positive(l.MaxRetainedSize, DefaultMaxRetainedSize)
-	l.MaxSubscriptions = defaults.Positive(l.MaxSubscriptions, DefaultMaxSubscriptions)
-	l.MaxFilters = defaults.Positive(l.MaxFilters, DefaultMaxFilters)
-	l.MaxSubscriptionsTotal = defaults.Positive(l.MaxSubscriptionsTotal, DefaultMaxSubscriptionsTotal)
+	if l.MaxPacket <= 0 {
+		l.MaxPacket = DefaultMaxPacket
+	}
+	if l.MaxClients <= 0 {
+		l.MaxClients = DefaultMaxClients
+	}
+	if l.MaxRetained <= 0 {
+		l.MaxRetained = DefaultMaxRetained
+	}
+	if l.MaxRetainedSize <= 0 {
+		l.MaxRetainedSize = DefaultMaxRetainedSize
+	}
+	if l.MaxSubscriptions <= 0 {
+		l.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if l.MaxFilters <= 0 {
+		l.MaxFilters = DefaultMaxFilters
+	}
+	if l.MaxSubscriptionsTotal <= 0 {
+		l.MaxSubscriptionsTotal = DefaultMaxSubscriptionsTotal
+	}
 	addr := ListenAddr(o.Addr)
 	if o.Anonymous < auth.RoleNone || o.Anonymous > auth.RoleAdmin {
 		return nil, fmt.Errorf("%w: anonymous role %v", ErrConfig, o.Anonymous)
