@@ -53,6 +53,14 @@ func Positive[T Number](v, def T) T {
 	return v
 }
 
+// Positives is Positive for a table of options of one type: each key
+// points at an option, and an option not above zero is set to its value.
+func Positives[T Number](options map[*T]T) {
+	for p, def := range options {
+		*p = Positive(*p, def)
+	}
+}
+
 // Limit is an option where zero means the default and a negative value
 // means none: def when v is zero, 0 when v is negative, else v.
 func Limit[T Number](v, def T) T {

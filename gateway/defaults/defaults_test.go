@@ -9,6 +9,31 @@ import (
 	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
+func TestClock(t *testing.T) {
+	if got := defaults.Clock(nil); got != clock.Real {
+		t.Errorf("Clock(nil) = %v, want clock.Real", got)
+	}
+	fake := clock.NewFake(time.Unix(0, 0))
+	if got := defaults.Clock(fake); got != fake {
+		t.Errorf("Clock(fake) = %v, want the fake", got)
+	}
+}
+
+func TestLog(t *testing.T) {
+	l := defaults.Log(nil)
+	if l == nil {
+		t.Fatal("Log(nil) = nil, want a logger")
+	}
+	if l.Enabled(t.Context(), slog.LevelError) {
+		t.Error("Log(nil) logs errors, want a logger that discards every record")
+	}
+	l.Error("dropped") // must not panic
+	given := slog.New(slog.DiscardHandler)
+	if got := defaults.Log(given); got != given {
+		t.Error("Log(l) is not l")
+	}
+}
+
 func TestPositive(t *testing.T) {
 	for _, tc := range []struct {
 		v, def, want time.Duration
@@ -44,27 +69,10 @@ func TestLimit(t *testing.T) {
 	}
 }
 
-func TestClock(t *testing.T) {
-	if got := defaults.Clock(nil); got != clock.Real {
-		t.Errorf("Clock(nil) = %v, want clock.Real", got)
-	}
-	fake := clock.NewFake(time.Unix(0, 0))
-	if got := defaults.Clock(fake); got != fake {
-		t.Errorf("Clock(fake) = %v, want the fake", got)
-	}
-}
-
-func TestLog(t *testing.T) {
-	l := defaults.Log(nil)
-	if l == nil {
-		t.Fatal("Log(nil) = nil, want a logger")
-	}
-	if l.Enabled(t.Context(), slog.LevelError) {
-		t.Error("Log(nil) logs errors, want a logger that discards every record")
-	}
-	l.Error("dropped") // must not panic
-	given := slog.New(slog.DiscardHandler)
-	if got := defaults.Log(given); got != given {
-		t.Error("Log(l) is not l")
+func TestPositives(t *testing.T) {
+	a, b, c := 0, -3, 7
+	defaults.Positives(map[*int]int{&a: 1, &b: 2, &c: 3})
+	if a != 1 || b != 2 || c != 7 {
+		t.Errorf("Positives: a, b, c = %d, %d, %d, want 1, 2, 7", a, b, c)
 	}
 }

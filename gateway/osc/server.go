@@ -200,16 +200,11 @@ func Listen(o Options) (*Server, error) {
 	o.Log = defaults.Log(o.Log)
 	o.ThumpTimeout = defaults.Positive(o.ThumpTimeout, DefaultThumpTimeout)
 	o.IdleTimeout = defaults.Positive(o.IdleTimeout, DefaultIdleTimeout)
-	for _, d := range []struct {
-		v   *int
-		def int
-	}{{&o.Queue, DefaultQueue}, {&o.MaxTimedPerSource, DefaultMaxTimedPerSource}, {&o.MaxTimed, DefaultMaxTimed},
-		{&o.ReplyRate, DefaultReplyRate}, {&o.ReplyAllowance, DefaultReplyAllowance},
-		{&o.MaxConnsPerHost, DefaultMaxConnsPerHost}, {&o.MaxConns, DefaultMaxConns},
-		{&o.MaxSubscribersPerHost, DefaultMaxSubscribersPerHost}, {&o.MaxSubscribers, DefaultMaxSubscribers},
-		{&o.MaxFeedbackBytes, DefaultMaxFeedbackBytes}} {
-		*d.v = defaults.Positive(*d.v, d.def)
-	}
+	defaults.Positives(map[*int]int{&o.Queue: DefaultQueue, &o.MaxTimedPerSource: DefaultMaxTimedPerSource, &o.MaxTimed: DefaultMaxTimed,
+		&o.ReplyRate: DefaultReplyRate, &o.ReplyAllowance: DefaultReplyAllowance,
+		&o.MaxConnsPerHost: DefaultMaxConnsPerHost, &o.MaxConns: DefaultMaxConns,
+		&o.MaxSubscribersPerHost: DefaultMaxSubscribersPerHost, &o.MaxSubscribers: DefaultMaxSubscribers,
+		&o.MaxFeedbackBytes: DefaultMaxFeedbackBytes})
 	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background(),
 		timedBy: map[string]int{}, rates: map[string]*rate{}, conns: newSlots(), subs: newSlots()}
 	var err error
