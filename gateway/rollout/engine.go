@@ -145,9 +145,7 @@ func New(o Options) (*Engine, error) {
 	o.Kick = defaults.Positive(o.Kick, 5*time.Second)
 	o.Settle = defaults.Positive(o.Settle, 10*time.Second)
 	o.TrustTimeout = defaults.Positive(o.TrustTimeout, DefaultTrustTimeout)
-	if o.Recheck <= 0 {
-		o.Recheck = DefaultRecheck
-	}
+	o.Recheck = defaults.Positive(o.Recheck, DefaultRecheck)
 	e := &Engine{o: o, j: newJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
 	if err := e.load(); err != nil {
