@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/ipv4"
 
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
 )
@@ -117,9 +118,7 @@ func ListenArtNet(addr string, e *Engine, reply artnet.PollReply, log *slog.Logg
 }
 
 func listen(proto, addr string, e *Engine, log *slog.Logger) (*Listener, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = defaults.Log(log)
 	ua, err := net.ResolveUDPAddr("udp4", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dmx: %s: %w", proto, err)

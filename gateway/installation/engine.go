@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -70,15 +71,9 @@ func (s Strategy) normalised(boards int) Strategy {
 	if s.WaveSize <= 0 {
 		s.WaveSize = max(boards, 1)
 	}
-	if s.MaxInFlight <= 0 {
-		s.MaxInFlight = DefaultMaxInFlight
-	}
-	if s.FailureThreshold <= 0 {
-		s.FailureThreshold = DefaultFailureThreshold
-	}
-	if s.MinSample <= 0 {
-		s.MinSample = DefaultMinSample
-	}
+	s.MaxInFlight = defaults.Positive(s.MaxInFlight, DefaultMaxInFlight)
+	s.FailureThreshold = defaults.Positive(s.FailureThreshold, DefaultFailureThreshold)
+	s.MinSample = defaults.Positive(s.MinSample, DefaultMinSample)
 	return s
 }
 

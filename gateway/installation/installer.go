@@ -12,6 +12,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -95,33 +96,17 @@ func New(o Options) (*Installer, error) {
 	if o.Store == nil {
 		o.Store = o.DB.Bucket(Bucket)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.BusyWait <= 0 {
-		o.BusyWait = 10 * time.Second
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = 16
-	}
-	if o.Tick <= 0 {
-		o.Tick = 100 * time.Millisecond
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.BusyWait = defaults.Positive(o.BusyWait, 10*time.Second)
+	o.Parallel = defaults.Positive(o.Parallel, 16)
+	o.Tick = defaults.Positive(o.Tick, 100*time.Millisecond)
 	if o.CheckEvery == 0 {
 		o.CheckEvery = DefaultCheckEvery
 	}
-	if o.Settle <= 0 {
-		o.Settle = DefaultSettle
-	}
-	if o.HealRetry <= 0 {
-		o.HealRetry = DefaultHealRetry
-	}
-	if o.StartSettle <= 0 {
-		o.StartSettle = 10 * time.Second
-	}
+	o.Settle = defaults.Positive(o.Settle, DefaultSettle)
+	o.HealRetry = defaults.Positive(o.HealRetry, DefaultHealRetry)
+	o.StartSettle = defaults.Positive(o.StartSettle, 10*time.Second)
 	in := &Installer{o: o, st: o.Store}
 	in.j.st = o.Store
 	in.cache, _ = o.Fleet.(StateCache)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/eventlog"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
@@ -136,33 +137,15 @@ func New(o Options) (*Engine, error) {
 	if o.Store == nil {
 		o.Store = o.DB.Bucket(bucket)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.Tick <= 0 {
-		o.Tick = 100 * time.Millisecond
-	}
-	if o.Poll <= 0 {
-		o.Poll = 100 * time.Millisecond
-	}
-	if o.RestartDelay <= 0 {
-		o.RestartDelay = 200 * time.Millisecond
-	}
-	if o.Kick <= 0 {
-		o.Kick = 5 * time.Second
-	}
-	if o.Settle <= 0 {
-		o.Settle = 10 * time.Second
-	}
-	if o.TrustTimeout <= 0 {
-		o.TrustTimeout = DefaultTrustTimeout
-	}
-	if o.Recheck <= 0 {
-		o.Recheck = DefaultRecheck
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.Tick = defaults.Positive(o.Tick, 100*time.Millisecond)
+	o.Poll = defaults.Positive(o.Poll, 100*time.Millisecond)
+	o.RestartDelay = defaults.Positive(o.RestartDelay, 200*time.Millisecond)
+	o.Kick = defaults.Positive(o.Kick, 5*time.Second)
+	o.Settle = defaults.Positive(o.Settle, 10*time.Second)
+	o.TrustTimeout = defaults.Positive(o.TrustTimeout, DefaultTrustTimeout)
+	o.Recheck = defaults.Positive(o.Recheck, DefaultRecheck)
 	e := &Engine{o: o, j: newJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
 	if err := e.load(); err != nil {

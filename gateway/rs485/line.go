@@ -16,6 +16,7 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/stream"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
@@ -160,15 +161,9 @@ type counters struct {
 
 // New makes a line master. It does nothing until Run.
 func New(o Options) *Line {
-	if o.Baud <= 0 {
-		o.Baud = DefaultBaud
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Baud = defaults.Positive(o.Baud, DefaultBaud)
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if o.Addresses == nil {
 		for a := int(frame.MinBoard); a <= int(frame.MaxBoard); a++ {
 			o.Addresses = append(o.Addresses, a)
@@ -177,34 +172,14 @@ func New(o Options) *Line {
 	l := &Line{o: o, name: "rs485:" + o.Name, clk: o.Clock, cmds: make(chan *job, 64), closed: make(chan struct{}),
 		boards: map[int]*board{}, wbuf: make([]byte, 0, jsonline.MaxLine+frame.MaxWireLen)}
 	l.log = o.Log.With("line", l.name, "transport", l.name)
-	if o.ReplyWait <= 0 {
-		l.o.ReplyWait = DefaultReplyWait
-	}
-	if o.PollWait <= 0 {
-		l.o.PollWait = 100*time.Millisecond + l.wireTime(2*frame.MaxWireLen)
-	}
-	if o.DiscoverWait <= 0 {
-		l.o.DiscoverWait = 40*time.Millisecond + l.wireTime(30)
-	}
-	if o.Retries == 0 {
-		l.o.Retries = DefaultRetries
-	} else if o.Retries < 0 {
-		l.o.Retries = 0
-	}
-	if o.Backoff <= 0 {
-		l.o.Backoff = DefaultBackoff
-	}
-	if o.PollInterval == 0 {
-		l.o.PollInterval = DefaultPollInterval
-	} else if o.PollInterval < 0 {
-		l.o.PollInterval = 0
-	}
-	if o.MissLimit <= 0 {
-		l.o.MissLimit = DefaultMissLimit
-	}
-	if o.PingEvery <= 0 {
-		l.o.PingEvery = DefaultPingEvery
-	}
+	l.o.ReplyWait = defaults.Positive(o.ReplyWait, DefaultReplyWait)
+	l.o.PollWait = defaults.Positive(o.PollWait, 100*time.Millisecond+l.wireTime(2*frame.MaxWireLen))
+	l.o.DiscoverWait = defaults.Positive(o.DiscoverWait, 40*time.Millisecond+l.wireTime(30))
+	l.o.Retries = defaults.Limit(o.Retries, DefaultRetries)
+	l.o.Backoff = defaults.Positive(o.Backoff, DefaultBackoff)
+	l.o.PollInterval = defaults.Limit(o.PollInterval, DefaultPollInterval)
+	l.o.MissLimit = defaults.Positive(o.MissLimit, DefaultMissLimit)
+	l.o.PingEvery = defaults.Positive(o.PingEvery, DefaultPingEvery)
 	if o.Kinds == nil {
 		l.o.Kinds = HappeningKinds
 	}

@@ -1,8 +1,10 @@
 package homeassistant
 
 import (
+	"slices"
 	"time"
 
+	"github.com/holofleet/holofleet/gateway/installation"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
@@ -14,22 +16,11 @@ import (
 // state (<b>/installation).
 const LevelInstallation = "installation"
 
-// Installation states, as gateway/installation names them, and
-// StateUnassigned for a board no assignment of the current revision
-// selects (or before any revision is applied).
-const (
-	StateInSync      = "in_sync"
-	StateDrifted     = "drifted"
-	StateApplying    = "applying"
-	StateUnreachable = "unreachable"
-	StateFailed      = "failed"
-	StateNeedsLAN    = "needs_lan"
-	StateUnassigned  = "unassigned"
-)
-
-// InstallationStates are the sensor's options (an HA enum sensor).
-var InstallationStates = []string{StateInSync, StateDrifted, StateApplying, StateUnreachable, StateFailed,
-	StateNeedsLAN, StateUnassigned}
+// InstallationStates are the sensor's options (an HA enum sensor): the
+// states gateway/installation gives a board (installation.BoardStates),
+// and installation.StateUnassigned for a board no assignment of the
+// current revision selects (or before any revision is applied).
+var InstallationStates = append(slices.Clip(installation.BoardStates), installation.StateUnassigned)
 
 // Install is a board's installation state as the sensor shows it.
 type Install struct {

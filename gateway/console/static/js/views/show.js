@@ -7,6 +7,7 @@
 
 import { h, clear, setText, button, toggleClass } from '../dom.js';
 import { clock } from '../fmt.js';
+import { readAt, supersedes } from '../store.js';
 
 const POLL_MS = 250;
 let chosen = ''; // the list shown, kept across page changes
@@ -41,7 +42,10 @@ export function mount(main, ctx) {
         cues)));
   main.appendChild(page);
 
-  let state = null, list = null, readAt = 0, stopped = false, timer = null, busy = false, acts = 0;
+  let state = null, list = null, shownAt = 0, stopped = false, timer = null, busy = false;
+  // sent numbers the operations sent (the store's stale-read rule): a
+  // state read is numbered by the last one sent before it.
+  const sent = { n: 0 };
 
   async function loadLists() {
     try {
@@ -63,7 +67,7 @@ export function mount(main, ctx) {
       const r = await api.get('/v1/cuelists/' + encodeURIComponent(chosen));
       list = r;
       state = r.state;
-      readAt = Date.now();
+      shownAt = Date.now();
       renderCues();
       render();
     } catch (e) {
@@ -74,14 +78,14 @@ export function mount(main, ctx) {
   async function poll() {
     if (stopped) return;
     if (chosen && !busy) {
-      const asOf = acts;
+      const n = readAt(sent.n);
       try {
         const st = await api.get('/v1/cuelists/' + encodeURIComponent(chosen) + '/state');
-        // A read sent before an operation that has answered since is
-        // older than what the page shows: dropped, the next poll is new.
-        if (asOf === acts) {
+        // A read sent before an operation sent since is older than what
+        // the page shows (or is about to): dropped, the next poll is new.
+        if (supersedes(n, sent)) {
           state = st;
-          readAt = Date.now();
+          shownAt = Date.now();
         }
       } catch { /* the connection banner says why */ }
     }
@@ -100,14 +104,14 @@ export function mount(main, ctx) {
 
   async function send(op, number) {
     if (!canGo || !chosen) return;
-    acts++;
+    sent.n++;
     let path = '/v1/cuelists/' + encodeURIComponent(chosen) + '/' + op;
     let body;
     if (op === 'standby') body = { cue: number };
     busy = true;
     try {
       state = await api.post(path, body);
-      readAt = Date.now();
+      shownAt = Date.now();
       render();
     } catch (e) {
       toast(op.toUpperCase() + ': ' + (e.text || e.message), 'bad');
@@ -135,7 +139,7 @@ export function mount(main, ctx) {
     setText(name, state.standby ? (state.standby_name || '') : 'Past the last cue: BACK or click a cue.');
     setText(notes, state.standby_notes || '');
     goBtn.disabled = !canGo || !state.standby;
-    const since = Date.now() - readAt;
+    const since = Date.now() - shownAt;
     clear(running);
     for (const r of state.running || []) {
       const left = Math.max(0, r.remaining_ms - since);
