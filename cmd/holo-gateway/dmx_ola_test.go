@@ -245,12 +245,17 @@ exec setpriv --reuid=%d --regid=%d --clear-groups olad -c %s --no-http --no-regi
 	mustOLA("ola_patch", "-r", "-d", devs["E1.31"], "-p", "0", "-u", "1")
 	waitFor(t, "the sACN source gone", 15*time.Second, func() bool { return !heard("sacn") })
 
-	// Art-Net: OLA universe 0 on Art-Net 0:0:0. OLA sends ArtDmx to the
-	// nodes whose ArtPollReply lists the universe: the gateway's does.
+	// Art-Net: OLA universe 0 on Art-Net 0:0:0. OLA sends ArtDmx only to
+	// the nodes whose ArtPollReply lists the universe (the gateway's
+	// does), polling when the port is patched; a look set before the
+	// gateway's reply arrived is not sent again until it changes, so the
+	// test sets it until it lands, as a desk sends it every frame.
 	mustOLA("ola_patch", "-d", devs["ArtNet"], "-p", "0", "-u", "0")
-	mustOLA("ola_set_dmx", "-u", "0", "-d", "255,255,0,0,0")
 	for _, id := range ids {
-		waitFor(t, id+" red from OLA over Art-Net", 30*time.Second, func() bool { return boardLEDs(t, base, id)["colour"] == "#ff0000" })
+		waitFor(t, id+" red from OLA over Art-Net", 30*time.Second, func() bool {
+			mustOLA("ola_set_dmx", "-u", "0", "-d", "255,255,0,0,0")
+			return boardLEDs(t, base, id)["colour"] == "#ff0000"
+		})
 	}
 	waitFor(t, "OLA listed as an Art-Net source", 10*time.Second, func() bool { return heard("artnet") })
 }
