@@ -331,6 +331,7 @@ func (l *Line) forget(b *board) {
 	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed, b.doubts = 0, false, false, false, false, 0
 	b.needs |= needStatus | needLink | needEvents | needReplay
 	b.dirty |= kAll
+	b.grouped = 0          // read now with the rest, not when the group frames settle
 	b.clock = boardClock{} // its clock started over: forget the samples, measure soon
 }
 
