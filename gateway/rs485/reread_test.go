@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/simline"
 )
@@ -82,3 +83,76 @@ func TestGroupRereadsMerged(t *testing.T) {
 func fleetField(s *recSink, addr, kind, name string) string {
 	return field(s.States[addr][kind], name)
 }
+
+// TestGroupedDue: when the kinds group frames changed on a board are read
+// back, under the injected clock (GroupQuiet 200 ms, GroupReread 1 s).
+func TestGroupedDue(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	type step struct {
+		at    time.Duration // since t0
+		frame bool          // a LEDs group frame to group 1 at that time
+		poll  kinds         // else a status read that saw these kinds change
+		want  kinds         // b.dirty after the poll
+	}
+	for _, tc := range []struct {
+		name  string
+		quiet time.Duration
+		steps []step
+	}{
+		{"one frame: read once quiet", 0, []step{
+			{at: 0, frame: true},
+			{at: 100 * time.Millisecond, poll: kLEDs, want: 0},
+			{at: 200 * time.Millisecond, want: kLEDs},
+		}},
+		{"frames keep coming: read a GroupReread after the first", 0, []step{
+			{at: 0, frame: true},
+			{at: 150 * time.Millisecond, frame: true},
+			{at: 300 * time.Millisecond, frame: true},
+			{at: 400 * time.Millisecond, want: 0},
+			{at: 450 * time.Millisecond, frame: true},
+			{at: 999 * time.Millisecond, frame: true},
+			{at: 999 * time.Millisecond, want: 0},
+			{at: 1000 * time.Millisecond, want: kLEDs},
+			{at: 1100 * time.Millisecond, frame: true},
+			{at: 1400 * time.Millisecond, want: 0}, // quiet, but read back 400 ms ago
+			{at: 2000 * time.Millisecond, want: kLEDs},
+		}},
+		{"a change of another kind is read at once", 0, []step{
+			{at: 0, frame: true},
+			{at: 50 * time.Millisecond, poll: kScreen | kLEDs, want: kScreen},
+		}},
+		{"negative GroupQuiet: after the next poll, every time", -1, []step{
+			{at: 0, frame: true},
+			{at: 10 * time.Millisecond, want: kLEDs},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			l := New(Options{Clock: clk, Port: nopPort{}, GroupQuiet: tc.quiet})
+			b := &board{addr: 1, present: true, groups: []int{1}}
+			l.boards[1] = b
+			for i, s := range tc.steps {
+				clk.Set(t0.Add(s.at))
+				if s.frame {
+					l.afterGroup(frame.GroupAddress(1), kindsOfNative(frame.TypeLEDs))
+					continue
+				}
+				before := b.dirty
+				b.dirty |= s.poll
+				b.dirty |= b.recheck
+				b.recheck = 0
+				l.groupedDue(b, before)
+				if b.dirty != s.want {
+					t.Fatalf("step %d (%v): dirty %04b, want %04b", i, s.at, b.dirty, s.want)
+				}
+				b.dirty = 0 // read
+			}
+		})
+	}
+}
+
+// nopPort is a line no test reads or writes.
+type nopPort struct{}
+
+func (nopPort) Read([]byte) (int, error)    { select {} }
+func (nopPort) Write(p []byte) (int, error) { return len(p), nil }
