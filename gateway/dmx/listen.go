@@ -225,9 +225,10 @@ func (l *Listener) answerPoll(to netip.AddrPort) {
 	r := l.reply
 	l.mu.Unlock()
 	if !r.IP.IsValid() || r.IP.IsUnspecified() {
-		// The reply says which address to send to: the one the poller
-		// reaches this host at (OLA, for one, sends its ArtDmx there and
-		// nowhere when it is 0.0.0.0).
+		// Art-Net 4: the reply carries the node's IP address, which a
+		// controller's node list shows and may address; 0.0.0.0 names
+		// no node. It is the address the poller reaches this host at.
+		// (OLA sends to the reply's source address instead.)
 		r.IP = l.localAddr(to)
 	}
 	reply := artnet.AppendPollReply(nil, r)

@@ -162,9 +162,9 @@ func TestArtNetListener(t *testing.T) {
 }
 
 // TestArtNetPollReplyAddress: bound to every address, the listener
-// answers an ArtPoll with the address the poller reached it at (a desk or
-// OLA sends its ArtDmx to the reply's IP, and to nothing when it is
-// 0.0.0.0).
+// answers an ArtPoll with the address the poller reached it at, not
+// 0.0.0.0 (Art-Net 4: the reply carries the node's IP, which controllers
+// list and may address).
 func TestArtNetPollReplyAddress(t *testing.T) {
 	r := newRig(t, groupPatch(), auth.RoleOperator)
 	l, err := ListenArtNet("0.0.0.0:0", r.e, artnet.PollReply{ShortName: "holo-gateway"}, nil)
