@@ -60,6 +60,13 @@ const (
 	DefaultPingEvery = 10
 	// DefaultBaud is the line speed assumed when Options.Baud is 0.
 	DefaultBaud = 115200
+	// DefaultGroupQuiet is how long a board must have had no group frame
+	// before the state group frames changed is re-read (see Options).
+	DefaultGroupQuiet = 200 * time.Millisecond
+	// DefaultGroupReread is the most often a board's state is re-read
+	// after group frames while they keep coming, and the longest its
+	// reported state waits behind the group frames sent to it.
+	DefaultGroupReread = time.Second
 )
 
 // HappeningKinds are the happenings the master enables on every board.
@@ -106,6 +113,20 @@ type Options struct {
 	// never published reaches the stream then. Without it a master starts
 	// with what the board still queues for the host.
 	ReplayKept bool
+	// GroupQuiet and GroupReread say when the members of a group frame
+	// are re-read (no member answers a group frame, so its state is read
+	// back for the sink): once no group frame reached the board for
+	// GroupQuiet (default 200 ms), at most once every GroupReread
+	// (default 1 s), and GroupReread after the first frame not yet read
+	// back at the latest, however often frames keep coming. Re-reads are
+	// per board and kind, merged: a board that took ten group frames is
+	// read once. A desk or a chase sending a group a look every few
+	// frames thus costs the line one re-read of each member a second,
+	// not one per frame, and the state reported lags the frames by at
+	// most GroupReread plus a poll cycle. Negative GroupQuiet re-reads
+	// after the next poll, every time (the rule before these options).
+	GroupQuiet  time.Duration
+	GroupReread time.Duration
 	// ClockEvery is how often each online board's clock is measured, one
 	// GET /time exchange a time, when the sink is a fleet.ClockSink
 	// (default DefaultClockEvery; negative for never).
@@ -185,6 +206,12 @@ func New(o Options) *Line {
 	}
 	if o.ClockEvery == 0 {
 		l.o.ClockEvery = DefaultClockEvery
+	}
+	if o.GroupQuiet == 0 {
+		l.o.GroupQuiet = DefaultGroupQuiet
+	}
+	if o.GroupReread <= 0 {
+		l.o.GroupReread = DefaultGroupReread
 	}
 	l.stamp = timesync.NewStamper(l.clk)
 	l.recv = stream.New(stream.Config{Mode: stream.Auto, BufferSize: 64 << 10, MaxLine: 64 << 10})
