@@ -647,7 +647,7 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	if len(kv) > 0 {
 		// Written before acted on: state changes and cancellations.
-		if err := in.j.batch(kv); err != nil {
+		if err := in.j.Write(context.Background(), kv); err != nil {
 			e.mu.Unlock()
 			return err
 		}
@@ -725,7 +725,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 	// for a disk sync each time and was most of a re-apply's cost.
 	e.mu.Lock()
 	b.Wave = rm.boards[id].Wave
-	saved := in.j.add(map[string]any{runBoardKey(runID, id): &b})
+	saved := in.j.Add(map[string]any{runBoardKey(runID, id): &b})
 	rm.boards[id] = &b
 	delete(rm.working, id)
 	e.mu.Unlock()

@@ -71,7 +71,7 @@ type Installer struct {
 	st    Store
 	cache StateCache
 	// j writes run records and written records in group commits.
-	j journal
+	j *store.Journal
 
 	recMu sync.Mutex // orders written-record updates
 
@@ -123,7 +123,7 @@ func New(o Options) (*Installer, error) {
 		o.StartSettle = 10 * time.Second
 	}
 	in := &Installer{o: o, st: o.Store}
-	in.j.st = o.Store
+	in.j = store.NewJournal(o.Store)
 	in.cache, _ = o.Fleet.(StateCache)
 	in.watch.init()
 	if err := in.eng.init(in); err != nil {
@@ -291,7 +291,7 @@ func (in *Installer) remember(board string, w Written) {
 	if equalWritten(cur, w) {
 		return
 	}
-	if err := in.j.batch(map[string]any{writtenKey(board): w}); err != nil {
+	if err := in.j.Write(context.Background(), map[string]any{writtenKey(board): w}); err != nil {
 		in.o.Log.Warn("installation: remembering a board's files", "board", board, "err", err)
 	}
 }
@@ -325,7 +325,7 @@ func (in *Installer) ApplyBoard(ctx context.Context, t Target, rev int, step Ste
 		return d, err
 	}
 	save := func(w Written) error {
-		return in.j.batch(map[string]any{writtenKey(t.Board): w})
+		return in.j.Write(context.Background(), map[string]any{writtenKey(t.Board): w})
 	}
 	if d.Empty() {
 		// Nothing to write, and nothing new to remember unless the plan

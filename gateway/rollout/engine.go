@@ -96,7 +96,7 @@ type Options struct {
 // drives the rollouts until its context ends.
 type Engine struct {
 	o Options
-	j *journal
+	j *store.Journal
 
 	mu     sync.Mutex
 	runs   map[string]*run
@@ -163,7 +163,7 @@ func New(o Options) (*Engine, error) {
 	if o.Recheck <= 0 {
 		o.Recheck = DefaultRecheck
 	}
-	e := &Engine{o: o, j: newJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
+	e := &Engine{o: o, j: store.NewJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
 	if err := e.load(); err != nil {
 		return nil, err
@@ -328,7 +328,7 @@ func (e *Engine) Create(ctx context.Context, p Plan) (Status, error) {
 			return Status{}, fmt.Errorf("%w: board %s joined rollout %s meanwhile", ErrState, id, other)
 		}
 	}
-	if err := e.j.put(ctx, kv); err != nil {
+	if err := e.j.Write(ctx, kv); err != nil {
 		e.mu.Unlock()
 		return Status{}, err
 	}
@@ -473,7 +473,7 @@ func (e *Engine) setState(ctx context.Context, r *run, change func(*Rollout) err
 		}
 		e.mu.Unlock()
 	}
-	if err := e.j.put(ctx, kv); err != nil {
+	if err := e.j.Write(ctx, kv); err != nil {
 		return Status{}, err
 	}
 	e.mu.Lock()
@@ -824,7 +824,7 @@ func (e *Engine) saveVia(ctx context.Context, r *run, b *Board, via []Step, note
 	if len(b.Timeline) > MaxTimeline {
 		b.Timeline = slices.Delete(b.Timeline, 1, len(b.Timeline)-MaxTimeline+1)
 	}
-	if err := e.j.put(ctx, map[string]any{boardKey(b.Rollout, b.Board): b}); err != nil {
+	if err := e.j.Write(ctx, map[string]any{boardKey(b.Rollout, b.Board): b}); err != nil {
 		return err
 	}
 	e.mu.Lock()
