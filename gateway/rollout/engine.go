@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -23,11 +22,7 @@ import (
 )
 
 // Fleet is what the engine needs of the fleet core (*fleet.Fleet).
-type Fleet interface {
-	Boards(f fleet.Filter) []fleet.BoardView
-	Call(ctx context.Context, id, method, path string, body []byte) (fleet.Reply, error)
-	CallRaw(ctx context.Context, id, method, path, contentType string, body io.Reader, length int64) (fleet.Reply, error)
-}
+type Fleet = fleet.Caller
 
 // Artifacts is what the engine needs of the firmware store.
 type Artifacts interface {
