@@ -13,6 +13,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/installation/boardstate"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -164,15 +165,16 @@ func (in *Installer) written(board string) (Written, error) {
 	return w, nil
 }
 
-// Board states of a plan or status.
+// Board states of a plan or status (package boardstate says what each
+// means).
 const (
-	StateInSync      = "in_sync"
-	StateDrifted     = "drifted"
-	StateApplying    = "applying"
-	StateUnreachable = "unreachable"
-	StateFailed      = "failed"
-	StateNeedsLAN    = "needs_lan"
-	StateUnassigned  = "unassigned"
+	StateInSync      = boardstate.InSync
+	StateDrifted     = boardstate.Drifted
+	StateApplying    = boardstate.Applying
+	StateUnreachable = boardstate.Unreachable
+	StateFailed      = boardstate.Failed
+	StateNeedsLAN    = boardstate.NeedsLAN
+	StateUnassigned  = boardstate.Unassigned
 )
 
 // BoardPlan is one board's part of a plan or status.
