@@ -135,13 +135,7 @@ type engine struct {
 	lastRev int
 	lastRun int
 	active  *runMem // the unfinished run, if any
-	// ending is the run that finished last while its end record is
-	// still being written (queued, not waited for: nothing is done
-	// after it); landed is closed once it is on disk (or failed). Status
-	// comes from memory meanwhile, and the next apply waits for it.
-	ending *runMem
-	landed chan struct{}
-	wake   chan struct{}
+	wake    chan struct{}
 	// settled is when the StartSettle period after Run's start ends.
 	settled atomic.Pointer[time.Time]
 }
@@ -151,9 +145,6 @@ type runMem struct {
 	boards  map[string]*RunBoard
 	working map[string]bool
 	desc    *Description
-	// landing counts finished boards whose record is not on disk yet
-	// (and so not audited): the run ends only once there are none.
-	landing int
 }
 
 func (e *engine) init(in *Installer) error {
@@ -297,9 +288,6 @@ func (in *Installer) apply(_ context.Context, d *Description, who, message strin
 	if e.active != nil {
 		return Revision{}, RunStatus{}, fmt.Errorf("%w: run %d (revision %d) is %s; abort it first", ErrState, e.active.r.ID, e.active.r.Revision, e.active.r.State)
 	}
-	if e.landed != nil {
-		<-e.landed // the last run's end is on disk before the next run starts
-	}
 	now := in.o.Clock.Now().UTC()
 	ids := make([]string, 0, len(ts)+len(errs))
 	for id := range ts {
@@ -351,24 +339,13 @@ func statusOf(rm *runMem) RunStatus {
 	return st
 }
 
-// inMemory returns run id when the engine holds it: the unfinished run,
-// or the one whose end is being written. Called with mu held.
-func (e *engine) inMemory(id int) *runMem {
-	for _, rm := range []*runMem{e.active, e.ending} {
-		if rm != nil && rm.r.ID == id {
-			return rm
-		}
-	}
-	return nil
-}
-
 // RunStatus returns run id's state.
 func (in *Installer) RunStatus(id int) (RunStatus, error) {
 	e := &in.eng
 	e.mu.Lock()
-	if rm := e.inMemory(id); rm != nil {
+	if e.active != nil && e.active.r.ID == id {
 		defer e.mu.Unlock()
-		return statusOf(rm), nil
+		return statusOf(e.active), nil
 	}
 	e.mu.Unlock()
 	var r Run
@@ -392,8 +369,8 @@ func (in *Installer) RunBoards(id int) ([]RunBoard, error) {
 	prefix := fmt.Sprintf("rb/%08d/", id)
 	e := &in.eng
 	e.mu.Lock()
-	if rm := e.inMemory(id); rm != nil {
-		for _, b := range rm.boards {
+	if e.active != nil && e.active.r.ID == id {
+		for _, b := range e.active.boards {
 			out = append(out, *b)
 		}
 		e.mu.Unlock()
@@ -620,14 +597,6 @@ func (in *Installer) Run(ctx context.Context) error {
 	}
 	t := in.o.Clock.NewTicker(in.o.Tick)
 	defer t.Stop()
-	defer func() { // a run's end being written lands before Run returns
-		e.mu.Lock()
-		landed := e.landed
-		e.mu.Unlock()
-		if landed != nil {
-			<-landed
-		}
-	}()
 	for {
 		if err := in.step(ctx, &wg); err != nil && ctx.Err() == nil {
 			in.o.Log.Error("installation: scheduling", "err", err)
@@ -651,10 +620,6 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 		return nil
 	}
 	d := decide(rm.r, rm.boards, rm.working)
-	if d.finish && rm.landing > 0 {
-		e.mu.Unlock()
-		return nil // its last boards' records are landing; they poke
-	}
 	now := in.o.Clock.Now().UTC()
 	kv := map[string]any{}
 	next := rm.r
@@ -680,12 +645,7 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 		b.Phase, b.Updated, b.Error = PhaseApplying, now, ""
 		started[id] = &b
 	}
-	if next.Finished {
-		// Nothing is acted on after a run's end: its record is queued,
-		// not waited for (a crash before it lands finds the run with
-		// every board finished and ends it again).
-		in.endRun(rm, kv)
-	} else if len(kv) > 0 {
+	if len(kv) > 0 {
 		// Written before acted on: state changes and cancellations.
 		if err := in.j.Write(context.Background(), kv); err != nil {
 			e.mu.Unlock()
@@ -715,26 +675,6 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 		})
 	}
 	return nil
-}
-
-// endRun queues the records of rm's end (with mu held) and keeps rm as
-// the ending run until they are on disk.
-func (in *Installer) endRun(rm *runMem, kv map[string]any) {
-	e := &in.eng
-	done := in.j.Add(kv)
-	landed := make(chan struct{})
-	e.ending, e.landed = rm, landed
-	go func() {
-		if err := <-done; err != nil {
-			in.o.Log.Error("installation: writing a run's end", "run", rm.r.ID, "err", err)
-		}
-		close(landed)
-		e.mu.Lock()
-		if e.landed == landed {
-			e.ending, e.landed = nil, nil
-		}
-		e.mu.Unlock()
-	}()
 }
 
 // applyInRun applies one board of a run and records how it ended.
@@ -788,15 +728,8 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 	saved := in.j.Add(map[string]any{runBoardKey(runID, id): &b})
 	rm.boards[id] = &b
 	delete(rm.working, id)
-	rm.landing++
 	e.mu.Unlock()
 	e.poke()
-	defer func() {
-		e.mu.Lock()
-		rm.landing--
-		e.mu.Unlock()
-		e.poke()
-	}()
 	if err := <-saved; err != nil {
 		in.o.Log.Error("installation: recording a board", "board", id, "err", err)
 		return
