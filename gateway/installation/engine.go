@@ -14,6 +14,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
 // Revision is one applied description, numbered from 1.
@@ -534,9 +535,8 @@ func decide(r Run, boards map[string]*RunBoard, working map[string]bool) decisio
 		}
 	}
 	s := r.Strategy
-	if fin >= min(s.MinSample, len(boards)) && failed > r.AckFailed && float64(failed) >= s.FailureThreshold*float64(fin) {
-		d.state = RunPaused
-		d.reason = fmt.Sprintf("%d of %d finished boards failed (threshold %.0f%%)", failed, fin, s.FailureThreshold*100)
+	if why := rollout.OverallFailure(failed, fin, r.AckFailed, min(s.MinSample, len(boards)), s.FailureThreshold); why != "" {
+		d.state, d.reason = RunPaused, why
 		return d
 	}
 	for d.wave < len(r.Waves) {

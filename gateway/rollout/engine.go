@@ -669,8 +669,8 @@ func (e *Engine) schedule(ctx context.Context, r *run, wg *sync.WaitGroup) error
 		switch {
 		case x.AckWave != x.Wave+1 && wFin >= th.MinSample && wFail > 0 && float64(wFail) >= th.WaveFailure*float64(len(wave)):
 			why = fmt.Sprintf("wave %d: %d of %d boards failed (threshold %.0f%%)", x.Wave+1, wFail, len(wave), th.WaveFailure*100)
-		case tFin >= th.MinSample && tFail > x.AckFailed && float64(tFail) >= th.TotalFailure*float64(tFin):
-			why = fmt.Sprintf("%d of %d finished boards failed (threshold %.0f%%)", tFail, tFin, th.TotalFailure*100)
+		default:
+			why = OverallFailure(tFail, tFin, x.AckFailed, th.MinSample, th.TotalFailure)
 		}
 		if why != "" {
 			e.mu.Unlock()
