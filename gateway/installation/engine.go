@@ -15,6 +15,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
 // Revision is one applied description, numbered from 1.
@@ -529,9 +530,8 @@ func decide(r Run, boards map[string]*RunBoard, working map[string]bool) decisio
 		}
 	}
 	s := r.Strategy
-	if fin >= min(s.MinSample, len(boards)) && failed > r.AckFailed && float64(failed) >= s.FailureThreshold*float64(fin) {
-		d.state = RunPaused
-		d.reason = fmt.Sprintf("%d of %d finished boards failed (threshold %.0f%%)", failed, fin, s.FailureThreshold*100)
+	if why := rollout.OverallFailure(failed, fin, r.AckFailed, min(s.MinSample, len(boards)), s.FailureThreshold); why != "" {
+		d.state, d.reason = RunPaused, why
 		return d
 	}
 	for d.wave < len(r.Waves) {
@@ -642,7 +642,7 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	if len(kv) > 0 {
 		// Written before acted on: state changes and cancellations.
-		if err := in.j.batch(kv); err != nil {
+		if err := in.j.Write(context.Background(), kv); err != nil {
 			e.mu.Unlock()
 			return err
 		}
@@ -720,7 +720,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 	// for a disk sync each time and was most of a re-apply's cost.
 	e.mu.Lock()
 	b.Wave = rm.boards[id].Wave
-	saved := in.j.add(map[string]any{runBoardKey(runID, id): &b})
+	saved := in.j.Add(map[string]any{runBoardKey(runID, id): &b})
 	rm.boards[id] = &b
 	delete(rm.working, id)
 	e.mu.Unlock()

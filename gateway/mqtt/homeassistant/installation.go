@@ -1,10 +1,9 @@
 package homeassistant
 
 import (
-	"slices"
 	"time"
 
-	"github.com/holofleet/holofleet/gateway/installation"
+	"github.com/holofleet/holofleet/gateway/installation/boardstate"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
@@ -17,14 +16,14 @@ import (
 const LevelInstallation = "installation"
 
 // InstallationStates are the sensor's options (an HA enum sensor): the
-// states gateway/installation gives a board (installation.BoardStates),
-// and installation.StateUnassigned for a board no assignment of the
-// current revision selects (or before any revision is applied).
-var InstallationStates = append(slices.Clip(installation.BoardStates), installation.StateUnassigned)
+// states gateway/installation finds of a board (package boardstate),
+// unassigned for a board no assignment of the current revision selects
+// (or before any revision is applied).
+var InstallationStates = boardstate.All
 
 // Install is a board's installation state as the sensor shows it.
 type Install struct {
-	State    string    // one of InstallationStates
+	State    string    // one of InstallationStates (boardstate)
 	Reason   string    // why, in words: what drifted, why it failed ("in sync" when it is)
 	Profile  string    // the profile the board takes ("" unassigned)
 	Revision int       // the revision checked against (0 before any)
