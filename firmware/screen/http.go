@@ -69,6 +69,11 @@ func (c *Controller) prepareShow(r *http.Request) (api.Change, error) {
 	if err != nil {
 		return api.Change{}, err
 	}
+	if c.moment != nil {
+		if at, ok := c.moment(r); ok {
+			p.StartAt(at)
+		}
+	}
 	return api.Change{
 		Apply: func() (int, any, error) {
 			st, _, err := c.Present(p)
