@@ -1,6 +1,9 @@
 package assemble
 
 import (
+	"net/http"
+	"time"
+
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/events"
 	"github.com/holofleet/holofleet/firmware/fs"
@@ -27,7 +30,16 @@ func Screen(b *board.Boot) error {
 		open = func(p string) (media.Clip, error) { return media.OpenPath(vol, p) }
 	}
 	c, err := screen.New(screen.Options{Clock: b.Clock, Display: b.Board.Hardware().Display, Open: open,
-		Publisher: b.Hub, Logger: b.Log.With("part", "screen"), Backlight: b.Settings.Get().Screen.Backlight})
+		Publisher: b.Hub, Logger: b.Log.With("part", "screen"), Backlight: b.Settings.Get().Screen.Backlight,
+		Aligned: b.Align, Moment: func(r *http.Request) (time.Time, bool) {
+			// The moment a timed show names (fire_at, at_ms), on the
+			// board's clock; a malformed one is refused by the scheduler.
+			_, at, ok, err := b.Fire.When(r.URL.Query())
+			if !ok || err != nil {
+				return time.Time{}, false
+			}
+			return b.BoardClock.Time(at), true
+		}})
 	if err != nil {
 		return err
 	}
