@@ -32,7 +32,6 @@ type player struct {
 	start   time.Time // when the first frame was drawn
 	// The timeline: position 0 is anchor on the board's clock, or, when
 	// synced, startUS on the aligned clock (the gateway's time, Unix µs).
-	// A zero anchor is set when frame 0 has been decoded.
 	anchor   time.Time
 	startUS  int64
 	synced   bool
@@ -60,7 +59,7 @@ func (p *player) stoppedNow() bool {
 }
 
 // startLocked starts playing clip as content next, its timeline anchored
-// at at (zero: when its first frame is decoded), and emits clip_started.
+// at at (zero: now), and emits clip_started.
 func (c *Controller) startLocked(clip media.Clip, next content, at time.Time) {
 	p := &player{id: next.id, path: next.path, clip: clip, plays: next.plays, stop: make(chan struct{})}
 	p.timer = c.clk.NewTimer(time.Hour)
@@ -71,9 +70,10 @@ func (c *Controller) startLocked(clip media.Clip, next content, at time.Time) {
 	for i := range frames {
 		p.cum[i+1] = p.cum[i] + delay(clip, i)
 	}
-	if !at.IsZero() {
-		c.anchor(p, at)
+	if at.IsZero() {
+		at = c.clk.Now() // started now: frame 0 is due now
 	}
+	c.anchor(p, at)
 	c.player = p
 	c.emitLocked(events.KindClipStarted, ClipStarted{Path: next.path, Loop: next.plays == 0, Plays: next.plays,
 		Frames: clip.Frames(), FPS: clip.FPS()})
@@ -157,18 +157,18 @@ func (c *Controller) play(p *player) {
 		}
 	}
 	// until waits until position due; held reports that the timeline was
-	// put back while it waited.
-	until := func(due time.Duration) (ok, held bool) {
-		for slept := false; ; slept = true {
+	// put back while it waited, slept that it waited at all.
+	until := func(due time.Duration) (ok, held, slept bool) {
+		for ; ; slept = true {
 			d := due - c.pos(p, c.clk.Now())
 			if d <= 0 {
-				return !p.stoppedNow(), held
+				return !p.stoppedNow(), held, slept
 			}
 			if slept && d > holdSlack {
 				held = true
 			}
 			if !sleep(d) {
-				return false, held
+				return false, held, slept
 			}
 		}
 	}
@@ -179,13 +179,10 @@ func (c *Controller) play(p *player) {
 	}
 	next := 0
 	for {
-		target := next
-		if !p.anchor.IsZero() {
-			target = max(next, p.frameAt(c.pos(p, c.clk.Now())))
-		}
+		target := max(next, p.frameAt(c.pos(p, c.clk.Now())))
 		if end >= 0 && target >= end {
 			// The last frame stays for its delay; then the clip is done.
-			if ok, _ := until(p.dueAt(end)); !ok {
+			if ok, _, _ := until(p.dueAt(end)); !ok {
 				return
 			}
 			c.finish(p, c.shownFrame(p)%frames)
@@ -197,15 +194,19 @@ func (c *Controller) play(p *player) {
 			return
 		}
 		drawCentred(img, fr)
-		if p.anchor.IsZero() {
-			// Started now: frame 0 is due once it is decoded.
-			c.mu.Lock()
-			c.anchor(p, c.clk.Now())
-			c.mu.Unlock()
-		}
 		due := p.dueAt(target)
-		ok, held := until(due)
-		if !ok || !c.draw(p, img, target, target-next, held, c.pos(p, c.clk.Now())-due) {
+		ok, held, slept := until(due)
+		if !ok {
+			return
+		}
+		pos := c.pos(p, c.clk.Now())
+		if slept && p.frameAt(pos) > target {
+			// Woken past a later frame's time (the aligned clock was put
+			// on, or the wake came late): that frame instead. A decoder
+			// slower than the clip never sleeps, so this never chases.
+			continue
+		}
+		if !c.draw(p, img, target, target-next, held, pos-due) {
 			return
 		}
 		next = target + 1
@@ -293,4 +294,37 @@ func (c *Controller) failed(p *player, err error) {
 	}
 	c.log.Warn("screen: clip stopped: a frame did not decode", "path", p.path, "err", err)
 	c.clearLocked()
+}
+
+// Timeline is where the clip playing is on its timeline, for diagnostics
+// and tests (the same figures as the state's clip-sync fields, with the
+// board clock's view beside the aligned one).
+type Timeline struct {
+	// Anchor is the clip's start on the Controller's clock.
+	Anchor time.Time
+	// Synced and StartUS: the clip follows the aligned clock and started
+	// at StartUS on it (Unix µs).
+	Synced  bool
+	StartUS int64
+	// Position is the clip's position now on the clock it follows;
+	// OwnPosition the same on the board's own clock alone (what a player
+	// without alignment would show).
+	Position, OwnPosition time.Duration
+	// Frame is the frame number on the panel, FrameDue the one due now.
+	Frame, FrameDue int
+}
+
+// ClipTimeline returns the timeline of the clip playing; ok is false when
+// none plays.
+func (c *Controller) ClipTimeline() (tl Timeline, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.player
+	if p == nil {
+		return Timeline{}, false
+	}
+	now := c.clk.Now()
+	pos := c.pos(p, now)
+	return Timeline{Anchor: p.anchor, Synced: p.synced, StartUS: p.startUS, Position: pos,
+		OwnPosition: now.Sub(p.anchor), Frame: p.counters.Frame, FrameDue: p.frameAt(pos)}, true
 }
