@@ -170,6 +170,17 @@ func (p *InProc) ClipTimeline() (screen.Timeline, bool) {
 	return c.ClipTimeline()
 }
 
+// Aligned reports whether a gateway has told the board how its clock
+// lines up with the gateway's in this boot (PUT /time, clip-sync).
+func (p *InProc) Aligned() bool {
+	boot := p.Board.Current()
+	if boot == nil || boot.Align == nil {
+		return false
+	}
+	_, ok := boot.Align.Epoch()
+	return ok
+}
+
 // Pipe returns two connected byte streams: TCP on loopback, so a write
 // does not wait for the reader as with net.Pipe. Both close when the test
 // ends.

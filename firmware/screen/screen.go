@@ -156,8 +156,8 @@ type Options struct {
 
 // Controller owns the panel. Its methods are safe for concurrent use.
 type Controller struct {
-	clk  clock.Clock
-	disp hal.Display
+	clk    clock.Clock
+	disp   hal.Display
 	open   Opener
 	pub    Publisher
 	log    *slog.Logger
