@@ -73,3 +73,12 @@ type TimeAligned struct {
 	NowUS     int64 `json:"now_us" doc:"the board's clock when it answered"`
 	AlignedUS int64 `json:"aligned_us" doc:"the same moment on the aligned clock, Unix µs"`
 }
+
+// QueryClipStart is POST /screen/show's query parameter of extension
+// clip-sync: clip_start=N names the clip's start on the board's aligned
+// clock (the gateway's time, Unix µs), so that boards taking one group
+// frame at slightly different moments still start their timelines on the
+// same one. A board that is not aligned ignores it; an aligned board
+// refuses (400 bad_request) a value more than MaxFireLead ahead of its
+// aligned clock or more than MaxFireLate behind it.
+const QueryClipStart = "clip_start"

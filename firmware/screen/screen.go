@@ -147,11 +147,12 @@ type Options struct {
 	// Aligned, when set, is the board's alignment with the gateway's
 	// clock: a clip started while the board is aligned plays on it.
 	Aligned Aligned
-	// Moment, when set, reads the moment a POST /screen/show request
-	// names for its change (fire_at, at_ms) on Clock; ok is false when it
-	// names none. A clip so started starts at that moment on its
-	// timeline, however late the change is made.
-	Moment func(r *http.Request) (at time.Time, ok bool)
+	// Start, when set, reads the moment a POST /screen/show request names
+	// for its clip's start on Clock (clip_start on the aligned clock, or
+	// the change's own fire_at, at_ms); ok is false when it names none,
+	// an error refuses the request. A clip so started starts at that
+	// moment on its timeline, however late the change is made.
+	Start func(r *http.Request) (at time.Time, ok bool, err error)
 }
 
 // Controller owns the panel. Its methods are safe for concurrent use.
@@ -162,7 +163,7 @@ type Controller struct {
 	pub    Publisher
 	log    *slog.Logger
 	align  Aligned
-	moment func(r *http.Request) (time.Time, bool)
+	start  func(r *http.Request) (time.Time, bool, error)
 
 	wg sync.WaitGroup
 
@@ -207,7 +208,7 @@ func New(o Options) (*Controller, error) {
 		}
 	}
 	c := &Controller{clk: o.Clock, disp: o.Display, open: open, pub: o.Publisher, log: log, level: lvl,
-		align: o.Aligned, moment: o.Moment}
+		align: o.Aligned, start: o.Start}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.wakeLocked(); err != nil {

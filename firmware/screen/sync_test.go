@@ -43,9 +43,9 @@ func newSyncBoard(t *testing.T, base *clock.Fake, ppm float64, frames int, fps f
 			}
 			return &fakeClipSized{&fakeClip{n: frames, fps: fps, w: 32, h: 24, closed: &b.clips, mu: &b.mu}}, nil
 		},
-		Moment: func(r *http.Request) (time.Time, bool) {
+		Start: func(r *http.Request) (time.Time, bool, error) {
 			us, err := strconv.ParseInt(r.URL.Query().Get(boardapi.QueryFireAt), 10, 64)
-			return b.bc.Time(us), err == nil
+			return b.bc.Time(us), err == nil, nil
 		}})
 	if err != nil {
 		t.Fatal(err)

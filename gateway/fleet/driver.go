@@ -185,6 +185,14 @@ func (c BoardClock) BoardTime(t time.Time) (us int64, ok bool) {
 	return t.Sub(c.Epoch).Microseconds(), true
 }
 
+// GatewayUS is the gateway moment t in the microseconds of the gateway's
+// time the board was told with this estimate (extension clip-sync: its
+// aligned clock reads that at t); ok is false without an Epoch.
+func (c BoardClock) GatewayUS(t time.Time) (us int64, ok bool) {
+	b, ok := c.BoardTime(t)
+	return b - c.OffsetUS, ok
+}
+
 // ClockSink is a Sink that also takes clock estimates. A driver whose
 // sink is one reports each new estimate of a board (the fleet core is
 // one); a sink that is not one is not told.

@@ -310,12 +310,15 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 
 // tellClock tells b the alignment a round measured (PUT /time, extension
 // clip-sync): the gateway's time, Unix µs, at which its clock read 0, so
-// that the clips it plays follow the gateway's clock. A board without the
-// extension (404, 405) is not told again until it restarts; any other
-// failure waits for the next round. b.clock.mu is held.
+// that the clips it plays follow the gateway's clock. Only an estimate
+// within fleet.DefaultFireUncertainty (2 ms) is told: the board keeps a
+// sharp old one (drifting at most 50 ppm) rather than take a blurred new
+// one. A board without the extension (404, 405) is not told again until
+// it restarts; any other failure waits for the next round. b.clock.mu is
+// held.
 func (l *LAN) tellClock(ctx context.Context, b *lanBoard, e timesync.Estimate) {
-	if b.clock.noAlign {
-		return
+	if b.clock.noAlign || e.Uncertainty > fleet.DefaultFireUncertainty.Microseconds() {
+		return // a blurred estimate: the board keeps the last sharp one
 	}
 	epoch := -e.Offset
 	body, _ := json.Marshal(boardapi.TimeAlign{EpochUS: &epoch, UncertaintyUS: e.Uncertainty})

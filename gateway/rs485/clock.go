@@ -102,7 +102,9 @@ func (l *Line) measureClock(ctx context.Context, b *board) {
 	if ctx.Err() == nil {
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
 			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: l.name})
-		if !b.clock.noAlign {
+		// Only a sharp estimate is told (a reply that waited in either
+		// direction blurs it): the board keeps the last sharp one.
+		if !b.clock.noAlign && e.Uncertainty <= fleet.DefaultFireUncertainty.Microseconds() {
 			b.clock.tell = e
 			b.needs |= needAlign
 		}
