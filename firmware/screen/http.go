@@ -48,7 +48,7 @@ func (c *Controller) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/screen/show", Link: true,
 			Summary: "Show a clip or image (path, with loop or loops), a colour, or the calibration crosshair: exactly one",
 			Request: boardapi.ShowRequest{}, Response: State{},
-			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrIsADirectory, api.ErrNotADirectory, api.ErrNotFound, api.ErrNotPlayable},
+			Errors: []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrIsADirectory, api.ErrNotADirectory, api.ErrNotFound, api.ErrNotPlayable},
 			Query: []api.Param{{Name: boardapi.QueryClipStart, Type: "integer",
 				Description: "extension clip-sync: the clip's start on the board's aligned clock (the gateway's time, Unix µs), at most 60 s ahead and 10 s behind it; ignored while the board is not aligned"}},
 			Prepare: c.prepareShow, Handler: api.Prepared(c.prepareShow)},

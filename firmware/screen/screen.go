@@ -157,13 +157,13 @@ type Options struct {
 
 // Controller owns the panel. Its methods are safe for concurrent use.
 type Controller struct {
-	clk    clock.Clock
-	disp   hal.Display
-	open   Opener
-	pub    Publisher
-	log    *slog.Logger
-	align  Aligned
-	start  func(r *http.Request) (time.Time, bool, error)
+	clk   clock.Clock
+	disp  hal.Display
+	open  Opener
+	pub   Publisher
+	log   *slog.Logger
+	align Aligned
+	start func(r *http.Request) (time.Time, bool, error)
 
 	wg sync.WaitGroup
 
