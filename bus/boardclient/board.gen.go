@@ -1050,6 +1050,9 @@ type DeleteScreenParams struct {
 
 // PostScreenShowParams defines parameters for PostScreenShow.
 type PostScreenShowParams struct {
+	// ClipStart extension clip-sync: the clip's start on the board's aligned clock (the gateway's time, Unix µs), at most 60 s ahead and 10 s behind it; ignored while the board is not aligned
+	ClipStart *int `form:"clip_start,omitempty" json:"clip_start,omitempty"`
+
 	// FireAt make the change at this moment of the board's clock (µs since it started, as GET /time), at most 60 s ahead: the reply is 202 at once
 	FireAt *int `form:"fire_at,omitempty" json:"fire_at,omitempty"`
 
@@ -5366,6 +5369,18 @@ func NewPostScreenShowRequestWithBody(server string, params *PostScreenShowParam
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.ClipStart != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "clip_start", *params.ClipStart, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.FireAt != nil {
 

@@ -51,7 +51,8 @@ type clockState struct {
 	// noAlign: the board answered 404 or 405 to PUT /time (no extension
 	// clip-sync); not told again until it restarts.
 	noAlign bool
-	rounds  int // rounds with an estimate since the last reset
+	told    fleet.Told // what the board was told last (PUT /time)
+	rounds  int        // rounds with an estimate since the last reset
 
 	// next and index belong to the schedule (clockQueue.mu): when the
 	// board's next round is due, and its place in the queue (-1: not
@@ -247,6 +248,7 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 		b.clock.filter.Reset()
 		b.clock.noTime = false
 		b.clock.noAlign = false
+		b.clock.told = fleet.Told{}
 		b.clock.rounds = 0
 	}
 	if b.clock.noTime {
@@ -310,15 +312,14 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 
 // tellClock tells b the alignment a round measured (PUT /time, extension
 // clip-sync): the gateway's time, Unix µs, at which its clock read 0, so
-// that the clips it plays follow the gateway's clock. Only an estimate
-// within fleet.DefaultFireUncertainty (2 ms) is told: the board keeps a
-// sharp old one (drifting at most 50 ppm) rather than take a blurred new
-// one. A board without the extension (404, 405) is not told again until
+// that the clips it plays follow the gateway's clock. An estimate is told
+// when fleet.Told.Sharper says so: the board keeps a sharp old one
+// (drifting at most 50 ppm) rather than take a blurred new one. A board without the extension (404, 405) is not told again until
 // it restarts; any other failure waits for the next round. b.clock.mu is
 // held.
 func (l *LAN) tellClock(ctx context.Context, b *lanBoard, e timesync.Estimate) {
-	if b.clock.noAlign || e.Uncertainty > fleet.DefaultFireUncertainty.Microseconds() {
-		return // a blurred estimate: the board keeps the last sharp one
+	if b.clock.noAlign || !b.clock.told.Sharper(e.Uncertainty, e.At) {
+		return // a blurred estimate: the board keeps the sharper one it holds
 	}
 	epoch := -e.Offset
 	body, _ := json.Marshal(boardapi.TimeAlign{EpochUS: &epoch, UncertaintyUS: e.Uncertainty})
@@ -336,6 +337,8 @@ func (l *LAN) tellClock(ctx context.Context, b *lanBoard, e timesync.Estimate) {
 		l.log.Debug("lan: board has no PUT /time (clip-sync); its clips play on its own clock", "url", b.url)
 	case rep.Status != http.StatusOK:
 		l.log.Debug("lan: telling the board its clock", "url", b.url, "status", rep.Status, "body", string(rep.Body))
+	default:
+		b.clock.told = fleet.Told{UncertaintyUS: e.Uncertainty, AtUS: e.At, Set: true}
 	}
 }
 

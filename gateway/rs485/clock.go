@@ -29,6 +29,7 @@ type boardClock struct {
 	// to tell it next (needAlign).
 	noAlign bool
 	tell    timesync.Estimate
+	told    fleet.Told // what the board was told last
 }
 
 // lineTimes are the timings of one JSON-line exchange: the gateway's time
@@ -102,9 +103,9 @@ func (l *Line) measureClock(ctx context.Context, b *board) {
 	if ctx.Err() == nil {
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
 			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: l.name})
-		// Only a sharp estimate is told (a reply that waited in either
-		// direction blurs it): the board keeps the last sharp one.
-		if !b.clock.noAlign && e.Uncertainty <= fleet.DefaultFireUncertainty.Microseconds() {
+		// A blurred estimate (a reply that waited in either direction) is
+		// not told over a sharper one the board holds (fleet.Told).
+		if !b.clock.noAlign && b.clock.told.Sharper(e.Uncertainty, e.At) {
 			b.clock.tell = e
 			b.needs |= needAlign
 		}
@@ -135,6 +136,7 @@ func (l *Line) tellClock(ctx context.Context, b *board) {
 	l.heard(b.addr, rep.Pending)
 	switch rep.Status {
 	case http.StatusOK:
+		b.clock.told = fleet.Told{UncertaintyUS: b.clock.tell.Uncertainty, AtUS: b.clock.tell.At, Set: true}
 	case http.StatusNotFound, http.StatusMethodNotAllowed:
 		b.clock.noAlign = true
 		l.log.Debug("rs485: board has no PUT /time (clip-sync); its clips play on its own clock", "addr", b.addr, "board", b.id)
