@@ -47,20 +47,30 @@ func clipRig(t testing.TB, clip []byte, lanEvery, lineEvery time.Duration) *rig 
 	}
 	// Every board is told its alignment by its driver (PUT /time) once
 	// its clock is measured: the LAN at its first rounds, a line at its
-	// first polls.
+	// first polls. A show waits, as an operator would, until every
+	// board's clock is known within 2 ms (the fleet's board view) or, on
+	// a loaded host where some samples stay blurred, for at most 90 s.
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		var not []string
+		var not, blurred []string
 		for _, b := range r.boards {
-			if !b.proc.Aligned() {
+			v, err := r.f.Board(b.id)
+			switch {
+			case !b.proc.Aligned():
 				not = append(not, fmt.Sprintf("%s (lan %v)", b.id, b.lan))
+			case err != nil || v.Clock == nil || time.Duration(v.Clock.UncertaintyUS)*time.Microsecond > fleet.DefaultFireUncertainty:
+				blurred = append(blurred, fmt.Sprintf("%s (lan %v)", b.id, b.lan))
 			}
 		}
-		if len(not) == 0 {
+		if len(not) == 0 && len(blurred) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d boards never told their alignment: %v", len(not), len(r.boards), not)
+			if len(not) > 0 {
+				t.Fatalf("%d of %d boards never told their alignment: %v", len(not), len(r.boards), not)
+			}
+			t.Logf("%d boards' clocks still known only beyond %v: %v", len(blurred), fleet.DefaultFireUncertainty, blurred)
+			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
