@@ -340,3 +340,27 @@ func TestTimedClipStart(t *testing.T) {
 		t.Errorf("line0 (-got +want)\n%s", diff)
 	}
 }
+
+// TestToldSharper: an alignment is told when the board holds none, when
+// it is within DefaultFireUncertainty, or when it beats the one held aged
+// at 50 ppm; a blurred one never replaces a sharp one.
+func TestToldSharper(t *testing.T) {
+	held := Told{UncertaintyUS: 3000, AtUS: 1_000_000, Set: true}
+	for _, tc := range []struct {
+		name  string
+		told  Told
+		u, at int64
+		want  bool
+	}{
+		{"nothing held", Told{}, 50_000, 0, true},
+		{"sharp", held, 2000, 1_000_001, true},
+		{"blurred, just after", held, 3100, 1_000_001, false},
+		{"as good", held, 3000, 1_000_000, true},
+		{"blurred, held one aged 60 s (+3 ms)", held, 5900, 61_000_000, true},
+		{"blurred beyond the aged one", held, 6100, 61_000_000, false},
+	} {
+		if got := tc.told.Sharper(tc.u, tc.at); got != tc.want {
+			t.Errorf("%s: Sharper(%d, %d) = %v", tc.name, tc.u, tc.at, got)
+		}
+	}
+}
