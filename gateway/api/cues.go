@@ -30,6 +30,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cue"
@@ -280,12 +281,26 @@ func (h *cueHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if flusher != nil {
 		flusher.Flush()
 	}
-	for ev := range ch {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return
+	keep := time.NewTicker(SSEKeepAlive)
+	defer keep.Stop()
+	for {
+		var err error
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			b, merr := json.Marshal(ev)
+			if merr != nil {
+				return
+			}
+			_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.N, ev.Type, b)
+		case <-keep.C:
+			// A show may be quiet for long: a comment tells the page
+			// (and any proxy) the stream is alive.
+			_, err = io.WriteString(w, ": keep-alive\n\n")
 		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.N, ev.Type, b); err != nil {
+		if err != nil {
 			return
 		}
 		if flusher != nil {
@@ -293,3 +308,7 @@ func (h *cueHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// SSEKeepAlive is how often a quiet cue event stream sends a comment, well
+// inside the console's 60 s silence limit.
+const SSEKeepAlive = 15 * time.Second
