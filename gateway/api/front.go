@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -144,8 +145,10 @@ func (l Limits) withDefaults() Limits {
 // lifted once admitted).
 var streamMethods = func() map[string]bool {
 	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
-	for _, sd := range fleetv1.FleetService_ServiceDesc.Streams {
-		m["/"+fleetv1.FleetService_ServiceDesc.ServiceName+"/"+sd.StreamName] = true
+	for _, desc := range []grpc.ServiceDesc{fleetv1.FleetService_ServiceDesc, fleetv1.CueService_ServiceDesc} {
+		for _, sd := range desc.Streams {
+			m["/"+desc.ServiceName+"/"+sd.StreamName] = true
+		}
 	}
 	return m
 }()

@@ -134,6 +134,20 @@ var rules = map[string]rule{
 		return nil
 	}},
 
+	// The cue lists (gateway/cue): viewers read and watch, operators run
+	// them, admins save and delete them.
+	fleetv1.CueService_ListCueLists_FullMethodName:  {verb: auth.VerbRead, res: auth.ResCues},
+	fleetv1.CueService_GetCueList_FullMethodName:    {verb: auth.VerbRead, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_GetCueState_FullMethodName:   {verb: auth.VerbRead, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_WatchCues_FullMethodName:     {verb: auth.VerbWatch, res: auth.ResCues, watch: true},
+	fleetv1.CueService_PutCueList_FullMethodName:    {verb: auth.VerbUpdate, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_DeleteCueList_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_GoCue_FullMethodName:         {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_StopCues_FullMethodName:      {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_BackCue_FullMethodName:       {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_SetCueStandby_FullMethodName: {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_StartCue_FullMethodName:      {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
+
 	// The installation (gateway/installation): reads for viewers, the
 	// brakes for operators, applies, rollbacks and resumes for admins.
 	fleetv1.InstallationService_PlanInstallation_FullMethodName:          {verb: auth.VerbRead, res: auth.ResInstallation},
@@ -201,6 +215,14 @@ func actionAttrs(a *auth.Attributes, req any) error {
 	sel := r.GetSelector()
 	a.Kind, a.Boards = r.GetKind(), sel.GetBoards()
 	a.Selector = selectorText(sel.GetGroups(), sel.GetLabels(), sel.GetAll())
+	return nil
+}
+
+// cueListAttrs names the cue list a call is about (in the audit log).
+func cueListAttrs(a *auth.Attributes, req any) error {
+	if r, ok := req.(interface{ GetName() string }); ok {
+		a.Name = r.GetName()
+	}
 	return nil
 }
 
