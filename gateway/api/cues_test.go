@@ -274,3 +274,42 @@ func TestCueGRPC(t *testing.T) {
 		}
 	}
 }
+
+// TestCueGrpcurl drives CueService with grpcurl, a real gRPC client
+// working from reflection alone: save as admin, GO as operator, a
+// viewer's GO refused, the state read back.
+func TestCueGrpcurl(t *testing.T) {
+	grpcurl := grpcurlCmd(t)
+	g, _, fl, _ := cueGateway(t)
+	bearer := func(role string) string { return "authorization: Bearer " + g.secrets[role] }
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := grpcurl(args...)
+		if err != nil {
+			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	if d := run("-H", bearer("viewer"), g.addr, "describe", "holo.fleet.v1.CueService"); !strings.Contains(d, "rpc GoCue") {
+		t.Fatalf("grpcurl describe:\n%s", d)
+	}
+	put := `{"name": "show", "list": ` + cueListJSON + `}`
+	if out, err := grpcurl("-H", bearer("operator"), "-d", put, g.addr, "holo.fleet.v1.CueService/PutCueList"); err == nil || !strings.Contains(out, "PermissionDenied") {
+		t.Fatalf("operator put: %v\n%s", err, out)
+	}
+	if out := run("-H", bearer("admin"), "-d", put, g.addr, "holo.fleet.v1.CueService/PutCueList"); !strings.Contains(out, `"colour": "red"`) {
+		t.Fatalf("admin put:\n%s", out)
+	}
+	if out, err := grpcurl("-H", bearer("viewer"), "-d", `{"name": "show"}`, g.addr, "holo.fleet.v1.CueService/GoCue"); err == nil || !strings.Contains(out, "PermissionDenied") {
+		t.Fatalf("viewer GO: %v\n%s", err, out)
+	}
+	if out := run("-H", bearer("operator"), "-d", `{"name": "show"}`, g.addr, "holo.fleet.v1.CueService/GoCue"); !strings.Contains(out, `"standby": "2"`) {
+		t.Fatalf("GO:\n%s", out)
+	}
+	if a := <-fl.calls; a.At.IsZero() {
+		t.Fatalf("the GO fired without a moment: %+v", a)
+	}
+	if out := run("-H", bearer("viewer"), "-d", `{"name": "-"}`, g.addr, "holo.fleet.v1.CueService/GetCueState"); !strings.Contains(out, `"standbyNotes": "blackout"`) {
+		t.Fatalf("state:\n%s", out)
+	}
+}

@@ -194,29 +194,8 @@ func TestReflection(t *testing.T) {
 // TestGrpcurl runs grpcurl against the gateway: list, describe, and the
 // health check. Without grpcurl on PATH it is skipped, except in CI.
 func TestGrpcurl(t *testing.T) {
-	bin, err := exec.LookPath("grpcurl")
-	if err != nil {
-		// Where `go install` puts it, when that is not on PATH.
-		if out, gerr := exec.Command("go", "env", "GOPATH").Output(); gerr == nil {
-			p := filepath.Join(strings.TrimSpace(string(out)), "bin", "grpcurl")
-			if _, serr := os.Stat(p); serr == nil {
-				bin, err = p, nil
-			}
-		}
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3)")
-		}
-		t.Skip("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3; CI installs it)")
-	}
 	g := startGateway(t)
-	grpcurl := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, bin, append([]string{"-plaintext"}, args...)...).CombinedOutput()
-		return string(out), err
-	}
+	grpcurl := grpcurlCmd(t)
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := grpcurl(args...)
@@ -245,5 +224,33 @@ func TestGrpcurl(t *testing.T) {
 	// With a token, a fleet call works through reflection alone.
 	if b := run("-H", viewer, g.addr, "holo.fleet.v1.FleetService/ListBoards"); !strings.Contains(b, "holo-b1") {
 		t.Errorf("grpcurl ListBoards:\n%s", b)
+	}
+}
+
+// grpcurlCmd returns a function running grpcurl -plaintext with args, or
+// skips the test where grpcurl is not installed (fails it in CI).
+func grpcurlCmd(t *testing.T) func(args ...string) (string, error) {
+	t.Helper()
+	bin, err := exec.LookPath("grpcurl")
+	if err != nil {
+		// Where `go install` puts it, when that is not on PATH.
+		if out, gerr := exec.Command("go", "env", "GOPATH").Output(); gerr == nil {
+			p := filepath.Join(strings.TrimSpace(string(out)), "bin", "grpcurl")
+			if _, serr := os.Stat(p); serr == nil {
+				bin, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3)")
+		}
+		t.Skip("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3; CI installs it)")
+	}
+	return func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, append([]string{"-plaintext"}, args...)...).CombinedOutput()
+		return string(out), err
 	}
 }
