@@ -35,7 +35,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -269,20 +268,11 @@ const SSEKeepAlive = 15 * time.Second
 
 // serveCueEvents streams every list's events as Server-Sent Events (id:
 // the event's n, event: its type, data: the cue.Event's JSON) until the
-// client leaves. It passes the guard as WatchCues would: identity, then
-// a viewer's right to watch the cue lists.
+// client leaves. It passes the gate as WatchCues would (preflight):
+// identity, then a viewer's right to watch the cue lists.
 func (s *Server) serveCueEvents(w http.ResponseWriter, r *http.Request) {
-	c := auth.CallerOfHTTP(r)
-	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: auth.VerbWatch, Resource: auth.ResCues,
-		Operation: r.Method + " " + r.URL.Path, Client: c.Addr, Agent: c.Agent, RequestID: r.Header.Get(RequestIDHeader)}
-	who, err := s.guard.Identify(c)
+	who, err := s.preflight(r, fleetv1.CueService_WatchCues_FullMethodName)
 	if err != nil {
-		s.guard.Refuse(a, err)
-		writeError(w, Status(err))
-		return
-	}
-	a.Who = who
-	if _, err := s.guard.Check(a); err != nil {
 		writeError(w, Status(err))
 		return
 	}
@@ -290,14 +280,7 @@ func (s *Server) serveCueEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	liftDeadlines(w, false)
 	ch := s.cues.Watch(ctx)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
-	}
+	flusher := openSSE(w)
 	keep := time.NewTicker(SSEKeepAlive)
 	defer keep.Stop()
 	for {

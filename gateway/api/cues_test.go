@@ -279,17 +279,9 @@ func TestCueGRPC(t *testing.T) {
 // working from reflection alone: save as admin, GO as operator, a
 // viewer's GO refused, the state read back.
 func TestCueGrpcurl(t *testing.T) {
-	grpcurl := grpcurlCmd(t)
+	grpcurl, run := grpcurlCmd(t)
 	g, _, fl, _ := cueGateway(t)
 	bearer := func(role string) string { return "authorization: Bearer " + g.secrets[role] }
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := grpcurl(args...)
-		if err != nil {
-			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
 	if d := run("-H", bearer("viewer"), g.addr, "describe", "holo.fleet.v1.CueService"); !strings.Contains(d, "rpc GoCue") {
 		t.Fatalf("grpcurl describe:\n%s", d)
 	}

@@ -195,15 +195,7 @@ func TestReflection(t *testing.T) {
 // health check. Without grpcurl on PATH it is skipped, except in CI.
 func TestGrpcurl(t *testing.T) {
 	g := startGateway(t)
-	grpcurl := grpcurlCmd(t)
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := grpcurl(args...)
-		if err != nil {
-			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	grpcurl, run := grpcurlCmd(t)
 	// Outside demo mode reflection needs a token (docs/gateway-api.md).
 	if out, err := grpcurl(g.addr, "list"); err == nil || !strings.Contains(out, "Unauthenticated") {
 		t.Errorf("grpcurl list without a token: %v\n%s", err, out)
@@ -227,9 +219,11 @@ func TestGrpcurl(t *testing.T) {
 	}
 }
 
-// grpcurlCmd returns a function running grpcurl -plaintext with args, or
-// skips the test where grpcurl is not installed (fails it in CI).
-func grpcurlCmd(t *testing.T) func(args ...string) (string, error) {
+// grpcurlCmd returns functions running grpcurl -plaintext with args: the
+// first returns its output and error, the second its output and fails
+// the test on an error. It skips the test where grpcurl is not installed
+// (fails it in CI).
+func grpcurlCmd(t *testing.T) (try func(args ...string) (string, error), run func(args ...string) string) {
 	t.Helper()
 	bin, err := exec.LookPath("grpcurl")
 	if err != nil {
@@ -247,10 +241,19 @@ func grpcurlCmd(t *testing.T) func(args ...string) (string, error) {
 		}
 		t.Skip("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3; CI installs it)")
 	}
-	return func(args ...string) (string, error) {
+	try = func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, bin, append([]string{"-plaintext"}, args...)...).CombinedOutput()
 		return string(out), err
 	}
+	run = func(args ...string) string {
+		t.Helper()
+		out, err := try(args...)
+		if err != nil {
+			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	return try, run
 }

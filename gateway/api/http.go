@@ -62,15 +62,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status.Convert(err))
 		return
 	}
-	flusher, _ := w.(http.Flusher)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
+	flusher := openSSE(w)
 	for {
 		ev, err := first, error(nil)
 		if ev == nil {
@@ -100,6 +92,22 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+// openSSE answers 200 with the headers of a Server-Sent Events stream
+// (never cached, never buffered by a proxy), sends them at once and
+// returns the flusher of each event (nil when w has none).
+func openSSE(w http.ResponseWriter) http.Flusher {
+	flusher, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	return flusher
 }
 
 // pipeListener is an in-process listener: the REST front dials it to reach
