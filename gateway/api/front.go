@@ -35,13 +35,11 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/holofleet/holofleet/gateway/auth"
-	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
 // Limits bound what clients may send and hold. Zero fields take the
@@ -140,18 +138,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	return l
 }
-
-// streamMethods are the gRPC methods that stream (their deadlines are
-// lifted once admitted).
-var streamMethods = func() map[string]bool {
-	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
-	for _, desc := range []grpc.ServiceDesc{fleetv1.FleetService_ServiceDesc, fleetv1.CueService_ServiceDesc} {
-		for _, sd := range desc.Streams {
-			m["/"+desc.ServiceName+"/"+sd.StreamName] = true
-		}
-	}
-	return m
-}()
 
 // ServeHTTP checks every request at the door (front), then routes gRPC to
 // the gRPC server and the rest to the HTTP mux, with a request id

@@ -61,6 +61,18 @@ type rule struct {
 	attrs func(a *auth.Attributes, req any) error
 }
 
+// streamMethods are the gRPC methods that stream (their deadlines are
+// lifted once admitted).
+var streamMethods = func() map[string]bool {
+	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
+	for _, desc := range []grpc.ServiceDesc{fleetv1.FleetService_ServiceDesc, fleetv1.CueService_ServiceDesc} {
+		for _, sd := range desc.Streams {
+			m["/"+desc.ServiceName+"/"+sd.StreamName] = true
+		}
+	}
+	return m
+}()
+
 // rules maps every FleetService method to its verb and resource. The
 // roles they need are auth.Authorize's business, nowhere else.
 var rules = map[string]rule{
