@@ -156,14 +156,20 @@ func wakeups(n int, d time.Duration) []time.Duration {
 	return out
 }
 
-// timedFleet records when each action reached the fleet.
+// timedFleet records when each action reached the fleet, and its body
+// (which names the cue).
 type timedFleet struct {
 	*fakeFleet
-	at chan time.Time
+	at chan fired
 }
 
-func (f *timedFleet) Do(_ context.Context, _ fleet.Selector, _ fleet.Action) ([]fleet.Result, error) {
-	f.at <- time.Now()
+type fired struct {
+	at   time.Time
+	body string
+}
+
+func (f *timedFleet) Do(_ context.Context, _ fleet.Selector, a fleet.Action) ([]fleet.Result, error) {
+	f.at <- fired{time.Now(), string(a.Body)}
 	return []fleet.Result{{Board: "b", Via: "group"}}, nil
 }
 
@@ -172,18 +178,22 @@ func (f *timedFleet) Do(_ context.Context, _ fleet.Selector, _ fleet.Action) ([]
 // benchmark) to the fleet action of the cue the frame passes (a cue every
 // 10 frames): from the frame's send to the action reaching the fleet core
 // (whose timed fire then goes out at once, the moment being passed),
-// p50 and p99. The target is within one frame at p99
+// p50 and p99 of its size. Each cue's action names it, so a fire is paired
+// with its own cue's frame: a sender the loaded host stalls for 1.5 frame
+// times lets the chase freewheel onto a cue before its frame (counted in
+// early-fires), and the frame after chases the cue again (not counted).
+// The target is within one frame at p99
 // (timecode-fire-p99-vs-frame-ratio under 1).
 func BenchmarkTimecodeChase(b *testing.B) {
 	const fps = 30
-	fl := &timedFleet{fakeFleet: newFakeFleet(), at: make(chan time.Time, 1024)}
+	fl := &timedFleet{fakeFleet: newFakeFleet(), at: make(chan fired, 1024)}
 	var list cue.List
 	list.Name = "tc"
 	for i := range 200 {
 		f := 10 * (i + 1)
 		list.Cues = append(list.Cues, cue.Cue{Number: cue.Number(itoa(i + 1)),
 			Timecode: twoDigits(f/fps/3600) + ":" + twoDigits(f/fps/60%60) + ":" + twoDigits(f/fps%60) + ":" + twoDigits(f%fps),
-			Actions:  []cue.Action{{Kind: "scene_end", Selector: fleet.Selector{All: true}}}})
+			Actions:  []cue.Action{{Kind: "scene_apply", Selector: fleet.Selector{All: true}, Body: json.RawMessage(`{"name":"c` + itoa(i+1) + `"}`)}}})
 	}
 	eng, err := cue.New(cue.Options{Fleet: fl})
 	if err != nil {
@@ -209,6 +219,8 @@ func BenchmarkTimecodeChase(b *testing.B) {
 	b.Cleanup(func() { c.Close() })
 	frame := time.Second / fps
 	var ds []time.Duration
+	early := 0
+	firstFire := map[string]time.Time{} // by body: the cue's first fire
 	f := 0
 	tick := time.NewTicker(frame)
 	defer tick.Stop()
@@ -221,11 +233,24 @@ func BenchmarkTimecodeChase(b *testing.B) {
 			send(b, c, "/holo/timecode", int32(f/fps/3600), int32(f/fps/60%60), int32(f/fps%60), int32(f%fps), int32(fps))
 			<-tick.C
 		}
-		select {
-		case at := <-fl.at:
-			ds = append(ds, at.Sub(sent))
-		case <-time.After(5 * time.Second):
-			b.Fatalf("frame %d fired no cue", f)
+		want := `{"name":"c` + itoa(f/10) + `"}`
+		timeout := time.After(5 * time.Second)
+		for {
+			if at, ok := firstFire[want]; ok {
+				if at.Before(sent) {
+					early++
+				}
+				ds = append(ds, at.Sub(sent).Abs())
+				return
+			}
+			select {
+			case x := <-fl.at:
+				if _, seen := firstFire[x.body]; !seen {
+					firstFire[x.body] = x.at
+				}
+			case <-timeout:
+				b.Fatalf("frame %d fired no cue", f)
+			}
 		}
 	}
 	// The first frame chases (a cue may fire for it): start on a frame
@@ -247,6 +272,7 @@ func BenchmarkTimecodeChase(b *testing.B) {
 	}
 	b.ReportMetric(float64(quantile(ds, .5).Microseconds()), "p50-µs")
 	b.ReportMetric(float64(quantile(ds, .99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(early), "early-fires")
 	b.ReportMetric(float64(quantile(ds, .99))/float64(frame), "timecode-fire-p99-vs-frame-ratio")
 }
 
@@ -328,6 +354,9 @@ func BenchmarkCueFirstGo(b *testing.B) {
 	b.ReportMetric(float64(quantile(ds, .99).Microseconds()), "p99-µs")
 	b.ReportMetric(float64(pure.Microseconds()), "wire-µs")
 	b.ReportMetric(float64(quiet.Milliseconds()), "quiet-ms")
+	// The host's own wake-up lateness in the same run, for what limits
+	// the tail (a goroutine waiting for a deadline).
+	b.ReportMetric(float64(quantile(wakeups(samples, 20*time.Millisecond), .99).Microseconds()), "wakeup-p99-µs")
 	b.ReportMetric(float64(quantile(ds, .99))/float64(limit), "first-go-p99-vs-limit-ratio")
 }
 
@@ -335,8 +364,10 @@ func BenchmarkCueFirstGo(b *testing.B) {
 // from a sender in the benchmark, one frame time apart) to the boards'
 // change: a cue every 10 frames sets group 1's LED colour (red and blue
 // in turn), and each board's strip latching it (boardtest.StripWatch) is
-// timed from the send of the frame that should fire it. p50 and p99 over
-// every board of every cue; the target is within one frame at p99
+// timed from the send of the frame that should fire it. p50 and p99 of
+// that error (its size: a change before its frame, early-changes, is the
+// chase freewheeling over a sender the host stalled) over every board of
+// every cue; the target is within one frame at p99
 // (timecode-change-p99-vs-frame-ratio under 1). line: 4 boards on a
 // polled 115200-baud simulated line; lan: 4 LAN boards.
 func BenchmarkTimecodeToBoards(b *testing.B) {
@@ -378,27 +409,38 @@ func BenchmarkTimecodeToBoards(b *testing.B) {
 			// The chase starts before every cue.
 			sendFrame(0)
 			var ds []time.Duration
+			early := 0
 			f := 0
 			tick := time.NewTicker(frameTime)
 			defer tick.Stop()
 			one := func() {
-				var sent time.Time
-				for range 10 { // ten frames, the last passing a cue
+				var first, sent time.Time
+				for i := range 10 { // ten frames, the last passing a cue
 					<-tick.C
 					f++
 					sent = time.Now()
+					if i == 0 {
+						first = sent
+					}
 					sendFrame(f)
 				}
 				match := red
 				if (f/10)%2 == 0 {
 					match = blue
 				}
+				// A sender the host stalls for more than 1.5 frame
+				// times lets the chase freewheel onto the cue before
+				// its frame is sent (as it should): such a change is
+				// found from the group's first frame, and counted early.
 				for _, s := range r.strips {
-					w, ok := s.Await(sent, match, 5*time.Second)
+					w, ok := s.Await(first, match, 5*time.Second)
 					if !ok {
 						b.Fatalf("a strip did not change for frame %d", f)
 					}
-					ds = append(ds, w.At.Sub(sent))
+					if w.At.Before(sent) {
+						early++
+					}
+					ds = append(ds, w.At.Sub(sent).Abs())
 				}
 			}
 			b.ReportAllocs()
@@ -413,6 +455,7 @@ func BenchmarkTimecodeToBoards(b *testing.B) {
 			}
 			b.ReportMetric(float64(quantile(ds, .5).Microseconds()), "p50-µs")
 			b.ReportMetric(float64(quantile(ds, .99).Microseconds()), "p99-µs")
+			b.ReportMetric(float64(early), "early-changes")
 			b.ReportMetric(float64(quantile(ds, .99))/float64(frameTime), "timecode-change-p99-vs-frame-ratio")
 		})
 	}
