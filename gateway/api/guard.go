@@ -149,16 +149,16 @@ var rules = map[string]rule{
 	// The cue lists (gateway/cue): viewers read and watch, operators run
 	// them, admins save and delete them.
 	fleetv1.CueService_ListCueLists_FullMethodName:  {verb: auth.VerbRead, res: auth.ResCues},
-	fleetv1.CueService_GetCueList_FullMethodName:    {verb: auth.VerbRead, res: auth.ResCues, attrs: cueListAttrs},
-	fleetv1.CueService_GetCueState_FullMethodName:   {verb: auth.VerbRead, res: auth.ResCues, attrs: cueListAttrs},
 	fleetv1.CueService_WatchCues_FullMethodName:     {verb: auth.VerbWatch, res: auth.ResCues, watch: true},
-	fleetv1.CueService_PutCueList_FullMethodName:    {verb: auth.VerbUpdate, res: auth.ResCues, attrs: cueListAttrs},
-	fleetv1.CueService_DeleteCueList_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCues, attrs: cueListAttrs},
-	fleetv1.CueService_GoCue_FullMethodName:         {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
-	fleetv1.CueService_StopCues_FullMethodName:      {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
-	fleetv1.CueService_BackCue_FullMethodName:       {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
-	fleetv1.CueService_SetCueStandby_FullMethodName: {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
-	fleetv1.CueService_StartCue_FullMethodName:      {verb: auth.VerbAct, res: auth.ResCues, attrs: cueListAttrs},
+	fleetv1.CueService_GetCueList_FullMethodName:    cueRule(auth.VerbRead),
+	fleetv1.CueService_GetCueState_FullMethodName:   cueRule(auth.VerbRead),
+	fleetv1.CueService_PutCueList_FullMethodName:    cueRule(auth.VerbUpdate),
+	fleetv1.CueService_DeleteCueList_FullMethodName: cueRule(auth.VerbDelete),
+	fleetv1.CueService_GoCue_FullMethodName:         cueRule(auth.VerbAct),
+	fleetv1.CueService_StopCues_FullMethodName:      cueRule(auth.VerbAct),
+	fleetv1.CueService_BackCue_FullMethodName:       cueRule(auth.VerbAct),
+	fleetv1.CueService_SetCueStandby_FullMethodName: cueRule(auth.VerbAct),
+	fleetv1.CueService_StartCue_FullMethodName:      cueRule(auth.VerbAct),
 
 	// The installation (gateway/installation): reads for viewers, the
 	// brakes for operators, applies, rollbacks and resumes for admins.
@@ -230,12 +230,15 @@ func actionAttrs(a *auth.Attributes, req any) error {
 	return nil
 }
 
-// cueListAttrs names the cue list a call is about (in the audit log).
-func cueListAttrs(a *auth.Attributes, req any) error {
-	if r, ok := req.(interface{ GetName() string }); ok {
-		a.Name = r.GetName()
-	}
-	return nil
+// cueRule is a CueService call about one list: resource cues, the list's
+// name in the audit record.
+func cueRule(verb auth.Verb) rule {
+	return rule{verb: verb, res: auth.ResCues, attrs: func(a *auth.Attributes, req any) error {
+		if r, ok := req.(interface{ GetName() string }); ok {
+			a.Name = r.GetName()
+		}
+		return nil
+	}}
 }
 
 // installationControl decides an installation run's pause and abort as
