@@ -24,9 +24,7 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -266,45 +264,13 @@ func cueEventPB(ev cue.Event) *fleetv1.CueEvent {
 // inside the console's 60 s silence limit.
 const SSEKeepAlive = 15 * time.Second
 
-// serveCueEvents streams every list's events as Server-Sent Events (id:
-// the event's n, event: its type, data: the cue.Event's JSON) until the
-// client leaves. It passes the gate as WatchCues would (preflight):
-// identity, then a viewer's right to watch the cue lists.
+// serveCueEvents is GET /v1/cuelists/events: WatchCues over the pipe,
+// so the gate decides it as any watch (identity, role, the stream limits,
+// the end at the token's revocation), answered as Server-Sent Events
+// (pipeSSE) with a comment every SSEKeepAlive while the show is quiet.
 func (s *Server) serveCueEvents(w http.ResponseWriter, r *http.Request) {
-	who, err := s.preflight(r, fleetv1.CueService_WatchCues_FullMethodName)
-	if err != nil {
-		writeError(w, Status(err))
-		return
-	}
-	ctx, cancel := s.guard.Bind(r.Context(), who) // ends when the token is revoked
+	ctx, cancel := restCallContext(r)
 	defer cancel()
-	liftDeadlines(w, false)
-	ch := s.cues.Watch(ctx)
-	flusher := openSSE(w)
-	keep := time.NewTicker(SSEKeepAlive)
-	defer keep.Stop()
-	for {
-		var err error
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				return
-			}
-			b, merr := json.Marshal(ev)
-			if merr != nil {
-				return
-			}
-			_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.N, ev.Type, b)
-		case <-keep.C:
-			// A show may be quiet for long: a comment tells the page
-			// (and any proxy) the stream is alive.
-			_, err = io.WriteString(w, ": keep-alive\n\n")
-		}
-		if err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	stream, err := fleetv1.NewCueServiceClient(s.conn).WatchCues(ctx, &fleetv1.WatchCuesRequest{})
+	pipeSSE(w, r, stream, err, SSEKeepAlive)
 }

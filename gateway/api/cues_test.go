@@ -204,7 +204,14 @@ func TestCueEventsSSE(t *testing.T) {
 	}
 	rd := bufio.NewReader(resp.Body)
 	for _, want := range []string{"edited", "standby"} {
-		var ev cue.Event
+		var ev struct {
+			N     string `json:"n"`
+			List  string `json:"list"`
+			Type  string `json:"type"`
+			State struct {
+				Standby string `json:"standby"`
+			} `json:"state"`
+		}
 		var typ string
 		for {
 			line, err := rd.ReadString('\n')
@@ -221,7 +228,7 @@ func TestCueEventsSSE(t *testing.T) {
 				break
 			}
 		}
-		if typ != want || ev.Type != want || ev.List != "show" {
+		if typ != want || ev.Type != want || ev.List != "show" || ev.N == "" {
 			t.Fatalf("event %q %+v, want %s", typ, ev, want)
 		}
 		if want == "standby" && ev.State.Standby != "2" {
@@ -303,5 +310,28 @@ func TestCueGrpcurl(t *testing.T) {
 	}
 	if out := run("-H", bearer("viewer"), "-d", `{"name": "-"}`, g.addr, "holo.fleet.v1.CueService/GetCueState"); !strings.Contains(out, `"standbyNotes": "blackout"`) {
 		t.Fatalf("state:\n%s", out)
+	}
+}
+
+// TestCueEventsStreamLimit: the cue event stream counts among a token's
+// watch streams (the gate decides it as WatchCues): one more than the
+// limit is 429 with a Retry-After.
+func TestCueEventsStreamLimit(t *testing.T) {
+	g, _, _, _ := cueGateway(t, func(c *Config) { c.Limits = Limits{StreamsPerToken: 1} })
+	open := func() *http.Response {
+		req, _ := http.NewRequest("GET", g.url+"/v1/cuelists/events", nil)
+		req.Header.Set("Authorization", "Bearer "+g.secrets["viewer"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if r := open(); r.StatusCode != 200 {
+		t.Fatalf("first stream: %d", r.StatusCode)
+	}
+	if r := open(); r.StatusCode != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("second stream: %d, Retry-After %q", r.StatusCode, r.Header.Get("Retry-After"))
 	}
 }

@@ -1570,7 +1570,7 @@ type ClientInterface interface {
 
 	// CueServiceWatchCuesSSE Every cue list's events from now, as Server-Sent Events (viewer).
 	//
-	// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line: {"n", "list", "type", "cue", "state", "time"}, state being the list's state after it (as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. gRPC clients call CueService.WatchCues.
+	// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
 	//
 	// Corresponds with GET /v1/cuelists/events (the `CueServiceWatchCuesSSE` operationId).
 	CueServiceWatchCuesSSE(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2273,7 +2273,7 @@ func (c *Client) CueServiceListCueLists(ctx context.Context, reqEditors ...Reque
 
 // CueServiceWatchCuesSSE Every cue list's events from now, as Server-Sent Events (viewer).
 //
-// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line: {"n", "list", "type", "cue", "state", "time"}, state being the list's state after it (as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. gRPC clients call CueService.WatchCues.
+// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
 //
 // Corresponds with GET /v1/cuelists/events (the `CueServiceWatchCuesSSE` operationId).
 func (c *Client) CueServiceWatchCuesSSE(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5763,7 +5763,7 @@ type ClientWithResponsesInterface interface {
 
 	// CueServiceWatchCuesSSEWithResponse Every cue list's events from now, as Server-Sent Events (viewer).
 	//
-	// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line: {"n", "list", "type", "cue", "state", "time"}, state being the list's state after it (as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. gRPC clients call CueService.WatchCues.
+	// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9887,7 +9887,7 @@ func (c *ClientWithResponses) CueServiceListCueListsWithResponse(ctx context.Con
 
 // CueServiceWatchCuesSSEWithResponse Every cue list's events from now, as Server-Sent Events (viewer).
 //
-// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line: {"n", "list", "type", "cue", "state", "time"}, state being the list's state after it (as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. gRPC clients call CueService.WatchCues.
+// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
 //
 // Returns a wrapper object for the known response body format(s).
 //
