@@ -40,6 +40,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
 // Limits bound what clients may send and hold. Zero fields take the
@@ -97,45 +98,26 @@ func DefaultLimits() Limits {
 }
 
 // withDefaults fills zero fields and turns negative ones into "none" (0
-// for net/http and the limiters).
-// orDefault is a limit as given: zero takes the default, a negative value
-// means none (0).
-func orDefault[T int | time.Duration](v, def T) T {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
-}
-
+// for net/http and the limiters; gRPC's own ceiling for MaxBody).
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	l.ReadHeaderTimeout = orDefault(l.ReadHeaderTimeout, d.ReadHeaderTimeout)
-	l.ReadTimeout = orDefault(l.ReadTimeout, d.ReadTimeout)
-	l.WriteTimeout = orDefault(l.WriteTimeout, d.WriteTimeout)
-	l.IdleTimeout = orDefault(l.IdleTimeout, d.IdleTimeout)
+	l.ReadHeaderTimeout = defaults.Limit(l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	l.ReadTimeout = defaults.Limit(l.ReadTimeout, d.ReadTimeout)
+	l.WriteTimeout = defaults.Limit(l.WriteTimeout, d.WriteTimeout)
+	l.IdleTimeout = defaults.Limit(l.IdleTimeout, d.IdleTimeout)
 	switch {
 	case l.MaxBody == 0:
 		l.MaxBody = d.MaxBody
 	case l.MaxBody < 0:
 		l.MaxBody = 1<<31 - 1 // gRPC's own ceiling
 	}
-	l.StreamsPerToken = orDefault(l.StreamsPerToken, d.StreamsPerToken)
-	l.Streams = orDefault(l.Streams, d.Streams)
-	l.PublicStreamsPerSource = orDefault(l.PublicStreamsPerSource, d.PublicStreamsPerSource)
-	l.PublicStreams = orDefault(l.PublicStreams, d.PublicStreams)
-	l.PublicStreamIdle = orDefault(l.PublicStreamIdle, d.PublicStreamIdle)
-	switch {
-	case l.Rate == 0:
-		l.Rate = d.Rate
-	case l.Rate < 0:
-		l.Rate = 0 // no limit (auth.NewRateLimiter)
-	}
-	if l.Burst <= 0 {
-		l.Burst = d.Burst
-	}
+	l.StreamsPerToken = defaults.Limit(l.StreamsPerToken, d.StreamsPerToken)
+	l.Streams = defaults.Limit(l.Streams, d.Streams)
+	l.PublicStreamsPerSource = defaults.Limit(l.PublicStreamsPerSource, d.PublicStreamsPerSource)
+	l.PublicStreams = defaults.Limit(l.PublicStreams, d.PublicStreams)
+	l.PublicStreamIdle = defaults.Limit(l.PublicStreamIdle, d.PublicStreamIdle)
+	l.Rate = defaults.Limit(l.Rate, d.Rate) // none: no limit (auth.NewRateLimiter)
+	l.Burst = defaults.Positive(l.Burst, d.Burst)
 	return l
 }
 

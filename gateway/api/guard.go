@@ -90,30 +90,21 @@ var rules = map[string]rule{
 		a.Name, a.Kind = r.GetName(), r.GetRole()
 		return nil
 	}},
-	fleetv1.FleetService_ListTokens_FullMethodName: {verb: auth.VerbRead, res: auth.ResTokens},
-	fleetv1.FleetService_WhoAmI_FullMethodName:     {verb: auth.VerbRead, res: auth.ResSelf},
-	fleetv1.FleetService_RevokeToken_FullMethodName: {verb: auth.VerbDelete, res: auth.ResTokens, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.RevokeTokenRequest).GetName()
-		return nil
-	}},
+	fleetv1.FleetService_ListTokens_FullMethodName:  {verb: auth.VerbRead, res: auth.ResTokens},
+	fleetv1.FleetService_WhoAmI_FullMethodName:      {verb: auth.VerbRead, res: auth.ResSelf},
+	fleetv1.FleetService_RevokeToken_FullMethodName: {verb: auth.VerbDelete, res: auth.ResTokens, attrs: named((*fleetv1.RevokeTokenRequest).GetName)},
 
 	fleetv1.FleetService_UploadArtifact_FullMethodName: {verb: auth.VerbCreate, res: auth.ResArtifacts},
 	fleetv1.FleetService_ListArtifacts_FullMethodName:  {verb: auth.VerbRead, res: auth.ResArtifacts},
 	fleetv1.FleetService_GetArtifact_FullMethodName:    {verb: auth.VerbRead, res: auth.ResArtifacts},
-	fleetv1.FleetService_DeleteArtifact_FullMethodName: {verb: auth.VerbDelete, res: auth.ResArtifacts, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.DeleteArtifactRequest).GetSha256()
-		return nil
-	}},
+	fleetv1.FleetService_DeleteArtifact_FullMethodName: {verb: auth.VerbDelete, res: auth.ResArtifacts, attrs: named((*fleetv1.DeleteArtifactRequest).GetSha256)},
 	fleetv1.FleetService_SetChannel_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResChannels, attrs: func(a *auth.Attributes, req any) error {
 		r := req.(*fleetv1.SetChannelRequest)
 		a.Name, a.Selector = r.GetName(), "sha256="+r.GetSha256()
 		return nil
 	}},
-	fleetv1.FleetService_ListChannels_FullMethodName: {verb: auth.VerbRead, res: auth.ResChannels},
-	fleetv1.FleetService_DeleteChannel_FullMethodName: {verb: auth.VerbDelete, res: auth.ResChannels, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.DeleteChannelRequest).GetName()
-		return nil
-	}},
+	fleetv1.FleetService_ListChannels_FullMethodName:  {verb: auth.VerbRead, res: auth.ResChannels},
+	fleetv1.FleetService_DeleteChannel_FullMethodName: {verb: auth.VerbDelete, res: auth.ResChannels, attrs: named((*fleetv1.DeleteChannelRequest).GetName)},
 
 	fleetv1.FleetService_DryRunRollout_FullMethodName: {verb: auth.VerbRead, res: auth.ResRollouts},
 	fleetv1.FleetService_CreateRollout_FullMethodName: {verb: auth.VerbCreate, res: auth.ResRollouts, attrs: func(a *auth.Attributes, req any) error {
@@ -140,11 +131,8 @@ var rules = map[string]rule{
 
 	fleetv1.FleetService_ListAudit_FullMethodName: {verb: auth.VerbRead, res: auth.ResAudit},
 
-	fleetv1.FleetService_GetCluster_FullMethodName: {verb: auth.VerbRead, res: auth.ResCluster},
-	fleetv1.FleetService_RemoveGateway_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCluster, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.RemoveGatewayRequest).GetName()
-		return nil
-	}},
+	fleetv1.FleetService_GetCluster_FullMethodName:    {verb: auth.VerbRead, res: auth.ResCluster},
+	fleetv1.FleetService_RemoveGateway_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCluster, attrs: named((*fleetv1.RemoveGatewayRequest).GetName)},
 
 	// The cue lists (gateway/cue): viewers read and watch, operators run
 	// them, admins save and delete them.
@@ -255,6 +243,15 @@ func installationControl(a *auth.Attributes, req any) error {
 		return fmt.Errorf("%w: action %q: want pause, resume or abort", ErrBadRequest, r.GetAction())
 	}
 	return nil
+}
+
+// named attributes a call the name its request carries: the token,
+// artifact, channel or gateway it acts on.
+func named[R any](name func(R) string) func(*auth.Attributes, any) error {
+	return func(a *auth.Attributes, req any) error {
+		a.Name = name(req.(R))
+		return nil
+	}
 }
 
 func rolloutID(a *auth.Attributes, req any) error {

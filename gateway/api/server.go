@@ -72,6 +72,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -198,13 +199,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	if cfg.HealthInterval <= 0 {
-		cfg.HealthInterval = DefaultHealthInterval
-	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pipe: newPipeListener(), clk: defaultClock(cfg.Clock)}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	cfg.HealthInterval = defaults.Positive(cfg.HealthInterval, DefaultHealthInterval)
+	s := &Server{cfg: cfg, log: defaults.Log(cfg.Logger), pipe: newPipeListener(), clk: defaults.Clock(cfg.Clock)}
 	var err error
 	if s.openapi, err = OpenAPI(); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -177,15 +178,9 @@ func New(o Options) (*Engine, error) {
 	if o.Fleet == nil {
 		return nil, errors.New("cue: Options.Fleet is required")
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.Lead <= 0 {
-		o.Lead = DefaultLead
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.Lead = defaults.Positive(o.Lead, DefaultLead)
 	if o.Lead > fleet.MaxFireLead {
 		return nil, fmt.Errorf("cue: a lead of %v (at most %v)", o.Lead, fleet.MaxFireLead)
 	}

@@ -212,3 +212,32 @@ func TestArtNetTimecode(t *testing.T) {
 	default:
 	}
 }
+
+// TestArtNetPollReplyAddress: bound to every address, the listener
+// answers an ArtPoll with the address the poller reached it at, not
+// 0.0.0.0 (Art-Net 4: the reply carries the node's IP, which controllers
+// list and may address).
+func TestArtNetPollReplyAddress(t *testing.T) {
+	r := newRig(t, groupPatch(), auth.RoleOperator)
+	l, err := ListenArtNet("0.0.0.0:0", r.e, artnet.PollReply{ShortName: "holo-gateway"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runListener(t, l)
+	_, port, _ := net.SplitHostPort(l.Addr())
+	c := udpTo(t, net.JoinHostPort("127.0.0.1", port))
+	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
+	buf := make([]byte, 600)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := artnet.DecodePollReply(buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.IP.String() != "127.0.0.1" {
+		t.Fatalf("reply IP %v, want 127.0.0.1 (where the poll arrived)", rep.IP)
+	}
+}
