@@ -14,9 +14,13 @@ type metrics struct {
 	polls     prometheus.Counter
 	latency   prometheus.Histogram
 	lineTime  *prometheus.CounterVec
+	share     prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the engine's metrics; share is the line share DMX
+// sends may take (exported so that rules can compare the line time taken
+// with it).
+func newMetrics(reg prometheus.Registerer, share float64) *metrics {
 	m := &metrics{
 		packets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_dmx_packets_total",
 			Help: "DMX data packets taken, by protocol (sacn, artnet), universe and source name."}, []string{"protocol", "universe", "source"}),
@@ -33,7 +37,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_dmx_dropped_total",
 			Help: "DMX input not acted on, by reason (malformed, unpatched, sequence, sources, denied, read_only, unknown_target)."}, []string{"reason"}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_dmx_sources_lost_total",
-			Help: "DMX sources dropped after their loss time or a stream termination."}),
+			Help: "DMX sources dropped after their loss time with no packet (a stream its source terminated is not counted)."}),
 		polls: prometheus.NewCounter(prometheus.CounterOpts{Name: "holo_dmx_artpoll_total",
 			Help: "ArtPolls answered."}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "holo_dmx_latency_seconds",
@@ -42,6 +46,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.lineTime = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_dmx_line_seconds_total",
 		Help: "Time RS485 lines spent on DMX sends (what the line share is charged), by line."}, []string{"line"})
+	m.share = prometheus.NewGauge(prometheus.GaugeOpts{Name: "holo_dmx_line_share",
+		Help: "Share of each RS485 line's time DMX sends may take (--dmx-line-share, 0-1)."})
+	m.share.Set(share)
 	for _, r := range []string{"malformed", "unpatched", "sequence", "sources", "denied", "read_only", "unknown_target"} {
 		m.dropped.WithLabelValues(r)
 	}
@@ -49,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.syncs.WithLabelValues(p)
 	}
 	if reg != nil {
-		reg.MustRegister(m.packets, m.merges, m.syncs, m.changes, m.failed, m.coalesced, m.dropped, m.lost, m.polls, m.latency, m.lineTime)
+		reg.MustRegister(m.packets, m.merges, m.syncs, m.changes, m.failed, m.coalesced, m.dropped, m.lost, m.polls, m.latency, m.lineTime, m.share)
 	}
 	return m
 }
