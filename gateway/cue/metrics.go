@@ -1,6 +1,10 @@
 package cue
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/gateway/metricname"
+)
 
 // metrics are the engine's Prometheus metrics (docs/metrics.md).
 type metrics struct {
@@ -10,9 +14,9 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		fires: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_cue_fires_total",
+		fires: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricname.CueFiresTotal,
 			Help: "Cues fired (handed to the fleet), by cue list."}, []string{"list"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holo_cue_fires_failed_total",
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricname.CueFiresFailedTotal,
 			Help: "Cues fired of which an action failed or a board refused or missed its change, by cue list."}, []string{"list"}),
 	}
 	if reg != nil {
