@@ -47,7 +47,7 @@ func newCues(_ context.Context, e *env) (component, error) {
 		fw = -1 // the engine's "none"
 	}
 	eng, err := cue.New(cue.Options{DB: e.db, Fleet: e.service(), Log: e.log.With("component", "cue"),
-		Lead: f.lead, ASAP: f.asap, Freewheel: fw})
+		Lead: f.lead, ASAP: f.asap, Freewheel: fw, Registerer: e.registerer})
 	if err != nil {
 		return component{}, err
 	}

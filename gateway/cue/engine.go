@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -52,6 +54,9 @@ type Options struct {
 	// Freewheel is how many frames the chase runs on when timecode
 	// stops (default DefaultFreewheel; negative: none).
 	Freewheel int
+	// Registerer, when set, takes the engine's metrics (fires and failed
+	// fires per list).
+	Registerer prometheus.Registerer
 }
 
 // Event types.
@@ -147,6 +152,7 @@ type Engine struct {
 	clk clock.Clock
 	log *slog.Logger
 	ctx context.Context
+	m   *metrics
 
 	cancel context.CancelFunc
 	work   sync.WaitGroup
@@ -188,7 +194,7 @@ func New(o Options) (*Engine, error) {
 		o.Freewheel = DefaultFreewheel
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{o: o, clk: o.Clock, log: o.Log, ctx: ctx, cancel: cancel,
+	e := &Engine{o: o, clk: o.Clock, log: o.Log, ctx: ctx, cancel: cancel, m: newMetrics(o.Registerer),
 		lists: map[string]*list{}, watchers: map[*watcher]struct{}{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), persisted: make(chan struct{})}
 	if o.DB != nil {
@@ -543,6 +549,7 @@ func (e *Engine) fire(name string, r *run) {
 	e.mu.Unlock()
 
 	f := e.do(r.cue, r.at, r.now)
+	e.m.count(name, f)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
