@@ -60,6 +60,7 @@ func newCues(_ context.Context, e *env) (component, error) {
 		}
 	}
 	e.cues = eng
+	e.shows.cues.Store(eng)
 	h := api.CueHandler(eng, e.guard)
 	for _, p := range api.CueRoutes {
 		e.handle(p, h)
