@@ -2,8 +2,8 @@ package artifact
 
 import (
 	"encoding/json"
-	"io"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 )
