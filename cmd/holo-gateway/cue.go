@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt"
@@ -59,12 +58,8 @@ func newCues(_ context.Context, e *env) (component, error) {
 			}
 		}
 	}
-	e.cues = eng
+	e.cues = eng // served by the API as CueService (api.Config.Cues)
 	e.shows.cues.Store(eng)
-	h := api.CueHandler(eng, e.guard)
-	for _, p := range api.CueRoutes {
-		e.handle(p, h)
-	}
 	lines := []string{fmt.Sprintf("cues:     %d cue list(s); GO: holoctl cue go, POST /v1/cuelists/NAME/go, OSC /holo/cue/go", len(eng.Lists()))}
 	return component{name: "cue", run: eng.Run, banner: lines}, nil
 }

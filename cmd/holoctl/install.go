@@ -33,7 +33,8 @@ import (
 )
 
 const installUsage = `holoctl install COMMAND [flags]
-  diff -f FILE               per board, what an apply would change (files, scenes, settings)
+  plan -f FILE               per board, what an apply would change (files, scenes, settings);
+                             diff is the same
   apply -f FILE [-m MSG]     store FILE as the next revision and apply it (admin); shows the
                              plan first, then the progress until the run ends (--no-wait: return)
   status                     every assigned board: in sync, drifted (how), applying,
@@ -95,7 +96,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	switch pos[0] {
-	case "diff", "apply":
+	case "plan", "diff", "apply":
 		if err := nArgs(pos, 1, "install "+pos[0]+" -f FILE"); err != nil {
 			return err
 		}
@@ -106,7 +107,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		if pos[0] == "diff" {
+		if pos[0] != "apply" {
 			return c.installDiff(ctx, body, stdout)
 		}
 		return c.installApply(ctx, body, o, stdout)

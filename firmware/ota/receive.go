@@ -88,6 +88,11 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 	v := image.NewVerifier(exp)
 	buf := make([]byte, chunkSize)
 	var off int64
+	// The description's secure version is read from the first bytes: a
+	// downgrade is refused then, not after the whole image came (the
+	// verified description is checked again at the end, so a forged early
+	// one can only cost its sender the upload).
+	earlyDone := false
 	for off < total {
 		if ctx.Err() != nil {
 			return s.fail(gen, api.Errorf(api.ErrCancelled, "the update was cancelled"))
@@ -101,6 +106,14 @@ func (s *Service) receive(ctx context.Context, gen uint64, slot int, r io.Reader
 		if n > 0 {
 			if _, err := v.Write(buf[:n]); err != nil {
 				return s.fail(gen, imageError(err))
+			}
+			if !earlyDone {
+				if e, ok := v.Early(); ok {
+					earlyDone = true
+					if err := s.checkSecureVersion(e.Desc); err != nil {
+						return s.fail(gen, err)
+					}
+				}
 			}
 			if _, err := part.WriteAt(buf[:n], off); err != nil {
 				return s.fail(gen, fmt.Errorf("writing %s: %w", flash.Slots[slot], err))
@@ -179,8 +192,8 @@ func (s *Service) checkSignature(im *image.Image) error {
 		return err
 	}
 	// Anti-rollback first, keys or not (issue 25 row 11).
-	if err := st.Trust().CheckSecureVersion(im.Desc); err != nil {
-		return api.Errorf(api.ErrDowngrade, "%s", strings.TrimPrefix(err.Error(), "image: "))
+	if err := downgradeError(st.Trust().CheckSecureVersion(im.Desc)); err != nil {
+		return err
 	}
 	if !st.Enabled() {
 		return nil
@@ -189,6 +202,23 @@ func (s *Service) checkSignature(im *image.Image) error {
 		return api.Errorf(api.ErrInvalidImage, "secure boot refuses the image: %s", strings.TrimPrefix(err.Error(), "image: "))
 	}
 	return nil
+}
+
+// checkSecureVersion refuses a description whose secure version is below
+// the board's anti-rollback floor (422 downgrade_refused).
+func (s *Service) checkSecureVersion(d image.Desc) error {
+	st, err := s.fuses.Read()
+	if err != nil {
+		return err
+	}
+	return downgradeError(st.Trust().CheckSecureVersion(d))
+}
+
+func downgradeError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return api.Errorf(api.ErrDowngrade, "%s", strings.TrimPrefix(err.Error(), "image: "))
 }
 
 // imageError maps the image package's errors to the API's.

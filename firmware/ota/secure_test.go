@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,5 +139,46 @@ func TestFleetSecureBoot(t *testing.T) {
 			t.Fatalf("a not revoked, or its image not invalid: %+v", st)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDowngradeRefusedEarly: an image below the board's secure version is
+// refused from its first bytes (the description), not after the whole
+// image came: the sender here never sends the rest, and the refusal still
+// arrives.
+func TestDowngradeRefusedEarly(t *testing.T) {
+	e := newEnv(t)
+	if _, err := efuse.Open(filepath.Join(e.dir, flash.Dir)).BurnSecureVersion(2); err != nil {
+		t.Fatal(err)
+	}
+	img, err := image.WithSecureVersion(testImage(t, "1.5.0", "holo-board", 1<<20), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot1 := filepath.Join(e.dir, flash.Dir, "ota_1")
+	before := fileSum(t, slot1)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	got := make(chan reply, 1)
+	go func() {
+		r, err := e.try("PUT", "/ota/image", pr, int64(len(img)))
+		if err != nil {
+			r = reply{status: -1, body: []byte(err.Error())}
+		}
+		got <- r
+	}()
+	if _, err := pw.Write(img[:image.EarlyCheckSize+512]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r.status != 422 || r.code() != "downgrade_refused" {
+			t.Fatalf("%d %s, want 422 downgrade_refused", r.status, r.body)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no refusal while the image's rest was still to come")
+	}
+	if fileSum(t, slot1) != before {
+		t.Fatal("the refused upload changed the slot")
 	}
 }

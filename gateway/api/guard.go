@@ -61,6 +61,18 @@ type rule struct {
 	attrs func(a *auth.Attributes, req any) error
 }
 
+// streamMethods are the gRPC methods that stream (their deadlines are
+// lifted once admitted).
+var streamMethods = func() map[string]bool {
+	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
+	for _, desc := range []grpc.ServiceDesc{fleetv1.FleetService_ServiceDesc, fleetv1.CueService_ServiceDesc} {
+		for _, sd := range desc.Streams {
+			m["/"+desc.ServiceName+"/"+sd.StreamName] = true
+		}
+	}
+	return m
+}()
+
 // rules maps every FleetService method to its verb and resource. The
 // roles they need are auth.Authorize's business, nowhere else.
 var rules = map[string]rule{
@@ -78,30 +90,21 @@ var rules = map[string]rule{
 		a.Name, a.Kind = r.GetName(), r.GetRole()
 		return nil
 	}},
-	fleetv1.FleetService_ListTokens_FullMethodName: {verb: auth.VerbRead, res: auth.ResTokens},
-	fleetv1.FleetService_WhoAmI_FullMethodName:     {verb: auth.VerbRead, res: auth.ResSelf},
-	fleetv1.FleetService_RevokeToken_FullMethodName: {verb: auth.VerbDelete, res: auth.ResTokens, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.RevokeTokenRequest).GetName()
-		return nil
-	}},
+	fleetv1.FleetService_ListTokens_FullMethodName:  {verb: auth.VerbRead, res: auth.ResTokens},
+	fleetv1.FleetService_WhoAmI_FullMethodName:      {verb: auth.VerbRead, res: auth.ResSelf},
+	fleetv1.FleetService_RevokeToken_FullMethodName: {verb: auth.VerbDelete, res: auth.ResTokens, attrs: named((*fleetv1.RevokeTokenRequest).GetName)},
 
 	fleetv1.FleetService_UploadArtifact_FullMethodName: {verb: auth.VerbCreate, res: auth.ResArtifacts},
 	fleetv1.FleetService_ListArtifacts_FullMethodName:  {verb: auth.VerbRead, res: auth.ResArtifacts},
 	fleetv1.FleetService_GetArtifact_FullMethodName:    {verb: auth.VerbRead, res: auth.ResArtifacts},
-	fleetv1.FleetService_DeleteArtifact_FullMethodName: {verb: auth.VerbDelete, res: auth.ResArtifacts, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.DeleteArtifactRequest).GetSha256()
-		return nil
-	}},
+	fleetv1.FleetService_DeleteArtifact_FullMethodName: {verb: auth.VerbDelete, res: auth.ResArtifacts, attrs: named((*fleetv1.DeleteArtifactRequest).GetSha256)},
 	fleetv1.FleetService_SetChannel_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResChannels, attrs: func(a *auth.Attributes, req any) error {
 		r := req.(*fleetv1.SetChannelRequest)
 		a.Name, a.Selector = r.GetName(), "sha256="+r.GetSha256()
 		return nil
 	}},
-	fleetv1.FleetService_ListChannels_FullMethodName: {verb: auth.VerbRead, res: auth.ResChannels},
-	fleetv1.FleetService_DeleteChannel_FullMethodName: {verb: auth.VerbDelete, res: auth.ResChannels, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.DeleteChannelRequest).GetName()
-		return nil
-	}},
+	fleetv1.FleetService_ListChannels_FullMethodName:  {verb: auth.VerbRead, res: auth.ResChannels},
+	fleetv1.FleetService_DeleteChannel_FullMethodName: {verb: auth.VerbDelete, res: auth.ResChannels, attrs: named((*fleetv1.DeleteChannelRequest).GetName)},
 
 	fleetv1.FleetService_DryRunRollout_FullMethodName: {verb: auth.VerbRead, res: auth.ResRollouts},
 	fleetv1.FleetService_CreateRollout_FullMethodName: {verb: auth.VerbCreate, res: auth.ResRollouts, attrs: func(a *auth.Attributes, req any) error {
@@ -128,11 +131,22 @@ var rules = map[string]rule{
 
 	fleetv1.FleetService_ListAudit_FullMethodName: {verb: auth.VerbRead, res: auth.ResAudit},
 
-	fleetv1.FleetService_GetCluster_FullMethodName: {verb: auth.VerbRead, res: auth.ResCluster},
-	fleetv1.FleetService_RemoveGateway_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCluster, attrs: func(a *auth.Attributes, req any) error {
-		a.Name = req.(*fleetv1.RemoveGatewayRequest).GetName()
-		return nil
-	}},
+	fleetv1.FleetService_GetCluster_FullMethodName:    {verb: auth.VerbRead, res: auth.ResCluster},
+	fleetv1.FleetService_RemoveGateway_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCluster, attrs: named((*fleetv1.RemoveGatewayRequest).GetName)},
+
+	// The cue lists (gateway/cue): viewers read and watch, operators run
+	// them, admins save and delete them.
+	fleetv1.CueService_ListCueLists_FullMethodName:  {verb: auth.VerbRead, res: auth.ResCues},
+	fleetv1.CueService_WatchCues_FullMethodName:     {verb: auth.VerbWatch, res: auth.ResCues, watch: true},
+	fleetv1.CueService_GetCueList_FullMethodName:    cueRule(auth.VerbRead),
+	fleetv1.CueService_GetCueState_FullMethodName:   cueRule(auth.VerbRead),
+	fleetv1.CueService_PutCueList_FullMethodName:    cueRule(auth.VerbUpdate),
+	fleetv1.CueService_DeleteCueList_FullMethodName: cueRule(auth.VerbDelete),
+	fleetv1.CueService_GoCue_FullMethodName:         cueRule(auth.VerbAct),
+	fleetv1.CueService_StopCues_FullMethodName:      cueRule(auth.VerbAct),
+	fleetv1.CueService_BackCue_FullMethodName:       cueRule(auth.VerbAct),
+	fleetv1.CueService_SetCueStandby_FullMethodName: cueRule(auth.VerbAct),
+	fleetv1.CueService_StartCue_FullMethodName:      cueRule(auth.VerbAct),
 
 	// The installation (gateway/installation): reads for viewers, the
 	// brakes for operators, applies, rollbacks and resumes for admins.
@@ -204,6 +218,17 @@ func actionAttrs(a *auth.Attributes, req any) error {
 	return nil
 }
 
+// cueRule is a CueService call about one list: resource cues, the list's
+// name in the audit record.
+func cueRule(verb auth.Verb) rule {
+	return rule{verb: verb, res: auth.ResCues, attrs: func(a *auth.Attributes, req any) error {
+		if r, ok := req.(interface{ GetName() string }); ok {
+			a.Name = r.GetName()
+		}
+		return nil
+	}}
+}
+
 // installationControl decides an installation run's pause and abort as
 // the brakes (operators) and its resume as a change (admins).
 func installationControl(a *auth.Attributes, req any) error {
@@ -218,6 +243,15 @@ func installationControl(a *auth.Attributes, req any) error {
 		return fmt.Errorf("%w: action %q: want pause, resume or abort", ErrBadRequest, r.GetAction())
 	}
 	return nil
+}
+
+// named attributes a call the name its request carries: the token,
+// artifact, channel or gateway it acts on.
+func named[R any](name func(R) string) func(*auth.Attributes, any) error {
+	return func(a *auth.Attributes, req any) error {
+		a.Name = name(req.(R))
+		return nil
+	}
 }
 
 func rolloutID(a *auth.Attributes, req any) error {

@@ -28,7 +28,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/holofleet/holofleet/bus/clock"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -168,12 +167,4 @@ func (h healthService) Check(ctx context.Context, r *healthpb.HealthCheckRequest
 		return nil, status.Errorf(codes.NotFound, "unknown service %q (the gateway reports %q and %q)", r.GetService(), healthNames[0], healthNames[1])
 	}
 	return resp, err
-}
-
-// defaultClock fills a nil clock.
-func defaultClock(c clock.Clock) clock.Clock {
-	if c == nil {
-		return clock.Real
-	}
-	return c
 }

@@ -61,6 +61,32 @@ func (s *service) engine() (rollout.Service, error) {
 	return s.rollouts, nil
 }
 
+// onPart runs a call on a part the gateway may be built without (the
+// firmware store, the rollout engine: s.artifactStore, s.engine): a
+// missing part answers ErrDisabled, and the part's errors map to their
+// gRPC status here, once.
+func onPart[P, T any](part func() (P, error), call func(P) (T, error)) (T, error) {
+	var zero T
+	p, err := part()
+	if err != nil {
+		return zero, Err(err)
+	}
+	v, err := call(p)
+	if err != nil {
+		return zero, Err(err)
+	}
+	return v, nil
+}
+
+// listOf converts a list of the domain to the API's messages.
+func listOf[S, D any](in []S, of func(S) D) []D {
+	out := make([]D, 0, len(in))
+	for _, v := range in {
+		out = append(out, of(v))
+	}
+	return out
+}
+
 // uploadReader reads the chunks of an upload stream.
 type uploadReader struct {
 	stream fleetv1.FleetService_UploadArtifactServer
@@ -100,179 +126,101 @@ func (s *service) UploadArtifact(stream fleetv1.FleetService_UploadArtifactServe
 }
 
 func (s *service) ListArtifacts(context.Context, *fleetv1.ListArtifactsRequest) (*fleetv1.ListArtifactsResponse, error) {
-	store, err := s.artifactStore()
-	if err != nil {
-		return nil, Err(err)
-	}
-	list, err := store.List()
-	if err != nil {
-		return nil, Err(err)
-	}
-	out := &fleetv1.ListArtifactsResponse{Artifacts: make([]*fleetv1.Artifact, 0, len(list))}
-	for _, a := range list {
-		out.Artifacts = append(out.Artifacts, artifactOf(a))
-	}
-	return out, nil
+	return onPart(s.artifactStore, func(store Artifacts) (*fleetv1.ListArtifactsResponse, error) {
+		list, err := store.List()
+		return &fleetv1.ListArtifactsResponse{Artifacts: listOf(list, artifactOf)}, err
+	})
 }
 
 func (s *service) GetArtifact(_ context.Context, r *fleetv1.GetArtifactRequest) (*fleetv1.Artifact, error) {
-	store, err := s.artifactStore()
-	if err != nil {
-		return nil, Err(err)
-	}
-	a, err := store.Get(r.GetSha256())
-	if err != nil {
-		return nil, Err(err)
-	}
-	return artifactOf(a), nil
+	return onPart(s.artifactStore, func(store Artifacts) (*fleetv1.Artifact, error) {
+		a, err := store.Get(r.GetSha256())
+		return artifactOf(a), err
+	})
 }
 
 func (s *service) DeleteArtifact(_ context.Context, r *fleetv1.DeleteArtifactRequest) (*fleetv1.DeleteArtifactResponse, error) {
-	store, err := s.artifactStore()
-	if err != nil {
-		return nil, Err(err)
-	}
-	if err := store.Delete(r.GetSha256()); err != nil {
-		return nil, Err(err)
-	}
-	return &fleetv1.DeleteArtifactResponse{}, nil
+	return onPart(s.artifactStore, func(store Artifacts) (*fleetv1.DeleteArtifactResponse, error) {
+		return &fleetv1.DeleteArtifactResponse{}, store.Delete(r.GetSha256())
+	})
 }
 
 func (s *service) SetChannel(_ context.Context, r *fleetv1.SetChannelRequest) (*fleetv1.Channel, error) {
-	store, err := s.artifactStore()
-	if err != nil {
-		return nil, Err(err)
-	}
-	c, err := store.SetChannel(r.GetName(), r.GetSha256(), r.GetReleaseUrl())
-	if err != nil {
-		return nil, Err(err)
-	}
-	return channelOf(c), nil
+	return onPart(s.artifactStore, func(store Artifacts) (*fleetv1.Channel, error) {
+		c, err := store.SetChannel(r.GetName(), r.GetSha256(), r.GetReleaseUrl())
+		return channelOf(c), err
+	})
 }
 
 func (s *service) ListChannels(context.Context, *fleetv1.ListChannelsRequest) (*fleetv1.ListChannelsResponse, error) {
-	store, err := s.artifactStore()
-	if err != nil {
-		return nil, Err(err)
-	}
-	list, err := store.Channels()
-	if err != nil {
-		return nil, Err(err)
-	}
-	out := &fleetv1.ListChannelsResponse{Channels: make([]*fleetv1.Channel, 0, len(list))}
-	for _, c := range list {
-		out.Channels = append(out.Channels, channelOf(c))
-	}
-	return out, nil
+	return onPart(s.artifactStore, func(store Artifacts) (*fleetv1.ListChannelsResponse, error) {
+		list, err := store.Channels()
+		return &fleetv1.ListChannelsResponse{Channels: listOf(list, channelOf)}, err
+	})
 }
 
 func (s *service) DeleteChannel(_ context.Context, r *fleetv1.DeleteChannelRequest) (*fleetv1.DeleteChannelResponse, error) {
-	store, err := s.artifactStore()
-	if err != nil {
-		return nil, Err(err)
-	}
-	if err := store.DeleteChannel(r.GetName()); err != nil {
-		return nil, Err(err)
-	}
-	return &fleetv1.DeleteChannelResponse{}, nil
+	return onPart(s.artifactStore, func(store Artifacts) (*fleetv1.DeleteChannelResponse, error) {
+		return &fleetv1.DeleteChannelResponse{}, store.DeleteChannel(r.GetName())
+	})
 }
 
 func (s *service) DryRunRollout(ctx context.Context, r *fleetv1.DryRunRolloutRequest) (*fleetv1.RolloutSelection, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	p, err := PlanFrom(r.GetPlan())
-	if err != nil {
-		return nil, Err(err)
-	}
-	sel, err := eng.DryRun(ctx, p)
-	if err != nil {
-		return nil, Err(err)
-	}
-	return &fleetv1.RolloutSelection{Waves: wavesOf(sel.Waves), Refused: refusalsOf(sel.Refused), Boards: int32(sel.Boards()),
-		Waiting: refusalsOf(sel.Waiting), Skipped: refusalsOf(sel.Skipped)}, nil
+	return onPart(s.engine, func(eng rollout.Service) (*fleetv1.RolloutSelection, error) {
+		p, err := PlanFrom(r.GetPlan())
+		if err != nil {
+			return nil, err
+		}
+		sel, err := eng.DryRun(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return &fleetv1.RolloutSelection{Waves: wavesOf(sel.Waves), Refused: refusalsOf(sel.Refused), Boards: int32(sel.Boards()),
+			Waiting: refusalsOf(sel.Waiting), Skipped: refusalsOf(sel.Skipped)}, nil
+	})
 }
 
 func (s *service) CreateRollout(ctx context.Context, r *fleetv1.CreateRolloutRequest) (*fleetv1.Rollout, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	p, err := PlanFrom(r.GetPlan())
-	if err != nil {
-		return nil, Err(err)
-	}
-	return rolloutOrErr(eng.Create(ctx, p))
+	return s.onRollout(func(eng rollout.Service) (rollout.Status, error) {
+		p, err := PlanFrom(r.GetPlan())
+		if err != nil {
+			return rollout.Status{}, err
+		}
+		return eng.Create(ctx, p)
+	})
 }
 
 func (s *service) ListRollouts(context.Context, *fleetv1.ListRolloutsRequest) (*fleetv1.ListRolloutsResponse, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	list := eng.List()
-	out := &fleetv1.ListRolloutsResponse{Rollouts: make([]*fleetv1.Rollout, 0, len(list))}
-	for _, st := range list {
-		out.Rollouts = append(out.Rollouts, rolloutOf(st))
-	}
-	return out, nil
+	return onPart(s.engine, func(eng rollout.Service) (*fleetv1.ListRolloutsResponse, error) {
+		return &fleetv1.ListRolloutsResponse{Rollouts: listOf(eng.List(), rolloutOf)}, nil
+	})
 }
 
 func (s *service) GetRollout(_ context.Context, r *fleetv1.GetRolloutRequest) (*fleetv1.Rollout, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	return rolloutOrErr(eng.Get(r.GetId()))
+	return s.onRollout(func(eng rollout.Service) (rollout.Status, error) { return eng.Get(r.GetId()) })
 }
 
 func (s *service) ListRolloutBoards(_ context.Context, r *fleetv1.ListRolloutBoardsRequest) (*fleetv1.ListRolloutBoardsResponse, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	bs, err := eng.Boards(r.GetId())
-	if err != nil {
-		return nil, Err(err)
-	}
-	out := &fleetv1.ListRolloutBoardsResponse{Boards: make([]*fleetv1.RolloutBoard, 0, len(bs))}
-	for _, b := range bs {
-		out.Boards = append(out.Boards, rolloutBoardOf(b))
-	}
-	return out, nil
+	return onPart(s.engine, func(eng rollout.Service) (*fleetv1.ListRolloutBoardsResponse, error) {
+		bs, err := eng.Boards(r.GetId())
+		return &fleetv1.ListRolloutBoardsResponse{Boards: listOf(bs, rolloutBoardOf)}, err
+	})
 }
 
 func (s *service) PauseRollout(ctx context.Context, r *fleetv1.PauseRolloutRequest) (*fleetv1.Rollout, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	return rolloutOrErr(eng.Pause(ctx, r.GetId(), r.GetReason()))
+	return s.onRollout(func(eng rollout.Service) (rollout.Status, error) { return eng.Pause(ctx, r.GetId(), r.GetReason()) })
 }
 
 func (s *service) ResumeRollout(ctx context.Context, r *fleetv1.ResumeRolloutRequest) (*fleetv1.Rollout, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	return rolloutOrErr(eng.Resume(ctx, r.GetId()))
+	return s.onRollout(func(eng rollout.Service) (rollout.Status, error) { return eng.Resume(ctx, r.GetId()) })
 }
 
 func (s *service) AbortRollout(ctx context.Context, r *fleetv1.AbortRolloutRequest) (*fleetv1.Rollout, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	return rolloutOrErr(eng.Abort(ctx, r.GetId(), r.GetReason()))
+	return s.onRollout(func(eng rollout.Service) (rollout.Status, error) { return eng.Abort(ctx, r.GetId(), r.GetReason()) })
 }
 
 func (s *service) RevertRollout(ctx context.Context, r *fleetv1.RevertRolloutRequest) (*fleetv1.Rollout, error) {
-	eng, err := s.engine()
-	if err != nil {
-		return nil, Err(err)
-	}
-	return rolloutOrErr(eng.Revert(ctx, r.GetId(), r.GetReason()))
+	return s.onRollout(func(eng rollout.Service) (rollout.Status, error) { return eng.Revert(ctx, r.GetId(), r.GetReason()) })
 }
 
 func (s *service) WatchRollout(r *fleetv1.WatchRolloutRequest, stream fleetv1.FleetService_WatchRolloutServer) error {
@@ -343,7 +291,7 @@ func finalState(s string) bool {
 // REST error.
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	// The body is not bounded by MaxBody: decide before reading any of it.
-	if err := s.preflight(r, fleetv1.FleetService_UploadArtifact_FullMethodName); err != nil {
+	if _, err := s.preflight(r, fleetv1.FleetService_UploadArtifact_FullMethodName); err != nil {
 		w.Header().Set("Connection", "close") // the body stays unread
 		writeError(w, status.Convert(err))
 		return
@@ -544,11 +492,15 @@ func refusalsOf(rs []rollout.Refusal) []*fleetv1.Refusal {
 	return out
 }
 
-func rolloutOrErr(st rollout.Status, err error) (*fleetv1.Rollout, error) {
-	if err != nil {
-		return nil, Err(err)
-	}
-	return rolloutOf(st), nil
+// onRollout runs a call on the rollout engine that answers one rollout.
+func (s *service) onRollout(call func(rollout.Service) (rollout.Status, error)) (*fleetv1.Rollout, error) {
+	return onPart(s.engine, func(eng rollout.Service) (*fleetv1.Rollout, error) {
+		st, err := call(eng)
+		if err != nil {
+			return nil, err
+		}
+		return rolloutOf(st), nil
+	})
 }
 
 func rolloutOf(st rollout.Status) *fleetv1.Rollout {

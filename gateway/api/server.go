@@ -72,6 +72,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
@@ -111,6 +112,9 @@ type Config struct {
 	// its REST surface is gateway/installation's own handler under
 	// /v1/installation); nil answers it UNIMPLEMENTED.
 	Installation fleetv1.InstallationServiceServer
+	// Cues serves holo.fleet.v1.CueService, over gRPC and REST under
+	// /v1/cuelists (cues.go); nil: the cue routes answer UNIMPLEMENTED.
+	Cues Cues
 	// Ready are the inputs of /readyz and of the gRPC health status, by
 	// name (the gateway's main fills them: store, drivers, mqtt). None
 	// means ready whenever the server answers.
@@ -153,6 +157,7 @@ type Server struct {
 	routes  *routes // paths and their methods, for 405 answers
 	guard   *auth.Guard
 	limits  Limits
+	cues    Cues // nil: no cue engine
 }
 
 // fixedPaths are served by the HTTP mux with GET beside the document's
@@ -194,13 +199,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	if cfg.HealthInterval <= 0 {
-		cfg.HealthInterval = DefaultHealthInterval
-	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pipe: newPipeListener(), clk: defaultClock(cfg.Clock)}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	cfg.HealthInterval = defaults.Positive(cfg.HealthInterval, DefaultHealthInterval)
+	s := &Server{cfg: cfg, log: defaults.Log(cfg.Logger), pipe: newPipeListener(), clk: defaults.Clock(cfg.Clock)}
 	var err error
 	if s.openapi, err = OpenAPI(); err != nil {
 		return nil, err
@@ -242,6 +242,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Installation != nil {
 		fleetv1.RegisterInstallationServiceServer(s.grpc, cfg.Installation)
 	}
+	if cfg.Cues != nil {
+		s.cues = cfg.Cues
+		fleetv1.RegisterCueServiceServer(s.grpc, &cueService{cues: cfg.Cues})
+	}
 
 	s.health = health.NewServer()
 	s.setHealth(false) // until the first readiness round
@@ -279,6 +283,9 @@ func New(cfg Config) (*Server, error) {
 	if err := fleetv1.RegisterFleetServiceHandlerClient(context.Background(), s.gw, s.client); err != nil {
 		return nil, fmt.Errorf("api: REST routes: %w", err)
 	}
+	if err := fleetv1.RegisterCueServiceHandlerClient(context.Background(), s.gw, fleetv1.NewCueServiceClient(s.conn)); err != nil {
+		return nil, fmt.Errorf("api: REST routes: %w", err)
+	}
 
 	s.mux = http.NewServeMux()
 	var metricsH http.Handler = promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
@@ -300,6 +307,9 @@ func New(cfg Config) (*Server, error) {
 		s.gw.ServeHTTP(w, r)
 	})))
 	s.mux.Handle("GET /v1/rollouts/{id}/events", streamRoute(s.gw))
+	if s.cues != nil {
+		s.mux.Handle("GET /v1/cuelists/events", streamRoute(http.HandlerFunc(s.serveCueEvents)))
+	}
 	s.mux.HandleFunc("POST /v1/artifacts", s.serveUpload)
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)

@@ -52,6 +52,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/image"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/store"
 )
@@ -201,9 +202,7 @@ func Open(o Options) (*Store, error) {
 		o.Expect = image.HostExpect()
 		o.Expect.MaxSize = image.SlotSize
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
+	o.Clock = defaults.Clock(o.Clock)
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("artifact: %w", err)
 	}
@@ -273,9 +272,7 @@ func (s *Store) Add(ctx context.Context, r io.Reader, name, wantSHA string) (a A
 	h := sha256.New()
 	v := image.NewVerifier(s.o.Expect)
 	limit := s.o.Expect.MaxSize
-	if limit <= 0 {
-		limit = image.SlotSize
-	}
+	limit = defaults.Positive(limit, image.SlotSize)
 	// Every byte goes through the verifier: after the image it takes
 	// 0xFF padding and a signature sector, and refuses anything else.
 	n, err := io.Copy(io.MultiWriter(tmp, h, v), io.LimitReader(ctxReader{ctx, r}, limit+1))

@@ -51,6 +51,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -203,27 +204,17 @@ func Open(o Options) (*Log, error) {
 	if o.DB == nil {
 		return nil, errors.New("audit: Options.DB is required")
 	}
-	if o.MaxAge <= 0 {
-		o.MaxAge = DefaultMaxAge
-	}
-	if o.MaxRecords <= 0 {
-		o.MaxRecords = DefaultMaxRecords
-	}
-	if o.Queue <= 0 {
-		o.Queue = DefaultQueue
-	}
+	o.MaxAge = defaults.Positive(o.MaxAge, DefaultMaxAge)
+	o.MaxRecords = defaults.Positive(o.MaxRecords, DefaultMaxRecords)
+	o.Queue = defaults.Positive(o.Queue, DefaultQueue)
 	if o.Aggregate == nil {
 		o.Aggregate = DefaultAggregate
 	}
-	if o.MaxAnonymous <= 0 {
-		o.MaxAnonymous = DefaultMaxAnonymous
-	}
+	o.MaxAnonymous = defaults.Positive(o.MaxAnonymous, DefaultMaxAnonymous)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Log = defaults.Log(o.Log)
 	l := &Log{bucket: o.DB.Bucket(Bucket), anon: o.DB.Bucket(AnonBucket), o: o, q: make(chan queued, o.Queue),
 		syncs: make(chan chan struct{}), agg: map[string]*queued{},
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -242,7 +242,14 @@ func (t *Tokens) Len() int {
 // Revoke deletes the token named name and ends every context bound to
 // it (Bind): open streams and calls made with it stop at once.
 func (t *Tokens) Revoke(name string) error {
-	cancels, err := t.revoke(name)
+	return t.removeAndEnd(name, true)
+}
+
+// removeAndEnd deletes the token named name (tell: the replica is asked
+// first, see remove) and then, outside the lock, ends every context bound
+// to it (Bind) with a cause wrapping ErrBadToken.
+func (t *Tokens) removeAndEnd(name string, tell bool) error {
+	cancels, err := t.remove(name, tell)
 	if err != nil {
 		return err
 	}
@@ -251,10 +258,6 @@ func (t *Tokens) Revoke(name string) error {
 		c(cause)
 	}
 	return nil
-}
-
-func (t *Tokens) revoke(name string) ([]context.CancelCauseFunc, error) {
-	return t.remove(name, true)
 }
 
 // remove deletes token name and returns the cancels of its bound
@@ -397,16 +400,8 @@ func (t *Tokens) Put(tok Token) error {
 // Drop revokes a token revoked elsewhere (its bound contexts end as with
 // Revoke); the replica is not told. Dropping an unknown name is no error.
 func (t *Tokens) Drop(name string) error {
-	cancels, err := t.remove(name, false)
-	if errors.Is(err, ErrUnknownToken) {
-		return nil
-	}
-	if err != nil {
+	if err := t.removeAndEnd(name, false); !errors.Is(err, ErrUnknownToken) {
 		return err
-	}
-	cause := fmt.Errorf("%w: token %q was revoked", ErrBadToken, name)
-	for _, c := range cancels {
-		c(cause)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -150,12 +151,8 @@ func New(o Options) (*Cluster, error) {
 	if o.Engine == nil || o.Local == nil {
 		return nil, fmt.Errorf("%w: Engine and Local are required", ErrConfig)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if o.Guard == nil {
 		o.Guard = &auth.Guard{}
 	}
@@ -171,9 +168,7 @@ func New(o Options) (*Cluster, error) {
 	def(&o.CallTimeout, DefaultCallTimeout)
 	def(&o.Lease, DefaultLease)
 	def(&o.EventsMaxAge, DefaultEventsMaxAge)
-	if o.EventsMaxBytes <= 0 {
-		o.EventsMaxBytes = DefaultEventsMaxBytes
-	}
+	o.EventsMaxBytes = defaults.Positive(o.EventsMaxBytes, DefaultEventsMaxBytes)
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	c := &Cluster{o: o, eng: o.Engine, name: o.Engine.Name(), boot: hex.EncodeToString(b[:]), clk: o.Clock, log: o.Log,
@@ -229,31 +224,36 @@ func (c *Cluster) Run(ctx context.Context) error {
 // setup creates (or binds to) the buckets and streams, retrying while the
 // engine is not ready, until ctx ends.
 func (c *Cluster) setup(ctx context.Context) error {
-	r := c.eng.Replicas()
-	kvs := []jetstream.KeyValueConfig{
-		{Bucket: BucketGateways, Description: "holo-gateway heartbeats", History: 1, Replicas: r, Storage: jetstream.FileStorage},
-		{Bucket: BucketBoards, Description: "holo boards and their owners", History: 1, Replicas: r, Storage: jetstream.FileStorage},
+	gw, err := c.bucket(ctx, BucketGateways, "holo-gateway heartbeats")
+	if err != nil {
+		return err
 	}
-	var out []jetstream.KeyValue
-	for _, cfg := range kvs {
-		var kv jetstream.KeyValue
-		err := retry(ctx, c.log, "bucket "+cfg.Bucket, func(ctx context.Context) error {
-			var err error
-			kv, err = c.js.CreateOrUpdateKeyValue(ctx, cfg)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		out = append(out, kv)
+	boards, err := c.bucket(ctx, BucketBoards, "holo boards and their owners")
+	if err != nil {
+		return err
 	}
 	if err := c.ev.setup(ctx); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.kvGW, c.kvBoards = out[0], out[1]
+	c.kvGW, c.kvBoards = gw, boards
 	c.mu.Unlock()
 	return nil
+}
+
+// bucket creates (or binds to) the cluster's key-value bucket name: the
+// latest value of each key, on disk, replicated as the engine's streams.
+// It retries while the engine is not ready, until ctx ends.
+func (c *Cluster) bucket(ctx context.Context, name, description string) (jetstream.KeyValue, error) {
+	cfg := jetstream.KeyValueConfig{Bucket: name, Description: description, History: 1,
+		Replicas: c.eng.Replicas(), Storage: jetstream.FileStorage}
+	var kv jetstream.KeyValue
+	err := retry(ctx, c.log, "bucket "+name, func(ctx context.Context) error {
+		var err error
+		kv, err = c.js.CreateOrUpdateKeyValue(ctx, cfg)
+		return err
+	})
+	return kv, err
 }
 
 // retry runs f with a bounded context until it succeeds or ctx ends.

@@ -76,14 +76,8 @@ func (c *Cluster) isCoordinator() bool { return c.co != nil && c.co.leading.Load
 // run campaigns for the lease and runs the engine while it holds it.
 func (co *coordinator) run(ctx context.Context) {
 	c := co.c
-	var kv jetstream.KeyValue
-	cfg := jetstream.KeyValueConfig{Bucket: BucketLease, Description: "holo rollout coordinator's lease", History: 1,
-		Replicas: c.eng.Replicas(), Storage: jetstream.FileStorage}
-	if err := retry(ctx, c.log, "bucket "+BucketLease, func(ctx context.Context) error {
-		var err error
-		kv, err = c.js.CreateOrUpdateKeyValue(ctx, cfg)
-		return err
-	}); err != nil {
+	kv, err := c.bucket(ctx, BucketLease, "holo rollout coordinator's lease")
+	if err != nil {
 		return
 	}
 	lease := c.o.Lease

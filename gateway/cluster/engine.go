@@ -19,6 +19,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
 // Embedded is the --cluster value that runs a single-node engine inside
@@ -155,12 +157,8 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 	if err := Check(o.Name, o.URL); err != nil {
 		return nil, err
 	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.ReloadEvery <= 0 {
-		o.ReloadEvery = DefaultReloadEvery
-	}
+	o.Log = defaults.Log(o.Log)
+	o.ReloadEvery = defaults.Positive(o.ReloadEvery, DefaultReloadEvery)
 	e := &Engine{o: o, log: o.Log, changed: make(chan struct{})}
 	opts := []nats.Option{
 		nats.Name("holo-gateway " + o.Name),

@@ -108,14 +108,8 @@ func (c *Cluster) ShareTokens(t *auth.Tokens) { c.tokens = t }
 // it and follows it, until ctx ends.
 func (c *Cluster) shareTokens(ctx context.Context) {
 	t := c.tokens
-	var kv jetstream.KeyValue
-	cfg := jetstream.KeyValueConfig{Bucket: BucketTokens, Description: "holo API tokens (hashed)", History: 1,
-		Replicas: c.eng.Replicas(), Storage: jetstream.FileStorage}
-	if err := retry(ctx, c.log, "bucket "+BucketTokens, func(ctx context.Context) error {
-		var err error
-		kv, err = c.js.CreateOrUpdateKeyValue(ctx, cfg)
-		return err
-	}); err != nil {
+	kv, err := c.bucket(ctx, BucketTokens, "holo API tokens (hashed)")
+	if err != nil {
 		return
 	}
 	initial := map[string]jetstream.KeyValueEntry{}

@@ -153,6 +153,7 @@ func testKeyboard(t *testing.T, g *demoGW, br *browser) {
 func testStable(t *testing.T, g *demoGW, br *browser) {
 	tb := open(t, br, g.URL, len(g.IDs))
 	id := g.IDs[2]
+	watch := watchEvents(t, g.URL)
 	rects := `JSON.stringify([...document.querySelectorAll(%q)].map(e => { const r = e.getBoundingClientRect(); return [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)]; }))`
 	// Shifts of rows inside the live lists (new entries come in on top of
 	// their own scroll box) are the lists working; everything else counts.
@@ -162,19 +163,41 @@ func testStable(t *testing.T, g *demoGW, br *browser) {
 		window.__shift += e.value;
 		window.__src.push(...srcs.map(s => s.node ? (s.node.className || s.node.nodeName) + ':' + (s.node.textContent || '').slice(0, 30) : '?'));
 	} }).observe({type: 'layout-shift'}); return true; })()`
-	stream := func() {
-		for i, c := range []string{"#ff0000", "#00ff00", "#0000ff"} {
+	// stream sends three looks to every board, the last in a colour of
+	// its own (final), so the events that end one stream are told from
+	// another's.
+	stream := func(final string) {
+		for i, c := range []string{"#ff0000", "#00ff00", final} {
 			g.API(t, "POST", "/v1/actions", map[string]any{"selector": map[string]any{"all": true}, "kind": "leds", "body": map[string]any{"mode": "solid", "colour": c}}, "")
 			g.API(t, "POST", "/v1/actions", map[string]any{"selector": map[string]any{"all": true}, "kind": "scene_apply",
 				"body": map[string]any{"scene": map[string]any{"leds": map[string]any{"mode": "wipe", "colour": c}}}}, "")
 			g.API(t, "PATCH", "/v1/boards/"+id+"/labels", map[string]string{"step": fmt.Sprint(i)}, "")
 		}
-		time.Sleep(1500 * time.Millisecond)
+		// The page has taken in every event up to the last look's
+		// change on every board (seen on the gateway's own stream), and
+		// painted them.
+		var last uint64
+		waitEvents(t, watch, "the last look on every board", func(evs []streamEvent) bool {
+			left := map[string]bool{}
+			for _, b := range g.IDs {
+				left[b] = true
+			}
+			for _, ev := range evs {
+				d := strings.ToLower(ev.Data)
+				if ev.Type == "state" && ev.Kind == "leds" && strings.Contains(d, "wipe") && strings.Contains(d, final[1:]) {
+					delete(left, ev.Board)
+					last = max(last, ev.N)
+				}
+			}
+			return len(left) == 0
+		})
+		tb.wait("the page took in the stream", fmt.Sprintf(`Number(document.documentElement.dataset.lastEvent || 0) >= %d`, last), 10*time.Second)
+		tb.eval(`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil)
 	}
-	for _, pg := range []struct{ hash, sel string }{
-		{"#/fleet", "#fleet-table tbody tr, .toolbar, .bulkbar"},
-		{"#/board/" + id, ".card, .board-head"},
-		{"#/events", ".toolbar, .ev-wrap"},
+	for _, pg := range []struct{ hash, sel, final string }{
+		{"#/fleet", "#fleet-table tbody tr, .toolbar, .bulkbar", "#0000ff"},
+		{"#/board/" + id, ".card, .board-head", "#0000fe"},
+		{"#/events", ".toolbar, .ev-wrap", "#0000fd"},
 	} {
 		tb.run(chromedp.Navigate(g.URL + "/" + pg.hash))
 		tb.wait("the page", fmt.Sprintf(`document.querySelectorAll(%q).length > 1`, pg.sel), 10*time.Second)
@@ -203,7 +226,7 @@ func testStable(t *testing.T, g *demoGW, br *browser) {
 			before = now
 		}
 		tb.eval(observe, nil)
-		stream()
+		stream(pg.final)
 		tb.eval(fmt.Sprintf(rects, pg.sel), &after)
 		tb.eval(`window.__shift`, &shift)
 		var src []string

@@ -508,6 +508,16 @@ func watchEvents(tb testing.TB, base string) *eventWatch {
 	return w
 }
 
+// waitEvents waits until cond holds for the events seen so far.
+func waitEvents(tb testing.TB, w *eventWatch, what string, cond func([]streamEvent) bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); !cond(w.events()); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("the gateway's event stream never showed %s", what)
+		}
+	}
+}
+
 func (w *eventWatch) events() []streamEvent {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -29,6 +29,7 @@ import (
 	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
+	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
 // Errors of the demo.
@@ -112,12 +113,8 @@ func Start(ctx context.Context, o Options) (*Installation, error) {
 	if o.Groups < 1 || o.Groups > frame.MaxGroup {
 		return nil, fmt.Errorf("%w: %d groups (1-%d)", ErrOptions, o.Groups, frame.MaxGroup)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}

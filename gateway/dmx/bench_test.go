@@ -54,6 +54,9 @@ type benchOptions struct {
 	// ClockEvery aligns the LAN boards' clocks (0: none).
 	ClockEvery time.Duration
 	SyncLead   time.Duration
+	// GroupQuiet is the lines' rs485.Options.GroupQuiet (0: the default;
+	// negative: every member re-read after each group frame).
+	GroupQuiet time.Duration
 }
 
 func newBenchRig(b *testing.B, o benchOptions) *benchRig {
@@ -89,7 +92,7 @@ func newBenchRig(b *testing.B, o benchOptions) *benchRig {
 			b.Fatal(err)
 		}
 		drivers = append(drivers, rs485.New(rs485.Options{Name: "line" + strconv.Itoa(li), Port: master, Addresses: addrs,
-			DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond}))
+			DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond, GroupQuiet: o.GroupQuiet}))
 	}
 	if o.LAN > 0 {
 		ld := lan.New(lan.Options{ClockEvery: o.ClockEvery, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
@@ -209,8 +212,25 @@ const benchLooks = 60
 // the packet in to the last board's change, for the group fixtures' boards
 // and the LAN boards, in µs and against one DMX frame
 // (group-p99-vs-frame-ratio, lan-p99-vs-frame-ratio: under 1 is met).
+//
+// It runs twice in one run: first with the lines re-reading every member
+// after each group frame (rs485 GroupQuiet negative, the rule before
+// group re-reads were merged), then with the lines' defaults; the second
+// also reports its group p99 against the first's
+// (group-p99-vs-every-frame-reread-ratio) and the JSON requests (state
+// re-reads) the lines sent per look in each (json-requests-per-look).
 func BenchmarkDMXToChange(b *testing.B) {
-	r := newBenchRig(b, benchOptions{Lines: 2, PerLine: 16, LAN: 16, Groups: true, Patch: func(bs []benchBoard) *Patch {
+	var everyFrame time.Duration
+	b.Run("reread=every-frame", func(b *testing.B) { everyFrame = benchToChange(b, -1, 0) })
+	b.Run("reread=merged", func(b *testing.B) { benchToChange(b, 0, everyFrame) })
+}
+
+// benchToChange is BenchmarkDMXToChange with the lines' GroupQuiet quiet;
+// it returns the group p99 (of the last b.N round) and, given the group
+// p99 of another run (base), reports this one's against it.
+func benchToChange(b *testing.B, quiet, base time.Duration) time.Duration {
+	var groupP99 time.Duration
+	r := newBenchRig(b, benchOptions{Lines: 2, PerLine: 16, LAN: 16, Groups: true, GroupQuiet: quiet, Patch: func(bs []benchBoard) *Patch {
 		p := &Patch{}
 		for g := 1; g <= 8; g++ {
 			p.Fixtures = append(p.Fixtures, Fixture{Universe: 1, Address: 1 + 5*(g-1), Profile: ProfileRGB, Group: g})
@@ -249,6 +269,7 @@ func BenchmarkDMXToChange(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		var groups, lans []time.Duration
+		reads0 := r.rereads()
 		for i := 1; i <= benchLooks; i++ {
 			mu.Lock()
 			cur = look(p, i)
@@ -271,9 +292,27 @@ func BenchmarkDMXToChange(b *testing.B) {
 		}
 		b.ReportMetric(float64(quantile(groups, .99).Microseconds()), "group-p99-µs")
 		b.ReportMetric(float64(quantile(lans, .99).Microseconds()), "lan-p99-µs")
+		b.ReportMetric(float64(quantile(groups, .50).Microseconds()), "group-p50-µs")
 		b.ReportMetric(float64(quantile(groups, .99))/float64(dmxFrame), "group-p99-vs-frame-ratio")
 		b.ReportMetric(float64(quantile(lans, .99))/float64(dmxFrame), "lan-p99-vs-frame-ratio")
+		b.ReportMetric(float64(r.rereads()-reads0)/benchLooks, "json-requests-per-look")
+		groupP99 = quantile(groups, .99)
+		if base > 0 {
+			b.ReportMetric(float64(groupP99)/float64(base), "group-p99-vs-every-frame-reread-ratio")
+		}
 	}
+	return groupP99
+}
+
+// rereads is how many JSON requests the lines sent so far: with no
+// happenings in the rig, the state re-reads (GET /leds) and a clock
+// sample now and then.
+func (r *benchRig) rereads() uint64 {
+	var n uint64
+	for _, st := range r.f.Stats().Lines {
+		n += st.LinesOut
+	}
+	return n
 }
 
 func later(a, b time.Time) time.Time {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -121,21 +122,13 @@ func New(o Options) (*Engine, error) {
 	if err := o.Patch.Check(); err != nil {
 		return nil, err
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.SyncLead <= 0 {
-		o.SyncLead = DefaultSyncLead
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.SyncLead = defaults.Positive(o.SyncLead, DefaultSyncLead)
 	if o.LineShare <= 0 || o.LineShare > 1 {
 		o.LineShare = DefaultLineShare
 	}
-	if o.LineBaud <= 0 {
-		o.LineBaud = DefaultLineBaud
-	}
+	o.LineBaud = defaults.Positive(o.LineBaud, DefaultLineBaud)
 	e := &Engine{o: o, clk: o.Clock, log: o.Log, m: newMetrics(o.Registerer), wake: make(chan struct{}, 1),
 		unis: map[int]*universe{}, targets: map[string]*target{}, latched: map[int]latch{},
 		lastSync: map[string]time.Time{}, buckets: map[string]*bucket{}, checked: map[string]bool{}, labels: map[string]bool{}}

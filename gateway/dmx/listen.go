@@ -2,6 +2,7 @@ package dmx
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,8 +15,10 @@ import (
 
 	"golang.org/x/net/ipv4"
 
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+	"github.com/holofleet/holofleet/gateway/timecode"
 )
 
 // Listener is one UDP input: sACN or Art-Net. Make it with ListenSACN or
@@ -34,6 +37,16 @@ type Listener struct {
 	// Joined lists the multicast groups joined (sACN; read it before
 	// Run, or under a patch change's lock).
 	Joined []string
+	// Timecode, set before Run (Art-Net), is handed the timecode of
+	// every ArtTimeCode packet of the master stream (StreamId 0) that
+	// timecode.Decode reads; nil ignores ArtTimeCode.
+	Timecode TimecodeSink
+}
+
+// TimecodeSink takes incoming timecode (cue.Engine: the cue lists chase
+// it); source names the input ("artnet").
+type TimecodeSink interface {
+	Timecode(source string, t timecode.Timecode) error
 }
 
 // MinPollInterval is the least time between two poll replies to one host.
@@ -84,16 +97,12 @@ func (l *Listener) join() {
 
 // ListenArtNet binds the Art-Net input on addr (":6454" is Art-Net's
 // port on every address); reply is what it answers an ArtPoll with (its
-// IP is filled in from the listener when unset, Ports from the patch).
+// IP, when unset, is the listener's address, or bound to every address
+// the one the poller reaches the host at; Ports come from the patch).
 func ListenArtNet(addr string, e *Engine, reply artnet.PollReply, log *slog.Logger) (*Listener, error) {
 	l, err := listen(ProtoArtNet, addr, e, log)
 	if err != nil {
 		return nil, err
-	}
-	if !reply.IP.IsValid() {
-		if ap := l.conn.LocalAddr().(*net.UDPAddr).AddrPort(); ap.Addr().Unmap().Is4() {
-			reply.IP = ap.Addr().Unmap()
-		}
 	}
 	ports := func() []uint16 {
 		var ps []uint16
@@ -117,9 +126,7 @@ func ListenArtNet(addr string, e *Engine, reply artnet.PollReply, log *slog.Logg
 }
 
 func listen(proto, addr string, e *Engine, log *slog.Logger) (*Listener, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = defaults.Log(log)
 	ua, err := net.ResolveUDPAddr("udp4", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dmx: %s: %w", proto, err)
@@ -184,6 +191,10 @@ func (l *Listener) sacn(b []byte, from netip.AddrPort) {
 }
 
 func (l *Listener) artnet(b []byte, from netip.AddrPort) {
+	if len(b) >= 10 && binary.LittleEndian.Uint16(b[8:10]) == timecode.OpTimeCode {
+		l.timecode(b, from)
+		return
+	}
 	var d artnet.Dmx
 	var poll artnet.Poll
 	p, err := artnet.Decode(b, &d, &poll)
@@ -207,6 +218,27 @@ func (l *Listener) artnet(b []byte, from netip.AddrPort) {
 	}
 }
 
+// timecode hands an ArtTimeCode packet's timecode to l.Timecode. A
+// broken one is dropped as malformed; another stream than the master is
+// ignored.
+func (l *Listener) timecode(b []byte, from netip.AddrPort) {
+	if l.Timecode == nil {
+		return
+	}
+	p, err := timecode.Decode(b)
+	if err != nil {
+		l.e.m.dropped.WithLabelValues("malformed").Inc()
+		l.log.Debug("dmx: artnet: bad timecode", "from", from, "err", err)
+		return
+	}
+	if p.StreamID != 0 {
+		return
+	}
+	if err := l.Timecode.Timecode(ProtoArtNet, p.Timecode); err != nil {
+		l.log.Debug("dmx: artnet: timecode refused", "from", from, "err", err)
+	}
+}
+
 // answerPoll sends the poll reply to the poller, at most once per
 // MinPollInterval per host.
 func (l *Listener) answerPoll(to netip.AddrPort) {
@@ -226,11 +258,41 @@ func (l *Listener) answerPoll(to netip.AddrPort) {
 	}
 	l.e.m.polls.Inc()
 	l.mu.Lock()
-	reply := artnet.AppendPollReply(nil, l.reply)
+	r := l.reply
 	l.mu.Unlock()
+	if !r.IP.IsValid() || r.IP.IsUnspecified() {
+		// Art-Net 4: the reply carries the node's IP address, which a
+		// controller's node list shows and may address; 0.0.0.0 names
+		// no node. It is the address the poller reaches this host at.
+		// (OLA sends to the reply's source address instead.)
+		r.IP = l.localAddr(to)
+	}
+	reply := artnet.AppendPollReply(nil, r)
 	if _, err := l.conn.WriteToUDPAddrPort(reply, to); err != nil {
 		l.log.Debug("dmx: artnet: poll reply", "to", to, "err", err)
 	}
+}
+
+// localAddr is this host's IPv4 address toward to: the listener's own
+// when it is bound to one, else the source address the routing table
+// gives (a connected UDP socket, nothing sent); invalid when neither.
+func (l *Listener) localAddr(to netip.AddrPort) netip.Addr {
+	if a, ok := l.conn.LocalAddr().(*net.UDPAddr); ok {
+		if ip := a.AddrPort().Addr().Unmap(); ip.Is4() && !ip.IsUnspecified() {
+			return ip
+		}
+	}
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(to))
+	if err != nil {
+		return netip.Addr{}
+	}
+	defer c.Close()
+	if a, ok := c.LocalAddr().(*net.UDPAddr); ok {
+		if ip := a.AddrPort().Addr().Unmap(); ip.Is4() {
+			return ip
+		}
+	}
+	return netip.Addr{}
 }
 
 // Close closes the socket of a listener that will not Run.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/eventlog"
 	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/registry"
@@ -132,27 +133,13 @@ var (
 // New makes a fleet of the boards the registry knows (all offline until a
 // driver sees them) and the given drivers.
 func New(o Options) *Fleet {
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.BufferSize <= 0 {
-		o.BufferSize = DefaultBufferSize
-	}
-	if o.WatcherQueue <= 0 {
-		o.WatcherQueue = DefaultWatcherQueue
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.PersistEvery <= 0 {
-		o.PersistEvery = DefaultPersistEvery
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.BufferSize = defaults.Positive(o.BufferSize, DefaultBufferSize)
+	o.WatcherQueue = defaults.Positive(o.WatcherQueue, DefaultWatcherQueue)
+	o.Concurrency = defaults.Positive(o.Concurrency, DefaultConcurrency)
+	o.PersistEvery = defaults.Positive(o.PersistEvery, DefaultPersistEvery)
+	o.CallTimeout = defaults.Positive(o.CallTimeout, DefaultCallTimeout)
 	f := &Fleet{o: o, clk: o.Clock, log: o.Log,
 		drivers: map[string]Driver{}, lines: map[string]Line{},
 		boards: map[string]*boardState{}, refs: map[Ref]string{}, pending: map[job]bool{},

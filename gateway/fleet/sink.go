@@ -145,10 +145,8 @@ func (f *Fleet) detachLocked(ref Ref, reason string) {
 func (f *Fleet) Happened(ref Ref, hs []Happening) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.st.eventsIn += uint64(len(hs))
-	b := f.boardAtLocked(ref)
+	b := f.attributeLocked(ref, len(hs))
 	if b == nil {
-		f.st.unattributed += uint64(len(hs))
 		return
 	}
 	for _, h := range hs {
@@ -165,10 +163,8 @@ func (f *Fleet) Happened(ref Ref, hs []Happening) {
 func (f *Fleet) Changed(ref Ref, kind string, state json.RawMessage) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.st.eventsIn++
-	b := f.boardAtLocked(ref)
+	b := f.attributeLocked(ref, 1)
 	if b == nil {
-		f.st.unattributed++
 		return
 	}
 	if last, ok := b.states[kind]; ok && bytes.Equal(last, state) {
@@ -189,10 +185,8 @@ func (f *Fleet) Changed(ref Ref, kind string, state json.RawMessage) {
 func (f *Fleet) Restarted(ref Ref) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.st.eventsIn++
-	b := f.boardAtLocked(ref)
+	b := f.attributeLocked(ref, 1)
 	if b == nil {
-		f.st.unattributed++
 		return
 	}
 	st := b.refs[ref]
@@ -221,6 +215,17 @@ func (f *Fleet) Restarted(ref Ref) {
 // any more key-value pairs.
 func refAttrs(id string, ref Ref, reason string, more ...any) []any {
 	return append([]any{"board", id, "driver", ref.Driver, "transport", ref.Driver, "addr", ref.Addr, "reason", reason}, more...)
+}
+
+// attributeLocked counts n events reported at ref and returns the board
+// ref is bound to; with none (nil) the events are counted unattributed.
+func (f *Fleet) attributeLocked(ref Ref, n int) *boardState {
+	f.st.eventsIn += uint64(n)
+	b := f.boardAtLocked(ref)
+	if b == nil {
+		f.st.unattributed += uint64(n)
+	}
+	return b
 }
 
 func (f *Fleet) boardAtLocked(ref Ref) *boardState {

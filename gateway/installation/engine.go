@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
 // Revision is one applied description, numbered from 1.
@@ -70,15 +72,9 @@ func (s Strategy) normalised(boards int) Strategy {
 	if s.WaveSize <= 0 {
 		s.WaveSize = max(boards, 1)
 	}
-	if s.MaxInFlight <= 0 {
-		s.MaxInFlight = DefaultMaxInFlight
-	}
-	if s.FailureThreshold <= 0 {
-		s.FailureThreshold = DefaultFailureThreshold
-	}
-	if s.MinSample <= 0 {
-		s.MinSample = DefaultMinSample
-	}
+	s.MaxInFlight = defaults.Positive(s.MaxInFlight, DefaultMaxInFlight)
+	s.FailureThreshold = defaults.Positive(s.FailureThreshold, DefaultFailureThreshold)
+	s.MinSample = defaults.Positive(s.MinSample, DefaultMinSample)
 	return s
 }
 
@@ -534,9 +530,8 @@ func decide(r Run, boards map[string]*RunBoard, working map[string]bool) decisio
 		}
 	}
 	s := r.Strategy
-	if fin >= min(s.MinSample, len(boards)) && failed > r.AckFailed && float64(failed) >= s.FailureThreshold*float64(fin) {
-		d.state = RunPaused
-		d.reason = fmt.Sprintf("%d of %d finished boards failed (threshold %.0f%%)", failed, fin, s.FailureThreshold*100)
+	if why := rollout.OverallFailure(failed, fin, r.AckFailed, min(s.MinSample, len(boards)), s.FailureThreshold); why != "" {
+		d.state, d.reason = RunPaused, why
 		return d
 	}
 	for d.wave < len(r.Waves) {
@@ -689,7 +684,7 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	if len(kv) > 0 {
 		// Written before acted on: state changes and cancellations.
-		if err := in.j.batch(kv); err != nil {
+		if err := in.j.Write(context.Background(), kv); err != nil {
 			e.mu.Unlock()
 			return err
 		}
@@ -767,7 +762,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 	// for a disk sync each time and was most of a re-apply's cost.
 	e.mu.Lock()
 	b.Wave = rm.boards[id].Wave
-	saved := in.j.add(map[string]any{runBoardKey(runID, id): &b})
+	saved := in.j.Add(map[string]any{runBoardKey(runID, id): &b})
 	rm.boards[id] = &b
 	delete(rm.working, id)
 	e.mu.Unlock()

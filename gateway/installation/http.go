@@ -129,6 +129,46 @@ func (h *handler) fail(w http.ResponseWriter, p *auth.Pending, err error) {
 	errorJSON(w, status, code, err.Error())
 }
 
+// read answers a viewer's request: the door for name, then get's value
+// as JSON, or its error.
+func (h *handler) read(w http.ResponseWriter, r *http.Request, name string, get func() (any, error)) {
+	if _, ok := h.door(w, r, auth.VerbRead, name); !ok {
+		return
+	}
+	v, err := get()
+	if err != nil {
+		h.fail(w, nil, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// change answers a request that changes something: the door for verb
+// and name, then do, audited with its outcome, and do's value as JSON
+// or its error.
+func (h *handler) change(w http.ResponseWriter, r *http.Request, verb auth.Verb, name string, do func() (any, error)) {
+	p, ok := h.door(w, r, verb, name)
+	if !ok {
+		return
+	}
+	v, err := do()
+	if err != nil {
+		h.fail(w, p, err)
+		return
+	}
+	p.Done(auth.CodeOK)
+	writeJSON(w, http.StatusOK, v)
+}
+
+// started is the answer of a request that started a run.
+func started(rev Revision, st RunStatus, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	rev.Description = nil // GET /v1/installation/revisions/{n} has it
+	return map[string]any{"revision": rev, "run": st}, nil
+}
+
 func who(r *http.Request, g *auth.Guard) string {
 	id, err := g.Identify(auth.CallerOfHTTP(r))
 	if err != nil {
@@ -138,22 +178,20 @@ func who(r *http.Request, g *auth.Guard) string {
 }
 
 func (h *handler) current(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.door(w, r, auth.VerbRead, ""); !ok {
-		return
-	}
-	rev, _, err := h.in.Current()
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	rev.Description = nil // GET /v1/installation/revisions/{n} has it
-	out := map[string]any{"revision": rev}
-	if id := h.in.ActiveRun(); id != 0 {
-		if st, err := h.in.RunStatus(id); err == nil {
-			out["run"] = st
+	h.read(w, r, "", func() (any, error) {
+		rev, _, err := h.in.Current()
+		if err != nil {
+			return nil, err
 		}
-	}
-	writeJSON(w, http.StatusOK, out)
+		rev.Description = nil // GET /v1/installation/revisions/{n} has it
+		out := map[string]any{"revision": rev}
+		if id := h.in.ActiveRun(); id != 0 {
+			if st, err := h.in.RunStatus(id); err == nil {
+				out["run"] = st
+			}
+		}
+		return out, nil
+	})
 }
 
 func (h *handler) schema(w http.ResponseWriter, r *http.Request) {
@@ -166,23 +204,18 @@ func (h *handler) schema(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) addContent(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("sha256")
-	p, ok := h.door(w, r, auth.VerbCreate, "content "+want)
-	if !ok {
-		return
-	}
-	// A large file may take longer than the server's read timeout.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	if r.ContentLength > MaxContent {
-		h.fail(w, p, fmt.Errorf("%w: larger than %d bytes", ErrContent, MaxContent))
-		return
-	}
-	sha, n, err := h.in.o.Contents.Add(http.MaxBytesReader(w, r.Body, MaxContent), want)
-	if err != nil {
-		h.fail(w, p, err)
-		return
-	}
-	p.Done(auth.CodeOK)
-	writeJSON(w, http.StatusOK, map[string]any{"sha256": sha, "size": n})
+	h.change(w, r, auth.VerbCreate, "content "+want, func() (any, error) {
+		// A large file may take longer than the server's read timeout.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+		if r.ContentLength > MaxContent {
+			return nil, fmt.Errorf("%w: larger than %d bytes", ErrContent, MaxContent)
+		}
+		sha, n, err := h.in.o.Contents.Add(http.MaxBytesReader(w, r.Body, MaxContent), want)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"sha256": sha, "size": n}, nil
+	})
 }
 
 func (h *handler) getContent(w http.ResponseWriter, r *http.Request) {
@@ -251,62 +284,37 @@ func (in *Installer) readDescription(name string, data []byte, stored bool) (*De
 }
 
 func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.door(w, r, auth.VerbRead, "plan"); !ok {
-		return
-	}
-	d, err := h.readDescription(r, false)
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"boards": h.in.Plan(r.Context(), d)})
+	h.read(w, r, "plan", func() (any, error) {
+		d, err := h.readDescription(r, false)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"boards": h.in.Plan(r.Context(), d)}, nil
+	})
 }
 
 func (h *handler) apply(w http.ResponseWriter, r *http.Request) {
-	p, ok := h.door(w, r, auth.VerbCreate, "apply")
-	if !ok {
-		return
-	}
-	d, err := h.readDescription(r, true)
-	if err != nil {
-		h.fail(w, p, err)
-		return
-	}
-	rev, st, err := h.in.Apply(r.Context(), d, who(r, h.guard), r.URL.Query().Get("message"))
-	if err != nil {
-		h.fail(w, p, err)
-		return
-	}
-	p.Done(auth.CodeOK)
-	rev.Description = nil
-	writeJSON(w, http.StatusOK, map[string]any{"revision": rev, "run": st})
+	h.change(w, r, auth.VerbCreate, "apply", func() (any, error) {
+		d, err := h.readDescription(r, true)
+		if err != nil {
+			return nil, err
+		}
+		return started(h.in.Apply(r.Context(), d, who(r, h.guard), r.URL.Query().Get("message")))
+	})
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.door(w, r, auth.VerbRead, "status"); !ok {
-		return
-	}
-	st, err := h.in.Status(r.Context())
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	h.read(w, r, "status", func() (any, error) { return h.in.Status(r.Context()) })
 }
 
 func (h *handler) history(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.door(w, r, auth.VerbRead, "history"); !ok {
-		return
-	}
-	hs, err := h.in.History()
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	if hs == nil {
-		hs = []Revision{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"revisions": hs})
+	h.read(w, r, "history", func() (any, error) {
+		hs, err := h.in.History()
+		if hs == nil {
+			hs = []Revision{}
+		}
+		return map[string]any{"revisions": hs}, err
+	})
 }
 
 func pathInt(r *http.Request, name string) (int, error) {
@@ -318,67 +326,46 @@ func pathInt(r *http.Request, name string) (int, error) {
 }
 
 func (h *handler) revision(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.door(w, r, auth.VerbRead, "revision "+r.PathValue("n")); !ok {
-		return
-	}
-	n, err := pathInt(r, "n")
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	rev, err := h.in.Revision(n)
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rev)
+	h.read(w, r, "revision "+r.PathValue("n"), func() (any, error) {
+		n, err := pathInt(r, "n")
+		if err != nil {
+			return nil, err
+		}
+		return h.in.Revision(n)
+	})
 }
 
 func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Revision int    `json:"revision"`
-		Message  string `json:"message"`
-	}
-	p, ok := h.door(w, r, auth.VerbUpdate, "rollback")
-	if !ok {
-		return
-	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.Revision < 1 {
-		h.fail(w, p, fmt.Errorf("%w: want {\"revision\": N, \"message\": \"...\"}", ErrInvalid))
-		return
-	}
-	rev, st, err := h.in.Rollback(r.Context(), req.Revision, who(r, h.guard), req.Message)
-	if err != nil {
-		h.fail(w, p, err)
-		return
-	}
-	p.Done(auth.CodeOK)
-	rev.Description = nil
-	writeJSON(w, http.StatusOK, map[string]any{"revision": rev, "run": st})
+	h.change(w, r, auth.VerbUpdate, "rollback", func() (any, error) {
+		var req struct {
+			Revision int    `json:"revision"`
+			Message  string `json:"message"`
+		}
+		dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil || req.Revision < 1 {
+			return nil, fmt.Errorf("%w: want {\"revision\": N, \"message\": \"...\"}", ErrInvalid)
+		}
+		return started(h.in.Rollback(r.Context(), req.Revision, who(r, h.guard), req.Message))
+	})
 }
 
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.door(w, r, auth.VerbRead, "run "+r.PathValue("id")); !ok {
-		return
-	}
-	id, err := pathInt(r, "id")
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	st, err := h.in.RunStatus(id)
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	bs, err := h.in.RunBoards(id)
-	if err != nil {
-		h.fail(w, nil, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"run": st, "boards": bs})
+	h.read(w, r, "run "+r.PathValue("id"), func() (any, error) {
+		id, err := pathInt(r, "id")
+		if err != nil {
+			return nil, err
+		}
+		st, err := h.in.RunStatus(id)
+		if err != nil {
+			return nil, err
+		}
+		bs, err := h.in.RunBoards(id)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"run": st, "boards": bs}, nil
+	})
 }
 
 func (h *handler) control(w http.ResponseWriter, r *http.Request) {
@@ -392,51 +379,36 @@ func (h *handler) control(w http.ResponseWriter, r *http.Request) {
 		errorJSON(w, http.StatusNotFound, "not_found", "no such action "+strings.TrimSpace(verb))
 		return
 	}
-	p, ok := h.door(w, r, need, verb+" run "+r.PathValue("id"))
-	if !ok {
-		return
-	}
-	id, err := pathInt(r, "id")
-	if err != nil {
-		h.fail(w, p, err)
-		return
-	}
-	var req struct {
-		Reason string `json:"reason"`
-	}
-	_ = json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req)
-	var st RunStatus
-	switch verb {
-	case "pause":
-		st, err = h.in.Pause(id, req.Reason)
-	case "abort":
-		st, err = h.in.Abort(id, req.Reason)
-	default:
-		st, err = h.in.Resume(id)
-	}
-	if err != nil {
-		h.fail(w, p, err)
-		return
-	}
-	p.Done(auth.CodeOK)
-	writeJSON(w, http.StatusOK, st)
+	h.change(w, r, need, verb+" run "+r.PathValue("id"), func() (any, error) {
+		id, err := pathInt(r, "id")
+		if err != nil {
+			return nil, err
+		}
+		var req struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req)
+		switch verb {
+		case "pause":
+			return h.in.Pause(id, req.Reason)
+		case "abort":
+			return h.in.Abort(id, req.Reason)
+		}
+		return h.in.Resume(id)
+	})
 }
 
 func (h *handler) export(w http.ResponseWriter, r *http.Request) {
 	// Reading every board's files into the content store is an admin's.
-	p, ok := h.door(w, r, auth.VerbCreate, "export")
-	if !ok {
-		return
-	}
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	d, warnings, err := h.in.Export(r.Context())
-	if err != nil {
-		h.fail(w, p, err)
-		return
-	}
-	p.Done(auth.CodeOK)
-	if warnings == nil {
-		warnings = []string{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"description": json.RawMessage(d.JSON()), "warnings": warnings})
+	h.change(w, r, auth.VerbCreate, "export", func() (any, error) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		d, warnings, err := h.in.Export(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		if warnings == nil {
+			warnings = []string{}
+		}
+		return map[string]any{"description": json.RawMessage(d.JSON()), "warnings": warnings}, nil
+	})
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/installation/boardstate"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -71,7 +73,7 @@ type Installer struct {
 	st    Store
 	cache StateCache
 	// j writes run records and written records in group commits.
-	j journal
+	j *store.Journal
 
 	recMu sync.Mutex // orders written-record updates
 
@@ -95,35 +97,19 @@ func New(o Options) (*Installer, error) {
 	if o.Store == nil {
 		o.Store = o.DB.Bucket(Bucket)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.BusyWait <= 0 {
-		o.BusyWait = 10 * time.Second
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = 16
-	}
-	if o.Tick <= 0 {
-		o.Tick = 100 * time.Millisecond
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.BusyWait = defaults.Positive(o.BusyWait, 10*time.Second)
+	o.Parallel = defaults.Positive(o.Parallel, 16)
+	o.Tick = defaults.Positive(o.Tick, 100*time.Millisecond)
 	if o.CheckEvery == 0 {
 		o.CheckEvery = DefaultCheckEvery
 	}
-	if o.Settle <= 0 {
-		o.Settle = DefaultSettle
-	}
-	if o.HealRetry <= 0 {
-		o.HealRetry = DefaultHealRetry
-	}
-	if o.StartSettle <= 0 {
-		o.StartSettle = 10 * time.Second
-	}
+	o.Settle = defaults.Positive(o.Settle, DefaultSettle)
+	o.HealRetry = defaults.Positive(o.HealRetry, DefaultHealRetry)
+	o.StartSettle = defaults.Positive(o.StartSettle, 10*time.Second)
 	in := &Installer{o: o, st: o.Store}
-	in.j.st = o.Store
+	in.j = store.NewJournal(o.Store)
 	in.cache, _ = o.Fleet.(StateCache)
 	in.watch.init()
 	if err := in.eng.init(in); err != nil {
@@ -164,15 +150,16 @@ func (in *Installer) written(board string) (Written, error) {
 	return w, nil
 }
 
-// Board states of a plan or status.
+// Board states of a plan or status (package boardstate says what each
+// means).
 const (
-	StateInSync      = "in_sync"
-	StateDrifted     = "drifted"
-	StateApplying    = "applying"
-	StateUnreachable = "unreachable"
-	StateFailed      = "failed"
-	StateNeedsLAN    = "needs_lan"
-	StateUnassigned  = "unassigned"
+	StateInSync      = boardstate.InSync
+	StateDrifted     = boardstate.Drifted
+	StateApplying    = boardstate.Applying
+	StateUnreachable = boardstate.Unreachable
+	StateFailed      = boardstate.Failed
+	StateNeedsLAN    = boardstate.NeedsLAN
+	StateUnassigned  = boardstate.Unassigned
 )
 
 // BoardPlan is one board's part of a plan or status.
@@ -291,7 +278,7 @@ func (in *Installer) remember(board string, w Written) {
 	if equalWritten(cur, w) {
 		return
 	}
-	if err := in.j.batch(map[string]any{writtenKey(board): w}); err != nil {
+	if err := in.j.Write(context.Background(), map[string]any{writtenKey(board): w}); err != nil {
 		in.o.Log.Warn("installation: remembering a board's files", "board", board, "err", err)
 	}
 }
@@ -325,7 +312,7 @@ func (in *Installer) ApplyBoard(ctx context.Context, t Target, rev int, step Ste
 		return d, err
 	}
 	save := func(w Written) error {
-		return in.j.batch(map[string]any{writtenKey(t.Board): w})
+		return in.j.Write(context.Background(), map[string]any{writtenKey(t.Board): w})
 	}
 	if d.Empty() {
 		// Nothing to write, and nothing new to remember unless the plan

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -18,11 +17,7 @@ import (
 )
 
 // Fleet is what the package needs of the fleet core (*fleet.Fleet).
-type Fleet interface {
-	Boards(f fleet.Filter) []fleet.BoardView
-	Call(ctx context.Context, id, method, path string, body []byte) (fleet.Reply, error)
-	CallRaw(ctx context.Context, id, method, path, contentType string, body io.Reader, length int64) (fleet.Reply, error)
-}
+type Fleet = fleet.Caller
 
 // StateCache is the fleet's copy of each board's reported states
 // (*fleet.Fleet has one). A copy that already shows what is wanted saves

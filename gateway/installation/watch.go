@@ -13,6 +13,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/installation/boardstate"
 )
 
 // EventSource is the fleet's event stream (*fleet.Fleet has one). With
@@ -321,7 +322,7 @@ var (
 )
 
 // BoardStates are the states a board's drift may show, in order.
-var BoardStates = []string{StateInSync, StateDrifted, StateApplying, StateUnreachable, StateFailed, StateNeedsLAN}
+var BoardStates = boardstate.Checked
 
 // Collector exports the drift watcher's findings to Prometheus.
 func (in *Installer) Collector() prometheus.Collector { return collector{in} }

@@ -41,15 +41,17 @@ func gatewayMicros(s *timesync.Stamper, t time.Time) int64 {
 
 // TestClockPaced: a board is measured quickly while its estimate settles,
 // then at the slow pace its estimate allows, and quickly again once it
-// restarted.
+// restarted. The two paces are far apart (50 ms against a minute), so what
+// the test reads is the schedule, not how fast this machine is.
 func TestClockPaced(t *testing.T) {
 	tb := startBoard(t, "", "127.0.0.1:0")
 	// The restart shows as the uptime (whole seconds) going backwards: the
 	// board is up a second before it is first read.
 	waitUptime(t, tb.URL)
-	// A target of a second leaves room for the longest period.
-	l, sink := startLAN(t, Options{ClockEvery: 50 * time.Millisecond, ClockMaxEvery: 3 * time.Second,
-		ClockTarget: time.Second, ClockSamples: 2})
+	// A target of ten seconds leaves the longest period, a minute, once
+	// the estimate settled.
+	l, sink := startLAN(t, Options{ClockEvery: 50 * time.Millisecond, ClockMaxEvery: time.Minute,
+		ClockTarget: 10 * time.Second, ClockSamples: 2})
 	if err := l.Add(tb.URL, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +60,40 @@ func TestClockPaced(t *testing.T) {
 		defer sink.Mu.Unlock()
 		return sink.ClockN[tb.URL]
 	}
-	sink.Wait(t, 5*time.Second, "two settling rounds", func(s *recSink) bool { return s.ClockN[tb.URL] >= 2 })
-	n := count()
-	time.Sleep(time.Second)
-	if got := count(); got != n {
-		t.Fatalf("%d rounds in the second after settling; the next is due 2.7-3 s after the last", got-n)
+	sink.Wait(t, 30*time.Second, "two settling rounds", func(s *recSink) bool { return s.ClockN[tb.URL] >= clockSettle })
+	// The round after the settling ones is queued at the slow pace: at
+	// least 54 s (a minute less a tenth) after it was queued.
+	var next time.Time
+	waitFor(t, 30*time.Second, "the next round queued", func() bool {
+		var ok bool
+		next, ok = queuedRound(l, tb.URL)
+		return ok && count() == clockSettle
+	})
+	if d := next.Sub(time.Now()); d < 30*time.Second {
+		t.Fatalf("after %d settling rounds the next is due in %v; want the slow pace (54-60 s)", clockSettle, d)
 	}
+	n := count()
 	tb.Board.Restart(0)
-	t0 := time.Now()
-	sink.Wait(t, 10*time.Second, "restarted", func(s *recSink) bool { return s.RestartedN[tb.URL] == 1 })
-	sink.Wait(t, 2*time.Second, "two quick rounds after the restart", func(s *recSink) bool { return s.ClockN[tb.URL] >= n+2 })
-	t.Logf("two rounds %v after the restart", time.Since(t0).Round(time.Millisecond))
+	sink.Wait(t, 30*time.Second, "restarted", func(s *recSink) bool { return s.RestartedN[tb.URL] == 1 })
+	// At the slow pace the next two rounds would take two minutes.
+	sink.Wait(t, 30*time.Second, "two quick rounds after the restart", func(s *recSink) bool { return s.ClockN[tb.URL] >= n+2 })
+}
+
+// queuedRound is when the board at url is next due to be measured (ok
+// false: it is not queued).
+func queuedRound(l *LAN, url string) (next time.Time, ok bool) {
+	l.mu.Lock()
+	b := l.boards[url]
+	l.mu.Unlock()
+	if b == nil {
+		return time.Time{}, false
+	}
+	l.clockQ.mu.Lock()
+	defer l.clockQ.mu.Unlock()
+	if b.clock.index < 0 {
+		return time.Time{}, false
+	}
+	return b.clock.next, true
 }
 
 // TestClockPeriod: the next round is due as late as keeps the aged
@@ -149,5 +174,17 @@ func TestClockOff(t *testing.T) {
 	defer sink.Mu.Unlock()
 	if n := sink.ClockN[tb.URL]; n != 0 {
 		t.Fatalf("%d clock estimates with alignment off", n)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

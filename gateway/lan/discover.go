@@ -12,6 +12,7 @@ import (
 	hmdns "github.com/hashicorp/mdns"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
 // Found is a board an mDNS browse turned up.
@@ -82,15 +83,9 @@ func (l *LAN) Discover(ctx context.Context, o DiscoverOptions) error {
 	if o.Browse == nil {
 		o.Browse = BrowseMDNS
 	}
-	if o.Every <= 0 {
-		o.Every = 30 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 2 * time.Second
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Every = defaults.Positive(o.Every, 30*time.Second)
+	o.Timeout = defaults.Positive(o.Timeout, 2*time.Second)
+	o.Log = defaults.Log(o.Log)
 	known := map[string]bool{}
 	for {
 		found, err := o.Browse(ctx, boardapi.MDNSService, o.Timeout)

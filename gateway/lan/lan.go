@@ -68,6 +68,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
@@ -173,37 +174,18 @@ func New(o Options) *LAN {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: DefaultCallTimeout}
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.StreamIdle <= 0 {
-		o.StreamIdle = DefaultStreamIdle
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.MinBackoff = defaults.Positive(o.MinBackoff, DefaultMinBackoff)
+	o.MaxBackoff = defaults.Positive(o.MaxBackoff, DefaultMaxBackoff)
+	o.StreamIdle = defaults.Positive(o.StreamIdle, DefaultStreamIdle)
 	if o.ClockEvery == 0 {
 		o.ClockEvery = DefaultClockEvery
 	}
-	if o.ClockMaxEvery <= 0 {
-		o.ClockMaxEvery = DefaultClockMaxEvery
-	}
-	o.ClockMaxEvery = max(o.ClockMaxEvery, o.ClockEvery)
-	if o.ClockTarget <= 0 {
-		o.ClockTarget = DefaultClockTarget
-	}
-	if o.ClockSamples <= 0 {
-		o.ClockSamples = DefaultClockSamples
-	}
-	if o.ClockParallel <= 0 {
-		o.ClockParallel = DefaultClockParallel
-	}
+	o.ClockMaxEvery = max(defaults.Positive(o.ClockMaxEvery, DefaultClockMaxEvery), o.ClockEvery)
+	o.ClockTarget = defaults.Positive(o.ClockTarget, DefaultClockTarget)
+	o.ClockSamples = defaults.Positive(o.ClockSamples, DefaultClockSamples)
+	o.ClockParallel = defaults.Positive(o.ClockParallel, DefaultClockParallel)
 	return &LAN{o: o, log: o.Log.With("transport", "lan"), boards: map[string]*lanBoard{},
 		stamp: timesync.NewStamper(o.Clock), clockQ: clockQueue{wake: make(chan struct{}, 1)}}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -98,18 +99,12 @@ type linkMetric struct {
 
 // NewBoards returns the Boards collector of src; Run feeds it.
 func NewBoards(src BoardsSource, o BoardsOptions) *Boards {
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if o.PollEvery == 0 {
 		o.PollEvery = DefaultPollEvery
 	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
+	o.CallTimeout = defaults.Positive(o.CallTimeout, DefaultCallTimeout)
 	b := &Boards{src: src, o: o, clk: o.Clock, log: o.Log, soon: make(chan string, soonQueue), boards: map[string]*boardSample{},
 		uptime:   prometheus.NewDesc(name("board_uptime_seconds"), "Time since the board started, from its last system report.", []string{"board"}, nil),
 		heapFree: prometheus.NewDesc(name("board_heap_free_bytes"), "Free memory of the board, from its last system report.", []string{"board"}, nil),

@@ -21,6 +21,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/policy"
@@ -231,38 +232,18 @@ func New(o Options) (*Bridge, error) {
 		_, _ = rand.Read(r[:])
 		o.ClientID = "holo-gateway-" + strings.ReplaceAll(o.Base, "/", "-") + "-" + hex.EncodeToString(r[:])
 	}
-	if o.Window <= 0 {
-		o.Window = DefaultWindow
-	}
-	if o.BoardRate <= 0 {
-		o.BoardRate = DefaultBoardRate
-	}
-	if o.TopicRate <= 0 {
-		o.TopicRate = DefaultTopicRate
-	}
-	if o.Burst <= 0 {
-		o.Burst = DefaultBurst
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positives(map[*int]int{&o.Window: DefaultWindow, &o.Burst: DefaultBurst, &o.KeepRollouts: DefaultKeepRollouts})
+	o.BoardRate = defaults.Positive(o.BoardRate, DefaultBoardRate)
+	o.TopicRate = defaults.Positive(o.TopicRate, DefaultTopicRate)
+	o.MinBackoff = defaults.Positive(o.MinBackoff, DefaultMinBackoff)
+	o.MaxBackoff = defaults.Positive(o.MaxBackoff, DefaultMaxBackoff)
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if o.Version == "" {
 		o.Version = "dev"
 	}
 	if o.UpdateChannel == "" {
 		o.UpdateChannel = DefaultUpdateChannel
-	}
-	if o.KeepRollouts <= 0 {
-		o.KeepRollouts = DefaultKeepRollouts
 	}
 	var err error
 	t := layout.Topics{Base: o.Base, HA: o.HAPrefix}

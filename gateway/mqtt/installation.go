@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/holofleet/holofleet/gateway/installation/boardstate"
 	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
 )
 
@@ -40,7 +41,7 @@ func (b *Bridge) publishInstallation() {
 	for id, bi := range b.boards {
 		s, ok := states[id]
 		if !ok {
-			s = homeassistant.Install{State: homeassistant.StateUnassigned, Reason: "no assignment of the installation selects the board"}
+			s = homeassistant.Install{State: boardstate.Unassigned, Reason: "no assignment of the installation selects the board"}
 		}
 		b.setRetained(b.t.Board(bi.name, homeassistant.LevelInstallation), homeassistant.InstallationPayload(s))
 	}

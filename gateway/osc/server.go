@@ -19,6 +19,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fault"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
@@ -195,43 +196,15 @@ func Listen(o Options) (*Server, error) {
 	if o.Fleet == nil || o.Guard == nil {
 		return nil, errors.New("osc: Fleet and Guard are required")
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.ThumpTimeout <= 0 {
-		o.ThumpTimeout = DefaultThumpTimeout
-	}
-	if o.Queue <= 0 {
-		o.Queue = DefaultQueue
-	}
-	if o.MaxTimedPerSource <= 0 {
-		o.MaxTimedPerSource = DefaultMaxTimedPerSource
-	}
-	if o.MaxTimed <= 0 {
-		o.MaxTimed = DefaultMaxTimed
-	}
-	if o.ReplyRate <= 0 {
-		o.ReplyRate = DefaultReplyRate
-	}
-	if o.ReplyAllowance <= 0 {
-		o.ReplyAllowance = DefaultReplyAllowance
-	}
-	for _, d := range []struct {
-		v   *int
-		def int
-	}{{&o.MaxConnsPerHost, DefaultMaxConnsPerHost}, {&o.MaxConns, DefaultMaxConns},
-		{&o.MaxSubscribersPerHost, DefaultMaxSubscribersPerHost}, {&o.MaxSubscribers, DefaultMaxSubscribers},
-		{&o.MaxFeedbackBytes, DefaultMaxFeedbackBytes}} {
-		if *d.v <= 0 {
-			*d.v = d.def
-		}
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.ThumpTimeout = defaults.Positive(o.ThumpTimeout, DefaultThumpTimeout)
+	o.IdleTimeout = defaults.Positive(o.IdleTimeout, DefaultIdleTimeout)
+	defaults.Positives(map[*int]int{&o.Queue: DefaultQueue, &o.MaxTimedPerSource: DefaultMaxTimedPerSource, &o.MaxTimed: DefaultMaxTimed,
+		&o.ReplyRate: DefaultReplyRate, &o.ReplyAllowance: DefaultReplyAllowance,
+		&o.MaxConnsPerHost: DefaultMaxConnsPerHost, &o.MaxConns: DefaultMaxConns,
+		&o.MaxSubscribersPerHost: DefaultMaxSubscribersPerHost, &o.MaxSubscribers: DefaultMaxSubscribers,
+		&o.MaxFeedbackBytes: DefaultMaxFeedbackBytes})
 	s := &Server{o: o, clk: o.Clock, log: o.Log, clients: map[string]*client{}, ctx: context.Background(),
 		timedBy: map[string]int{}, rates: map[string]*rate{}, conns: newSlots(), subs: newSlots()}
 	var err error

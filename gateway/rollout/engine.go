@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -17,17 +16,14 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/artifact"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/eventlog"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
 
 // Fleet is what the engine needs of the fleet core (*fleet.Fleet).
-type Fleet interface {
-	Boards(f fleet.Filter) []fleet.BoardView
-	Call(ctx context.Context, id, method, path string, body []byte) (fleet.Reply, error)
-	CallRaw(ctx context.Context, id, method, path, contentType string, body io.Reader, length int64) (fleet.Reply, error)
-}
+type Fleet = fleet.Caller
 
 // Artifacts is what the engine needs of the firmware store.
 type Artifacts interface {
@@ -96,7 +92,7 @@ type Options struct {
 // drives the rollouts until its context ends.
 type Engine struct {
 	o Options
-	j *journal
+	j *store.Journal
 
 	mu     sync.Mutex
 	runs   map[string]*run
@@ -136,34 +132,16 @@ func New(o Options) (*Engine, error) {
 	if o.Store == nil {
 		o.Store = o.DB.Bucket(bucket)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.Tick <= 0 {
-		o.Tick = 100 * time.Millisecond
-	}
-	if o.Poll <= 0 {
-		o.Poll = 100 * time.Millisecond
-	}
-	if o.RestartDelay <= 0 {
-		o.RestartDelay = 200 * time.Millisecond
-	}
-	if o.Kick <= 0 {
-		o.Kick = 5 * time.Second
-	}
-	if o.Settle <= 0 {
-		o.Settle = 10 * time.Second
-	}
-	if o.TrustTimeout <= 0 {
-		o.TrustTimeout = DefaultTrustTimeout
-	}
-	if o.Recheck <= 0 {
-		o.Recheck = DefaultRecheck
-	}
-	e := &Engine{o: o, j: newJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
+	o.Tick = defaults.Positive(o.Tick, 100*time.Millisecond)
+	o.Poll = defaults.Positive(o.Poll, 100*time.Millisecond)
+	o.RestartDelay = defaults.Positive(o.RestartDelay, 200*time.Millisecond)
+	o.Kick = defaults.Positive(o.Kick, 5*time.Second)
+	o.Settle = defaults.Positive(o.Settle, 10*time.Second)
+	o.TrustTimeout = defaults.Positive(o.TrustTimeout, DefaultTrustTimeout)
+	o.Recheck = defaults.Positive(o.Recheck, DefaultRecheck)
+	e := &Engine{o: o, j: store.NewJournal(o.Store), runs: map[string]*run{}, active: map[string]string{},
 		events: newEventLog(4096), wake: make(chan struct{}, 1)}
 	if err := e.load(); err != nil {
 		return nil, err
@@ -328,7 +306,7 @@ func (e *Engine) Create(ctx context.Context, p Plan) (Status, error) {
 			return Status{}, fmt.Errorf("%w: board %s joined rollout %s meanwhile", ErrState, id, other)
 		}
 	}
-	if err := e.j.put(ctx, kv); err != nil {
+	if err := e.j.Write(ctx, kv); err != nil {
 		e.mu.Unlock()
 		return Status{}, err
 	}
@@ -473,7 +451,7 @@ func (e *Engine) setState(ctx context.Context, r *run, change func(*Rollout) err
 		}
 		e.mu.Unlock()
 	}
-	if err := e.j.put(ctx, kv); err != nil {
+	if err := e.j.Write(ctx, kv); err != nil {
 		return Status{}, err
 	}
 	e.mu.Lock()
@@ -674,8 +652,8 @@ func (e *Engine) schedule(ctx context.Context, r *run, wg *sync.WaitGroup) error
 		switch {
 		case x.AckWave != x.Wave+1 && wFin >= th.MinSample && wFail > 0 && float64(wFail) >= th.WaveFailure*float64(len(wave)):
 			why = fmt.Sprintf("wave %d: %d of %d boards failed (threshold %.0f%%)", x.Wave+1, wFail, len(wave), th.WaveFailure*100)
-		case tFin >= th.MinSample && tFail > x.AckFailed && float64(tFail) >= th.TotalFailure*float64(tFin):
-			why = fmt.Sprintf("%d of %d finished boards failed (threshold %.0f%%)", tFail, tFin, th.TotalFailure*100)
+		default:
+			why = OverallFailure(tFail, tFin, x.AckFailed, th.MinSample, th.TotalFailure)
 		}
 		if why != "" {
 			e.mu.Unlock()
@@ -824,7 +802,7 @@ func (e *Engine) saveVia(ctx context.Context, r *run, b *Board, via []Step, note
 	if len(b.Timeline) > MaxTimeline {
 		b.Timeline = slices.Delete(b.Timeline, 1, len(b.Timeline)-MaxTimeline+1)
 	}
-	if err := e.j.put(ctx, map[string]any{boardKey(b.Rollout, b.Board): b}); err != nil {
+	if err := e.j.Write(ctx, map[string]any{boardKey(b.Rollout, b.Board): b}); err != nil {
 		return err
 	}
 	e.mu.Lock()

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -47,6 +48,18 @@ func Terminal(phase string) bool {
 		return true
 	}
 	return false
+}
+
+// OverallFailure is the overall failure threshold of a run over boards
+// (a rollout, an installation's apply): once minSample boards finished,
+// the run pauses when the failures beyond the acked ones (those an
+// operator accepted by resuming) reach share of the finished boards. It
+// returns why, or "" while the run may go on.
+func OverallFailure(failed, finished, acked, minSample int, share float64) string {
+	if finished < minSample || failed <= acked || float64(failed) < share*float64(finished) {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d finished boards failed (threshold %.0f%%)", failed, finished, share*100)
 }
 
 // failed reports whether phase counts against the failure thresholds.

@@ -67,8 +67,13 @@
 // A poll whose status block differs from the last one re-reads what
 // changed (GET /screen, /leds, /holo, /scenes) and reports it with
 // Sink.Changed; successful changing calls through Call report the state
-// their reply carries. Group frames mark every member to be re-read at its
-// next poll, since no member answers them.
+// their reply carries. No member answers a group frame, so the members
+// are read back for it, merged per board and kind (Options.GroupQuiet,
+// GroupReread): once no group frame reached the board for 200 ms, at
+// most once a second, and a second after the first frame not yet read
+// back at the latest while frames keep coming. A desk or a chase sending
+// a group a look every few frames costs each member one re-read a
+// second, not one per look (TestGroupRereadsMerged).
 //
 // A board that misses Options.MissLimit polls in a row is reported Lost and
 // is then only probed by the slow sweep; when it answers again it is Seen

@@ -16,6 +16,7 @@ import (
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/stream"
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
@@ -59,6 +60,13 @@ const (
 	DefaultPingEvery = 10
 	// DefaultBaud is the line speed assumed when Options.Baud is 0.
 	DefaultBaud = 115200
+	// DefaultGroupQuiet is how long a board must have had no group frame
+	// before the state group frames changed is re-read (see Options).
+	DefaultGroupQuiet = 200 * time.Millisecond
+	// DefaultGroupReread is the most often a board's state is re-read
+	// after group frames while they keep coming, and the longest its
+	// reported state waits behind the group frames sent to it.
+	DefaultGroupReread = time.Second
 )
 
 // HappeningKinds are the happenings the master enables on every board.
@@ -105,6 +113,20 @@ type Options struct {
 	// never published reaches the stream then. Without it a master starts
 	// with what the board still queues for the host.
 	ReplayKept bool
+	// GroupQuiet and GroupReread say when the members of a group frame
+	// are re-read (no member answers a group frame, so its state is read
+	// back for the sink): once no group frame reached the board for
+	// GroupQuiet (default 200 ms), at most once every GroupReread
+	// (default 1 s), and GroupReread after the first frame not yet read
+	// back at the latest, however often frames keep coming. Re-reads are
+	// per board and kind, merged: a board that took ten group frames is
+	// read once. A desk or a chase sending a group a look every few
+	// frames thus costs the line one re-read of each member a second,
+	// not one per frame, and the state reported lags the frames by at
+	// most GroupReread plus a poll cycle. Negative GroupQuiet re-reads
+	// after the next poll, every time (the rule before these options).
+	GroupQuiet  time.Duration
+	GroupReread time.Duration
 	// ClockEvery is how often each online board's clock is measured, one
 	// GET /time exchange a time, when the sink is a fleet.ClockSink
 	// (default DefaultClockEvery; negative for never).
@@ -160,15 +182,9 @@ type counters struct {
 
 // New makes a line master. It does nothing until Run.
 func New(o Options) *Line {
-	if o.Baud <= 0 {
-		o.Baud = DefaultBaud
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Baud = defaults.Positive(o.Baud, DefaultBaud)
+	o.Clock = defaults.Clock(o.Clock)
+	o.Log = defaults.Log(o.Log)
 	if o.Addresses == nil {
 		for a := int(frame.MinBoard); a <= int(frame.MaxBoard); a++ {
 			o.Addresses = append(o.Addresses, a)
@@ -177,39 +193,25 @@ func New(o Options) *Line {
 	l := &Line{o: o, name: "rs485:" + o.Name, clk: o.Clock, cmds: make(chan *job, 64), closed: make(chan struct{}),
 		boards: map[int]*board{}, wbuf: make([]byte, 0, jsonline.MaxLine+frame.MaxWireLen)}
 	l.log = o.Log.With("line", l.name, "transport", l.name)
-	if o.ReplyWait <= 0 {
-		l.o.ReplyWait = DefaultReplyWait
-	}
-	if o.PollWait <= 0 {
-		l.o.PollWait = 100*time.Millisecond + l.wireTime(2*frame.MaxWireLen)
-	}
-	if o.DiscoverWait <= 0 {
-		l.o.DiscoverWait = 40*time.Millisecond + l.wireTime(30)
-	}
-	if o.Retries == 0 {
-		l.o.Retries = DefaultRetries
-	} else if o.Retries < 0 {
-		l.o.Retries = 0
-	}
-	if o.Backoff <= 0 {
-		l.o.Backoff = DefaultBackoff
-	}
-	if o.PollInterval == 0 {
-		l.o.PollInterval = DefaultPollInterval
-	} else if o.PollInterval < 0 {
-		l.o.PollInterval = 0
-	}
-	if o.MissLimit <= 0 {
-		l.o.MissLimit = DefaultMissLimit
-	}
-	if o.PingEvery <= 0 {
-		l.o.PingEvery = DefaultPingEvery
-	}
+	l.o.ReplyWait = defaults.Positive(o.ReplyWait, DefaultReplyWait)
+	l.o.PollWait = defaults.Positive(o.PollWait, 100*time.Millisecond+l.wireTime(2*frame.MaxWireLen))
+	l.o.DiscoverWait = defaults.Positive(o.DiscoverWait, 40*time.Millisecond+l.wireTime(30))
+	l.o.Retries = defaults.Limit(o.Retries, DefaultRetries)
+	l.o.Backoff = defaults.Positive(o.Backoff, DefaultBackoff)
+	l.o.PollInterval = defaults.Limit(o.PollInterval, DefaultPollInterval)
+	l.o.MissLimit = defaults.Positive(o.MissLimit, DefaultMissLimit)
+	l.o.PingEvery = defaults.Positive(o.PingEvery, DefaultPingEvery)
 	if o.Kinds == nil {
 		l.o.Kinds = HappeningKinds
 	}
 	if o.ClockEvery == 0 {
 		l.o.ClockEvery = DefaultClockEvery
+	}
+	if o.GroupQuiet == 0 {
+		l.o.GroupQuiet = DefaultGroupQuiet
+	}
+	if o.GroupReread <= 0 {
+		l.o.GroupReread = DefaultGroupReread
 	}
 	l.stamp = timesync.NewStamper(l.clk)
 	l.recv = stream.New(stream.Config{Mode: stream.Auto, BufferSize: 64 << 10, MaxLine: 64 << 10})

@@ -32,6 +32,9 @@ const (
 	// that was a PING (which carries none), so that a change is seen
 	// within the cycle it happened in.
 	needPolled
+	// needAlign: PUT /time, the alignment the last clock sample gave
+	// (extension clip-sync), as a follow-up of its own.
+	needAlign
 )
 
 // kinds is a set of resources to re-read.
@@ -98,6 +101,15 @@ type board struct {
 	hold    time.Time // follow-ups wait until then after one got no reply
 	dirty   kinds     // re-read now
 	recheck kinds     // re-read after the next poll
+
+	// Group frames' re-reads (Options.GroupQuiet): the kinds group frames
+	// changed since the board was last read back, when the first and the
+	// last of those frames went, and when group frames' kinds were last
+	// read back.
+	grouped      kinds
+	groupedFirst time.Time
+	groupedLast  time.Time
+	groupedRead  time.Time
 }
 
 type scheduler struct {
@@ -322,6 +334,7 @@ func (l *Line) forget(b *board) {
 	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed, b.doubts = 0, false, false, false, false, 0
 	b.needs |= needStatus | needLink | needEvents | needReplay
 	b.dirty |= kAll
+	b.grouped = 0          // read now with the rest, not when the group frames settle
 	b.clock = boardClock{} // its clock started over: forget the samples, measure soon
 }
 
@@ -333,7 +346,7 @@ func (l *Line) missed(b *board, why string) {
 		return
 	}
 	l.setPresent(b, false)
-	b.needs, b.dirty, b.recheck = 0, 0, 0
+	b.needs, b.dirty, b.recheck, b.grouped = 0, 0, 0, 0
 	if b.seen {
 		b.seen = false
 		l.log.Warn("rs485: board lost", "addr", b.addr, "board", b.id, "reason", why)
@@ -354,6 +367,7 @@ func (l *Line) poll(ctx context.Context, a int) {
 		req = &frame.PingRequest{}
 	}
 	timeouts := l.st.timeouts.Load()
+	dirty := b.dirty
 	hdr, body, err := l.native(ctx, frame.Address(a), req, l.o.PollWait, 1)
 	if l.st.timeouts.Load() != timeouts {
 		b.unsure = true // a try went unanswered: it may be another board that answers now
@@ -383,6 +397,7 @@ func (l *Line) poll(ctx context.Context, a int) {
 	}
 	b.dirty |= b.recheck
 	b.recheck = 0
+	l.groupedDue(b, dirty)
 	if l.clockDue(b) {
 		b.needs |= needClock
 	}
@@ -445,6 +460,7 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		}
 	case b.needs&needPolled != 0:
 		b.needs &^= needPolled
+		dirty := b.dirty
 		_, body, err := l.native(ctx, frame.Address(b.addr), &frame.StatusRequest{}, l.o.PollWait, 1)
 		if l.failed(b, err, 0) {
 			return
@@ -452,6 +468,7 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		if m, ok := body.(*frame.StatusReply); ok {
 			l.gotStatus(b, m.Block)
 		}
+		l.groupedDue(b, dirty)
 	case b.needs&needInfo != 0:
 		rep, ok := l.get(ctx, b, needInfo, "/info")
 		if !ok {
@@ -582,6 +599,9 @@ func (l *Line) follow(ctx context.Context, b *board) {
 	case b.needs&needClock != 0:
 		b.needs &^= needClock
 		l.measureClock(ctx, b)
+	case b.needs&needAlign != 0:
+		b.needs &^= needAlign
+		l.tellClock(ctx, b)
 	}
 }
 
@@ -787,17 +807,49 @@ func (l *Line) afterCall(addr int, req jsonline.Request, rep jsonline.Reply) {
 	}
 }
 
-// afterGroup marks the members of a group to be re-read at their next
-// poll (they do not answer group frames).
+// afterGroup marks the members of a group to be re-read (they do not
+// answer group frames): after their next poll with a negative GroupQuiet,
+// else when groupedDue says.
 func (l *Line) afterGroup(a frame.Address, k kinds) {
 	if k == 0 {
 		return
 	}
+	now := l.clk.Now()
 	for _, b := range l.boards {
 		if b.present && (a.IsBroadcast() || slices.Contains(b.groups, a.Group())) {
-			b.recheck |= k
+			if l.o.GroupQuiet < 0 {
+				b.recheck |= k
+				continue
+			}
+			if b.grouped == 0 {
+				b.groupedFirst = now
+			}
+			b.grouped |= k
+			b.groupedLast = now
 		}
 	}
+}
+
+// groupedDue runs after a status read of b (dirty: b.dirty before it).
+// Once the group frames b took are due to be read back (no frame for
+// GroupQuiet and none read back for GroupReread, or the first unread
+// frame GroupReread ago), their kinds are re-read now. Until then a
+// change of those kinds the status block shows is the frames' doing, and
+// waits with them: a board taking a group frame every few DMX frames is
+// read back once a GroupReread, not after every poll.
+func (l *Line) groupedDue(b *board, dirty kinds) {
+	if b.grouped == 0 {
+		return
+	}
+	now := l.clk.Now()
+	quiet := now.Sub(b.groupedLast) >= l.o.GroupQuiet && now.Sub(b.groupedRead) >= l.o.GroupReread
+	if quiet || now.Sub(b.groupedFirst) >= l.o.GroupReread {
+		b.dirty |= b.grouped
+		b.grouped = 0
+		b.groupedRead = now
+		return
+	}
+	b.dirty &^= (b.dirty &^ dirty) & b.grouped
 }
 
 func kindsOfNative(t frame.Type) kinds {

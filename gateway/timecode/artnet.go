@@ -1,9 +1,10 @@
 package timecode
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 )
 
 // ArtTimeCode, Art-Net 4's timecode packet, as UDP carries it to port
@@ -30,11 +31,8 @@ const (
 	// OpTimeCode is ArtTimeCode's opcode.
 	OpTimeCode = 0x9700
 	// ProtVer is the Art-Net protocol version written.
-	ProtVer = 14
+	ProtVer = artnet.Version
 )
-
-// artID is the packet's first eight bytes.
-var artID = [8]byte{'A', 'r', 't', '-', 'N', 'e', 't', 0}
 
 // Errors of the codec.
 var (
@@ -61,10 +59,11 @@ type ArtTimeCode struct {
 // that it is a broken timecode packet. It never panics and keeps no
 // reference to b.
 func Decode(b []byte) (ArtTimeCode, error) {
-	if len(b) < 10 || [8]byte(b[:8]) != artID {
+	op, ok := artnet.OpCode(b)
+	if !ok {
 		return ArtTimeCode{}, ErrNotArtNet
 	}
-	if op := binary.LittleEndian.Uint16(b[8:10]); op != OpTimeCode {
+	if op != OpTimeCode {
 		return ArtTimeCode{}, fmt.Errorf("%w: opcode %#04x", ErrNotTimeCode, op)
 	}
 	if len(b) < ArtTimeCodeLen {
@@ -84,8 +83,5 @@ func (p ArtTimeCode) AppendBinary(b []byte) ([]byte, error) {
 	if err := t.Check(); err != nil {
 		return b, err
 	}
-	b = append(b, artID[:]...)
-	b = binary.LittleEndian.AppendUint16(b, OpTimeCode)
-	b = binary.BigEndian.AppendUint16(b, ProtVer)
-	return append(b, 0, p.StreamID, t.Frames, t.Seconds, t.Minutes, t.Hours, byte(t.Rate)), nil
+	return append(artnet.AppendHeader(b, OpTimeCode), 0, p.StreamID, t.Frames, t.Seconds, t.Minutes, t.Hours, byte(t.Rate)), nil
 }

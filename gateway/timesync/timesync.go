@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
 // Errors of samples.
@@ -156,13 +157,7 @@ func (f *Filter) Add(s Sample) (e Estimate, stepped bool, err error) {
 		e, _ = f.Estimate()
 		return e, false, err
 	}
-	window, maxAge := f.Window, f.MaxAge
-	if window <= 0 {
-		window = DefaultWindow
-	}
-	if maxAge <= 0 {
-		maxAge = DefaultMaxAge
-	}
+	window, maxAge := defaults.Positive(f.Window, DefaultWindow), defaults.Positive(f.MaxAge, DefaultMaxAge)
 	// Drop samples too old, or from the future of this one (the gateway's
 	// clock never goes back; a caller's would be a different clock).
 	keep := f.s[:0]

@@ -114,10 +114,10 @@ func bad(format string, a ...any) error {
 
 // Decode decodes one UDP payload; d and p are the storage of the result.
 func Decode(b []byte, d *Dmx, p *Poll) (Packet, error) {
-	if len(b) < 10 || !bytes.Equal(b[:8], id[:]) {
+	op, ok := OpCode(b)
+	if !ok {
 		return Packet{}, bad("no Art-Net header")
 	}
-	op := binary.LittleEndian.Uint16(b[8:])
 	if op == OpPollReply {
 		return Packet{}, fmt.Errorf("%w: poll reply", ErrIgnored)
 	}
@@ -159,13 +159,27 @@ func Decode(b []byte, d *Dmx, p *Poll) (Packet, error) {
 	return Packet{}, fmt.Errorf("%w: opcode 0x%04x", ErrIgnored, op)
 }
 
-func header(dst []byte, op uint16, version bool) []byte {
-	dst = append(dst, id[:]...)
-	dst = binary.LittleEndian.AppendUint16(dst, op)
-	if version {
-		dst = binary.BigEndian.AppendUint16(dst, Version)
+// OpCode reads the opcode of an Art-Net packet (the ID "Art-Net" and a
+// NUL, then the opcode low byte first); ok is false when b does not start
+// with both. The protocol version that follows (high byte first) is the
+// receiver's to check: receivers differ on older senders.
+func OpCode(b []byte) (op uint16, ok bool) {
+	if len(b) < 10 || [8]byte(b[:8]) != id {
+		return 0, false
 	}
-	return dst
+	return binary.LittleEndian.Uint16(b[8:10]), true
+}
+
+// AppendHeader appends the 12 bytes that start every Art-Net packet of
+// opcode op but ArtPollReply: the ID, op (low byte first) and Version
+// (high byte first).
+func AppendHeader(dst []byte, op uint16) []byte {
+	return binary.BigEndian.AppendUint16(appendID(dst, op), Version)
+}
+
+// appendID appends the ID and op: an ArtPollReply has no version there.
+func appendID(dst []byte, op uint16) []byte {
+	return binary.LittleEndian.AppendUint16(append(dst, id[:]...), op)
 }
 
 // AppendDmx appends d encoded; an odd slot count is padded with a zero
@@ -175,7 +189,7 @@ func AppendDmx(dst []byte, d Dmx) ([]byte, error) {
 		return dst, fmt.Errorf("artnet: %d slots (1-%d), port-address %d (0-%d)", len(d.Slots), MaxSlots, d.PortAddress, MaxPortAddress)
 	}
 	n := len(d.Slots) + len(d.Slots)%2
-	dst = header(dst, OpDmx, true)
+	dst = AppendHeader(dst, OpDmx)
 	dst = append(dst, d.Sequence, d.Physical, byte(d.PortAddress), byte(d.PortAddress>>8))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(n))
 	dst = append(dst, d.Slots...)
@@ -187,11 +201,11 @@ func AppendDmx(dst []byte, d Dmx) ([]byte, error) {
 
 // AppendPoll appends p encoded (the 14-byte form every version takes).
 func AppendPoll(dst []byte, p Poll) []byte {
-	return append(header(dst, OpPoll, true), p.Flags, p.DiagPriority)
+	return append(AppendHeader(dst, OpPoll), p.Flags, p.DiagPriority)
 }
 
 // AppendSync appends an ArtSync.
-func AppendSync(dst []byte) []byte { return append(header(dst, OpSync, true), 0, 0) }
+func AppendSync(dst []byte) []byte { return append(AppendHeader(dst, OpSync), 0, 0) }
 
 // PollReply is what the gateway says of itself when polled.
 type PollReply struct {
@@ -213,7 +227,7 @@ const styleNode = 0x00
 // AppendPollReply appends r encoded.
 func AppendPollReply(dst []byte, r PollReply) []byte {
 	start := len(dst)
-	dst = header(dst, OpPollReply, false)
+	dst = appendID(dst, OpPollReply)
 	dst = append(dst, make([]byte, PollReplyLen-len(dst)+start)...)
 	b := dst[start:]
 	if r.IP.Is4() {
@@ -249,7 +263,7 @@ func AppendPollReply(dst []byte, r PollReply) []byte {
 // DecodePollReply decodes an ArtPollReply (what a desk reads of a node;
 // the gateway uses it in tests and tools).
 func DecodePollReply(b []byte) (PollReply, error) {
-	if len(b) < PollReplyLen || !bytes.Equal(b[:8], id[:]) || binary.LittleEndian.Uint16(b[8:]) != OpPollReply {
+	if op, ok := OpCode(b); len(b) < PollReplyLen || !ok || op != OpPollReply {
 		return PollReply{}, bad("not an ArtPollReply")
 	}
 	cstr := func(f []byte) string {

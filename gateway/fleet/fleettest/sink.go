@@ -25,6 +25,8 @@ type Sink struct {
 	ClockN     map[string]int               // Clock calls
 	Hs         map[string][]fleet.Happening // every happening, in order
 	States     map[string]map[string]json.RawMessage
+	// ChangedN counts Changed calls by address and kind ("3/leds").
+	ChangedN map[string]int
 	// Log lists the reports in order, for failure messages.
 	Log []string
 	// Bad lists happenings and states that were not valid JSON.
@@ -38,7 +40,8 @@ var _ fleet.Sink = (*Sink)(nil)
 // NewSink returns an empty Sink.
 func NewSink() *Sink {
 	return &Sink{SeenN: map[string]int{}, Infos: map[string]json.RawMessage{}, LostWhy: map[string][]string{},
-		RestartedN: map[string]int{}, ClockN: map[string]int{}, Hs: map[string][]fleet.Happening{}, States: map[string]map[string]json.RawMessage{}}
+		RestartedN: map[string]int{}, ClockN: map[string]int{}, Hs: map[string][]fleet.Happening{}, States: map[string]map[string]json.RawMessage{},
+		ChangedN: map[string]int{}}
 }
 
 func (s *Sink) Seen(ref fleet.Ref, info json.RawMessage) {
@@ -85,6 +88,7 @@ func (s *Sink) Changed(ref fleet.Ref, kind string, state json.RawMessage) {
 		s.States[ref.Addr] = m
 	}
 	m[kind] = state
+	s.ChangedN[ref.Addr+"/"+kind]++
 }
 
 // Clock implements fleet.ClockSink: the last estimate per address.

@@ -68,6 +68,7 @@ import (
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
 // DefaultPort is the embedded broker's port: 1884, beside the 1883 an
@@ -253,40 +254,17 @@ func Loopback(addr string) bool {
 
 // Start opens the listener and serves clients until Close.
 func Start(o Options) (*Broker, error) {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
+	o.Log = defaults.Log(o.Log)
+	o.Clock = defaults.Clock(o.Clock)
 	if o.Policy == nil {
 		o.Policy = Generic{}
 	}
-	if o.RevokeEvery <= 0 {
-		o.RevokeEvery = DefaultRevokeEvery
-	}
+	o.RevokeEvery = defaults.Positive(o.RevokeEvery, DefaultRevokeEvery)
 	l := &o.Limits
-	if l.MaxPacket <= 0 {
-		l.MaxPacket = DefaultMaxPacket
-	}
-	if l.MaxClients <= 0 {
-		l.MaxClients = DefaultMaxClients
-	}
-	if l.MaxRetained <= 0 {
-		l.MaxRetained = DefaultMaxRetained
-	}
-	if l.MaxRetainedSize <= 0 {
-		l.MaxRetainedSize = DefaultMaxRetainedSize
-	}
-	if l.MaxSubscriptions <= 0 {
-		l.MaxSubscriptions = DefaultMaxSubscriptions
-	}
-	if l.MaxFilters <= 0 {
-		l.MaxFilters = DefaultMaxFilters
-	}
-	if l.MaxSubscriptionsTotal <= 0 {
-		l.MaxSubscriptionsTotal = DefaultMaxSubscriptionsTotal
-	}
+	defaults.Positives(map[*int]int{&l.MaxPacket: DefaultMaxPacket, &l.MaxClients: DefaultMaxClients,
+		&l.MaxRetained: DefaultMaxRetained, &l.MaxRetainedSize: DefaultMaxRetainedSize,
+		&l.MaxSubscriptions: DefaultMaxSubscriptions, &l.MaxFilters: DefaultMaxFilters,
+		&l.MaxSubscriptionsTotal: DefaultMaxSubscriptionsTotal})
 	addr := ListenAddr(o.Addr)
 	if o.Anonymous < auth.RoleNone || o.Anonymous > auth.RoleAdmin {
 		return nil, fmt.Errorf("%w: anonymous role %v", ErrConfig, o.Anonymous)

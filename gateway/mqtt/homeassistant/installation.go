@@ -3,6 +3,7 @@ package homeassistant
 import (
 	"time"
 
+	"github.com/holofleet/holofleet/gateway/installation/boardstate"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 )
 
@@ -14,26 +15,15 @@ import (
 // state (<b>/installation).
 const LevelInstallation = "installation"
 
-// Installation states, as gateway/installation names them, and
-// StateUnassigned for a board no assignment of the current revision
-// selects (or before any revision is applied).
-const (
-	StateInSync      = "in_sync"
-	StateDrifted     = "drifted"
-	StateApplying    = "applying"
-	StateUnreachable = "unreachable"
-	StateFailed      = "failed"
-	StateNeedsLAN    = "needs_lan"
-	StateUnassigned  = "unassigned"
-)
-
-// InstallationStates are the sensor's options (an HA enum sensor).
-var InstallationStates = []string{StateInSync, StateDrifted, StateApplying, StateUnreachable, StateFailed,
-	StateNeedsLAN, StateUnassigned}
+// InstallationStates are the sensor's options (an HA enum sensor): the
+// states gateway/installation finds of a board (package boardstate),
+// unassigned for a board no assignment of the current revision selects
+// (or before any revision is applied).
+var InstallationStates = boardstate.All
 
 // Install is a board's installation state as the sensor shows it.
 type Install struct {
-	State    string    // one of InstallationStates
+	State    string    // one of InstallationStates (boardstate)
 	Reason   string    // why, in words: what drifted, why it failed ("in sync" when it is)
 	Profile  string    // the profile the board takes ("" unassigned)
 	Revision int       // the revision checked against (0 before any)

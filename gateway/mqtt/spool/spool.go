@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -90,15 +91,9 @@ type Queue struct {
 // Open makes a queue; with a DB it first takes back what a previous run
 // left in the bucket (those go out first).
 func Open(o Options) (*Queue, error) {
-	if o.Mem <= 0 {
-		o.Mem = DefaultMem
-	}
-	if o.Disk <= 0 {
-		o.Disk = DefaultDisk
-	}
-	if o.Chunk <= 0 {
-		o.Chunk = DefaultChunk
-	}
+	o.Mem = defaults.Positive(o.Mem, DefaultMem)
+	o.Disk = defaults.Positive(o.Disk, DefaultDisk)
+	o.Chunk = defaults.Positive(o.Chunk, DefaultChunk)
 	q := &Queue{o: o, ready: make(chan struct{}, 1)}
 	if o.DB == nil {
 		return q, nil

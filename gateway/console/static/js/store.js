@@ -8,6 +8,21 @@ import { parseJSON } from './fmt.js';
 const EVENTS_KEPT = 2000;
 const HAPPENINGS_KEPT = 100;
 
+// The console's one stale-read rule. What a view shows carries the
+// number n of the newest change it reflects: a change (an event, an
+// operation) is numbered by its own order, and a read by readAt(n), n
+// the newest change known when the read was sent. Its reply is newer than
+// every change that had arrived by then, and older than any that arrives
+// while it is on its way, which may report what the board did after it
+// answered. Numbering a reply by what is known at its arrival instead let
+// a slow read's old state overwrite a change that had just arrived, for
+// good.
+export function readAt(n) { return n + 0.5; }
+
+// supersedes says whether what is numbered n may replace cur (a record
+// with its number n, or nothing yet): only when it is newer.
+export function supersedes(n, cur) { return !cur || cur.n < n; }
+
 export class Store {
   constructor(api) {
     this.api = api;
@@ -123,7 +138,13 @@ export class Store {
     if (this.stream) return;
     this.stream = new EventStream(this.api, {
       contiguous: true,
-      onEvent: (ev) => this.apply(ev, false),
+      onEvent: (ev) => {
+        this.apply(ev, false);
+        // The number of the last event the page took in, on the root
+        // element, for tools that watch the page (the browser tests wait
+        // on it rather than for a fixed time).
+        document.documentElement.dataset.lastEvent = String(ev.n);
+      },
       onStatus: (st) => { this.status = st; this.emit('status', st); },
       onGap: (count, from, to) => {
         this.gaps += count;
@@ -180,7 +201,7 @@ export class Store {
       case 'state': {
         const cur = b.live[ev.kind];
         const data = parseJSON(ev.data);
-        if (!cur || cur.n < ev.n) b.live[ev.kind] = { n: ev.n, t, data };
+        if (supersedes(ev.n, cur)) b.live[ev.kind] = { n: ev.n, t, data };
         if (replay) break;
         if (ev.kind === 'ota' && data && data.state === 'active') {
           this.soon(b.id); // an image was activated: the board restarts into it
@@ -209,17 +230,13 @@ export class Store {
 
   // setLive records state read directly from a board (GET /leds ...).
   // asOf is the event number when the read was sent (store.lastN then):
-  // the reply is newer than every event that had arrived by then, and
-  // older than any that arrives while it is on its way, which may report
-  // a change the board made after it answered. Numbering the reply by
-  // the events at its arrival instead let a slow read's old state
-  // overwrite the change an event had just brought, for good.
+  // the reply is numbered readAt(asOf), the stale-read rule above.
   setLive(id, kind, data, asOf) {
     const b = this.boards.get(id);
     if (!b) return;
     const cur = b.live[kind];
-    const n = (asOf === undefined ? this.lastN : asOf) + 0.5;
-    if (!cur || cur.n < n) b.live[kind] = { n, t: Date.now(), data };
+    const n = readAt(asOf === undefined ? this.lastN : asOf);
+    if (supersedes(n, cur)) b.live[kind] = { n, t: Date.now(), data };
     b.ver++;
     this.emit('board', id);
   }
