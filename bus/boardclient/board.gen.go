@@ -667,11 +667,14 @@ type OtaCheckResult struct {
 
 // OtaPullRequest defines model for OtaPullRequest.
 type OtaPullRequest struct {
-	Activate *bool   `json:"activate,omitempty"`
-	Channel  *string `json:"channel,omitempty"`
-	Force    *bool   `json:"force,omitempty"`
-	Reboot   *bool   `json:"reboot,omitempty"`
-	Sha256   *string `json:"sha256,omitempty"`
+	Activate *bool `json:"activate,omitempty"`
+
+	// Base extension ota-delta: url is a delta image from this running image (hex SHA-256, GET /ota's running slot sha256); the board rebuilds the whole image and checks it as a pull of it
+	Base    *string `json:"base,omitempty"`
+	Channel *string `json:"channel,omitempty"`
+	Force   *bool   `json:"force,omitempty"`
+	Reboot  *bool   `json:"reboot,omitempty"`
+	Sha256  *string `json:"sha256,omitempty"`
 
 	// Url an image or a release manifest (https)
 	Url *string `json:"url,omitempty"`

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/holofleet/holofleet/bus/image"
 	"github.com/holofleet/holofleet/bus/imagedelta"
 	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/boardtest"
+	"github.com/holofleet/holofleet/firmware/ota"
 	"github.com/holofleet/holofleet/firmware/ota/flash"
 )
 
@@ -132,4 +136,79 @@ func runningImage(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestOTAPullDeltaProcess: a real holo-board process pulls a delta over
+// HTTPS (POST /ota/pull with base, extension ota-delta). A base it does
+// not run is answered 409 base_mismatch before anything is fetched; a
+// corrupt delta fails the session with invalid_image and leaves the slots
+// as they were; base without url is 400. The soak level pulls a good
+// delta and boots the image it rebuilds.
+func TestOTAPullDeltaProcess(t *testing.T) {
+	t.Parallel()
+	rs := newReleaseSite(t)
+	dir := t.TempDir()
+	b := boardtest.Start(t, dir, "--ota-ca", rs.caPath)
+	base := runningImage(t, dir)
+	target := boardImage(t, "7.3.0")
+	var h imagedelta.Header
+	copy(h.Base[:], mustHex(t, sha(base)))
+	copy(h.Target[:], mustHex(t, sha(target)))
+	h.Size = int64(len(target))
+	corrupt := rs.add("corrupt.delta", append(h.Append(nil), bytes.Repeat([]byte("not zstd "), 1000)...))
+	before := otaState(t, b)
+	other := sha(boardImage(t, "7.0.0"))
+	if r := b.Do("POST", "/ota/pull", fmt.Sprintf(`{"url":%q,"base":%q}`, rs.srv.URL+"/img/none", other)); r.Status != 409 || r.ErrorCode() != "base_mismatch" {
+		t.Fatalf("pull of a delta from another base: %d %s", r.Status, r.Body)
+	}
+	if r := b.Do("POST", "/ota/pull", fmt.Sprintf(`{"channel":"latest","base":%q}`, sha(base))); r.Status != 400 {
+		t.Fatalf("base with a channel: %d %s", r.Status, r.Body)
+	}
+	pull := func(url string, activate bool) ota.Session {
+		t.Helper()
+		if r := b.Do("POST", "/ota/pull", fmt.Sprintf(`{"url":%q,"base":%q,"activate":%v}`, url, sha(base), activate)); r.Status != 202 {
+			t.Fatalf("pull %s: %d %s", url, r.Status, r.Body)
+		}
+		var s ota.Session
+		boardtest.WaitFor(t, 120*time.Second, "the pull to end", func() bool {
+			s = otaSession(t, b)
+			return s.State == ota.StateFailed || s.State == ota.StateStaged || s.State == ota.StateActive
+		})
+		return s
+	}
+	if s := pull(corrupt, false); s.State != ota.StateFailed || s.Error == nil || !strings.HasPrefix(*s.Error, "invalid_image: the delta is corrupt") {
+		t.Fatalf("corrupt delta: %+v", s)
+	}
+	after := otaState(t, b)
+	for i := range before.Slots {
+		x, y := before.Slots[i], after.Slots[i]
+		if x.Label != y.Label || x.Boots != y.Boots || (x.App == nil) != (y.App == nil) || (x.App != nil && x.App.Version != y.App.Version) {
+			t.Fatalf("a refused delta changed slot %s: %+v -> %+v", x.Label, x, y)
+		}
+	}
+	if !testlevel.Soak() {
+		return
+	}
+	delta, err := imagedelta.Make(base, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := pull(rs.add("good.delta", delta), true); s.State != ota.StateActive && s.State != ota.StateStaged {
+		t.Fatalf("good delta: %+v", s)
+	}
+	waitVersion(t, b, "7.3.0")
+	waitConfirmed(t, b, "ota_1")
+	if got := runningSHA(t, b); got != sha(target) {
+		t.Fatalf("running sha256 %q after the pulled delta, want %s", got, sha(target))
+	}
+}
+
+// otaSession is GET /ota's session.
+func otaSession(t *testing.T, b *boardtest.Board) ota.Session {
+	t.Helper()
+	var v struct {
+		Session ota.Session `json:"session"`
+	}
+	b.Do("GET", "/ota", nil).JSON(t, &v)
+	return v.Session
 }

@@ -49,6 +49,9 @@ type env struct {
 	// cluster is this gateway's member of a cluster of gateways (set by
 	// newCluster with --cluster; nil when it runs alone).
 	cluster *cluster.Cluster
+	// shows are the engines the rollouts' show guards ask (set by newCues
+	// and newDMX, after the rollout engine is built).
+	shows showEngines
 	// cues is the cue engine (set by newCues, before MQTT and OSC).
 	cues *cue.Engine
 	// installation serves the API's InstallationService (set by

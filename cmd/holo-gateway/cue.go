@@ -59,6 +59,7 @@ func newCues(_ context.Context, e *env) (component, error) {
 		}
 	}
 	e.cues = eng // served by the API as CueService (api.Config.Cues)
+	e.shows.cues.Store(eng)
 	lines := []string{fmt.Sprintf("cues:     %d cue list(s); GO: holoctl cue go, POST /v1/cuelists/NAME/go, OSC /holo/cue/go", len(eng.Lists()))}
 	return component{name: "cue", run: eng.Run, banner: lines}, nil
 }

@@ -104,6 +104,7 @@ func newDMX(_ context.Context, e *env) (component, error) {
 	if err != nil {
 		return component{}, err
 	}
+	e.shows.dmx.Store(eng)
 	var lines, inputs []string
 	var ls []*dmx.Listener
 	if sacnAddr != "" {

@@ -28,7 +28,8 @@ func newRollouts(_ context.Context, e *env) (component, error) {
 	if err != nil {
 		return component{}, err
 	}
-	eng, err = rollout.New(rollout.Options{DB: e.db, Fleet: e.fleet, Artifacts: arts, Log: e.log.With("component", "rollouts")})
+	eng, err = rollout.New(rollout.Options{DB: e.db, Fleet: e.fleet, Artifacts: arts, Log: e.log.With("component", "rollouts"),
+		ShowGuards: e.shows.guards(e.fleet)})
 	if err != nil {
 		return component{}, err
 	}
@@ -51,7 +52,7 @@ func newClusterRollouts(e *env) (component, error) {
 		return component{}, err
 	}
 	shared := e.cluster.Artifacts(arts)
-	e.cluster.RunRollouts(cluster.RolloutOptions{})
+	e.cluster.RunRollouts(cluster.RolloutOptions{Tune: func(o *rollout.Options) { o.ShowGuards = e.shows.guards(o.Fleet) }})
 	e.handle(firmwarePrefix, arts.Handler(firmwarePrefix))
 	e.artifacts, e.rollouts = shared, e.cluster.Rollouts()
 	return component{name: "rollouts",

@@ -347,6 +347,9 @@ type gwRollout struct {
 	Plan struct {
 		Name     string `json:"name"`
 		Artifact string `json:"artifact"`
+		Window   *struct {
+			TimeZone string `json:"time_zone"`
+		} `json:"window"`
 	} `json:"plan"`
 	Image struct {
 		SHA256 string `json:"sha256"`
@@ -377,15 +380,24 @@ type gwRollout struct {
 }
 
 // windowText says whether the rollout's window is open and when it next
-// opens; "" for a rollout without a window.
+// opens, in the window's time zone (the venue's) and in UTC; "" for a
+// rollout without a window.
 func (r gwRollout) windowText() string {
 	switch {
+	case r.Plan.Window == nil:
+		return ""
 	case r.WindowOpen:
 		return "open"
 	case r.NextWindow != nil && !r.NextWindow.IsZero():
-		return "closed, next opens " + when(r.NextWindow)
+		tz := r.Plan.Window.TimeZone
+		loc, err := time.LoadLocation(tz)
+		if tz == "" || err != nil {
+			return "closed, next opens " + r.NextWindow.UTC().Format("2006-01-02 15:04 MST")
+		}
+		return "closed, next opens " + r.NextWindow.In(loc).Format("2006-01-02 15:04 MST") + " (" + tz + "; " +
+			r.NextWindow.UTC().Format("15:04 MST") + ")"
 	}
-	return ""
+	return "closed, it never opens again"
 }
 
 type gwRefusal struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -195,4 +196,63 @@ func TestHoloctlFirmwareAndRollout(t *testing.T) {
 	}
 	holoctl(2, append([]string{"rollout", "get"}, gw...)...)
 	holoctl(2, append([]string{"rollout", "bogus", "x"}, gw...)...)
+}
+
+// TestRolloutWatchWindow: a rollout waiting for its window says so first
+// in holoctl rollout watch (it shows no events until the window opens)
+// and in rollout get: when it next opens, in the window's time zone and
+// in UTC.
+func TestRolloutWatchWindow(t *testing.T) {
+	base, admin, _, _ := startFirmwareGateway(t, 1)
+	gw := []string{"--gateway", base, "--token-file", tokenFile(t, admin)}
+	img, err := image.Pack(image.Desc{Version: "2.0.0", Project: buildinfo.Project, Date: "Jan  1 2026", Time: "00:00:00", IDF: "test"},
+		bytes.Repeat([]byte("2.0.0|"), 4<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "fw.bin")
+	if err := os.WriteFile(file, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctl := func(ctx context.Context, out io.Writer, args ...string) int {
+		return run(ctx, append(args, gw...), out, out)
+	}
+	var up bytes.Buffer
+	if code := ctl(context.Background(), &up, "fw", "upload", file, "-o", "json"); code != 0 {
+		t.Fatalf("upload: %s", up.String())
+	}
+	var a struct{ Artifact struct{ SHA256 string } }
+	if err := json.Unmarshal(up.Bytes(), &a); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	os.WriteFile(plan, []byte(`{"artifact":"`+a.Artifact.SHA256+`","target":{"all":true},"window":{"time_zone":"Europe/Paris","strict":true,`+
+		`"intervals":[{"from":"2030-01-01T00:00:00Z","to":"2030-01-01T02:00:00Z"}]}}`), 0o644)
+	var created bytes.Buffer
+	if code := ctl(context.Background(), &created, "rollout", "create", plan, "-o", "json"); code != 0 {
+		t.Fatalf("create: %s", created.String())
+	}
+	var r struct{ ID string }
+	if err := json.Unmarshal(created.Bytes(), &r); err != nil || r.ID == "" {
+		t.Fatalf("create: %v %s", err, created.String())
+	}
+	const want = "window closed, next opens 2030-01-01 01:00 CET (Europe/Paris; 00:00 UTC)"
+	var get bytes.Buffer
+	if code := ctl(context.Background(), &get, "rollout", "get", r.ID); code != 0 || !strings.Contains(get.String(), "closed, next opens 2030-01-01 01:00 CET (Europe/Paris; 00:00 UTC)") {
+		t.Errorf("rollout get:\n%s", get.String())
+	}
+	// watch streams until the rollout finishes, which it will not before
+	// 2030: the test stops it once the window line is out.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- ctl(ctx, out, "rollout", "watch", r.ID) }()
+	waitOutput(t, out, want)
+	cancel()
+	<-done
+	if first, _, _ := strings.Cut(out.String(), "\n"); first != want {
+		t.Errorf("watch's first line %q, want %q", first, want)
+	}
 }

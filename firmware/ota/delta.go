@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/holofleet/holofleet/bus/image"
@@ -108,29 +109,10 @@ func (s *Service) UploadDelta(source string, r io.Reader, length int64, base str
 		return Session{}, err
 	}
 	base = strings.ToLower(base)
-	if run := s.RunningSHA256(); run != base {
-		if run == "" {
-			run = "an image that does not check"
-		}
-		return Session{}, api.Errorf(api.ErrBaseMismatch, "the delta applies to %s; this board runs %s: send the whole image", base, run)
+	if err := s.checkBase(base); err != nil {
+		return Session{}, err
 	}
-	h, err := imagedelta.ReadHeader(r)
-	if err != nil {
-		return Session{}, api.Errorf(api.ErrInvalidImage, "%v", err)
-	}
-	if got := hex.EncodeToString(h.Base[:]); got != base {
-		return Session{}, api.Errorf(api.ErrBadRequest, "the delta's header names base %s, the query %s", got, base)
-	}
-	target := hex.EncodeToString(h.Target[:])
-	if opt.SHA256 == "" {
-		opt.SHA256 = target
-	} else if strings.ToLower(opt.SHA256) != target {
-		return Session{}, api.Errorf(api.ErrSHA256Mismatch, "the delta rebuilds %s, not %s", target, strings.ToLower(opt.SHA256))
-	}
-	if h.Size > flash.SlotSize {
-		return Session{}, api.Errorf(api.ErrTooLarge, "the delta rebuilds %d bytes, the slot holds %d", h.Size, flash.SlotSize)
-	}
-	baseImg, err := s.baseImage()
+	h, target, baseImg, err := s.deltaHeader(r, base, &opt, "the query")
 	if err != nil {
 		return Session{}, err
 	}
@@ -156,6 +138,100 @@ func (s *Service) UploadDelta(source string, r io.Reader, length int64, base str
 		return res.Session, err
 	}
 	return s.Session(), nil
+}
+
+// checkBase answers 409 base_mismatch unless base (64 hex digits) is the
+// SHA-256 of the running image: before anything is read or changes.
+func (s *Service) checkBase(base string) error {
+	if err := checkSHA(base); err != nil || base == "" {
+		return api.Errorf(api.ErrBadSHA256, "base must be 64 hex digits, not %q", base)
+	}
+	base = strings.ToLower(base)
+	if run := s.RunningSHA256(); run != base {
+		if run == "" {
+			run = "an image that does not check"
+		}
+		return api.Errorf(api.ErrBaseMismatch, "the delta applies to %s; this board runs %s: send the whole image", base, run)
+	}
+	return nil
+}
+
+// deltaHeader reads a delta's header from r and checks it against base
+// (named by who: "the query", "the request"), opt's sha256 (set to the
+// target when empty) and the slot; it returns the header, the target's
+// hex SHA-256 and the running image the delta applies to.
+func (s *Service) deltaHeader(r io.Reader, base string, opt *Options, who string) (imagedelta.Header, string, []byte, error) {
+	h, err := imagedelta.ReadHeader(r)
+	if err != nil {
+		return h, "", nil, api.Errorf(api.ErrInvalidImage, "%v", err)
+	}
+	if got := hex.EncodeToString(h.Base[:]); got != base {
+		return h, "", nil, api.Errorf(api.ErrBadRequest, "the delta's header names base %s, %s %s", got, who, base)
+	}
+	target := hex.EncodeToString(h.Target[:])
+	if opt.SHA256 == "" {
+		opt.SHA256 = target
+	} else if strings.ToLower(opt.SHA256) != target {
+		return h, "", nil, api.Errorf(api.ErrSHA256Mismatch, "the delta rebuilds %s, not %s", target, strings.ToLower(opt.SHA256))
+	}
+	if h.Size > flash.SlotSize {
+		return h, "", nil, api.Errorf(api.ErrTooLarge, "the delta rebuilds %d bytes, the slot holds %d", h.Size, flash.SlotSize)
+	}
+	baseImg, err := s.baseImage()
+	if err != nil {
+		return h, "", nil, err
+	}
+	return h, target, baseImg, nil
+}
+
+// pullDelta is POST /ota/pull with base: resp is the answer of the
+// delta's URL src. The header is read and checked before the session
+// starts (a wrong delta changes nothing); then the image is rebuilt from
+// the running one and the download into the free slot, through the same
+// checks as any pull.
+func (s *Service) pullDelta(resp *http.Response, src, base string, opt Options, cancelFetch func()) (Session, error) {
+	fail := func(err error) (Session, error) {
+		resp.Body.Close()
+		cancelFetch()
+		return Session{}, err
+	}
+	length := resp.ContentLength
+	if length < 0 {
+		return fail(api.Errorf(api.ErrUnreachable, "%s does not say its length", src))
+	}
+	if length > flash.SlotSize {
+		return fail(api.Errorf(api.ErrTooLarge, "%d bytes do not fit the %d-byte slot", length, flash.SlotSize))
+	}
+	body := s.cfg.Long.WatchN(resp.Body, "firmware pull", length, cancelFetch)
+	h, target, baseImg, err := s.deltaHeader(body, base, &opt, "the request")
+	if err != nil {
+		return fail(err)
+	}
+	w, wctx, slot, release, err := s.begin(SourcePull, strp(src), h.Size, cancelFetch)
+	if err != nil {
+		return fail(err)
+	}
+	sess := s.Session()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancelFetch()
+		defer resp.Body.Close()
+		dr, err := imagedelta.NewReader(baseImg, h, body)
+		if err == nil {
+			s.cfg.Log.Info("ota: rebuilding a pulled image from a delta", "base", base, "target", target, "delta_bytes", length, "image_bytes", h.Size)
+			err = s.receive(wctx, w.gen, slot, dr, h.Size, opt)
+			dr.Close()
+		} else {
+			err = s.fail(w.gen, api.Errorf(api.ErrInvalidImage, "%v", err))
+		}
+		s.finished(w)
+		release()
+		if err == nil && opt.Activate {
+			_, _ = s.activate(nil, opt.Reboot, UpdateRestartDelay)
+		}
+	}()
+	return sess, nil
 }
 
 // deltaError maps a fault of a delta's frame to the API's error.

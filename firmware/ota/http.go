@@ -107,7 +107,7 @@ func (s *Service) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/ota/pull", Link: true, Request: PullRequest{}, Response: Session{},
 			Status:  http.StatusAccepted,
 			Summary: "Download an image from a release channel or URL into the slot that is not running",
-			Errors:  []*api.Error{api.ErrBusy, api.ErrOffline, api.ErrUnreachable, api.ErrNoFirmware, api.ErrTooLarge, api.ErrSHA256Mismatch, api.ErrBadSHA256},
+			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBusy, api.ErrOffline, api.ErrUnreachable, api.ErrNoFirmware, api.ErrTooLarge, api.ErrSHA256Mismatch, api.ErrBadSHA256, api.ErrBaseMismatch, api.ErrInvalidImage},
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var req PullRequest
 				if err := api.Decode(r, &req, false); err != nil {

@@ -67,6 +67,7 @@ type PullRequest struct {
 	Activate *bool   `json:"activate,omitempty"`
 	Reboot   *bool   `json:"reboot,omitempty"`
 	Force    *bool   `json:"force,omitempty"`
+	Base     *string `json:"base,omitempty" doc:"extension ota-delta: url is a delta image from this running image (hex SHA-256, GET /ota's running slot sha256); the board rebuilds the whole image and checks it as a pull of it"`
 }
 
 type checkEntry struct {
@@ -288,6 +289,14 @@ func (s *Service) Pull(ctx context.Context, req PullRequest) (Session, error) {
 		}
 		opt.SHA256 = strings.ToLower(*req.SHA256)
 	}
+	if req.Base != nil {
+		if req.URL == nil {
+			return Session{}, api.Errorf(api.ErrBadRequest, "base needs url (a delta's URL), not a channel")
+		}
+		if err := s.checkBase(*req.Base); err != nil {
+			return Session{}, err
+		}
+	}
 	if !s.online() {
 		return Session{}, api.Errorf(api.ErrOffline, "the station link is down")
 	}
@@ -309,6 +318,9 @@ func (s *Service) Pull(ctx context.Context, req PullRequest) (Session, error) {
 	if err != nil {
 		cancelFetch()
 		return Session{}, err
+	}
+	if req.Base != nil {
+		return s.pullDelta(resp, src, strings.ToLower(*req.Base), opt, cancelFetch)
 	}
 	body := bufio.NewReaderSize(resp.Body, 4096)
 	total := resp.ContentLength

@@ -93,6 +93,37 @@ func (s *Store) OpenDelta(ctx context.Context, base, target string) (*os.File, i
 	return f, fi.Size(), nil
 }
 
+// DeltaPath is where the artifact handler serves the delta from base to
+// target, under its prefix.
+func DeltaPath(base, target string) string { return "deltas/" + base + "/" + target + ".bin" }
+
+// MadeDelta opens the delta from base to target if it has been made
+// (OpenDelta makes it); ErrNoDelta when it has not, or is not worth
+// sending.
+func (s *Store) MadeDelta(base, target string) (*os.File, int64, error) {
+	var err error
+	if base, err = CheckSHA(base); err != nil {
+		return nil, 0, err
+	}
+	if target, err = CheckSHA(target); err != nil {
+		return nil, 0, err
+	}
+	ta, err := s.Get(target)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(s.deltaPath(base, target))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: no delta made from %s to %s", ErrNoDelta, base, target)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() >= ta.Size {
+		f.Close()
+		return nil, 0, fmt.Errorf("%w: no delta worth sending from %s to %s", ErrNoDelta, base, target)
+	}
+	return f, fi.Size(), nil
+}
+
 func (s *Store) makeDelta(ctx context.Context, base, target, path string) error {
 	b, err := os.ReadFile(s.path(base))
 	if err != nil {

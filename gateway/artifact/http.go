@@ -3,6 +3,7 @@ package artifact
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -33,6 +34,9 @@ func (s *Store) Handler(prefix string) http.Handler {
 		switch {
 		case strings.HasPrefix(rest, "images/") && strings.HasSuffix(rest, ".bin"):
 			s.serveImage(w, r, strings.TrimSuffix(strings.TrimPrefix(rest, "images/"), ".bin"))
+		case strings.HasPrefix(rest, "deltas/") && strings.HasSuffix(rest, ".bin"):
+			base, target, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(rest, "deltas/"), ".bin"), "/")
+			s.serveDelta(w, r, base, target)
 		case strings.HasPrefix(rest, "channels/") && strings.HasSuffix(rest, ".json"):
 			m, err := s.Manifest(strings.TrimSuffix(strings.TrimPrefix(rest, "channels/"), ".json"))
 			if err != nil {
@@ -61,9 +65,32 @@ func (s *Store) serveImage(w http.ResponseWriter, r *http.Request, sha string) {
 	http.ServeContent(w, r, "", a.Added, f)
 }
 
+// serveDelta serves <prefix>deltas/<base>/<target>.bin: the delta from
+// artifact base to artifact target, for boards that pull it (extension
+// ota-delta). Only a delta already made is served (a rollout makes it
+// before it asks a board to pull it): a request never makes one, so no
+// caller can make the gateway spend the time and memory of a delta.
+func (s *Store) serveDelta(w http.ResponseWriter, r *http.Request, base, target string) {
+	f, n, err := s.MadeDelta(base, target)
+	if err != nil {
+		writeStoreErr(w, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		writeStoreErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("ETag", `"`+base+"-"+target+`"`)
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	http.ServeContent(w, r, "", fi.ModTime(), io.NewSectionReader(f, 0, n))
+}
+
 func writeStoreErr(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoDelta):
 		writeErr(w, http.StatusNotFound, "no_firmware", err.Error())
 	case errors.Is(err, ErrBadName):
 		writeErr(w, http.StatusNotFound, "not_found", err.Error())

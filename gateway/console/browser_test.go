@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,6 +52,7 @@ func TestConsole(t *testing.T) {
 	t.Run("board", func(t *testing.T) { testBoard(t, g, br) })
 	t.Run("scene_fire", func(t *testing.T) { testSceneFire(t, g, br) })
 	t.Run("show", func(t *testing.T) { testShow(t, g, br) })
+	t.Run("rollout_window", func(t *testing.T) { testRolloutWindow(t, g, br) })
 	t.Run("reconnect", func(t *testing.T) { testReconnect(t, g, br) })
 	t.Run("viewer", func(t *testing.T) { testViewer(t, g, br) })
 	t.Logf("console tests took %v", time.Since(start).Round(time.Millisecond))
@@ -674,6 +676,54 @@ func testRollout(t *testing.T, g *demoGW, br *browser) {
 	tb.run(chromedp.Navigate(g.URL + "/#/tokens"))
 	tb.wait("the tokens page", `document.querySelector('.page-tokens tbody tr')`, 5*time.Second)
 	tb.screenshot("tokens")
+}
+
+// testRolloutWindow: a rollout waiting for its window shows on its page
+// when the window next opens, in the window's time zone and in UTC, and
+// its boards wait (nothing starts: the window is strict). The rollout is
+// aborted at the end; no board restarted.
+func testRolloutWindow(t *testing.T, g *demoGW, br *browser) {
+	img, err := image.Pack(image.Desc{Version: "9.9.8", Project: "holo-board", Date: "Jan  1 2026", Time: "00:00:00", IDF: "test"},
+		[]byte(strings.Repeat("holo-board 9.9.8 window test\n", 2000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", g.URL+"/v1/artifacts?name=window.bin", bytes.NewReader(img))
+	req.Header.Set("Authorization", "Bearer "+g.Admin)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up struct {
+		Artifact struct {
+			SHA256 string `json:"sha256"`
+		} `json:"artifact"`
+		SHA256 string `json:"sha256"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&up)
+	res.Body.Close()
+	sha := up.Artifact.SHA256 + up.SHA256
+	if res.StatusCode != 200 || err != nil || len(sha) != 64 {
+		t.Fatalf("upload: %d %v %+v", res.StatusCode, err, up)
+	}
+	win := map[string]any{"time_zone": "Europe/Paris", "strict": true,
+		"intervals": []map[string]string{{"from": "2030-01-01T00:00:00Z", "to": "2030-01-01T02:00:00Z"}}}
+	st, body := g.API(t, "POST", "/v1/rollouts", map[string]any{"name": "windowed", "artifact": sha, "target": map[string]any{"all": true}, "window": win}, g.Admin)
+	if st != 200 {
+		t.Fatalf("create a rollout with a window: %d %s", st, body)
+	}
+	var ro struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(body, &ro)
+	defer g.API(t, "POST", "/v1/rollouts/"+ro.ID+"/abort", map[string]any{"reason": "test over"}, g.Admin)
+	tb := open(t, br, g.URL, len(g.IDs))
+	tb.run(chromedp.Navigate(g.URL + "/#/rollout/" + ro.ID))
+	const want = "Window closed; it next opens 2030-01-01 01:00 Europe/Paris (2030-01-01 00:00:00Z)."
+	tb.wait("the next window", fmt.Sprintf(`document.getElementById('ro-window') && document.getElementById('ro-window').textContent === %q`, want), 15*time.Second)
+	tb.wait("every board pending", fmt.Sprintf(`document.querySelectorAll('#ro-boards tbody tr[data-phase="pending"]').length === %d`, len(g.IDs)), 15*time.Second)
+	tb.screenshot("rollout-window")
 }
 
 // count is the number of elements matching sel.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -171,6 +172,16 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.Set(reflect.ValueOf(NullString{Value: n.Value}))
+		return
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		// A moment (a window's interval): RFC 3339, quoted or not.
+		tm, err := time.Parse(time.RFC3339, n.Value)
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!timestamp") || err != nil {
+			d.fail(n, "%s: want a time (RFC 3339, 2026-03-10T01:00:00+01:00), got %s", path, kindName(n))
+			return
+		}
+		v.Set(reflect.ValueOf(tm))
 		return
 	}
 	switch t.Kind() {

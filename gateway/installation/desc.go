@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
 // Version is the description format's version (the "version" key).
@@ -216,6 +218,12 @@ type Strategy struct {
 	MaxInFlight      int     `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
 	FailureThreshold float64 `yaml:"failure_threshold" json:"failure_threshold,omitempty"`
 	MinSample        int     `yaml:"min_sample" json:"min_sample,omitempty"`
+	// Window, when set, is when the apply may start boards: the
+	// rollouts' window (a daily window on some weekdays in the
+	// installation's time zone, and/or explicit intervals). Outside it
+	// no new board starts and boards already applying finish; an apply
+	// restarts no board, so every window is strict for it.
+	Window *rollout.Window `yaml:"window" json:"window,omitempty"`
 }
 
 // Parse reads a description (YAML, or JSON, which is YAML too) strictly:
@@ -402,6 +410,11 @@ func (d *Description) check() []Problem {
 		}
 		if r.FailureThreshold < 0 || r.FailureThreshold > 1 {
 			add("rollout.failure_threshold", "rollout.failure_threshold: a share from 0 to 1")
+		}
+		if r.Window != nil {
+			if err := r.Window.Check(); err != nil {
+				add("rollout.window", "rollout.window: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+			}
 		}
 	}
 	return ps

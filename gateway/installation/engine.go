@@ -567,6 +567,47 @@ func decide(r Run, boards map[string]*RunBoard, working map[string]bool) decisio
 	return d
 }
 
+// windowClosed begins a run's reason while its window holds boards back.
+const windowClosed = "outside the window"
+
+// windowed holds back the boards d would start while the run's window
+// (Strategy.Window) is closed at now: pending boards wait; a board found
+// applying after a restart (it had started) goes on. The run's reason
+// says when the window next opens, and is cleared once it has.
+func windowed(d *decision, r Run, boards map[string]*RunBoard, now time.Time) {
+	w := r.Strategy.Window
+	if w == nil || d.state != RunRunning {
+		return
+	}
+	if w.Open(now) {
+		if strings.HasPrefix(d.reason, windowClosed) {
+			d.reason = fmt.Sprintf("wave %d of %d", d.wave+1, len(r.Waves))
+		}
+		return
+	}
+	held := 0
+	kept := d.start[:0:0]
+	for _, id := range d.start {
+		if boards[id].Phase == PhasePending {
+			held++
+			continue
+		}
+		kept = append(kept, id)
+	}
+	d.start = kept
+	if held == 0 {
+		return
+	}
+	d.reason = windowClosed + ", it never opens again"
+	if next := w.Next(now); !next.IsZero() {
+		loc, err := time.LoadLocation(w.TimeZone)
+		if err != nil {
+			loc = time.UTC
+		}
+		d.reason = windowClosed + "; it next opens " + next.In(loc).Format("2006-01-02 15:04 MST")
+	}
+}
+
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {
@@ -616,6 +657,7 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	d := decide(rm.r, rm.boards, rm.working)
 	now := in.o.Clock.Now().UTC()
+	windowed(&d, rm.r, rm.boards, now)
 	kv := map[string]any{}
 	next := rm.r
 	if d.state != next.State || d.wave != next.Wave || d.reason != next.Reason || d.finish {

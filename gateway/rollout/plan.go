@@ -114,26 +114,26 @@ type Thresholds struct {
 // no board starts outside the window at all (no image leaves either:
 // the venue's network is busy too); boards already started finish.
 type Window struct {
-	Start string `json:"start,omitempty"`
-	End   string `json:"end,omitempty"`
+	Start string `json:"start,omitempty" yaml:"start"`
+	End   string `json:"end,omitempty" yaml:"end"`
 	// Days are the weekdays on which the daily window opens (mon, tue,
 	// wed, thu, fri, sat, sun); empty means every day. A window spanning
 	// midnight belongs to the day it opens.
-	Days []string `json:"days,omitempty"`
+	Days []string `json:"days,omitempty" yaml:"days"`
 	// TimeZone is the IANA zone of Start, End and Days (the
 	// installation's); empty means UTC.
-	TimeZone string `json:"time_zone,omitempty"`
+	TimeZone string `json:"time_zone,omitempty" yaml:"time_zone"`
 	// Intervals are explicit openings, [from, to).
-	Intervals []Interval `json:"intervals,omitempty"`
+	Intervals []Interval `json:"intervals,omitempty" yaml:"intervals"`
 	// Strict: outside the window no board starts; boards started finish.
-	Strict bool `json:"strict,omitempty"`
+	Strict bool `json:"strict,omitempty" yaml:"strict"`
 }
 
 // Interval is one explicit opening of a window, from inclusive, to
 // exclusive.
 type Interval struct {
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
+	From time.Time `json:"from" yaml:"from"`
+	To   time.Time `json:"to" yaml:"to"`
 }
 
 // MaxIntervals bounds a window's explicit intervals.
@@ -341,6 +341,10 @@ func (w *Window) minutes() (int, int, error) {
 
 // daily reports whether the window has a daily part.
 func (w *Window) daily() bool { return w.Start != "" || w.End != "" }
+
+// Check reports what is wrong with the window (every problem, joined);
+// other packages that take a Window (installation applies) use it.
+func (w *Window) Check() error { return errors.Join(w.check()...) }
 
 // check lists what is wrong with the window.
 func (w *Window) check() []error {

@@ -5,9 +5,10 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"github.com/holofleet/holofleet/gateway/fleet"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
+	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -190,5 +192,102 @@ func TestPullMethod(t *testing.T) {
 		default:
 			t.Errorf("board %s is %s", b.Board, b.Phase)
 		}
+	}
+}
+
+// TestPullDelta: with the pull method, boards running a release the
+// gateway holds pull a delta (its URL names the base) and rebuild the
+// next release from it; a board off the base pulls the whole image;
+// every board ends on the new release and each row says what went.
+func TestPullDelta(t *testing.T) {
+	is := startImageServer(t)
+	bs := startBoardsOTA(t, 3, func(o *fleetmode.OTAOptions) { o.PullRoots = is.roots() })
+	g := startGateway(t, t.TempDir(), bs.urls, func(o *rollout.Options) { o.PullBase = is.srv.URL + "/firmware/" })
+	g.waitOnline(t, 3)
+	a := g.add(t, testImage(t, "2.0.0", 300000))
+	b := g.add(t, testImage(t, "2.0.1", 300000))
+	var mu sync.Mutex
+	var paths []string
+	h := g.arts.Handler("/firmware/")
+	is.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}), nil)
+	roll(t, g, a.SHA256, bs.ids[:2])
+	pushed := g.eng.BytesSent()
+	st, err := g.eng.Create(context.Background(), rollout.Plan{Artifact: b.SHA256, Target: rollout.Target{All: true},
+		Method: rollout.MethodPull, MaxInFlight: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
+	rows := boardRows(t, g, st.ID)
+	for i, id := range bs.ids {
+		row := rows[id]
+		if row.Phase != rollout.PhaseSucceeded {
+			t.Fatalf("board %s: %s %s", id, row.Phase, row.Error)
+		}
+		if i < 2 && (row.Transfer != rollout.TransferDelta || row.Sent <= 0 || row.Sent > b.Size/20 || row.NoDelta != "") {
+			t.Errorf("board %s on the base: %s, %d bytes (image %d) %q", id, row.Transfer, row.Sent, b.Size, row.NoDelta)
+		}
+		if i == 2 && (row.Transfer != rollout.TransferFull || row.Sent != b.Size) {
+			t.Errorf("board %s off the base: %s, %d bytes", id, row.Transfer, row.Sent)
+		}
+		if got := bs.bootsOf(i); got[len(got)-1] != "2.0.1" {
+			t.Errorf("board %d booted %v", i, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"/firmware/deltas/" + a.SHA256 + "/" + b.SHA256 + ".bin": 2, "/firmware/images/" + b.SHA256 + ".bin": 1}
+	got := map[string]int{}
+	for _, p := range paths {
+		got[p]++
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("pulled %v, want %v", got, want)
+	}
+	if n := g.eng.BytesSent() - pushed; n != 0 {
+		t.Errorf("the gateway pushed %d bytes in a pull rollout", n)
+	}
+}
+
+// TestPullDeltaFallsBack: a delta the board refuses after pulling it
+// (corrupted in the gateway's cache) ends in the whole image for that
+// board in the same step; the row says why the delta failed.
+func TestPullDeltaFallsBack(t *testing.T) {
+	is := startImageServer(t)
+	bs := startBoardsOTA(t, 1, func(o *fleetmode.OTAOptions) { o.PullRoots = is.roots() })
+	g := startGateway(t, t.TempDir(), bs.urls, func(o *rollout.Options) { o.PullBase = is.srv.URL + "/firmware/" })
+	g.waitOnline(t, 1)
+	is.serve(g.arts.Handler("/firmware/"), nil)
+	a := g.add(t, testImage(t, "2.0.0", 300000))
+	b := g.add(t, testImage(t, "2.0.1", 300000))
+	roll(t, g, a.SHA256, bs.ids)
+	f, n, err := g.arts.OpenDelta(context.Background(), a.SHA256, b.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := f.Name()
+	f.Close()
+	d, _ := os.ReadFile(path)
+	d[n/2+38] ^= 0xff // in the frame, past the header
+	if err := os.WriteFile(path, d, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := g.eng.Create(context.Background(), rollout.Plan{Artifact: b.SHA256, Target: rollout.Target{All: true}, Method: rollout.MethodPull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
+	row := boardRows(t, g, st.ID)[bs.ids[0]]
+	if row.Phase != rollout.PhaseSucceeded || row.Transfer != rollout.TransferFull || row.Sent != b.Size || !strings.Contains(row.NoDelta, "pull failed") {
+		t.Fatalf("row %s %s %d no_delta=%q", row.Phase, row.Transfer, row.Sent, row.NoDelta)
+	}
+	t.Logf("no_delta: %s", row.NoDelta)
+	if got := bs.bootsOf(0); got[len(got)-1] != "2.0.1" {
+		t.Errorf("booted %v", got)
 	}
 }

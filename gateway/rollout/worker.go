@@ -533,7 +533,14 @@ func (w *worker) transfer(ctx context.Context, b *Board, v view) error {
 	tctx, cancel := context.WithTimeout(ctx, w.rollout().Plan.Timeouts.Transfer.D())
 	defer cancel()
 	if w.rollout().Plan.Method == MethodPull {
-		return w.pull(tctx)
+		if err := w.pullDelta(tctx, b, v, img); err != nil || b.Transfer == TransferDelta {
+			return err
+		}
+		if err := w.pull(tctx, "/images/"+img.SHA256+".bin", nil); err != nil {
+			return err
+		}
+		b.Transfer, b.Sent = TransferFull, img.Size
+		return w.e.save(ctx, w.r, b, fmt.Sprintf("pulled the whole image, %d bytes", img.Size))
 	}
 	query := ""
 	var s boardapi.OTASession
@@ -630,12 +637,51 @@ func short(sha string) string {
 	return sha
 }
 
-// pull asks the board to fetch the image from the gateway and waits
-// until it is staged.
-func (w *worker) pull(ctx context.Context) error {
+// pullDelta asks a board that runs an image the gateway has a delta from
+// (as send does for a push) to pull that delta (its URL names the base:
+// <PullBase>deltas/<base>/<target>.bin). It returns nil with b.Transfer
+// left unset when no delta applies or it failed: any failure of a delta
+// is written on the board's row (NoDelta) and the whole image follows.
+func (w *worker) pullDelta(ctx context.Context, b *Board, v view, img Image) error {
+	base := v.running.SHA256
+	if base == "" || base == img.SHA256 || b.NoDelta != "" || w.rollout().Plan.FullImages {
+		return nil
+	}
+	ds, ok := w.e.o.Artifacts.(DeltaSource)
+	if !ok {
+		return nil
+	}
+	f, n, err := ds.OpenDelta(ctx, base, img.SHA256) // made now if it was not
+	if err != nil {
+		if !errors.Is(err, artifact.ErrNoDelta) {
+			w.e.o.Log.Warn("rollout: no delta, the board pulls the whole image", "board", w.id, "base", base, "err", err)
+		}
+		return nil
+	}
+	f.Close()
+	err = w.pull(ctx, "/"+artifact.DeltaPath(base, img.SHA256), &base)
+	if err == nil {
+		b.Transfer, b.Sent = TransferDelta, n
+		return w.e.save(ctx, w.r, b, fmt.Sprintf("pulled a delta of %d bytes from %s (the image is %d)", n, short(base), img.Size))
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	b.NoDelta = err.Error()
+	w.e.o.Log.Warn("rollout: delta pull failed, the board pulls the whole image", "board", w.id, "base", base, "err", err)
+	return w.e.save(ctx, w.r, b, "delta pull failed, pulling the whole image: "+err.Error())
+}
+
+// pull asks the board to fetch path under the gateway's pull base (a
+// delta from *base when base is set) and waits until it is staged.
+func (w *worker) pull(ctx context.Context, path string, base *string) error {
 	img := w.rollout().Image
-	url := strings.TrimSuffix(w.e.o.PullBase, "/") + "/images/" + img.SHA256 + ".bin"
-	if err := w.call(ctx, http.MethodPost, "/ota/pull", map[string]any{"url": url, "sha256": img.SHA256, "activate": false}, nil); err != nil {
+	url := strings.TrimSuffix(w.e.o.PullBase, "/") + path
+	req := map[string]any{"url": url, "sha256": img.SHA256, "activate": false}
+	if base != nil {
+		req["base"] = *base
+	}
+	if err := w.call(ctx, http.MethodPost, "/ota/pull", req, nil); err != nil {
 		return err
 	}
 	for {

@@ -7,6 +7,22 @@ import { clock, shortSha, plural, dateTime } from '../fmt.js';
 import { LineWatch } from '../stream.js';
 import { phaseClass, stateClass } from './firmware.js';
 
+// windowText says whether a rollout's window is open and, when it is
+// not, when it next opens, in the window's own time zone (the venue's)
+// and in UTC; '' for a rollout without a window or one that finished.
+export function windowText(ro) {
+  const w = ro && ro.plan && ro.plan.window;
+  if (!w || ro.finished) return '';
+  if (ro.window_open) return 'Window open: boards may start.';
+  if (!ro.next_window) return 'Window closed; it never opens again: no board will start.';
+  let local = '';
+  const tz = w.time_zone || 'UTC';
+  try {
+    local = new Date(ro.next_window).toLocaleString('sv-SE', { timeZone: tz, hour12: false }).slice(0, 16) + ' ' + tz;
+  } catch (e) { local = ''; }
+  return 'Window closed; it next opens ' + (local ? local + ' (' + dateTime(ro.next_window) + ')' : dateTime(ro.next_window)) + '.';
+}
+
 export function mount(main, ctx, [id]) {
   const { api, store, session } = ctx;
   let ro = null;
@@ -16,6 +32,7 @@ export function mount(main, ctx, [id]) {
   const title = h('h1');
   const statePill = h('span', { class: 'pill' });
   const reason = h('p', { class: 'muted' });
+  const windowEl = h('p', { class: 'muted', id: 'ro-window', role: 'status' });
   const summary = h('p', { class: 'summary', id: 'ro-summary', role: 'status' });
   const bar = h('progress', { max: 100, value: 0, id: 'ro-progress' });
   const controls = h('div', { class: 'row', role: 'toolbar', 'aria-label': 'Rollout controls' });
@@ -27,7 +44,7 @@ export function mount(main, ctx, [id]) {
 
   main.appendChild(h('section', { class: 'page page-rollout' },
     h('div', { class: 'board-head' }, h('a', { href: '#/firmware', class: 'back', text: '← Firmware' }), title, statePill, watchState),
-    reason, h('div', { class: 'row' }, bar, summary), controls, out,
+    reason, windowEl, h('div', { class: 'row' }, bar, summary), controls, out,
     h('section', { class: 'card wide' }, h('h2', { text: 'Waves' }), wavesEl),
     h('section', { class: 'card wide' }, h('h2', { text: 'Boards' }), h('div', { class: 'scroll' },
       h('table', { class: 'grid', id: 'ro-boards' }, h('thead', null, h('tr', null, ['Board', 'Wave', 'Phase', 'From', 'Note', 'Tries'].map((t) => h('th', { text: t })))), tbody))),
@@ -62,11 +79,13 @@ export function mount(main, ctx, [id]) {
     setText(statePill, ro.state + (ro.finished ? ' · finished' : ''));
     statePill.className = 'pill ' + stateClass(ro.state);
     setText(reason, ro.reason || '');
+    setText(windowEl, windowText(ro));
     const all = [...boards.values()];
     const ok = all.filter((b) => b.phase === 'succeeded').length;
     const bad = all.filter((b) => phaseClass(b.phase) === 'bad').length;
     bar.value = all.length ? Math.round(100 * (ok + bad) / all.length) : 0;
-    setText(summary, `${ok} of ${plural(all.length, 'board')} confirmed` + (bad ? `, ${bad} failed` : '') + ` · wave ${Math.min(ro.wave + 1, (ro.waves || []).length)} of ${(ro.waves || []).length}` + (ro.finished && ok === all.length && all.length ? ' · every board confirmed' : ''));
+    const waiting = all.filter((b) => b.phase === 'pending' && b.waiting).length;
+    setText(summary, `${ok} of ${plural(all.length, 'board')} confirmed` + (bad ? `, ${bad} failed` : '') + (waiting ? `, ${waiting} waiting` : '') + ` · wave ${Math.min(ro.wave + 1, (ro.waves || []).length)} of ${(ro.waves || []).length}` + (ro.finished && ok === all.length && all.length ? ' · every board confirmed' : ''));
     renderControls();
     // waves
     clear(wavesEl);
@@ -91,7 +110,7 @@ export function mount(main, ctx, [id]) {
         h('td', { text: String(b.wave + 1) }),
         h('td', { class: 'phase', text: b.phase === 'succeeded' ? 'confirmed' : b.phase }),
         h('td', { text: [b.from_version, b.from_slot].filter(Boolean).join(' on ') }),
-        h('td', { text: b.error || b.note || '' }),
+        h('td', { text: b.error || (b.phase === 'pending' && b.waiting ? 'waiting: ' + b.waiting : b.note || '') }),
         h('td', { text: String(b.attempts || 0) })));
     }
     clear(logEl);
@@ -112,7 +131,7 @@ export function mount(main, ctx, [id]) {
   async function readAll() {
     const [r, bs] = await Promise.all([api.get('/v1/rollouts/' + encodeURIComponent(id)), api.get('/v1/rollouts/' + encodeURIComponent(id) + '/boards')]);
     ro = r;
-    for (const b of bs || []) boards.set(b.board, { board: b.board, wave: b.wave, phase: b.phase, error: b.error, attempts: b.attempts, from_version: b.from_version, from_slot: b.from_slot, note: (b.timeline && b.timeline.length) ? b.timeline[b.timeline.length - 1].note : '' });
+    for (const b of bs || []) boards.set(b.board, { board: b.board, wave: b.wave, phase: b.phase, error: b.error, attempts: b.attempts, waiting: b.waiting || '', from_version: b.from_version, from_slot: b.from_slot, note: (b.timeline && b.timeline.length) ? b.timeline[b.timeline.length - 1].note : '' });
   }
 
   async function load() {
