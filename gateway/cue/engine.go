@@ -143,6 +143,7 @@ type list struct {
 	standby int // index of the standby cue; len(l.Cues) is the end
 	runs    []*run
 	last    *Fired
+	lastRun *run // the run last is of: a run that ends later but is older does not replace it
 	chase   chase
 }
 
@@ -557,7 +558,12 @@ func (e *Engine) fire(name string, r *run) {
 		return
 	}
 	ls.runs = slices.DeleteFunc(ls.runs, func(x *run) bool { return x == r })
-	ls.last = &f
+	// Fires run side by side and may end out of order (one board slow to
+	// answer): the last fired is the one of the latest moment, not the
+	// one whose answers came in last.
+	if p := ls.lastRun; ls.last == nil || p == nil || r.at.After(p.at) || (r.at.Equal(p.at) && r.id > p.id) {
+		ls.last, ls.lastRun = &f, r
+	}
 	e.publish(ls, EventFired, r.cue.Number)
 }
 

@@ -31,6 +31,9 @@ type fakeFleet struct {
 	clk   clock.Clock
 	calls chan call
 	fail  error
+	// gate, when set before the engine runs, holds a call's answer until
+	// the channel it returns closes (nil: answered at once).
+	gate func(fleet.Selector) <-chan struct{}
 }
 
 func newFakeFleet(clk clock.Clock) *fakeFleet {
@@ -39,19 +42,25 @@ func newFakeFleet(clk clock.Clock) *fakeFleet {
 
 func (f *fakeFleet) Do(_ context.Context, sel fleet.Selector, a fleet.Action) ([]fleet.Result, error) {
 	f.calls <- call{Sel: sel, Kind: a.Kind, Body: string(a.Body), At: a.At, When: f.clk.Now()}
+	if f.gate != nil {
+		if g := f.gate(sel); g != nil {
+			<-g
+		}
+	}
 	if f.fail != nil {
 		return nil, f.fail
 	}
 	return []fleet.Result{{Board: "b1", Via: "lan"}, {Board: "b2", Via: "group"}}, nil
 }
 
-// next waits for the next call (real time bounds a broken test only).
+// next waits for the next call (real time bounds a broken test only: a
+// minute, for a loaded machine where 10 s once ran out).
 func (f *fakeFleet) next(t *testing.T) call {
 	t.Helper()
 	select {
 	case c := <-f.calls:
 		return c
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no fleet call")
 	}
 	return call{}
@@ -158,6 +167,45 @@ func TestFollowChain(t *testing.T) {
 	waitState(t, r.e, "demo", func(s State) bool { return s.Last != nil && s.Last.Cue == "3" })
 	if _, err := r.e.Go("demo", false); !errors.Is(err, ErrEnd) {
 		t.Fatalf("GO at the end: %v", err)
+	}
+}
+
+// TestLastFiredIsTheLatest: cue 2's boards answer after cue 3's (a slow
+// board); the list's last fired cue stays cue 3, the later moment.
+func TestLastFiredIsTheLatest(t *testing.T) {
+	r := newRig(t, Options{}, demoList())
+	release := make(chan struct{})
+	r.fl.gate = func(sel fleet.Selector) <-chan struct{} {
+		if len(sel.Groups) == 1 && sel.Groups[0] == 2 {
+			return release
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs := r.e.Watch(ctx)
+	if _, err := r.e.SetStandby("demo", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.Go("demo", false); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.fl.next(t); c.Sel.Groups[0] != 2 {
+		t.Fatalf("cue 2: %+v", c)
+	}
+	r.clk.Advance(2 * time.Second)
+	if c := r.fl.next(t); !c.Sel.All {
+		t.Fatalf("cue 3: %+v", c)
+	}
+	waitState(t, r.e, "demo", func(s State) bool { return s.Last != nil && s.Last.Cue == "3" })
+	close(release)
+	for ev := range evs {
+		if ev.Type == EventFired && ev.Cue == "2" {
+			break
+		}
+	}
+	if st, _ := r.e.State("demo"); st.Last == nil || st.Last.Cue != "3" {
+		t.Fatalf("last fired after cue 2's late answers: %+v, want cue 3", st.Last)
 	}
 }
 
