@@ -37,6 +37,8 @@ func grpcErr(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrState):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, ErrRevisionTaken):
+		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	}

@@ -189,6 +189,13 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	if err != nil {
 		return
 	}
+	if !in.owns(id) {
+		// Another gateway of the cluster owns it: it checks and heals it.
+		w.mu.Lock()
+		delete(w.last, id)
+		w.mu.Unlock()
+		return
+	}
 	t, ok, err := d.Resolve(view)
 	now := in.o.Clock.Now().UTC()
 	var bp BoardPlan
@@ -216,6 +223,9 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	w.last[id] = dr
 	heal := d.Heal && bp.State == StateDrifted && !now.Before(w.nextTry[id])
 	w.mu.Unlock()
+	if in.o.Shared != nil && (prev.State != bp.State || prev.Summary != bp.Summary || now.Sub(prev.Checked) >= in.o.CheckEvery) {
+		in.publish(bp, rev.N, 0)
+	}
 	if prev.State != bp.State {
 		in.o.Log.Info("installation: board state", "board", id, "state", bp.State, "was", prev.State, "summary", bp.Summary)
 	}
@@ -295,14 +305,22 @@ func (in *Installer) currentCached() (Revision, *Description, error) {
 	in.curMu.Lock()
 	defer in.curMu.Unlock()
 	var n int
-	ok, err := in.st.Get(currentKey, &n)
-	if err != nil || !ok {
+	if in.o.Shared != nil {
+		n = int(in.sharedCur.Load())
+	} else if ok, err := in.st.Get(currentKey, &n); err != nil || !ok {
+		n = 0
+	}
+	if n == 0 {
 		return Revision{}, nil, fmt.Errorf("%w: nothing applied yet", ErrNotFound)
 	}
 	if in.cur != nil && in.curRev.N == n {
 		return in.curRev, in.cur, nil
 	}
-	rev, d, err := in.Current()
+	rev, err := in.Revision(n)
+	if err != nil {
+		return Revision{}, nil, err
+	}
+	d, err := Parse(fmt.Sprintf("revision %d", n), rev.Description)
 	if err != nil {
 		return Revision{}, nil, err
 	}

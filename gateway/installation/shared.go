@@ -1,0 +1,273 @@
+package installation
+
+// The installation shared by the gateways of a cluster. Without
+// Options.Shared a gateway keeps everything in its own store, as
+// before; with it (gateway/cluster's Installation):
+//
+//   - revisions and the current revision live in the cluster: a new
+//     revision N is created only when no gateway created N first
+//     (ErrRevisionTaken for the loser, who stores nothing);
+//   - content files go up to the cluster when added and come down once
+//     into each gateway's own content store when it lacks them;
+//   - each gateway runs every new current revision over the boards it
+//     owns (Targets leaves the others out), started when it sees the
+//     revision become current, its run kept in its own store as before;
+//   - each gateway publishes its findings per board, so that Status on
+//     any gateway lists every board of the installation.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrRevisionTaken: another gateway of the cluster stored the same
+// revision number first; nothing was stored or started.
+var ErrRevisionTaken = errors.New("installation: revision taken by another gateway")
+
+// BoardState is a gateway's last finding on a board it owns, as the
+// cluster keeps it for every gateway's Status.
+type BoardState struct {
+	BoardPlan
+	Gateway  string    `json:"gateway"`
+	Revision int       `json:"revision"`
+	Run      int       `json:"run,omitempty"`
+	Checked  time.Time `json:"checked"`
+}
+
+// Shared is what the installation keeps in a cluster of gateways.
+type Shared interface {
+	// Gateway is this gateway's name.
+	Gateway() string
+	// Owns reports whether this gateway owns (applies to) board id.
+	Owns(id string) bool
+	// CreateRevision stores r as revision r.N, only when no revision N
+	// exists (ErrRevisionTaken otherwise, nothing stored), and makes it
+	// current.
+	CreateRevision(ctx context.Context, r Revision) error
+	// Revision returns revision n (ErrNotFound when none).
+	Revision(ctx context.Context, n int) (Revision, error)
+	// Latest returns the highest revision stored and the current one
+	// (0, 0 before any).
+	Latest(ctx context.Context) (last, current int, err error)
+	// History lists the revisions, newest first, without descriptions.
+	History(ctx context.Context) ([]Revision, error)
+	// WatchCurrent sends the current revision when it is first read and
+	// each time it changes, until ctx ends (a slow reader gets the
+	// latest).
+	WatchCurrent(ctx context.Context) <-chan int
+	// PutBoard publishes this gateway's finding on one of its boards;
+	// Boards reads every gateway's findings.
+	PutBoard(ctx context.Context, s BoardState) error
+	Boards(ctx context.Context) ([]BoardState, error)
+	// ShareContent puts content sha of local in the cluster unless it is
+	// there; FetchContent brings sha from the cluster into local
+	// (ErrNotFound when no gateway shared it).
+	ShareContent(ctx context.Context, sha string, local *Contents) error
+	FetchContent(ctx context.Context, sha string, local *Contents) error
+}
+
+// sharedTimeout bounds one request to the cluster.
+const sharedTimeout = 30 * time.Second
+
+// owns reports whether this gateway applies to board id: always when it
+// runs alone.
+func (in *Installer) owns(id string) bool {
+	return in.o.Shared == nil || in.o.Shared.Owns(id)
+}
+
+// ensureContent makes every content of d local, fetching from the
+// cluster what this gateway lacks.
+func (in *Installer) ensureContent(ctx context.Context, d *Description) error {
+	if in.o.Shared == nil {
+		return nil
+	}
+	for name, c := range d.Content {
+		if c.SHA256 == "" {
+			continue
+		}
+		if _, ok := in.o.Contents.Has(c.SHA256); ok {
+			continue
+		}
+		if err := in.o.Shared.FetchContent(ctx, c.SHA256, in.o.Contents); err != nil {
+			return fmt.Errorf("%w: content %s (%s): %v", ErrContent, name, c.SHA256, err)
+		}
+	}
+	return nil
+}
+
+// shareContent puts every content of d in the cluster.
+func (in *Installer) shareContent(ctx context.Context, d *Description) error {
+	if in.o.Shared == nil {
+		return nil
+	}
+	for name, c := range d.Content {
+		if err := in.o.Shared.ShareContent(ctx, c.SHA256, in.o.Contents); err != nil {
+			return fmt.Errorf("%w: sharing content %s with the cluster: %v", ErrContent, name, err)
+		}
+	}
+	return nil
+}
+
+// AddContent keeps a content file in the gateway's store and, in a
+// cluster, in the cluster's.
+func (in *Installer) AddContent(ctx context.Context, sha string) error {
+	if in.o.Shared == nil {
+		return nil
+	}
+	return in.o.Shared.ShareContent(ctx, sha, in.o.Contents)
+}
+
+// publish records this gateway's finding on a board in the cluster.
+func (in *Installer) publish(bp BoardPlan, rev, run int) {
+	if in.o.Shared == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	s := BoardState{BoardPlan: bp, Gateway: in.o.Shared.Gateway(), Revision: rev, Run: run, Checked: in.o.Clock.Now().UTC()}
+	s.BoardPlan.Gateway = s.Gateway
+	if err := in.o.Shared.PutBoard(ctx, s); err != nil {
+		in.o.Log.Warn("installation: publishing a board's state to the cluster", "board", bp.Board, "err", err)
+	}
+}
+
+// followLoop runs each new current revision of the cluster over this
+// gateway's boards: the gateway that stored it started its own run; the
+// others start theirs when they see it become current (or, joining
+// later, when they first read it). A run of an older revision still
+// going here is aborted first (its boards finish the step they are in).
+func (in *Installer) followLoop(ctx context.Context) {
+	ch := in.o.Shared.WatchCurrent(ctx)
+	t := in.o.Clock.NewTicker(in.o.Tick)
+	defer t.Stop()
+	want := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n, ok := <-ch:
+			if !ok {
+				return
+			}
+			in.sharedCur.Store(int64(n))
+			want = n
+		case <-t.C():
+		}
+		if want > 0 && in.follow(ctx, want) {
+			want = 0
+		}
+	}
+}
+
+// follow starts the run of revision n unless this gateway ran it (or a
+// later one); false means try again later.
+func (in *Installer) follow(ctx context.Context, n int) bool {
+	e := &in.eng
+	e.mu.Lock()
+	if n <= e.lastRev {
+		e.mu.Unlock()
+		return true
+	}
+	var abort int
+	if e.active != nil {
+		if e.active.r.State != RunAborted {
+			abort = e.active.r.ID
+		}
+		e.mu.Unlock()
+		if abort != 0 {
+			if _, err := in.Abort(abort, fmt.Sprintf("revision %d is current (applied on another gateway)", n)); err != nil && !errors.Is(err, ErrState) {
+				in.o.Log.Warn("installation: aborting a superseded run", "run", abort, "err", err)
+			}
+		}
+		return false // once it has finished
+	}
+	e.mu.Unlock()
+	rev, err := in.o.Shared.Revision(ctx, n)
+	if err != nil {
+		in.o.Log.Warn("installation: reading the cluster's current revision", "revision", n, "err", err)
+		return false
+	}
+	d, err := Parse(fmt.Sprintf("revision %d", n), rev.Description)
+	if err != nil {
+		in.o.Log.Error("installation: the cluster's current revision does not parse; not applied", "revision", n, "err", err)
+		return true
+	}
+	if err := in.ensureContent(ctx, d); err != nil {
+		in.o.Log.Warn("installation: fetching the current revision's content", "revision", n, "err", err)
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n <= e.lastRev {
+		return true
+	}
+	if e.active != nil {
+		return false
+	}
+	_, st, err := in.startRunLocked(rev, d)
+	if err != nil {
+		in.o.Log.Error("installation: starting the run of the cluster's revision", "revision", n, "err", err)
+		return false
+	}
+	in.o.Log.Info("installation: applying the cluster's current revision to this gateway's boards", "revision", n, "run", st.ID, "boards", st.Boards, "by", rev.Who)
+	return true
+}
+
+// phaseState is the board state a run's terminal phase reports.
+func phaseState(phase string) (string, bool) {
+	switch phase {
+	case PhaseInSync:
+		return StateInSync, true
+	case PhaseFailed:
+		return StateFailed, true
+	case PhaseUnreachable:
+		return StateUnreachable, true
+	case PhaseNeedsLAN:
+		return StateNeedsLAN, true
+	}
+	return "", false
+}
+
+// mergeShared adds to st the boards other gateways own, from their
+// published findings, and publishes this gateway's. A finding against
+// an older revision than st's is reported drifted: the board is not
+// known to hold the current one yet.
+func (in *Installer) mergeShared(ctx context.Context, st *Status) error {
+	sh := in.o.Shared
+	mine := map[string]bool{}
+	for i, bp := range st.Boards {
+		bp.Gateway = sh.Gateway()
+		st.Boards[i] = bp
+		mine[bp.Board] = true
+		in.publish(bp, st.Revision.N, in.latestRun())
+	}
+	all, err := sh.Boards(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range all {
+		if mine[s.Board] || s.Gateway == sh.Gateway() {
+			continue // this gateway's finding is fresh above (or the board is no longer its own)
+		}
+		bp := s.BoardPlan
+		bp.Gateway = s.Gateway
+		if s.Revision != st.Revision.N {
+			bp.State, bp.Diff = StateDrifted, nil
+			bp.Summary = fmt.Sprintf("checked against revision %d by gateway %s; revision %d not yet", s.Revision, s.Gateway, st.Revision.N)
+		}
+		mine[s.Board] = true
+		st.Boards = append(st.Boards, bp)
+		st.Counts[bp.State]++
+	}
+	return nil
+}
+
+// latestRun is this gateway's latest run (0 before any).
+func (in *Installer) latestRun() int {
+	e := &in.eng
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastRun
+}
