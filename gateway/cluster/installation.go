@@ -448,4 +448,3 @@ func (i *Installation) FetchContent(ctx context.Context, sha string, local *inst
 	}
 	return nil
 }
-
