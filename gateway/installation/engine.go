@@ -134,6 +134,10 @@ type engine struct {
 	wake    chan struct{}
 	// settled is when the StartSettle period after Run's start ends.
 	settled atomic.Pointer[time.Time]
+	// covered holds the boards the last run (of revision coverRev) took
+	// or that were applied that revision since (uncovered).
+	coverRev int
+	covered  map[string]bool
 }
 
 type runMem struct {
@@ -160,12 +164,18 @@ func (e *engine) init(in *Installer) error {
 		return err
 	}
 	e.lastRun = last.ID
-	if last.ID != 0 && !last.Finished {
+	if last.ID != 0 {
 		rm, err := e.loadRun(last)
 		if err != nil {
 			return err
 		}
-		e.active = rm
+		if !last.Finished {
+			e.active = rm
+		}
+		e.coverRev, e.covered = last.Revision, map[string]bool{}
+		for id := range rm.boards {
+			e.covered[id] = true
+		}
 	}
 	return nil
 }
@@ -372,6 +382,10 @@ func (in *Installer) startRunLocked(rev Revision, d *Description) (Revision, Run
 		return Revision{}, RunStatus{}, err
 	}
 	e.lastRev, e.lastRun, e.active = rev.N, run.ID, rm
+	e.coverRev, e.covered = rev.N, map[string]bool{}
+	for id := range rm.boards {
+		e.covered[id] = true
+	}
 	e.poke()
 	return local, statusOf(rm), nil
 }

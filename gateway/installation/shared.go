@@ -271,3 +271,35 @@ func (in *Installer) latestRun() int {
 	defer e.mu.Unlock()
 	return e.lastRun
 }
+
+// uncovered reports, in a cluster, whether board id is one this
+// gateway's run of revision rev did not take (the board was found, or
+// taken over from another gateway, after the run started; or the
+// gateway joined after the revision was applied), and marks it taken:
+// such a board is applied when its check finds it drifted, once, as the
+// run would have. Alone, a board found later waits for heal or the next
+// apply, as before.
+func (in *Installer) uncovered(rev int, id string) bool {
+	if in.o.Shared == nil {
+		return false
+	}
+	e := &in.eng
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.coverRev != rev || e.covered[id] {
+		return false
+	}
+	if e.active != nil && e.active.r.Revision == rev {
+		return false // the run may still take it
+	}
+	e.covered[id] = true
+	return true
+}
+
+// uncover forgets that board id was taken (its late apply failed).
+func (in *Installer) uncover(id string) {
+	e := &in.eng
+	e.mu.Lock()
+	delete(e.covered, id)
+	e.mu.Unlock()
+}

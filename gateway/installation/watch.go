@@ -223,6 +223,8 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	w.last[id] = dr
 	heal := d.Heal && bp.State == StateDrifted && !now.Before(w.nextTry[id])
 	w.mu.Unlock()
+	late := !heal && bp.State == StateDrifted && in.uncovered(rev.N, id)
+	heal = heal || late
 	if in.o.Shared != nil && (prev.State != bp.State || prev.Summary != bp.Summary || now.Sub(prev.Checked) >= in.o.CheckEvery) {
 		in.publish(bp, rev.N, 0)
 	}
@@ -253,7 +255,7 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	if err != nil {
 		code, reason = "Aborted", err.Error()
 		w.nextTry[id] = now.Add(in.o.HealRetry)
-	} else {
+	} else if !late {
 		delete(w.nextTry, id)
 		dr := w.last[id]
 		dr.Healed++
@@ -261,11 +263,20 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 		w.heals++
 	}
 	w.mu.Unlock()
+	if err != nil && late {
+		in.uncover(id) // tried again at its next check
+	}
 	if in.o.Audit != nil {
+		who, op := "installation-heal", "installation.heal"
+		if late {
+			// A board the gateway's run of the revision did not take (in
+			// a cluster): applied as the run would have.
+			who, op = "installation-cluster", "installation.apply_board"
+		}
 		in.o.Audit.Audit(auth.Record{Time: in.o.Clock.Now().UTC(), Allowed: true, Code: code, Reason: reason,
-			Attributes: auth.Attributes{Who: auth.Identity{Name: "installation-heal"}, Verb: auth.VerbUpdate,
+			Attributes: auth.Attributes{Who: auth.Identity{Name: who}, Verb: auth.VerbUpdate,
 				Resource: auth.ResInstallation, Boards: []string{id}, Name: fmt.Sprintf("revision %d", rev.N),
-				Operation: "installation.heal"}})
+				Operation: op}})
 	}
 	// Look again once the board's stream has caught up.
 	w.schedule(id, in.o.Clock.Now().Add(in.o.Settle))
