@@ -84,7 +84,7 @@ func boardHolds(url string, backlight int) error {
 			Name string `json:"name"`
 		} `json:"entries"`
 	}
-	if err := httpJSON(url+"/fs/list?path=/images", &l); err != nil {
+	if err := httpJSON(url+"/api/v1/fs/list?path=/images", &l); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(l.Entries, func(e struct {
@@ -99,7 +99,7 @@ func boardHolds(url string, backlight int) error {
 			Backlight int `json:"backlight"`
 		} `json:"screen"`
 	}
-	if err := httpJSON(url+"/settings", &s); err != nil {
+	if err := httpJSON(url+"/api/v1/settings", &s); err != nil {
 		return err
 	}
 	if s.Screen.Backlight != backlight {
