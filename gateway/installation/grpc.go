@@ -53,7 +53,7 @@ func callerName(ctx context.Context) string {
 }
 
 func boardPB(b BoardPlan) *fleetv1.InstallationBoard {
-	out := &fleetv1.InstallationBoard{Board: b.Board, Profile: b.Profile, State: b.State, Summary: b.Summary, Error: b.Error}
+	out := &fleetv1.InstallationBoard{Board: b.Board, Profile: b.Profile, State: b.State, Summary: b.Summary, Error: b.Error, Gateway: b.Gateway}
 	if d := b.Diff; d != nil {
 		out.FilesNeedLan, out.Requests = d.FilesNeedLAN, int32(d.Requests)
 		for _, f := range d.Files {
