@@ -83,7 +83,7 @@ func (i *Installation) open(purpose, key string, raw []byte, v any) error {
 	}
 	if !goodMAC(i.c.eng.Secret(), purpose, s.Data, s.Sig) {
 		i.c.log.Error("cluster: installation record not signed by a gateway of the cluster; ignored", "key", key)
-		return fmt.Errorf("%w: installation record %s", ErrUnsigned, key)
+		return fmt.Errorf("%w: %w: installation record %s", ErrUnsigned, installation.ErrInvalid, key)
 	}
 	return json.Unmarshal(s.Data, v)
 }

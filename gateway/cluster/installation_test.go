@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holofleet/holofleet/gateway/cluster"
 )
 
 // installStatus is GET /v1/installation/status.
@@ -318,5 +323,64 @@ func TestInstallationCluster(t *testing.T) {
 		if err := boardHolds(u, 60); err != nil {
 			t.Fatalf("gw4's board: %v", err)
 		}
+	}
+
+	// A revision written by an engine login without the cluster secret
+	// is never applied: the boards keep revision N's backlight, and the
+	// next real apply takes the number after it.
+	forged := started.Revision.N + 1
+	forgeRevision(t, gw1, forged, installDesc(ids, sha, int64(len(img)), 99))
+	eventually(t, 20*time.Second, "gw2 refuses the forged revision", func() error {
+		if !strings.Contains(gw2.log.String(), "not signed by a gateway") {
+			return fmt.Errorf("no refusal logged yet")
+		}
+		return nil
+	})
+	gw2.restJSON(t, "POST", "/v1/installation/apply?message=after-forgery", installDesc(ids, sha, int64(len(img)), 61), &started)
+	if started.Revision.N != forged+1 {
+		t.Fatalf("apply after the forgery: revision %d, want %d", started.Revision.N, forged+1)
+	}
+	statusAll(t, gw3, started.Revision.N, owner, 30*time.Second)
+	for id, u := range urlOf {
+		if err := boardHolds(u, 61); err != nil {
+			t.Fatalf("board %s of %s: %v", id, owner[id], err)
+		}
+	}
+	gw1.restJSON(t, "GET", "/v1/installation/history", nil, &hist)
+	for _, r := range hist.Revisions {
+		if r.N == forged {
+			t.Fatalf("the forged revision is in the history: %+v", r)
+		}
+	}
+}
+
+// forgeRevision writes revision n into the engine as a bare engine
+// client would (an engine login, no cluster secret) and makes it
+// current.
+func forgeRevision(t *testing.T, gw1 *gwProc, n int, desc map[string]any) {
+	t.Helper()
+	creds, err := cluster.MintCredentials(filepath.Join(gw1.data, "engine"), "intruder", filepath.Join(t.TempDir(), "intruder.creds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := rawClient(t, gw1.join, creds, "intruder")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, cluster.BucketInstallation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := json.Marshal(desc)
+	rec, _ := json.Marshal(map[string]any{"n": n, "who": "intruder", "when": time.Now(), "run": 1, "description": json.RawMessage(d)})
+	env, _ := json.Marshal(map[string]any{"data": json.RawMessage(rec), "sig": "forged"})
+	if _, err := kv.Create(ctx, fmt.Sprintf("rev.%08d", n), env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "current", []byte(fmt.Sprint(n))); err != nil {
+		t.Fatal(err)
 	}
 }

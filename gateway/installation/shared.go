@@ -185,6 +185,11 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	}
 	e.mu.Unlock()
 	rev, err := in.o.Shared.Revision(ctx, n)
+	if errors.Is(err, ErrInvalid) {
+		// Not a revision any gateway stored (unsigned): never applied.
+		in.o.Log.Error("installation: the cluster's current revision is refused; not applied", "revision", n, "err", err)
+		return true
+	}
 	if err != nil {
 		in.o.Log.Warn("installation: reading the cluster's current revision", "revision", n, "err", err)
 		return false
