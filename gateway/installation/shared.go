@@ -16,6 +16,7 @@ package installation
 //     any gateway lists every board of the installation.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -161,27 +162,14 @@ func (in *Installer) followLoop(ctx context.Context) {
 	}
 }
 
-// follow starts the run of revision n unless this gateway ran it (or a
-// later one); false means try again later.
+// follow starts the run of revision n unless this gateway ran it; false
+// means try again later.
 func (in *Installer) follow(ctx context.Context, n int) bool {
 	e := &in.eng
 	e.mu.Lock()
-	if n <= e.lastRev {
+	if e.active != nil && e.active.r.Revision == n {
 		e.mu.Unlock()
-		return true
-	}
-	var abort int
-	if e.active != nil {
-		if e.active.r.State != RunAborted {
-			abort = e.active.r.ID
-		}
-		e.mu.Unlock()
-		if abort != 0 {
-			if _, err := in.Abort(abort, fmt.Sprintf("revision %d is current (applied on another gateway)", n)); err != nil && !errors.Is(err, ErrState) {
-				in.o.Log.Warn("installation: aborting a superseded run", "run", abort, "err", err)
-			}
-		}
-		return false // once it has finished
+		return true // this gateway's apply (or a run resumed at start)
 	}
 	e.mu.Unlock()
 	rev, err := in.o.Shared.Revision(ctx, n)
@@ -194,6 +182,24 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 		in.o.Log.Warn("installation: reading the cluster's current revision", "revision", n, "err", err)
 		return false
 	}
+	if in.ranLocally(rev) {
+		return true
+	}
+	e.mu.Lock()
+	if e.active != nil {
+		abort := 0
+		if e.active.r.State != RunAborted {
+			abort = e.active.r.ID
+		}
+		e.mu.Unlock()
+		if abort != 0 {
+			if _, err := in.Abort(abort, fmt.Sprintf("revision %d is current (applied on another gateway)", n)); err != nil && !errors.Is(err, ErrState) {
+				in.o.Log.Warn("installation: aborting a superseded run", "run", abort, "err", err)
+			}
+		}
+		return false // once it has finished
+	}
+	e.mu.Unlock()
 	d, err := Parse(fmt.Sprintf("revision %d", n), rev.Description)
 	if err != nil {
 		in.o.Log.Error("installation: the cluster's current revision does not parse; not applied", "revision", n, "err", err)
@@ -205,11 +211,11 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if n <= e.lastRev {
-		return true
-	}
 	if e.active != nil {
 		return false
+	}
+	if in.ranLocally(rev) {
+		return true
 	}
 	_, st, err := in.startRunLocked(rev, d)
 	if err != nil {
@@ -218,6 +224,16 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	}
 	in.o.Log.Info("installation: applying the cluster's current revision to this gateway's boards", "revision", n, "run", st.ID, "boards", st.Boards, "by", rev.Who)
 	return true
+}
+
+// ranLocally reports whether this gateway's store holds a run of
+// revision rev: its copy of the revision, made when the run started, is
+// the same revision (a gateway that kept revisions of its own before it
+// joined the cluster may hold another under the same number).
+func (in *Installer) ranLocally(rev Revision) bool {
+	var local Revision
+	ok, err := in.st.Get(revKey(rev.N), &local)
+	return err == nil && ok && local.Who == rev.Who && local.When.Equal(rev.When) && bytes.Equal(local.Description, rev.Description)
 }
 
 // phaseState is the board state a run's terminal phase reports.
