@@ -16,7 +16,6 @@ package installation
 //     any gateway lists every board of the installation.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -228,12 +227,12 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 
 // ranLocally reports whether this gateway's store holds a run of
 // revision rev: its copy of the revision, made when the run started, is
-// the same revision (a gateway that kept revisions of its own before it
+// the same revision (same author and time) (a gateway that kept revisions of its own before it
 // joined the cluster may hold another under the same number).
 func (in *Installer) ranLocally(rev Revision) bool {
 	var local Revision
 	ok, err := in.st.Get(revKey(rev.N), &local)
-	return err == nil && ok && local.Who == rev.Who && local.When.Equal(rev.When) && bytes.Equal(local.Description, rev.Description)
+	return err == nil && ok && local.Who == rev.Who && local.When.Equal(rev.When)
 }
 
 // phaseState is the board state a run's terminal phase reports.
