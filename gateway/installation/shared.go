@@ -307,10 +307,7 @@ func (in *Installer) uncovered(rev int, id string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.coverRev != rev || e.covered[id] {
-		return false
-	}
-	if e.active != nil && e.active.r.Revision == rev {
-		return false // the run may still take it
+		return false // the run of rev took it (or takes it), or rev is not run here yet
 	}
 	e.covered[id] = true
 	return true
