@@ -352,6 +352,18 @@ func (i *Installation) PutBoard(ctx context.Context, s installation.BoardState) 
 	return err
 }
 
+// DropBoard implements installation.Shared.
+func (i *Installation) DropBoard(ctx context.Context, board string) error {
+	_, st, err := i.buckets(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.Delete(ctx, key(board)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return err
+	}
+	return nil
+}
+
 // Boards implements installation.Shared: every gateway's findings, the
 // records that no gateway signed left out.
 func (i *Installation) Boards(ctx context.Context) ([]installation.BoardState, error) {

@@ -336,7 +336,10 @@ func TestInstallationCluster(t *testing.T) {
 		}
 		return nil
 	})
-	gw2.restJSON(t, "POST", "/v1/installation/apply?message=after-forgery", installDesc(ids, sha, int64(len(img)), 61), &started)
+	desc = installDesc(ids, sha, int64(len(img)), 61)
+	desc["assignments"] = append(desc["assignments"].([]map[string]any),
+		map[string]any{"profile": "show", "group": 1}, map[string]any{"profile": "show", "group": 2})
+	gw2.restJSON(t, "POST", "/v1/installation/apply?message=after-forgery", desc, &started)
 	if started.Revision.N != forged+1 {
 		t.Fatalf("apply after the forgery: revision %d, want %d", started.Revision.N, forged+1)
 	}

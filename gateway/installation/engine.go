@@ -336,6 +336,7 @@ func (in *Installer) apply(ctx context.Context, d *Description, who, message str
 		if err := sh.CreateRevision(ctx, rev); err != nil {
 			return Revision{}, RunStatus{}, err
 		}
+		defer func() { go in.checkAll() }()
 	}
 	return in.startRunLocked(rev, d)
 }

@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
 // ErrRevisionTaken: another gateway of the cluster stored the same
@@ -60,6 +62,9 @@ type Shared interface {
 	// PutBoard publishes this gateway's finding on one of its boards;
 	// Boards reads every gateway's findings.
 	PutBoard(ctx context.Context, s BoardState) error
+	// DropBoard removes this gateway's finding on a board the current
+	// revision no longer assigns.
+	DropBoard(ctx context.Context, board string) error
 	Boards(ctx context.Context) ([]BoardState, error)
 	// ShareContent puts content sha of local in the cluster unless it is
 	// there; FetchContent brings sha from the cluster into local
@@ -221,6 +226,7 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 		in.o.Log.Error("installation: starting the run of the cluster's revision", "revision", n, "err", err)
 		return false
 	}
+	go in.checkAll()
 	in.o.Log.Info("installation: applying the cluster's current revision to this gateway's boards", "revision", n, "run", st.ID, "boards", st.Boards, "by", rev.Who)
 	return true
 }
@@ -319,4 +325,25 @@ func (in *Installer) uncover(id string) {
 	e.mu.Lock()
 	delete(e.covered, id)
 	e.mu.Unlock()
+}
+
+// drop removes this gateway's finding on board id from the cluster.
+func (in *Installer) drop(id string) {
+	if in.o.Shared == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	if err := in.o.Shared.DropBoard(ctx, id); err != nil {
+		in.o.Log.Warn("installation: dropping a board's finding from the cluster", "board", id, "err", err)
+	}
+}
+
+// checkAll has the drift watcher check every board of the fleet now (a
+// new revision runs here: the cluster's findings follow at once).
+func (in *Installer) checkAll() {
+	now := in.o.Clock.Now()
+	for _, v := range in.o.Fleet.Boards(fleet.Filter{}) {
+		in.watch.schedule(v.ID, now)
+	}
 }

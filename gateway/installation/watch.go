@@ -204,8 +204,12 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 		bp = BoardPlan{Board: id, State: StateFailed, Summary: err.Error(), Error: err.Error()}
 	case !ok:
 		w.mu.Lock()
+		_, had := w.last[id]
 		delete(w.last, id)
 		w.mu.Unlock()
+		if had || in.o.Shared != nil {
+			in.drop(id)
+		}
 		return
 	case !view.Online:
 		bp = BoardPlan{Board: id, Profile: t.Profile, State: StateUnreachable, Summary: "offline"}
