@@ -336,6 +336,7 @@ func TestInstallationCluster(t *testing.T) {
 		}
 		return nil
 	})
+	statusAll(t, gw1, started.Revision.N, owner, 30*time.Second) // the last good revision stands
 	desc = installDesc(ids, sha, int64(len(img)), 61)
 	desc["assignments"] = append(desc["assignments"].([]map[string]any),
 		map[string]any{"profile": "show", "group": 1}, map[string]any{"profile": "show", "group": 2})

@@ -253,6 +253,13 @@ func (in *Installer) Current() (Revision, *Description, error) {
 		return Revision{}, nil, fmt.Errorf("%w: nothing applied yet", ErrNotFound)
 	}
 	r, err := in.Revision(n)
+	if last := int(in.sharedCur.Load()); errors.Is(err, ErrInvalid) && last != 0 && last != n {
+		// The cluster's current record is refused (no gateway signed
+		// it): the revision this gateway last took stands.
+		in.o.Log.Warn("installation: the cluster's current revision is refused; showing the last one taken", "current", n, "taken", last, "err", err)
+		n = last
+		r, err = in.Revision(n)
+	}
 	if err != nil {
 		return Revision{}, nil, err
 	}

@@ -92,7 +92,8 @@ type Installer struct {
 	curMu  sync.Mutex
 	curRev Revision
 	cur    *Description
-	// sharedCur is the cluster's current revision as last watched.
+	// sharedCur is the cluster's current revision this gateway took
+	// (runs or ran), as last watched; a refused record is not taken.
 	sharedCur atomic.Int64
 }
 

@@ -156,7 +156,6 @@ func (in *Installer) followLoop(ctx context.Context) {
 			if !ok {
 				return
 			}
-			in.sharedCur.Store(int64(n))
 			want = n
 		case <-t.C():
 		}
@@ -173,6 +172,7 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	e.mu.Lock()
 	if e.active != nil && e.active.r.Revision == n {
 		e.mu.Unlock()
+		in.sharedCur.Store(int64(n))
 		return true // this gateway's apply (or a run resumed at start)
 	}
 	e.mu.Unlock()
@@ -187,6 +187,7 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 		return false
 	}
 	if in.ranLocally(rev) {
+		in.sharedCur.Store(int64(n))
 		return true
 	}
 	e.mu.Lock()
@@ -218,6 +219,7 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	if e.active != nil {
 		return false
 	}
+	in.sharedCur.Store(int64(n))
 	if in.ranLocally(rev) {
 		return true
 	}
