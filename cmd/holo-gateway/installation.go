@@ -12,6 +12,8 @@ import (
 // (<data>/content) and installer over the gateway's store and fleet,
 // served under /v1/installation through the gateway's guard. Its
 // goroutine is the engine, which resumes an interrupted apply at start.
+// In a cluster (--cluster) the revisions, content and board findings are
+// kept in the cluster (gateway/cluster's Installation).
 func newInstallation(_ context.Context, e *env) (component, error) {
 	contents, err := installation.OpenContents(filepath.Join(e.opts.data, "content"))
 	if err != nil {
@@ -23,8 +25,16 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	if guard == nil {
 		guard = &auth.Guard{}
 	}
-	in, err := installation.New(installation.Options{DB: e.db, Fleet: e.fleet, Contents: contents, Audit: guard.Audit,
-		Log: e.log.With("component", "installation")})
+	o := installation.Options{DB: e.db, Fleet: e.fleet, Contents: contents, Audit: guard.Audit,
+		Log: e.log.With("component", "installation")}
+	banner := "installation: as code under /v1/installation (holoctl install)"
+	if e.cluster != nil {
+		// In a cluster the revisions, content and findings are the
+		// cluster's; this gateway applies to the boards it owns.
+		o.Shared = e.cluster.Installation()
+		banner += "; revisions shared by the cluster, applied here to this gateway's boards"
+	}
+	in, err := installation.New(o)
 	if err != nil {
 		return component{}, err
 	}
@@ -38,5 +48,5 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	e.handle("/v1/installation/", h)
 	e.apiDocs = append(e.apiDocs, installation.OpenAPI)
 	return component{name: "installation", run: in.Run,
-		banner: []string{"installation: as code under /v1/installation (holoctl install)"}}, nil
+		banner: []string{banner}}, nil
 }

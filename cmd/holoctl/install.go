@@ -305,8 +305,18 @@ func (c *gwClient) installDiff(ctx context.Context, body []byte, stdout io.Write
 // on each, kubectl diff style: + added, ~ replaced, - removed.
 func printPlans(w io.Writer, plans []installation.BoardPlan, details bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOARD\tPROFILE\tSTATE\tSUMMARY")
+	// In a cluster each board names its gateway.
+	cluster := slices.ContainsFunc(plans, func(bp installation.BoardPlan) bool { return bp.Gateway != "" })
+	if cluster {
+		fmt.Fprintln(tw, "BOARD\tGATEWAY\tPROFILE\tSTATE\tSUMMARY")
+	} else {
+		fmt.Fprintln(tw, "BOARD\tPROFILE\tSTATE\tSUMMARY")
+	}
 	for _, bp := range plans {
+		if cluster {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", bp.Board, dash(bp.Gateway), dash(bp.Profile), bp.State, bp.Summary)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", bp.Board, dash(bp.Profile), bp.State, bp.Summary)
 	}
 	if err := tw.Flush(); err != nil {

@@ -37,6 +37,16 @@
 // files) take scenes and settings over JSON lines; their files are
 // reported as needing the LAN.
 //
+// # In a cluster
+//
+// With Options.Shared (gateway/cluster's Installation) the revisions, the
+// current revision, the content files and every board's last finding
+// are the cluster's (shared.go): a revision number is taken by
+// compare-and-set (ErrRevisionTaken for the loser), each gateway runs
+// every new current revision over the boards it owns, and Status lists
+// every gateway's boards. Runs and written records stay in each
+// gateway's store; the store keeps a copy of each revision it ran.
+//
 // # Store layout (bucket "installation")
 //
 //	rev/<%08d revision>     Revision (description, who, when, message)

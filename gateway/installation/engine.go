@@ -134,6 +134,10 @@ type engine struct {
 	wake    chan struct{}
 	// settled is when the StartSettle period after Run's start ends.
 	settled atomic.Pointer[time.Time]
+	// covered holds the boards the last run (of revision coverRev) took
+	// or that were applied that revision since (uncovered).
+	coverRev int
+	covered  map[string]bool
 }
 
 type runMem struct {
@@ -160,12 +164,18 @@ func (e *engine) init(in *Installer) error {
 		return err
 	}
 	e.lastRun = last.ID
-	if last.ID != 0 && !last.Finished {
+	if last.ID != 0 {
 		rm, err := e.loadRun(last)
 		if err != nil {
 			return err
 		}
-		e.active = rm
+		if !last.Finished {
+			e.active = rm
+		}
+		e.coverRev, e.covered = last.Revision, map[string]bool{}
+		for id := range rm.boards {
+			e.covered[id] = true
+		}
 	}
 	return nil
 }
@@ -209,22 +219,47 @@ func (in *Installer) Revision(n int) (Revision, error) {
 		return Revision{}, err
 	}
 	if !ok {
+		if in.o.Shared != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+			defer cancel()
+			return in.o.Shared.Revision(ctx, n)
+		}
 		return Revision{}, fmt.Errorf("%w: revision %d", ErrNotFound, n)
 	}
 	return r, nil
 }
 
+// currentN is the current revision's number (0 before any): the
+// cluster's in a cluster, else the store's.
+func (in *Installer) currentN() (int, error) {
+	if in.o.Shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		defer cancel()
+		_, cur, err := in.o.Shared.Latest(ctx)
+		return cur, err
+	}
+	var n int
+	_, err := in.st.Get(currentKey, &n)
+	return n, err
+}
+
 // Current returns the revision applied last (ErrNotFound before any).
 func (in *Installer) Current() (Revision, *Description, error) {
-	var n int
-	ok, err := in.st.Get(currentKey, &n)
+	n, err := in.currentN()
 	if err != nil {
 		return Revision{}, nil, err
 	}
-	if !ok {
+	if n == 0 {
 		return Revision{}, nil, fmt.Errorf("%w: nothing applied yet", ErrNotFound)
 	}
 	r, err := in.Revision(n)
+	if last := int(in.sharedCur.Load()); errors.Is(err, ErrInvalid) && last != 0 && last != n {
+		// The cluster's current record is refused (no gateway signed
+		// it): the revision this gateway last took stands.
+		in.o.Log.Warn("installation: the cluster's current revision is refused; showing the last one taken", "current", n, "taken", last, "err", err)
+		n = last
+		r, err = in.Revision(n)
+	}
 	if err != nil {
 		return Revision{}, nil, err
 	}
@@ -235,6 +270,11 @@ func (in *Installer) Current() (Revision, *Description, error) {
 // History lists the revisions, newest first, without their
 // descriptions.
 func (in *Installer) History() ([]Revision, error) {
+	if in.o.Shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		defer cancel()
+		return in.o.Shared.History(ctx)
+	}
 	var out []Revision
 	err := in.st.Scan("rev/", "rev0", true, func(_ string, raw []byte) (bool, error) {
 		var r Revision
@@ -271,19 +311,49 @@ func (in *Installer) Rollback(ctx context.Context, n int, who, message string) (
 	return in.apply(ctx, d, who, message, n)
 }
 
-func (in *Installer) apply(_ context.Context, d *Description, who, message string, rollbackOf int) (Revision, RunStatus, error) {
+func (in *Installer) apply(ctx context.Context, d *Description, who, message string, rollbackOf int) (Revision, RunStatus, error) {
+	if err := in.ensureContent(ctx, d); err != nil {
+		return Revision{}, RunStatus{}, err
+	}
 	for name, c := range d.Content {
 		if n, ok := in.o.Contents.Has(c.SHA256); !ok || n != c.Size {
 			return Revision{}, RunStatus{}, fmt.Errorf("%w: content %s (%s) is not in the gateway's store", ErrContent, name, c.SHA256)
 		}
 	}
-	ts, errs, _ := in.Targets(d)
+	if err := in.shareContent(ctx, d); err != nil {
+		return Revision{}, RunStatus{}, err
+	}
 	e := &in.eng
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.active != nil {
 		return Revision{}, RunStatus{}, fmt.Errorf("%w: run %d (revision %d) is %s; abort it first", ErrState, e.active.r.ID, e.active.r.Revision, e.active.r.State)
 	}
+	now := in.o.Clock.Now().UTC()
+	rev := Revision{N: e.lastRev + 1, Who: who, When: now, Message: message, RollbackOf: rollbackOf, Run: e.lastRun + 1, Description: d.JSON()}
+	if sh := in.o.Shared; sh != nil {
+		// The cluster numbers the revisions: the next after the highest
+		// any gateway stored, taken by compare-and-set, so that two
+		// gateways applying at once cannot both store it.
+		last, _, err := sh.Latest(ctx)
+		if err != nil {
+			return Revision{}, RunStatus{}, err
+		}
+		rev.N = max(last, e.lastRev) + 1
+		if err := sh.CreateRevision(ctx, rev); err != nil {
+			return Revision{}, RunStatus{}, err
+		}
+		defer func() { go in.checkAll() }()
+	}
+	return in.startRunLocked(rev, d)
+}
+
+// startRunLocked starts the run of rev over this gateway's assigned
+// boards, storing the revision (a copy, in a cluster), the run and its
+// boards at once. e.mu is held and no run is active.
+func (in *Installer) startRunLocked(rev Revision, d *Description) (Revision, RunStatus, error) {
+	e := &in.eng
+	ts, errs, _ := in.Targets(d)
 	now := in.o.Clock.Now().UTC()
 	ids := make([]string, 0, len(ts)+len(errs))
 	for id := range ts {
@@ -298,12 +368,13 @@ func (in *Installer) apply(_ context.Context, d *Description, who, message strin
 		strat = *d.Rollout
 	}
 	strat = strat.normalised(len(ids))
-	run := Run{ID: e.lastRun + 1, Revision: e.lastRev + 1, Who: who, State: RunRunning, Strategy: strat, Created: now, Updated: now}
+	run := Run{ID: e.lastRun + 1, Revision: rev.N, Who: rev.Who, State: RunRunning, Strategy: strat, Created: now, Updated: now}
 	for i := 0; i < len(ids); i += strat.WaveSize {
 		run.Waves = append(run.Waves, ids[i:min(i+strat.WaveSize, len(ids))])
 	}
-	rev := Revision{N: run.Revision, Who: who, When: now, Message: message, RollbackOf: rollbackOf, Run: run.ID, Description: d.JSON()}
-	kv := map[string]any{revKey(rev.N): rev, runKey(run.ID): run, currentKey: rev.N}
+	local := rev
+	local.Run = run.ID
+	kv := map[string]any{revKey(rev.N): local, runKey(run.ID): run, currentKey: rev.N}
 	rm := &runMem{r: run, boards: map[string]*RunBoard{}, working: map[string]bool{}, desc: d}
 	for w, wave := range run.Waves {
 		for _, id := range wave {
@@ -319,8 +390,12 @@ func (in *Installer) apply(_ context.Context, d *Description, who, message strin
 		return Revision{}, RunStatus{}, err
 	}
 	e.lastRev, e.lastRun, e.active = rev.N, run.ID, rm
+	e.coverRev, e.covered = rev.N, map[string]bool{}
+	for id := range rm.boards {
+		e.covered[id] = true
+	}
 	e.poke()
-	return rev, statusOf(rm), nil
+	return local, statusOf(rm), nil
 }
 
 func statusOf(rm *runMem) RunStatus {
@@ -631,6 +706,9 @@ func (in *Installer) Run(ctx context.Context) error {
 	if in.o.CheckEvery > 0 {
 		wg.Go(func() { in.watchLoop(ctx) })
 	}
+	if in.o.Shared != nil {
+		wg.Go(func() { in.followLoop(ctx) })
+	}
 	t := in.o.Clock.NewTicker(in.o.Tick)
 	defer t.Stop()
 	for {
@@ -770,6 +848,9 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 	if err := <-saved; err != nil {
 		in.o.Log.Error("installation: recording a board", "board", id, "err", err)
 		return
+	}
+	if state, ok := phaseState(b.Phase); ok && in.o.Shared != nil {
+		in.publish(BoardPlan{Board: id, State: state, Summary: firstNonEmpty(b.Error, b.Summary), Error: b.Error}, rev, runID)
 	}
 	if in.o.Audit != nil && (diff == nil || !diff.Empty() || err != nil) {
 		reason := b.Summary

@@ -37,6 +37,8 @@ func grpcErr(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrState):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, ErrRevisionTaken):
+		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	}
@@ -51,7 +53,7 @@ func callerName(ctx context.Context) string {
 }
 
 func boardPB(b BoardPlan) *fleetv1.InstallationBoard {
-	out := &fleetv1.InstallationBoard{Board: b.Board, Profile: b.Profile, State: b.State, Summary: b.Summary, Error: b.Error}
+	out := &fleetv1.InstallationBoard{Board: b.Board, Profile: b.Profile, State: b.State, Summary: b.Summary, Error: b.Error, Gateway: b.Gateway}
 	if d := b.Diff; d != nil {
 		out.FilesNeedLan, out.Requests = d.FilesNeedLAN, int32(d.Requests)
 		for _, f := range d.Files {

@@ -1,6 +1,7 @@
 package installation
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,6 +96,8 @@ func outcome(err error) (int, string, string) {
 		return http.StatusNotFound, "not_found", "NotFound"
 	case errors.Is(err, ErrState):
 		return http.StatusConflict, "failed_precondition", "FailedPrecondition"
+	case errors.Is(err, ErrRevisionTaken):
+		return http.StatusConflict, "aborted", "Aborted"
 	}
 	return http.StatusInternalServerError, "internal", "Internal"
 }
@@ -214,6 +217,9 @@ func (h *handler) addContent(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
+		if err := h.in.AddContent(r.Context(), sha); err != nil {
+			return nil, err
+		}
 		return map[string]any{"sha256": sha, "size": n}, nil
 	})
 }
@@ -257,6 +263,11 @@ func (in *Installer) readDescription(name string, data []byte, stored bool) (*De
 	}
 	d, err := Parse(name, data)
 	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	if err := in.ensureContent(ctx, d); err != nil && stored {
 		return nil, err
 	}
 	for cname, c := range d.Content {

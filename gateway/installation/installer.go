@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
@@ -63,6 +64,10 @@ type Options struct {
 	// not online yet is waited for rather than found unreachable
 	// (default 10 s): a gateway restarted mid-run finds its boards first.
 	StartSettle time.Duration
+	// Shared, when set, keeps the revisions, content and board findings
+	// in a cluster of gateways (shared.go); the installer then applies to
+	// the boards this gateway owns only.
+	Shared Shared
 }
 
 // Installer plans and applies installations over a fleet and keeps
@@ -87,6 +92,9 @@ type Installer struct {
 	curMu  sync.Mutex
 	curRev Revision
 	cur    *Description
+	// sharedCur is the cluster's current revision this gateway took
+	// (runs or ran), as last watched; a refused record is not taken.
+	sharedCur atomic.Int64
 }
 
 // New returns an installer. Run must run for applies to progress.
@@ -171,14 +179,25 @@ type BoardPlan struct {
 	Summary string `json:"summary"`
 	Diff    *Diff  `json:"diff,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Gateway is the gateway of the cluster that owns the board (empty
+	// when the gateway runs alone).
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // Targets resolves d against the fleet's boards: every board some
-// assignment gives a profile, by id. Conflicts come back per board.
+// assignment gives a profile, by id. Conflicts come back per board. In a
+// cluster (Options.Shared) only the boards this gateway owns count.
 func (in *Installer) Targets(d *Description) (map[string]Target, map[string]error, []fleet.BoardView) {
 	views := in.o.Fleet.Boards(fleet.Filter{})
 	slices.SortFunc(views, func(a, b fleet.BoardView) int { return strings.Compare(a.ID, b.ID) })
 	ts, errs := map[string]Target{}, map[string]error{}
+	own := views[:0]
+	for _, v := range views {
+		if in.owns(v.ID) {
+			own = append(own, v)
+		}
+	}
+	views = own
 	for _, v := range views {
 		t, ok, err := d.Resolve(v)
 		if err != nil {
@@ -242,6 +261,9 @@ func (in *Installer) Plan(ctx context.Context, d *Description) []BoardPlan {
 
 func (in *Installer) planOne(ctx context.Context, t Target) BoardPlan {
 	bp := BoardPlan{Board: t.Board, Profile: t.Profile}
+	if in.o.Shared != nil {
+		bp.Gateway = in.o.Shared.Gateway()
+	}
 	diff, err := in.PlanBoard(ctx, t)
 	switch {
 	case errors.Is(err, ErrUnreachable):

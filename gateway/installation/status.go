@@ -3,6 +3,8 @@ package installation
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 )
 
 // Status is the installation as it stands: the current revision, the
@@ -19,7 +21,9 @@ type Status struct {
 // Status plans the current revision against every assigned board and
 // overlays what the runs know: a board being applied is "applying"; a
 // board whose last apply failed and that is still not in sync is
-// "failed" with the reason. Before any apply it is ErrNotFound.
+// "failed" with the reason. Before any apply it is ErrNotFound. In a
+// cluster it lists the boards of every gateway: this gateway's planned
+// now, the others' as their gateways last published them.
 func (in *Installer) Status(ctx context.Context) (Status, error) {
 	rev, d, err := in.Current()
 	if err != nil {
@@ -58,5 +62,11 @@ func (in *Installer) Status(ctx context.Context) (Status, error) {
 		st.Counts[bp.State]++
 	}
 	st.Boards = plans
+	if in.o.Shared != nil {
+		if err := in.mergeShared(ctx, &st); err != nil {
+			return Status{}, err
+		}
+		slices.SortFunc(st.Boards, func(a, b BoardPlan) int { return strings.Compare(a.Board, b.Board) })
+	}
 	return st, nil
 }

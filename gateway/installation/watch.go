@@ -190,6 +190,13 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	if err != nil {
 		return
 	}
+	if !in.owns(id) {
+		// Another gateway of the cluster owns it: it checks and heals it.
+		w.mu.Lock()
+		delete(w.last, id)
+		w.mu.Unlock()
+		return
+	}
 	t, ok, err := d.Resolve(view)
 	now := in.o.Clock.Now().UTC()
 	var bp BoardPlan
@@ -198,8 +205,12 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 		bp = BoardPlan{Board: id, State: StateFailed, Summary: err.Error(), Error: err.Error()}
 	case !ok:
 		w.mu.Lock()
+		_, had := w.last[id]
 		delete(w.last, id)
 		w.mu.Unlock()
+		if had || in.o.Shared != nil {
+			in.drop(id)
+		}
 		return
 	case !view.Online:
 		bp = BoardPlan{Board: id, Profile: t.Profile, State: StateUnreachable, Summary: "offline"}
@@ -217,6 +228,11 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	w.last[id] = dr
 	heal := d.Heal && bp.State == StateDrifted && !now.Before(w.nextTry[id])
 	w.mu.Unlock()
+	late := !heal && bp.State == StateDrifted && in.uncovered(rev.N, id)
+	heal = heal || late
+	if in.o.Shared != nil && (prev.State != bp.State || prev.Summary != bp.Summary || now.Sub(prev.Checked) >= in.o.CheckEvery) {
+		in.publish(bp, rev.N, 0)
+	}
 	if prev.State != bp.State {
 		in.o.Log.Info("installation: board state", "board", id, "state", bp.State, "was", prev.State, "summary", bp.Summary)
 	}
@@ -244,7 +260,7 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	if err != nil {
 		code, reason = "Aborted", err.Error()
 		w.nextTry[id] = now.Add(in.o.HealRetry)
-	} else {
+	} else if !late {
 		delete(w.nextTry, id)
 		dr := w.last[id]
 		dr.Healed++
@@ -252,11 +268,20 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 		w.heals++
 	}
 	w.mu.Unlock()
+	if err != nil && late {
+		in.uncover(id) // tried again at its next check
+	}
 	if in.o.Audit != nil {
+		who, op := "installation-heal", "installation.heal"
+		if late {
+			// A board the gateway's run of the revision did not take (in
+			// a cluster): applied as the run would have.
+			who, op = "installation-cluster", "installation.apply_board"
+		}
 		in.o.Audit.Audit(auth.Record{Time: in.o.Clock.Now().UTC(), Allowed: true, Code: code, Reason: reason,
-			Attributes: auth.Attributes{Who: auth.Identity{Name: "installation-heal"}, Verb: auth.VerbUpdate,
+			Attributes: auth.Attributes{Who: auth.Identity{Name: who}, Verb: auth.VerbUpdate,
 				Resource: auth.ResInstallation, Boards: []string{id}, Name: fmt.Sprintf("revision %d", rev.N),
-				Operation: "installation.heal"}})
+				Operation: op}})
 	}
 	// Look again once the board's stream has caught up.
 	w.schedule(id, in.o.Clock.Now().Add(in.o.Settle))
@@ -296,14 +321,22 @@ func (in *Installer) currentCached() (Revision, *Description, error) {
 	in.curMu.Lock()
 	defer in.curMu.Unlock()
 	var n int
-	ok, err := in.st.Get(currentKey, &n)
-	if err != nil || !ok {
+	if in.o.Shared != nil {
+		n = int(in.sharedCur.Load())
+	} else if ok, err := in.st.Get(currentKey, &n); err != nil || !ok {
+		n = 0
+	}
+	if n == 0 {
 		return Revision{}, nil, fmt.Errorf("%w: nothing applied yet", ErrNotFound)
 	}
 	if in.cur != nil && in.curRev.N == n {
 		return in.curRev, in.cur, nil
 	}
-	rev, d, err := in.Current()
+	rev, err := in.Revision(n)
+	if err != nil {
+		return Revision{}, nil, err
+	}
+	d, err := Parse(fmt.Sprintf("revision %d", n), rev.Description)
 	if err != nil {
 		return Revision{}, nil, err
 	}

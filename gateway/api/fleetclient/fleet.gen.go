@@ -210,6 +210,9 @@ type InstallationBoardPlan struct {
 	// Error The error, when it failed.
 	Error *string `json:"error,omitempty"`
 
+	// Gateway In a cluster, the gateway that owns the board.
+	Gateway *string `json:"gateway,omitempty"`
+
 	// Profile The profile it takes.
 	Profile *string `json:"profile,omitempty"`
 

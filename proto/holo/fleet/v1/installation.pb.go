@@ -140,7 +140,9 @@ type InstallationBoard struct {
 	// files_need_lan: reached only over a line; files checked by size only.
 	FilesNeedLan bool `protobuf:"varint,7,opt,name=files_need_lan,json=filesNeedLan,proto3" json:"files_need_lan,omitempty"`
 	// requests the check of this board took.
-	Requests      int32 `protobuf:"varint,8,opt,name=requests,proto3" json:"requests,omitempty"`
+	Requests int32 `protobuf:"varint,8,opt,name=requests,proto3" json:"requests,omitempty"`
+	// gateway: in a cluster, the gateway that owns the board.
+	Gateway       string `protobuf:"bytes,9,opt,name=gateway,proto3" json:"gateway,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -229,6 +231,13 @@ func (x *InstallationBoard) GetRequests() int32 {
 		return x.Requests
 	}
 	return 0
+}
+
+func (x *InstallationBoard) GetGateway() string {
+	if x != nil {
+		return x.Gateway
+	}
+	return ""
 }
 
 // InstallationChange is one file, scene or setting to change.
@@ -1186,7 +1195,7 @@ const file_holo_fleet_v1_installation_proto_rawDesc = "" +
 	"\vdescription\x18\x01 \x01(\tR\vdescription\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\"L\n" +
 	"\x10InstallationPlan\x128\n" +
-	"\x06boards\x18\x01 \x03(\v2 .holo.fleet.v1.InstallationBoardR\x06boards\"\x88\x02\n" +
+	"\x06boards\x18\x01 \x03(\v2 .holo.fleet.v1.InstallationBoardR\x06boards\"\xa2\x02\n" +
 	"\x11InstallationBoard\x12\x14\n" +
 	"\x05board\x18\x01 \x01(\tR\x05board\x12\x18\n" +
 	"\aprofile\x18\x02 \x01(\tR\aprofile\x12\x14\n" +
@@ -1195,7 +1204,8 @@ const file_holo_fleet_v1_installation_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12;\n" +
 	"\achanges\x18\x06 \x03(\v2!.holo.fleet.v1.InstallationChangeR\achanges\x12$\n" +
 	"\x0efiles_need_lan\x18\a \x01(\bR\ffilesNeedLan\x12\x1a\n" +
-	"\brequests\x18\b \x01(\x05R\brequests\"\x94\x01\n" +
+	"\brequests\x18\b \x01(\x05R\brequests\x12\x18\n" +
+	"\agateway\x18\t \x01(\tR\agateway\"\x94\x01\n" +
 	"\x12InstallationChange\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x12\n" +

@@ -1,0 +1,106 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holofleet/holofleet/gateway/cluster"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/installation"
+)
+
+// TestRevisionCreatedOnce: two gateways (two engine connections on a
+// real embedded engine) create the same revision numbers at the same
+// moment, many times over: each number is stored by exactly one of them,
+// the other gets ErrRevisionTaken, the stored record is the winner's,
+// and current ends at the highest number.
+func TestRevisionCreatedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	edir := filepath.Join(dir, "engine")
+	e1, err := cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw1", URL: cluster.Embedded, Listen: "127.0.0.1:0", Dir: edir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e1.Close()
+	path, err := cluster.MintCredentials(edir, "gw2", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := cluster.ReadCredentials(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e2 *cluster.Engine
+	eventually(t, 20*time.Second, "gw2 joins the engine", func() error {
+		e2, err = cluster.OpenEngine(ctx, cluster.EngineOptions{Name: "gw2", URL: e1.JoinURL(), Credentials: creds})
+		return err
+	})
+	defer e2.Close()
+	var ins []*cluster.Installation
+	for _, e := range []*cluster.Engine{e1, e2} {
+		c, err := cluster.New(cluster.Options{Engine: e, Local: fleet.New(fleet.Options{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, c.Installation())
+	}
+	rounds := 20
+	won := map[int]string{}
+	for n := 1; n <= rounds; n++ {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i, in := range ins {
+			wg.Go(func() {
+				<-start
+				errs[i] = in.CreateRevision(ctx, installation.Revision{N: n, Who: fmt.Sprintf("gw%d", i+1), When: time.Now().UTC(),
+					Description: []byte(`{"version":1}`)})
+			})
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+				won[n] = fmt.Sprintf("gw%d", i+1)
+			case errors.Is(err, installation.ErrRevisionTaken):
+			default:
+				t.Fatalf("round %d, gw%d: %v", n, i+1, err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d gateways stored revision %d (%v)", n, ok, n, errs)
+		}
+		for _, in := range ins {
+			r, err := in.Revision(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Who != won[n] {
+				t.Fatalf("revision %d is %s's, but %s won", n, r.Who, won[n])
+			}
+		}
+	}
+	for _, in := range ins {
+		last, cur, err := in.Latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last != rounds || cur != rounds {
+			t.Fatalf("latest %d, current %d, want %d", last, cur, rounds)
+		}
+		h, err := in.History(ctx)
+		if err != nil || len(h) != rounds {
+			t.Fatalf("history: %d revisions, %v", len(h), err)
+		}
+	}
+}
