@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/holofleet/holofleet/gateway/cue"
 )
 
 // Version is the description format's version (the "version" key).
@@ -52,6 +54,13 @@ type Description struct {
 	Assignments []Assignment `yaml:"assignments" json:"assignments"`
 	// Rollout is how an apply goes over the fleet.
 	Rollout *Strategy `yaml:"rollout" json:"rollout,omitempty"`
+	// DMX, when given, is the gateway's DMX patch (replaced whole); nil
+	// leaves the patch alone.
+	DMX *DMX `yaml:"dmx" json:"dmx,omitempty"`
+	// CueLists, when given, are exactly the gateway's cue lists (lists
+	// not named are removed; an empty list removes every one); nil leaves
+	// the cue lists alone.
+	CueLists *[]cue.List `yaml:"cuelists" json:"cuelists,omitempty"`
 
 	// pos is where each value was written, by dotted path.
 	pos map[string]Pos
@@ -404,6 +413,7 @@ func (d *Description) check() []Problem {
 			add("rollout.failure_threshold", "rollout.failure_threshold: a share from 0 to 1")
 		}
 	}
+	ps = append(ps, d.checkSections()...)
 	return ps
 }
 

@@ -277,12 +277,20 @@ func (in *Installer) apply(_ context.Context, d *Description, who, message strin
 			return Revision{}, RunStatus{}, fmt.Errorf("%w: content %s (%s) is not in the gateway's store", ErrContent, name, c.SHA256)
 		}
 	}
+	if err := in.checkSectionsApply(d); err != nil {
+		return Revision{}, RunStatus{}, err
+	}
 	ts, errs, _ := in.Targets(d)
 	e := &in.eng
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.active != nil {
 		return Revision{}, RunStatus{}, fmt.Errorf("%w: run %d (revision %d) is %s; abort it first", ErrState, e.active.r.ID, e.active.r.Revision, e.active.r.State)
+	}
+	// The gateway's own sections first: they are set whole or put back,
+	// and a revision is stored only once they hold it.
+	if err := in.applySections(d, who, e.lastRev+1); err != nil {
+		return Revision{}, RunStatus{}, err
 	}
 	now := in.o.Clock.Now().UTC()
 	ids := make([]string, 0, len(ts)+len(errs))

@@ -63,6 +63,12 @@ type Options struct {
 	// not online yet is waited for rather than found unreachable
 	// (default 10 s): a gateway restarted mid-run finds its boards first.
 	StartSettle time.Duration
+	// DMX and Cues, when set, hold the gateway sections of a description
+	// (dmx.patch and cuelists): plan compares them, apply sets them,
+	// export reads them. Without one, a description with its section is
+	// refused before anything changes.
+	DMX  PatchEngine
+	Cues CueEngine
 }
 
 // Installer plans and applies installations over a fleet and keeps

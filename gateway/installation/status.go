@@ -12,6 +12,9 @@ type Status struct {
 	Revision Revision    `json:"revision"`
 	Run      *RunStatus  `json:"run,omitempty"`
 	Boards   []BoardPlan `json:"boards"`
+	// Sections are the gateway sections the revision holds (the DMX
+	// patch, the cue lists): in sync, or drifted with what differs.
+	Sections []SectionPlan `json:"sections,omitempty"`
 	// Counts are the boards per state.
 	Counts map[string]int `json:"counts"`
 }
@@ -58,5 +61,6 @@ func (in *Installer) Status(ctx context.Context) (Status, error) {
 		st.Counts[bp.State]++
 	}
 	st.Boards = plans
+	st.Sections = in.PlanSections(d)
 	return st, nil
 }
