@@ -87,7 +87,13 @@ func (d *Description) checkSections() []Problem {
 			add("dmx", "dmx: give patch (the patch as docs/dmx.md defines it; fixtures: [] for none)")
 		} else if err := d.DMX.Patch.Check(); err != nil {
 			for line := range strings.SplitSeq(err.Error(), "\n") {
-				add("dmx.patch", "dmx.patch: %s", strings.TrimPrefix(line, "dmx: bad patch: "))
+				line = strings.TrimPrefix(line, "dmx: bad patch: ")
+				at := "dmx.patch"
+				var n int
+				if _, err := fmt.Sscanf(line, "fixture %d ", &n); err == nil && n >= 1 {
+					at = fmt.Sprintf("dmx.patch.fixtures[%d]", n-1)
+				}
+				add(at, "dmx.patch: %s", line)
 			}
 		}
 	}
@@ -96,14 +102,14 @@ func (d *Description) checkSections() []Problem {
 		for i := range *d.CueLists {
 			l := &(*d.CueLists)[i]
 			p := fmt.Sprintf("cuelists[%d]", i)
-			if err := l.Check(); err != nil {
-				add(p, "%s (cue list %q): %s", p, l.Name, strings.TrimPrefix(err.Error(), "cue: bad cue list: "))
-				continue
-			}
 			if j, ok := seen[l.Name]; ok {
 				add(join(p, "name"), "%s: cue list %q is also cuelists[%d]", p, l.Name, j)
+			} else {
+				seen[l.Name] = i
 			}
-			seen[l.Name] = i
+			if err := l.Check(); err != nil {
+				add(p, "%s (cue list %q): %s", p, l.Name, strings.ReplaceAll(err.Error(), "cue: bad cue list: ", ""))
+			}
 		}
 	}
 	return ps
