@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/installation"
 )
 
@@ -23,8 +25,12 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	if guard == nil {
 		guard = &auth.Guard{}
 	}
-	in, err := installation.New(installation.Options{DB: e.db, Fleet: e.fleet, Contents: contents, Audit: guard.Audit,
-		Log: e.log.With("component", "installation")})
+	o := installation.Options{DB: e.db, Fleet: e.fleet, Contents: contents, Audit: guard.Audit,
+		Log: e.log.With("component", "installation"), DMX: dmxSection{e}}
+	if e.cues != nil {
+		o.Cues = e.cues
+	}
+	in, err := installation.New(o)
 	if err != nil {
 		return component{}, err
 	}
@@ -39,4 +45,32 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	e.apiDocs = append(e.apiDocs, installation.OpenAPI)
 	return component{name: "installation", run: in.Run,
 		banner: []string{"installation: as code under /v1/installation (holoctl install)"}}, nil
+}
+
+// dmxSection is the DMX patch as the installation's dmx section sets it:
+// as PUT /v1/dmx/patch does, saved to the patch file first, then used.
+// newDMX runs after newInstallation, so the engine is looked up at each
+// call; Patch is nil when no DMX input runs.
+type dmxSection struct{ e *env }
+
+func (s dmxSection) Patch() *dmx.Patch {
+	if s.e.dmx == nil {
+		return nil
+	}
+	return s.e.dmx.Patch()
+}
+
+func (s dmxSection) SetPatch(p *dmx.Patch) error {
+	if s.e.dmx == nil {
+		return errors.New("dmx: no DMX input runs")
+	}
+	if err := p.Check(); err != nil {
+		return err
+	}
+	if s.e.dmxSave != nil {
+		if err := s.e.dmxSave(p); err != nil {
+			return err
+		}
+	}
+	return s.e.dmx.SetPatch(p)
 }
