@@ -2,6 +2,7 @@ package installation
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -141,5 +142,24 @@ func TestCueNumberAsWritten(t *testing.T) {
 	}
 	if d := cmp.Diff([]cue.Number{"1.5", "2", "10"}, got); d != "" {
 		t.Fatalf("numbers (-want +got):\n%s", d)
+	}
+}
+
+// TestSectionErrorOutcome: a section the gateway cannot hold or failed
+// to set answers 409 over REST, audited as FailedPrecondition.
+func TestSectionErrorOutcome(t *testing.T) {
+	in := &Installer{}
+	err := in.checkSectionsApply(&Description{CueLists: &[]cue.List{}, DMX: &DMX{Patch: &dmx.Patch{}}})
+	if err == nil {
+		t.Fatal("sections accepted without engines")
+	}
+	status, code, audit := outcome(err)
+	if status != 409 || code != "failed_precondition" || audit != "FailedPrecondition" {
+		t.Fatalf("outcome %d %s %s", status, code, audit)
+	}
+	for _, want := range []string{"no DMX engine", "no cue engine"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }
