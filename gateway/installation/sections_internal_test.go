@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/dmx"
@@ -153,9 +155,12 @@ func TestSectionErrorOutcome(t *testing.T) {
 	if err == nil {
 		t.Fatal("sections accepted without engines")
 	}
-	status, code, audit := outcome(err)
-	if status != 409 || code != "failed_precondition" || audit != "FailedPrecondition" {
-		t.Fatalf("outcome %d %s %s", status, code, audit)
+	st, code, audit := outcome(err)
+	if st != 409 || code != "failed_precondition" || audit != "FailedPrecondition" {
+		t.Fatalf("outcome %d %s %s", st, code, audit)
+	}
+	if c := status.Code(grpcErr(err)); c != codes.FailedPrecondition {
+		t.Fatalf("gRPC code %v, want FailedPrecondition", c)
 	}
 	for _, want := range []string{"no DMX engine", "no cue engine"} {
 		if !strings.Contains(err.Error(), want) {
