@@ -41,6 +41,11 @@ const (
 	// bus/imagedelta) with base, the SHA-256 of the running image it
 	// applies to; GET /ota's running slot carries that SHA-256.
 	ExtensionOTADelta = "ota-delta"
+	// ExtensionClipSync: PUT /time takes the gateway's alignment of the
+	// board's clock, and a clip plays on the aligned clock, so clips
+	// started together on many boards stay on the same frame
+	// (docs/spec-decisions.md, "Clips that stay together").
+	ExtensionClipSync = "clip-sync"
 )
 
 // HasExtension reports whether a board whose GET /info carried features

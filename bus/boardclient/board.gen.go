@@ -51,7 +51,7 @@ type BoardInfo struct {
 	Auth bool        `json:"auth"`
 	Chip string      `json:"chip"`
 
-	// Extensions holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target), ota-delta (PUT /ota/image takes a delta image with base)
+	// Extensions holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target), ota-delta (PUT /ota/image takes a delta image with base), clip-sync (PUT /time aligns the board's clock with the gateway's; clips play on it)
 	Extensions []string `json:"extensions"`
 
 	// Features the specification's API areas this board serves: any of ota, files, screen, leds, holo, scenes, settings, network, events, link
@@ -345,6 +345,33 @@ type BoardapiShowRequest struct {
 
 	// Path a clip or image on the volume
 	Path *string `json:"path,omitempty"`
+}
+
+// BoardapiTimeAlign defines model for BoardapiTimeAlign.
+type BoardapiTimeAlign struct {
+	// EpochUs the gateway's time (Unix microseconds) at which the board's clock read 0; required
+	EpochUs *int `json:"epoch_us"`
+
+	// UncertaintyUs how far epoch_us may be off, microseconds (0-60000000)
+	UncertaintyUs *int `json:"uncertainty_us,omitempty"`
+}
+
+// BoardapiTimeAligned defines model for BoardapiTimeAligned.
+type BoardapiTimeAligned struct {
+	// AlignedUs the same moment on the aligned clock, Unix µs
+	AlignedUs int `json:"aligned_us"`
+
+	// EpochUs the gateway's time (Unix µs) at which the board's clock read 0
+	EpochUs int `json:"epoch_us"`
+
+	// NowUs the board's clock when it answered
+	NowUs int `json:"now_us"`
+
+	// SetUs the board's clock (µs since it started) when it took this alignment
+	SetUs int `json:"set_us"`
+
+	// UncertaintyUs as the gateway gave it
+	UncertaintyUs int `json:"uncertainty_us"`
 }
 
 // BoardapiTimeReply defines model for BoardapiTimeReply.
@@ -720,13 +747,22 @@ type ScenesStarted struct {
 
 // ScreenClip defines model for ScreenClip.
 type ScreenClip struct {
+	// Dropped extension clip-sync: frames skipped because they were already past when the player came to them
+	Dropped int `json:"dropped"`
+
 	// ElapsedMs since the first frame was drawn
 	ElapsedMs int     `json:"elapsed_ms"`
 	Fps       float32 `json:"fps"`
 
+	// Frame extension clip-sync: the frame on the panel, numbered from the clip's start across plays (play k, frame i: k*frames+i)
+	Frame int `json:"frame"`
+
 	// Frames frames in one play
 	Frames int `json:"frames"`
 	Height int `json:"height"`
+
+	// Held extension clip-sync: frames kept on the panel past their time because a new alignment put the clock back
+	Held int `json:"held"`
 
 	// Late frames drawn more than 5 ms after their due time
 	Late int `json:"late"`
@@ -739,7 +775,13 @@ type ScreenClip struct {
 
 	// Shown frames drawn since the clip started, across loops
 	Shown int `json:"shown"`
-	Width int `json:"width"`
+
+	// StartUs extension clip-sync: when synced, the clip's start on the aligned clock (the gateway's time, Unix µs)
+	StartUs *int `json:"start_us,omitempty"`
+
+	// Synced extension clip-sync: the clip plays on the clock aligned with the gateway's (PUT /time)
+	Synced bool `json:"synced"`
+	Width  int  `json:"width"`
 }
 
 // ScreenPatch defines model for ScreenPatch.
@@ -1008,6 +1050,9 @@ type DeleteScreenParams struct {
 
 // PostScreenShowParams defines parameters for PostScreenShow.
 type PostScreenShowParams struct {
+	// ClipStart extension clip-sync: the clip's start on the board's aligned clock (the gateway's time, Unix µs), at most 60 s ahead and 10 s behind it; ignored while the board is not aligned
+	ClipStart *int `form:"clip_start,omitempty" json:"clip_start,omitempty"`
+
 	// FireAt make the change at this moment of the board's clock (µs since it started, as GET /time), at most 60 s ahead: the reply is 202 at once
 	FireAt *int `form:"fire_at,omitempty" json:"fire_at,omitempty"`
 
@@ -1074,6 +1119,9 @@ type PatchSettingsJSONRequestBody = SettingsPatch
 
 // PostSimTouchJSONRequestBody defines body for PostSimTouch for application/json ContentType.
 type PostSimTouchJSONRequestBody = SimviewTouchRequest
+
+// PutTimeJSONRequestBody defines body for PutTime for application/json ContentType.
+type PutTimeJSONRequestBody = BoardapiTimeAlign
 
 // PatchWebJSONRequestBody defines body for PatchWeb for application/json ContentType.
 type PatchWebJSONRequestBody = WebPatch
@@ -1767,6 +1815,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /time (the `GetTime` operationId).
 	GetTime(ctx context.Context, params *GetTimeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutTimeWithBody Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /time (the `PutTime` operationId).
+	PutTimeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutTime Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /time (the `PutTime` operationId).
+	PutTime(ctx context.Context, body PutTimeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWeb Web settings: hostname, whether a password is set, trusted sites
 	//
@@ -3054,6 +3116,40 @@ func (c *Client) PostSimTouch(ctx context.Context, body PostSimTouchJSONRequestB
 // Corresponds with GET /time (the `GetTime` operationId).
 func (c *Client) GetTime(ctx context.Context, params *GetTimeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetTimeRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutTimeWithBody Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /time (the `PutTime` operationId).
+func (c *Client) PutTimeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutTimeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutTime Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /time (the `PutTime` operationId).
+func (c *Client) PutTime(ctx context.Context, body PutTimeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutTimeRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5274,6 +5370,18 @@ func NewPostScreenShowRequestWithBody(server string, params *PostScreenShowParam
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.ClipStart != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "clip_start", *params.ClipStart, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.FireAt != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "fire_at", *params.FireAt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -5795,6 +5903,46 @@ func NewGetTimeRequest(server string, params *GetTimeParams) (*http.Request, err
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewPutTimeRequest calls the generic PutTime builder with application/json body
+func NewPutTimeRequest(server string, body PutTimeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutTimeRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutTimeRequestWithBody constructs an http.Request for the PutTime method, with any body, and a specified content type
+func NewPutTimeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/time")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6469,6 +6617,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /time (the `GetTime` operationId).
 	GetTimeWithResponse(ctx context.Context, params *GetTimeParams, reqEditors ...RequestEditorFn) (*GetTimeResponse, error)
+
+	// PutTimeWithBodyWithResponse Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /time (the `PutTime` operationId).
+	PutTimeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTimeResponse, error)
+
+	// PutTimeWithResponse Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /time (the `PutTime` operationId).
+	PutTimeWithResponse(ctx context.Context, body PutTimeJSONRequestBody, reqEditors ...RequestEditorFn) (*PutTimeResponse, error)
 
 	// GetWebWithResponse Web settings: hostname, whether a password is set, trusted sites
 	//
@@ -11323,6 +11485,89 @@ func (r GetTimeResponse) ContentType() string {
 	return ""
 }
 
+type PutTimeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BoardapiTimeAligned
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutTimeResponse) GetJSON200() *BoardapiTimeAligned {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutTimeResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutTimeResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutTimeResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutTimeResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutTimeResponse) GetJSON429() *Error {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutTimeResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutTimeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutTimeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutTimeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutTimeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetWebResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12513,6 +12758,32 @@ func (c *ClientWithResponses) GetTimeWithResponse(ctx context.Context, params *G
 		return nil, err
 	}
 	return ParseGetTimeResponse(rsp)
+}
+
+// PutTimeWithBodyWithResponse Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /time (the `PutTime` operationId).
+func (c *ClientWithResponses) PutTimeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTimeResponse, error) {
+	rsp, err := c.PutTimeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutTimeResponse(rsp)
+}
+
+// PutTimeWithResponse Take the gateway's alignment of the board's clock (extension clip-sync): clips play on the aligned clock
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /time (the `PutTime` operationId).
+func (c *ClientWithResponses) PutTimeWithResponse(ctx context.Context, body PutTimeJSONRequestBody, reqEditors ...RequestEditorFn) (*PutTimeResponse, error) {
+	rsp, err := c.PutTime(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutTimeResponse(rsp)
 }
 
 // GetWebWithResponse Web settings: hostname, whether a password is set, trusted sites
@@ -16479,6 +16750,74 @@ func ParseGetTimeResponse(rsp *http.Response) (*GetTimeResponse, error) {
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutTimeResponse parses an HTTP response from a PutTimeWithResponse call
+func ParsePutTimeResponse(rsp *http.Response) (*PutTimeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutTimeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BoardapiTimeAligned
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error

@@ -19,10 +19,14 @@ const SpinWindow = 2 * time.Millisecond
 // processor in a loop until t, so that it returns within a few
 // microseconds of t rather than whenever the scheduler wakes it; the cost
 // is one busy core for at most SpinWindow. On any other clock (Fake) it
-// waits on a timer of clk.
+// waits on a timer of clk. A Skewed clock waits as its base does.
 func Until(ctx context.Context, clk Clock, t time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s, ok := clk.(*skewed); ok {
+		// A skewed clock waits as precisely as the clock under it.
+		return Until(ctx, s.base, s.toBase(t))
 	}
 	d := t.Sub(clk.Now())
 	if d <= 0 {

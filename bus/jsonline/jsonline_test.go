@@ -295,7 +295,7 @@ func TestServed(t *testing.T) {
 		"GET /settings", "PATCH /settings", "DELETE /settings",
 		"GET /events",
 		"GET /link", "PATCH /link", "GET /link/events", "PATCH /link/events",
-		"GET /time",
+		"GET /time", "PUT /time",
 		// query and prefix are ignored
 		"PUT /scenes/scene?name=a", "GET /api/v1/info", "GET /events?after=3&kinds=touch",
 	}
@@ -304,7 +304,7 @@ func TestServed(t *testing.T) {
 		"GET /ota", "PUT /ota/image", "POST /ota/pull", "GET /network", "GET /network/scan",
 		"GET /web", "PATCH /web", "PUT /servos/calibration?id=1", "DELETE /servos/calibration",
 		"PUT /servos/policy?id=1", "GET /openapi.json", "GET /scenes/scene", "GET /info/", "GET /",
-		"HEAD /info", "get /info", "GET /api/v1", "GET /api/v10/info",
+		"HEAD /info", "get /info", "GET /api/v1", "GET /api/v10/info", "POST /time", "DELETE /time",
 	}
 	for _, s := range served {
 		m, p, _ := strings.Cut(s, " ")

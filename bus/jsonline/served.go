@@ -58,8 +58,8 @@ func knownPath(p []byte) (string, bool) {
 // Served reports whether the link serves method on path. The path may
 // carry APIPrefix and a query; both are ignored. Files, uploads, firmware
 // updates, the network, web settings and servo calibration and policy are
-// HTTP only. GET /time (this firmware's clock-alignment extension) is
-// served on both.
+// HTTP only. GET /time (this firmware's clock-alignment extension) and
+// PUT /time (extension clip-sync) are served on both.
 func Served(method, path string) bool {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
@@ -70,8 +70,10 @@ func Served(method, path string) bool {
 	get, put, post, patch, del := method == MethodGet, method == MethodPut,
 		method == MethodPost, method == MethodPatch, method == MethodDelete
 	switch path {
-	case "/info", "/media", "/media/info", "/holo", "/servos", "/scenes", "/events", "/time":
+	case "/info", "/media", "/media/info", "/holo", "/servos", "/scenes", "/events":
 		return get
+	case "/time":
+		return get || put
 	case "/restart", "/screen/show", "/holo/motion", "/servos/move", "/servos/release",
 		"/scenes/apply", "/scenes/end":
 		return post

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/holofleet/holofleet/bus/clock"
 	"log/slog"
 
 	"github.com/holofleet/holofleet/firmware/assemble"
@@ -24,18 +25,23 @@ const NoI2CTarget = "Linux user space has no I2C target mode (i2c-dev is a contr
 type hardwareFlags struct {
 	hal  string
 	file string
+	ppm  float64
 }
 
 func newHardwareFlags(fs *flag.FlagSet) *hardwareFlags {
 	h := &hardwareFlags{}
 	fs.StringVar(&h.hal, "hal", halSim, "hardware: sim (simulated parts) or linux (real parts on a Linux board, described by --hardware)")
 	fs.StringVar(&h.file, "hardware", "/etc/holo-board/hardware.json", "with --hal linux: the hardware description file (see docs/hardware.md)")
+	fs.Float64Var(&h.ppm, "clock-ppm", 0, "with --hal sim: the simulated crystal runs this many parts per million fast (negative: slow), -1000 to 1000")
 	return h
 }
 
 // check validates --hal and, for linux, reads and checks the description
 // without touching hardware.
 func (h *hardwareFlags) check() error {
+	if h.ppm != 0 && (h.hal != halSim || !(h.ppm >= -clock.MaxSkewPPM && h.ppm <= clock.MaxSkewPPM)) {
+		return fmt.Errorf("--clock-ppm: a simulated crystal (--hal sim) within ±%d ppm, not %v with --hal %s", clock.MaxSkewPPM, h.ppm, h.hal)
+	}
 	switch h.hal {
 	case halSim:
 		return nil
@@ -47,6 +53,10 @@ func (h *hardwareFlags) check() error {
 	}
 	return fmt.Errorf("--hal: want %s or %s, not %q", halSim, halLinux, h.hal)
 }
+
+// clock is the board's clock: the host's, or with --clock-ppm a
+// simulated crystal that far off.
+func (h *hardwareFlags) clock() clock.Clock { return clock.Skewed(clock.Real, h.ppm) }
 
 // open returns the board's hardware: nil for the simulator; for linux the
 // described parts, opened through periph.io's host drivers, and what runs

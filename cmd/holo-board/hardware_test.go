@@ -37,6 +37,9 @@ func TestHALLinuxRefusesBadHardware(t *testing.T) {
 		{"parts missing", []string{"--hal", "linux", "--open-ota", "--bootloader=false", "--hardware", write("pi.json",
 			`{"display":{"spi":"/dev/spidev9.0","dc":"GPIO25"},"servos":{"i2c":"/dev/i2c-9","pan":0,"tilt":1},"boot_button":"GPIO999"}`)},
 			[]string{"hardware missing: display (/dev/spidev9.0)", "hardware missing: servos (/dev/i2c-9)", "boot_button (GPIO999)"}},
+		// The simulated crystal's skew is the simulator's alone, and bounded.
+		{"clock-ppm on linux", []string{"--hal", "linux", "--clock-ppm", "20", "--hardware", filepath.Join(dir, "none.json")}, []string{"--clock-ppm: a simulated crystal"}},
+		{"clock-ppm too far", []string{"--clock-ppm", "2000"}, []string{"--clock-ppm: a simulated crystal (--hal sim) within ±1000 ppm, not 2000"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

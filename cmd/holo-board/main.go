@@ -105,7 +105,7 @@ func run(args []string) error {
 		return fmt.Errorf("--min-rate must not be 0 (negative turns it off) and --rate-window must be positive")
 	}
 	cfg := board.Config{DataDir: *data, Hostname: *hostname, Password: password, Log: log, OnRestart: proc.onRestart(), StallTimeout: *stall,
-		MinRate: *minRate, RateWindow: *rateWindow}
+		MinRate: *minRate, RateWindow: *rateWindow, Clock: hwFlags.clock()}
 	var running atomic.Pointer[board.Board] // for the BOOT button, once open
 	hw, devs, err := hwFlags.open(ctx, log, func() *board.Boot {
 		if r := running.Load(); r != nil {

@@ -117,6 +117,14 @@ func TestGeneratedClients(t *testing.T) {
 		t.Fatalf("fleet client: ListBoards: %d %s", boards.StatusCode(), boards.Body)
 	}
 	t.Logf("fleet client: %d boards", len(*boards.JSON200))
+	show, err := fc.CueServiceGetCueStateWithResponse(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if show.StatusCode() != http.StatusOK || show.JSON200 == nil || show.JSON200.Standby == nil || *show.JSON200.Standby != "1" {
+		t.Fatalf("fleet client: GetCueState: %d %s", show.StatusCode(), show.Body)
+	}
+	t.Logf("fleet client: the demo show on standby %s", *show.JSON200.Standby)
 
 	bc, err := boardclient.NewClientWithResponses(boardURL + "/api/v1")
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/holofleet/holofleet/gateway/api"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt"
@@ -48,7 +47,7 @@ func newCues(_ context.Context, e *env) (component, error) {
 		fw = -1 // the engine's "none"
 	}
 	eng, err := cue.New(cue.Options{DB: e.db, Fleet: e.service(), Log: e.log.With("component", "cue"),
-		Lead: f.lead, ASAP: f.asap, Freewheel: fw})
+		Lead: f.lead, ASAP: f.asap, Freewheel: fw, Registerer: e.registerer})
 	if err != nil {
 		return component{}, err
 	}
@@ -59,11 +58,7 @@ func newCues(_ context.Context, e *env) (component, error) {
 			}
 		}
 	}
-	e.cues = eng
-	h := api.CueHandler(eng, e.guard)
-	for _, p := range api.CueRoutes {
-		e.handle(p, h)
-	}
+	e.cues = eng // served by the API as CueService (api.Config.Cues)
 	lines := []string{fmt.Sprintf("cues:     %d cue list(s); GO: holoctl cue go, POST /v1/cuelists/NAME/go, OSC /holo/cue/go", len(eng.Lists()))}
 	return component{name: "cue", run: eng.Run, banner: lines}, nil
 }

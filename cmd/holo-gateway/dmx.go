@@ -132,6 +132,7 @@ func newDMX(_ context.Context, e *env) (component, error) {
 		ls = append(ls, l)
 		inputs = append(inputs, "artnet udp "+l.Addr())
 		lines = append(lines, fmt.Sprintf("artnet:   udp %s  (Port-Address P is universe P+1; ArtPoll answered as holo-gateway)", l.Addr()))
+		lines = append(lines, "artnet:   "+artTimecode(l, e, role))
 	}
 	lines = append(lines, fmt.Sprintf("dmx:      sources act as %v (--dmx-access %s; no authentication); patch %s (GET/PUT /v1/dmx/patch, holoctl dmx patch)", role, f.access, path))
 	if len(patch.Fixtures) == 0 {
@@ -178,4 +179,19 @@ func savePatch(path string, p *dmx.Patch) error {
 		return fmt.Errorf("dmx: save the patch: %w", err)
 	}
 	return nil
+}
+
+// artTimecode lets the Art-Net listener's ArtTimeCode chase the cue lists
+// when DMX sources' role may run cues (--dmx-access show), and says what
+// it did for the banner.
+func artTimecode(l *dmx.Listener, e *env, role auth.Role) string {
+	if e.cues == nil {
+		return "ArtTimeCode not read (no cue engine)"
+	}
+	d := auth.Authorize(auth.Attributes{Who: auth.Identity{Role: role}, Surface: dmx.Surface, Verb: auth.VerbAct, Resource: auth.ResCues})
+	if !d.Allowed {
+		return fmt.Sprintf("ArtTimeCode not followed (--dmx-access %s may not run cues)", e.opts.dmx.access)
+	}
+	l.Timecode = e.cues
+	return "ArtTimeCode (stream 0) chases the cue lists' timecoded cues"
 }

@@ -332,11 +332,16 @@ func runServe(ctx context.Context, args []string, isDemo bool, stdout, stderr io
 		comps = append(comps, c)
 	}
 
+	var cues api.Cues
+	if e.cues != nil {
+		cues = e.cues
+	}
 	srv, err := api.New(api.Config{
 		Fleet: e.service(), Tokens: tokens, InsecureLab: o.insecureLab, Demo: isDemo,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Logger: log,
 		Registerer: promReg, Gatherer: promReg, Extra: e.apiExtra, ExtraOpenAPI: e.apiDocs,
 		Artifacts: e.artifacts, Rollouts: e.rollouts, Cluster: e.clusterAPI(), Installation: e.installation,
+		Cues:  cues,
 		Ready: readyChecks(db, w.states, comps),
 
 		Guard: guard, Audit: auditLog, Limits: o.access.apiLimits(), MetricsAuth: o.access.metricsAuth,

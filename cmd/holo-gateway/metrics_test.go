@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/holofleet/holofleet/gateway/cluster"
+	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/store"
 )
@@ -185,7 +186,10 @@ func describedNames(t *testing.T) []string {
 	reg := &captureRegisterer{Registerer: prometheus.NewRegistry()}
 	// An external broker URL: the MQTT component starts no embedded broker
 	// (its bridge connects only when run).
-	e := &env{opts: options{data: dir, listen: "127.0.0.1:0", mqtt: noBroker}, db: db, fleet: fleet.New(fleet.Options{}), wiring: &wiring{},
+	// DMX on (sACN on a free loopback port): its counters by label have
+	// no series until a desk sends.
+	dmxOn := dmxFlags{sacn: setString{v: "127.0.0.1:0", set: true}, access: "show", lineShare: dmx.DefaultLineShare}
+	e := &env{opts: options{data: dir, listen: "127.0.0.1:0", mqtt: noBroker, dmx: dmxOn}, db: db, fleet: fleet.New(fleet.Options{}), wiring: &wiring{},
 		log: slog.New(slog.DiscardHandler), registerer: reg, stdout: io.Discard}
 	for _, mk := range components {
 		if _, err := mk(ctx, e); err != nil {

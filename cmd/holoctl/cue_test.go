@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,12 +45,8 @@ func startCueGateway(t *testing.T) (string, string, string) {
 	}
 	t.Cleanup(eng.Close)
 	guard := &auth.Guard{Tokens: toks}
-	extra := map[string]http.Handler{}
-	for _, p := range api.CueRoutes {
-		extra[p] = api.CueHandler(eng, guard)
-	}
 	reg := prometheus.NewRegistry()
-	srv, err := api.New(api.Config{Fleet: fl, Tokens: toks, Registerer: reg, Gatherer: reg, Guard: guard, Extra: extra})
+	srv, err := api.New(api.Config{Fleet: fl, Tokens: toks, Registerer: reg, Gatherer: reg, Guard: guard, Cues: eng})
 	if err != nil {
 		t.Fatal(err)
 	}

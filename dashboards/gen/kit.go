@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // A board is one dashboard as data: its rows of panels, and the variables
@@ -103,10 +105,10 @@ var variables = map[string]struct {
 	label, metric string
 	within        string // a further matcher (the board list follows the group)
 }{
-	"group":   {label: "Group", metric: "holo_gateway_board_group"},
-	"board":   {label: "Board", metric: "holo_gateway_board_group", within: `group=~"$group"`},
-	"line":    {label: "Line", metric: "holo_gateway_line_boards"},
-	"rollout": {label: "Rollout", metric: "holo_gateway_rollout_state"},
+	"group":   {label: "Group", metric: metricname.GatewayBoardGroup},
+	"board":   {label: "Board", metric: metricname.GatewayBoardGroup, within: `group=~"$group"`},
+	"line":    {label: "Line", metric: metricname.GatewayLineBoards},
+	"rollout": {label: "Rollout", metric: metricname.GatewayRolloutState},
 }
 
 // Stand-ins for Grafana's interval variables while a query goes through
@@ -194,8 +196,8 @@ func (b board) build() ([]byte, error) {
 		Link(dashboard.NewDashboardLinkBuilder("holofleet").Type(dashboard.DashboardLinkTypeDashboards).
 			Tags([]string{"holofleet"}).AsDropdown(true).IncludeVars(true).KeepTime(true)).
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus")).
-		WithVariable(queryVar("job", "Job", "label_values(holo_gateway_build_info, job)")).
-		WithVariable(queryVar("instance", "Instance", `label_values(holo_gateway_build_info{job=~"$job"}, instance)`))
+		WithVariable(queryVar("job", "Job", "label_values("+metricname.GatewayBuildInfo+", job)")).
+		WithVariable(queryVar("instance", "Instance", `label_values(`+metricname.GatewayBuildInfo+`{job=~"$job"}, instance)`))
 	for _, name := range b.vars {
 		v, ok := variables[name]
 		if !ok {

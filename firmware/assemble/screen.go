@@ -1,6 +1,13 @@
 package assemble
 
 import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/firmware/api"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/events"
 	"github.com/holofleet/holofleet/firmware/fs"
@@ -27,7 +34,10 @@ func Screen(b *board.Boot) error {
 		open = func(p string) (media.Clip, error) { return media.OpenPath(vol, p) }
 	}
 	c, err := screen.New(screen.Options{Clock: b.Clock, Display: b.Board.Hardware().Display, Open: open,
-		Publisher: b.Hub, Logger: b.Log.With("part", "screen"), Backlight: b.Settings.Get().Screen.Backlight})
+		Publisher: b.Hub, Logger: b.Log.With("part", "screen"), Backlight: b.Settings.Get().Screen.Backlight,
+		Aligned: b.Align, Start: func(r *http.Request) (time.Time, bool, error) {
+			return clipStart(b, r.URL.Query())
+		}})
 	if err != nil {
 		return err
 	}
@@ -45,4 +55,34 @@ func Screen(b *board.Boot) error {
 	})
 	b.OnClose(stop)
 	return nil
+}
+
+// clipStart is the moment a show request names for its clip's start on
+// the boot's clock: clip_start on the aligned clock when the board is
+// aligned (extension clip-sync), else the change's own moment (fire_at,
+// at_ms; a malformed one is the scheduler's to refuse).
+func clipStart(b *board.Boot, q url.Values) (time.Time, bool, error) {
+	if q.Has(boardapi.QueryClipStart) {
+		v := q.Get(boardapi.QueryClipStart)
+		us, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return time.Time{}, false, api.Errorf(api.ErrBadRequest, "clip_start must be an integer (Unix µs on the aligned clock), not %q", v)
+		}
+		if epoch, ok := b.Align.Epoch(); ok {
+			now := b.BoardClock.Micros()
+			d := us - epoch - now
+			switch {
+			case d > boardapi.MaxFireLead.Microseconds():
+				return time.Time{}, false, api.Errorf(api.ErrBadRequest, "clip_start %d is %d ms ahead of the aligned clock; at most %d ms", us, d/1000, boardapi.MaxFireLead.Milliseconds())
+			case d < -boardapi.MaxFireLate.Microseconds():
+				return time.Time{}, false, api.Errorf(api.ErrBadRequest, "clip_start %d is %d ms behind the aligned clock; at most %d ms", us, -d/1000, boardapi.MaxFireLate.Milliseconds())
+			}
+			return b.BoardClock.Time(us - epoch), true, nil
+		}
+	}
+	_, at, ok, err := b.Fire.When(q)
+	if !ok || err != nil {
+		return time.Time{}, false, nil
+	}
+	return b.BoardClock.Time(at), true, nil
 }

@@ -47,6 +47,11 @@ type Boot struct {
 	// Fire makes the changes requests scheduled (fire_at, at_ms) at their
 	// moments; AddFeature installs it on every route with Prepare.
 	Fire *fire.Scheduler
+	// BoardClock is the boot's monotonic clock (µs since it started, the
+	// clock of GET /time and fire_at); Align is its alignment with the
+	// gateway's clock (PUT /time, extension clip-sync).
+	BoardClock timesync.Clock
+	Align      *timesync.Aligner
 	// Firmware, when set, is the description of the image this boot runs
 	// (fleet mode boots images from its slots inside one process, whose
 	// own description would be wrong); nil means the running executable.
@@ -192,6 +197,8 @@ func newBoot(b *Board, addr net.Addr) (*Boot, error) {
 	boot.AddFeature("events", boot.Hub.Route())
 	boot.AddFeature("", boot.deviceRoutes()...)
 	boot.AddExtension(boardapi.ExtensionTime, boardClock.Route())
+	boot.BoardClock, boot.Align = boardClock, timesync.NewAligner(boardClock)
+	boot.AddExtension(boardapi.ExtensionClipSync, boot.Align.Route())
 	boot.AddFeature("", openapi.Route(boot.HTTP, func() string { return boot.App().Version }))
 	stop := boot.Hub.Every(events.KindSystem, events.SystemPeriod, func() (any, bool) { return boot.System(), true })
 	boot.OnClose(stop)
@@ -348,7 +355,7 @@ type Info struct {
 	// Extensions are the holofleet extensions this board serves
 	// (boardapi.Extension*), kept out of features so that it holds only
 	// the specification's values.
-	Extensions []string `json:"extensions" doc:"holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target), ota-delta (PUT /ota/image takes a delta image with base)"`
+	Extensions []string `json:"extensions" doc:"holofleet extensions of the board API this board serves: fire (fire_at and at_ms), time (GET /time), link-i2c (the host link as an I2C target), ota-delta (PUT /ota/image takes a delta image with base), clip-sync (PUT /time aligns the board's clock with the gateway's; clips play on it)"`
 	Auth       bool     `json:"auth"`
 	Via        string   `json:"via"`
 	STA        Station  `json:"sta"`

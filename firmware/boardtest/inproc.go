@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/i2creg"
 	"github.com/holofleet/holofleet/firmware/assemble"
 	"github.com/holofleet/holofleet/firmware/board"
 	"github.com/holofleet/holofleet/firmware/link"
+	"github.com/holofleet/holofleet/firmware/screen"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -40,6 +42,9 @@ type InProcOptions struct {
 	// NoI2CTarget, when set, makes a board that can never be an I2C
 	// target, as on the Linux HAL (see assemble.Options).
 	NoI2CTarget string
+	// Clock is the board's clock (nil: the real one); clock.Skewed makes
+	// a board whose crystal is off.
+	Clock clock.Clock
 }
 
 // InProc is a board running in the test's own process.
@@ -118,7 +123,7 @@ func StartInProcess(t testing.TB, o InProcOptions) *InProc {
 	ready := make(chan struct{})
 	b, err := board.Open(board.Config{DataDir: o.Dir,
 		Features: assemble.Features(assemble.Options{Port: port, I2C: o.I2C, Extra: o.Extra, NoI2CTarget: o.NoI2CTarget}),
-		Hardware: o.Hardware, OnReady: func(net.Addr) { close(ready) }})
+		Hardware: o.Hardware, Clock: o.Clock, OnReady: func(net.Addr) { close(ready) }})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
@@ -149,6 +154,31 @@ func StartInProcess(t testing.TB, o InProcOptions) *InProc {
 	}
 	t.Cleanup(p.stop)
 	return p
+}
+
+// ClipTimeline returns where the clip the board's screen plays is on its
+// timeline (screen.Controller.ClipTimeline); ok is false when none plays.
+func (p *InProc) ClipTimeline() (screen.Timeline, bool) {
+	boot := p.Board.Current()
+	if boot == nil {
+		return screen.Timeline{}, false
+	}
+	c := assemble.ScreenOf(boot)
+	if c == nil {
+		return screen.Timeline{}, false
+	}
+	return c.ClipTimeline()
+}
+
+// Aligned reports whether a gateway has told the board how its clock
+// lines up with the gateway's in this boot (PUT /time, clip-sync).
+func (p *InProc) Aligned() bool {
+	boot := p.Board.Current()
+	if boot == nil || boot.Align == nil {
+		return false
+	}
+	_, ok := boot.Align.Epoch()
+	return ok
 }
 
 // Pipe returns two connected byte streams: TCP on loopback, so a write

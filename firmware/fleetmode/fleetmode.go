@@ -79,6 +79,11 @@ type Options struct {
 	// HTTPHost is the address the boards listen on (default 127.0.0.1).
 	HTTPHost string
 	Clock    clock.Clock
+	// ClockPPM, when set, gives board i a simulated crystal that many
+	// parts per million fast (negative: slow) against Clock
+	// (clock.Skewed), as holo-board's --clock-ppm: boards drift apart as
+	// real ones do.
+	ClockPPM func(i int) float64
 	Log      *slog.Logger
 	// Parallel is how many boards start at once (default 8).
 	Parallel int
@@ -287,7 +292,11 @@ func (f *Fleet) start(sb *simBoard) error {
 	}
 	ready := make(chan struct{})
 	extra, pull := f.otaFeature(sb)
-	b, err := board.Open(board.Config{DataDir: sb.info.Dir, Clock: f.o.Clock,
+	clk := f.o.Clock
+	if f.o.ClockPPM != nil {
+		clk = clock.Skewed(clk, f.o.ClockPPM(sb.info.Index))
+	}
+	b, err := board.Open(board.Config{DataDir: sb.info.Dir, Clock: clk,
 		Log:      f.o.Log.With("board", sb.info.Index+1),
 		Features: assemble.Features(assemble.Options{Port: port, Extra: extra, VolumeSize: f.o.VolumeSize}),
 		OnReady:  func(net.Addr) { close(ready) }})

@@ -32,14 +32,25 @@
 // # Timing
 //
 // Each clip has its own goroutine, owned by the Controller (Close stops it
-// and waits). It decodes a frame ahead, waits on the injected clock until
-// the frame is due, and draws it. Frame 0 is due when it has been decoded
-// (the clip's start); frame i is due at the start plus the delays of the
-// frames before it (1/fps for a MOV, the file's delays for a GIF), across
-// loops. A frame that reaches the panel more than LateSlack after its due
-// time counts as late; late frames are still drawn, never skipped, and the
-// schedule does not slip, so a player that falls behind catches up by
-// drawing at once.
+// and waits). Which frame is on the panel follows the clip's position on
+// its timeline, never a count of frames drawn: position 0 is the clip's
+// start (the moment a timed request names, else when the board took the
+// request), frame i of play k is due at k plays plus the delays of the
+// frames before i (1/fps for a MOV, the file's delays for a GIF). The
+// player decodes the frame due next, waits on the injected clock until it
+// is due and draws it. A frame that reaches the panel more than LateSlack
+// after its due time counts as late; a player that falls behind draws the
+// frame due when it comes to it and drops the ones in between, so it
+// never drifts from its timeline.
+//
+// When the board is aligned with the gateway's clock (Options.Aligned,
+// PUT /time, extension clip-sync) a clip started then follows the aligned
+// clock: each new alignment moves its timeline by the drift since the last
+// one, and the panel drops a frame (clock put on) or holds one (put back)
+// when that crosses a frame's edge. Boards that started one clip together
+// so stay within a frame of each other for as long as it loops. The
+// state's clip object reports frame (numbered from the start across
+// plays), dropped, held, synced and start_us.
 //
 // # Events
 //

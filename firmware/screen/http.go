@@ -48,7 +48,9 @@ func (c *Controller) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/screen/show", Link: true,
 			Summary: "Show a clip or image (path, with loop or loops), a colour, or the calibration crosshair: exactly one",
 			Request: boardapi.ShowRequest{}, Response: State{},
-			Errors:  []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrIsADirectory, api.ErrNotADirectory, api.ErrNotFound, api.ErrNotPlayable},
+			Errors: []*api.Error{api.ErrBadRequest, api.ErrBadPath, api.ErrIsADirectory, api.ErrNotADirectory, api.ErrNotFound, api.ErrNotPlayable},
+			Query: []api.Param{{Name: boardapi.QueryClipStart, Type: "integer",
+				Description: "extension clip-sync: the clip's start on the board's aligned clock (the gateway's time, Unix µs), at most 60 s ahead and 10 s behind it; ignored while the board is not aligned"}},
 			Prepare: c.prepareShow, Handler: api.Prepared(c.prepareShow)},
 	}
 }
@@ -60,7 +62,13 @@ func (c *Controller) prepareOff(*http.Request) (api.Change, error) {
 
 // prepareShow reads a POST /screen/show body and prepares it (its file
 // opened and checked); the change presents it.
+//
+// A clip's timeline starts at the moment the request names (fire_at,
+// at_ms) or, without one, when the board took the request: opening and
+// checking the file takes its time, which must not set boards that took
+// one group frame together apart.
 func (c *Controller) prepareShow(r *http.Request) (api.Change, error) {
+	taken := c.clk.Now()
 	var req boardapi.ShowRequest
 	if err := api.Decode(r, &req, false); err != nil {
 		return api.Change{}, err
@@ -68,6 +76,17 @@ func (c *Controller) prepareShow(r *http.Request) (api.Change, error) {
 	p, err := c.Prepare(req, false)
 	if err != nil {
 		return api.Change{}, err
+	}
+	p.StartAt(taken)
+	if c.start != nil {
+		at, ok, err := c.start(r)
+		if err != nil {
+			p.Discard()
+			return api.Change{}, err
+		}
+		if ok {
+			p.StartAt(at)
+		}
 	}
 	return api.Change{
 		Apply: func() (int, any, error) {

@@ -2,6 +2,7 @@ package screen
 
 import (
 	"image"
+	"sort"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
@@ -12,17 +13,29 @@ import (
 // fallbackDelay stands in for a frame delay a file gives as 0.
 const fallbackDelay = time.Second / 30
 
+// holdSlack is how much later than a frame's due time the aligned clock
+// may put it before the wait counts as a hold: it covers the µs rounding
+// of the aligned clock.
+const holdSlack = 100 * time.Microsecond
+
 // player plays one clip. Its fields other than stop are guarded by the
-// Controller's mutex.
+// Controller's mutex, except the timeline (anchor, startUS, synced, cum),
+// which is set before the player's goroutine starts or by it alone.
 type player struct {
-	id       uint64
-	path     string
-	clip     media.Clip
-	plays    int
-	stop     chan struct{}
-	stopped  bool
-	timer    clock.Timer
-	start    time.Time // when frame 0 was first drawn
+	id      uint64
+	path    string
+	clip    media.Clip
+	plays   int
+	stop    chan struct{}
+	stopped bool
+	timer   clock.Timer
+	start   time.Time // when the first frame was drawn
+	// The timeline: position 0 is anchor on the board's clock, or, when
+	// synced, startUS on the aligned clock (the gateway's time, Unix µs).
+	anchor   time.Time
+	startUS  int64
+	synced   bool
+	cum      []time.Duration // cum[i]: frame i's due time in one play; cum[frames]: a play
 	counters Clip
 	finished bool // every play done
 }
@@ -45,12 +58,22 @@ func (p *player) stoppedNow() bool {
 	}
 }
 
-// startLocked starts playing clip as content next and emits clip_started.
-func (c *Controller) startLocked(clip media.Clip, next content) {
+// startLocked starts playing clip as content next, its timeline anchored
+// at at (zero: now), and emits clip_started.
+func (c *Controller) startLocked(clip media.Clip, next content, at time.Time) {
 	p := &player{id: next.id, path: next.path, clip: clip, plays: next.plays, stop: make(chan struct{})}
 	p.timer = c.clk.NewTimer(time.Hour)
 	p.timer.Stop()
 	p.counters = Clip{Width: clip.Width(), Height: clip.Height(), Frames: clip.Frames(), Plays: next.plays, FPS: clip.FPS()}
+	frames := clip.Frames()
+	p.cum = make([]time.Duration, frames+1)
+	for i := range frames {
+		p.cum[i+1] = p.cum[i] + delay(clip, i)
+	}
+	if at.IsZero() {
+		at = c.clk.Now() // started now: frame 0 is due now
+	}
+	c.anchor(p, at)
 	c.player = p
 	c.emitLocked(events.KindClipStarted, ClipStarted{Path: next.path, Loop: next.plays == 0, Plays: next.plays,
 		Frames: clip.Frames(), FPS: clip.FPS()})
@@ -58,21 +81,71 @@ func (c *Controller) startLocked(clip media.Clip, next content) {
 	go c.play(p)
 }
 
-// play is the player's goroutine: decode a frame ahead, wait until it is
-// due, draw it; at the end of the last play, tell the watcher and end.
+// anchor sets p's timeline to start at at on the board's clock, and on
+// the aligned clock when the board is aligned now.
+func (c *Controller) anchor(p *player, at time.Time) {
+	p.anchor = at
+	if c.align != nil {
+		p.startUS, p.synced = c.align.AlignedAt(at)
+	}
+	p.counters.Synced = p.synced
+	if p.synced {
+		s := p.startUS
+		p.counters.StartUS = &s
+	}
+}
+
+// pos is the clip's position at now on its timeline: the aligned clock's
+// time since the start when synced (a new alignment moves it), else the
+// board clock's.
+func (c *Controller) pos(p *player, now time.Time) time.Duration {
+	if p.synced {
+		if us, ok := c.align.AlignedAt(now); ok {
+			return time.Duration(us-p.startUS) * time.Microsecond
+		}
+	}
+	return now.Sub(p.anchor)
+}
+
+// frameAt is the frame number (counted from the start, across plays) due
+// at position d; before the start it is frame 0.
+func (p *player) frameAt(d time.Duration) int {
+	frames := len(p.cum) - 1
+	if d <= 0 {
+		return 0
+	}
+	play := p.cum[frames]
+	pass := int(d / play)
+	within := d - time.Duration(pass)*play
+	i := sort.Search(frames, func(i int) bool { return p.cum[i+1] > within })
+	return pass*frames + i
+}
+
+// dueAt is the position at which frame number n is due.
+func (p *player) dueAt(n int) time.Duration {
+	frames := len(p.cum) - 1
+	return time.Duration(n/frames)*p.cum[frames] + p.cum[n%frames]
+}
+
+// play is the player's goroutine. Which frame is on the panel is derived
+// from the clip's position on its timeline, never from counting frames:
+// it decodes the frame due next (or, when it fell behind, the one due
+// now, dropping those in between), waits until its position comes, and
+// draws it; a timeline put back by a new alignment holds the frame on the
+// panel until it is due again. At the end of the last play it tells the
+// watcher and ends.
 func (c *Controller) play(p *player) {
 	defer c.wg.Done()
 	defer p.clip.Close()
 	img := canvas()
 	defer p.timer.Stop()
-	// wait arms the timer under the lock, so a halted player never has
+	// sleep arms the timer under the lock, so a halted player never has
 	// one armed.
-	wait := func(until time.Time) bool {
+	sleep := func(d time.Duration) bool {
 		c.mu.Lock()
-		d := until.Sub(c.clk.Now())
-		if p.stopped || d <= 0 {
+		if p.stopped {
 			c.mu.Unlock()
-			return !p.stoppedNow()
+			return false
 		}
 		p.timer.Reset(d)
 		c.mu.Unlock()
@@ -83,39 +156,68 @@ func (c *Controller) play(p *player) {
 			return true
 		}
 	}
+	// until waits until position due; held reports that the timeline was
+	// put back while it waited, slept that it waited at all.
+	until := func(due time.Duration) (ok, held, slept bool) {
+		for ; ; slept = true {
+			d := due - c.pos(p, c.clk.Now())
+			if d <= 0 {
+				return !p.stoppedNow(), held, slept
+			}
+			if slept && d > holdSlack {
+				held = true
+			}
+			if !sleep(d) {
+				return false, held, slept
+			}
+		}
+	}
 	frames := p.clip.Frames()
-	var due time.Time
-	i, pass := 0, 0
+	end := -1 // the frame number past the last play
+	if p.plays > 0 {
+		end = p.plays * frames
+	}
+	next := 0
 	for {
-		fr, err := p.clip.Frame(i)
+		target := max(next, p.frameAt(c.pos(p, c.clk.Now())))
+		if end >= 0 && target >= end {
+			// The last frame stays for its delay; then the clip is done.
+			if ok, _, _ := until(p.dueAt(end)); !ok {
+				return
+			}
+			c.finish(p, c.shownFrame(p)%frames)
+			return
+		}
+		fr, err := p.clip.Frame(target % frames)
 		if err != nil {
 			c.failed(p, err)
 			return
 		}
 		drawCentred(img, fr)
-		if due.IsZero() {
-			due = c.clk.Now()
-		}
-		if !wait(due) || !c.draw(p, img, due, i == 0 && pass > 0) {
+		due := p.dueAt(target)
+		ok, held, slept := until(due)
+		if !ok {
 			return
 		}
-		due = due.Add(delay(p.clip, i))
-		i++
-		if i < frames {
+		pos := c.pos(p, c.clk.Now())
+		if slept && p.frameAt(pos) > target {
+			// Woken past a later frame's time (the aligned clock was put
+			// on, or the wake came late): that frame instead. A decoder
+			// slower than the clip never sleeps, so this never chases.
 			continue
 		}
-		i = 0
-		pass++
-		if p.plays == 0 || pass < p.plays {
-			continue
-		}
-		// The last frame stays for its delay; then the clip is done.
-		if !wait(due) {
+		if !c.draw(p, img, target, target-next, held, pos-due) {
 			return
 		}
-		c.finish(p, frames-1)
-		return
+		next = target + 1
 	}
+}
+
+// shownFrame is the frame number on the panel.
+func (c *Controller) shownFrame(p *player) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return p.counters.Frame
 }
 
 func delay(cl media.Clip, i int) time.Duration {
@@ -125,8 +227,11 @@ func delay(cl media.Clip, i int) time.Duration {
 	return fallbackDelay
 }
 
-// draw puts a decoded frame on the panel if p still plays, counting it.
-func (c *Controller) draw(p *player, img *image.RGBA, due time.Time, newPass bool) bool {
+// draw puts frame number n, decoded in img, on the panel if p still plays,
+// counting it: dropped frames were skipped before it, held tells that it
+// waited longer than its due time, late how long after its due time it
+// is drawn.
+func (c *Controller) draw(p *player, img *image.RGBA, n, dropped int, held bool, late time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.player != p {
@@ -135,15 +240,17 @@ func (c *Controller) draw(p *player, img *image.RGBA, due time.Time, newPass boo
 	if err := c.disp.Show(img); err != nil {
 		c.log.Warn("screen: drawing a frame failed", "path", p.path, "err", err)
 	}
-	now := c.clk.Now()
 	if p.start.IsZero() {
-		p.start = now
+		p.start = c.clk.Now()
 	}
 	p.counters.Shown++
-	if newPass {
-		p.counters.Loops++
+	p.counters.Frame = n
+	p.counters.Loops = n / len(p.cum[1:])
+	p.counters.Dropped += dropped
+	if held {
+		p.counters.Held++
 	}
-	if now.Sub(due) > LateSlack {
+	if late > LateSlack {
 		p.counters.Late++
 	}
 	return true
@@ -159,7 +266,7 @@ func (c *Controller) finish(p *player, last int) {
 		return
 	}
 	p.finished = true
-	p.counters.Loops++
+	p.counters.Loops = p.plays
 	w := c.watcher
 	c.mu.Unlock()
 	if w != nil {
@@ -187,4 +294,37 @@ func (c *Controller) failed(p *player, err error) {
 	}
 	c.log.Warn("screen: clip stopped: a frame did not decode", "path", p.path, "err", err)
 	c.clearLocked()
+}
+
+// Timeline is where the clip playing is on its timeline, for diagnostics
+// and tests (the same figures as the state's clip-sync fields, with the
+// board clock's view beside the aligned one).
+type Timeline struct {
+	// Anchor is the clip's start on the Controller's clock.
+	Anchor time.Time
+	// Synced and StartUS: the clip follows the aligned clock and started
+	// at StartUS on it (Unix µs).
+	Synced  bool
+	StartUS int64
+	// Position is the clip's position now on the clock it follows;
+	// OwnPosition the same on the board's own clock alone (what a player
+	// without alignment would show).
+	Position, OwnPosition time.Duration
+	// Frame is the frame number on the panel, FrameDue the one due now.
+	Frame, FrameDue int
+}
+
+// ClipTimeline returns the timeline of the clip playing; ok is false when
+// none plays.
+func (c *Controller) ClipTimeline() (tl Timeline, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.player
+	if p == nil {
+		return Timeline{}, false
+	}
+	now := c.clk.Now()
+	pos := c.pos(p, now)
+	return Timeline{Anchor: p.anchor, Synced: p.synced, StartUS: p.startUS, Position: pos,
+		OwnPosition: now.Sub(p.anchor), Frame: p.counters.Frame, FrameDue: p.frameAt(pos)}, true
 }

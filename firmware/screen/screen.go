@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -67,6 +68,24 @@ type Clip struct {
 	Late      int     `json:"late" doc:"frames drawn more than 5 ms after their due time"`
 	ElapsedMS int64   `json:"elapsed_ms" doc:"since the first frame was drawn"`
 	FPS       float64 `json:"fps"`
+
+	// Extension clip-sync (docs/spec-decisions.md, "Clips that stay
+	// together"): where the clip is on its timeline.
+
+	// Frame is the number of the frame on the panel, counted from the
+	// clip's start across plays (frame i of play k is k*frames+i): boards
+	// playing the same clip from the same moment show the same number.
+	Frame int `json:"frame" doc:"extension clip-sync: the frame on the panel, numbered from the clip's start across plays (play k, frame i: k*frames+i)"`
+	// Dropped counts frames skipped because they were due before the
+	// player could draw them (it fell behind, or the aligned clock moved
+	// on); Held counts frames kept longer than their time because the
+	// aligned clock was put back.
+	Dropped int `json:"dropped" doc:"extension clip-sync: frames skipped because they were already past when the player came to them"`
+	Held    int `json:"held" doc:"extension clip-sync: frames kept on the panel past their time because a new alignment put the clock back"`
+	// Synced tells that the clip plays on the clock aligned with the
+	// gateway's (PUT /time); StartUS is then its start on that clock.
+	Synced  bool   `json:"synced" doc:"extension clip-sync: the clip plays on the clock aligned with the gateway's (PUT /time)"`
+	StartUS *int64 `json:"start_us,omitempty" doc:"extension clip-sync: when synced, the clip's start on the aligned clock (the gateway's time, Unix µs)"`
 }
 
 // ClipStarted is the clip_started happening.
@@ -104,6 +123,13 @@ type Watcher interface {
 	Finished(id uint64)
 }
 
+// Aligned is the board's clock as aligned with the gateway's (package
+// timesync's Aligner): AlignedAt gives a moment of the Controller's clock
+// on the aligned clock, Unix µs, ok false while the board is not aligned.
+type Aligned interface {
+	AlignedAt(t time.Time) (us int64, ok bool)
+}
+
 // Opener opens a volume path for playing; errors are API errors
 // (bad_path, not_found, is_a_directory, not_playable).
 type Opener func(path string) (media.Clip, error)
@@ -118,15 +144,26 @@ type Options struct {
 	Logger    *slog.Logger
 	// Backlight is the saved backlight applied at start, 0-100.
 	Backlight int
+	// Aligned, when set, is the board's alignment with the gateway's
+	// clock: a clip started while the board is aligned plays on it.
+	Aligned Aligned
+	// Start, when set, reads the moment a POST /screen/show request names
+	// for its clip's start on Clock (clip_start on the aligned clock, or
+	// the change's own fire_at, at_ms); ok is false when it names none,
+	// an error refuses the request. A clip so started starts at that
+	// moment on its timeline, however late the change is made.
+	Start func(r *http.Request) (at time.Time, ok bool, err error)
 }
 
 // Controller owns the panel. Its methods are safe for concurrent use.
 type Controller struct {
-	clk  clock.Clock
-	disp hal.Display
-	open Opener
-	pub  Publisher
-	log  *slog.Logger
+	clk   clock.Clock
+	disp  hal.Display
+	open  Opener
+	pub   Publisher
+	log   *slog.Logger
+	align Aligned
+	start func(r *http.Request) (time.Time, bool, error)
 
 	wg sync.WaitGroup
 
@@ -170,7 +207,8 @@ func New(o Options) (*Controller, error) {
 			return nil, api.Errorf(api.ErrNotFound, "%s: the board has no storage volume", p)
 		}
 	}
-	c := &Controller{clk: o.Clock, disp: o.Display, open: open, pub: o.Publisher, log: log, level: lvl}
+	c := &Controller{clk: o.Clock, disp: o.Display, open: open, pub: o.Publisher, log: log, level: lvl,
+		align: o.Aligned, start: o.Start}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.wakeLocked(); err != nil {
@@ -269,7 +307,13 @@ type Prepared struct {
 	clip  media.Clip
 	plays int
 	frame int
+	at    time.Time // a clip's start on its timeline; zero: when presented
 }
+
+// StartAt anchors a clip's timeline at the moment at of the Controller's
+// clock (the moment a timed request named): frame 0 is due then, and a
+// clip presented after it starts at the frame due when it is presented.
+func (p *Prepared) StartAt(at time.Time) { p.at = at }
 
 // Kind is what the panel will show: colour, calibration, image or clip
 // (an animated GIF is a clip).
@@ -367,7 +411,7 @@ func (c *Controller) Present(p *Prepared) (State, uint64, error) {
 		err = c.disp.Show(still)
 	case ShowingClip:
 		next.path, next.plays = *p.req.Path, p.plays
-		c.startLocked(p.clip, next)
+		c.startLocked(p.clip, next, p.at)
 		p.clip = nil
 	}
 	if err != nil {

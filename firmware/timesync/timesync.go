@@ -66,3 +66,6 @@ func (c Clock) Route() api.Route {
 		}),
 	}
 }
+
+// MicrosAt is the moment t of the underlying clock in µs since origin.
+func (c Clock) MicrosAt(t time.Time) int64 { return t.Sub(c.origin).Microseconds() }

@@ -1,10 +1,9 @@
 package api
 
-// The cue lists' REST routes (gateway/cue), served beside grpc-gateway
-// through Config.Extra by CueHandler:
+// The cue lists (gateway/cue) as holo.fleet.v1.CueService, served over
+// gRPC and, through grpc-gateway, as REST (fleet_gateway.yaml):
 //
 //	GET    /v1/cuelists                          the lists (viewer)
-//	GET    /v1/cuelists/events                   their events, Server-Sent Events (viewer)
 //	GET    /v1/cuelists/{name}                   a list and its state (viewer)
 //	PUT    /v1/cuelists/{name}                   save a list (admin; audited)
 //	DELETE /v1/cuelists/{name}                   delete it (admin; audited)
@@ -14,29 +13,32 @@ package api
 //	POST   /v1/cuelists/{name}/back              standby one cue back (operator)
 //	POST   /v1/cuelists/{name}/standby           {"cue": "2"}: set the standby (operator)
 //	POST   /v1/cuelists/{name}/cues/{n}/start    jump: fire cue n (operator)
+//	GET    /v1/cuelists/events                   every list's events, Server-Sent Events (viewer)
 //
-// The name "-" is the current list (the one last run). Every request
-// meets the server's front first (credentials, cross-site checks, body
-// limits), then the Guard: identity, auth.Authorize with resource
-// auth.ResCues, a rate limit of changing requests per caller (the API's
-// defaults, counted apart), and an audit record of every change and
-// refusal. They are not gRPC methods yet (docs/show.md, "Left to do").
+// The name "-" is the current list (the one last run). Every call passes
+// the gate of every FleetService call (guard.go): identity,
+// auth.Authorize with resource auth.ResCues, the rate limit of changing
+// calls, and an audit record of every change and refusal. The events are
+// gRPC's WatchCues; REST has them as Server-Sent Events (serveCueEvents,
+// beside grpc-gateway), each event's data the JSON of cue.Event.
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
+	"time"
 
-	"github.com/holofleet/holofleet/gateway/auth"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/holofleet/holofleet/gateway/cue"
-	"github.com/holofleet/holofleet/gateway/fault"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
-// Cues is what the cue routes need of the engine (*cue.Engine).
+// Cues is what the cue service needs of the engine (*cue.Engine).
 type Cues interface {
 	Lists() []cue.List
 	Get(name string) (cue.List, error)
@@ -51,245 +53,224 @@ type Cues interface {
 	Watch(ctx context.Context) <-chan cue.Event
 }
 
-// CueRoutes are the Config.Extra patterns CueHandler serves.
-var CueRoutes = []string{"/v1/cuelists", "/v1/cuelists/"}
-
-// CueHandler serves the cue lists' routes with guard's decisions; each
-// caller may make DefaultRate changing requests a second (DefaultBurst at
-// once), as on the rest of the API.
-func CueHandler(cues Cues, guard *auth.Guard) http.Handler {
-	return CueHandlerLimited(cues, guard, auth.NewRateLimiter(DefaultRate, DefaultBurst, nil))
+// cueService implements fleetv1.CueServiceServer over Cues. Errors are
+// the engine's sentinels; the gate turns them into statuses (Err).
+type cueService struct {
+	fleetv1.UnimplementedCueServiceServer
+	cues Cues
 }
 
-// CueHandlerLimited is CueHandler with its own rate limiter of changing
-// requests (by identity and source; nil: none). A request beyond is 429
-// resource_exhausted and recorded.
-func CueHandlerLimited(cues Cues, guard *auth.Guard, rate *auth.RateLimiter) http.Handler {
-	h := &cueHandler{cues: cues, guard: guard, rate: rate}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/cuelists", h.serve(auth.VerbRead, h.list))
-	mux.HandleFunc("GET /v1/cuelists/events", h.serveEvents)
-	mux.HandleFunc("GET /v1/cuelists/{name}", h.serve(auth.VerbRead, h.get))
-	mux.HandleFunc("PUT /v1/cuelists/{name}", h.serve(auth.VerbUpdate, h.put))
-	mux.HandleFunc("DELETE /v1/cuelists/{name}", h.serve(auth.VerbDelete, h.del))
-	mux.HandleFunc("GET /v1/cuelists/{name}/state", h.serve(auth.VerbRead, h.state))
-	mux.HandleFunc("POST /v1/cuelists/{name}/go", h.serve(auth.VerbAct, h.goCue))
-	mux.HandleFunc("POST /v1/cuelists/{name}/stop", h.serve(auth.VerbAct, h.stop))
-	mux.HandleFunc("POST /v1/cuelists/{name}/back", h.serve(auth.VerbAct, h.back))
-	mux.HandleFunc("POST /v1/cuelists/{name}/standby", h.serve(auth.VerbAct, h.standby))
-	mux.HandleFunc("POST /v1/cuelists/{name}/cues/{number}/start", h.serve(auth.VerbAct, h.start))
-	return mux
-}
-
-type cueHandler struct {
-	cues  Cues
-	guard *auth.Guard
-	rate  *auth.RateLimiter
-}
-
-// listName is the path's list name; "-" is the current list ("").
-func listName(r *http.Request) string {
-	if n := r.PathValue("name"); n != "-" {
-		return n
+// listName is a request's list name; "-" is the current list ("").
+func listName(name string) string {
+	if name == "-" {
+		return ""
 	}
-	return ""
+	return name
 }
 
-// attrs describes r for the Guard.
-func (h *cueHandler) attrs(r *http.Request, verb auth.Verb) auth.Attributes {
-	c := auth.CallerOfHTTP(r)
-	return auth.Attributes{Surface: auth.SurfaceREST, Verb: verb, Resource: auth.ResCues, Name: r.PathValue("name"),
-		Operation: r.Method + " " + r.URL.Path, Client: c.Addr, Agent: c.Agent, RequestID: r.Header.Get(RequestIDHeader)}
-}
-
-// admit identifies and authorises r; false means it answered.
-func (h *cueHandler) admit(w http.ResponseWriter, r *http.Request, a *auth.Attributes) (*auth.Pending, bool) {
-	who, err := h.guard.Identify(auth.CallerOfHTTP(r))
-	if err != nil {
-		h.guard.Refuse(*a, err)
-		writeFault(w, err)
-		return nil, false
-	}
-	a.Who = who
-	p, err := h.guard.Check(*a)
-	if err != nil {
-		writeFault(w, err)
-		return nil, false
-	}
-	if a.Changing() {
-		if err := h.rate.Allow(auth.Key(who, auth.CallerOfHTTP(r))); err != nil {
-			h.guard.Refuse(*a, err)
-			writeFault(w, err)
-			return nil, false
-		}
-	}
-	return p, true
-}
-
-// serve wraps an operation: the Guard's decision, the answer, the audit
-// record of a change.
-func (h *cueHandler) serve(verb auth.Verb, op func(r *http.Request, a *auth.Attributes) (int, any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		a := h.attrs(r, verb)
-		if verb == auth.VerbUpdate {
-			if _, err := h.cues.Get(r.PathValue("name")); errors.Is(err, cue.ErrNoList) {
-				a.Verb = auth.VerbCreate
-			}
-		}
-		p, ok := h.admit(w, r, &a)
-		if !ok {
-			return
-		}
-		code, v, err := op(r, &a)
-		p.Done(auth.CodeOf(err))
+func (s *cueService) ListCueLists(context.Context, *fleetv1.ListCueListsRequest) (*fleetv1.ListCueListsResponse, error) {
+	out := &fleetv1.ListCueListsResponse{Lists: []*fleetv1.CueList{}}
+	for _, l := range s.cues.Lists() {
+		pl, err := cueListPB(l)
 		if err != nil {
-			writeFault(w, err)
-			return
+			return nil, Err(err)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		b, _ := json.Marshal(v)
-		_, _ = w.Write(append(b, '\n'))
+		out.Lists = append(out.Lists, pl)
 	}
+	return out, nil
 }
 
-// writeFault answers err by its class (package fault's table).
-func writeFault(w http.ResponseWriter, err error) {
-	c := fault.Of(err)
-	writeErrorBody(w, c.HTTP(), ErrorBody{Error: codeName(c.GRPC()), Message: err.Error()})
-}
-
-// ListWithState is GET /v1/cuelists/{name}'s answer.
-type ListWithState struct {
-	cue.List
-	State cue.State `json:"state"`
-}
-
-func (h *cueHandler) list(*http.Request, *auth.Attributes) (int, any, error) {
-	return http.StatusOK, map[string]any{"lists": h.cues.Lists()}, nil
-}
-
-func (h *cueHandler) get(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	l, err := h.cues.Get(listName(r))
+func (s *cueService) GetCueList(_ context.Context, r *fleetv1.CueListRequest) (*fleetv1.CueListWithState, error) {
+	l, err := s.cues.Get(listName(r.GetName()))
 	if err != nil {
-		return 0, nil, err
+		return nil, Err(err)
 	}
-	st, err := h.cues.State(l.Name)
-	return http.StatusOK, ListWithState{List: l, State: st}, err
+	st, err := s.cues.State(l.Name)
+	if err != nil {
+		return nil, Err(err)
+	}
+	pl, err := cueListPB(l)
+	if err != nil {
+		return nil, Err(err)
+	}
+	return &fleetv1.CueListWithState{Name: pl.Name, Cues: pl.Cues, State: cueStatePB(st)}, nil
 }
 
-// maxListBody bounds a saved list (1000 cues of a few actions).
-const maxListBody = 4 << 20
-
-func (h *cueHandler) put(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	var l cue.List
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxListBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return 0, nil, fmt.Errorf("%w: the body is not a cue list: %v", cue.ErrBadList, err)
+func (s *cueService) PutCueList(_ context.Context, r *fleetv1.PutCueListRequest) (*fleetv1.CueList, error) {
+	l, err := cueListOf(r.GetList())
+	if err != nil {
+		return nil, Err(err)
 	}
-	name := r.PathValue("name")
 	if l.Name == "" {
-		l.Name = name
+		l.Name = r.GetName()
 	}
-	if l.Name != name {
-		return 0, nil, fmt.Errorf("%w: the body names %q, the path %q", cue.ErrBadList, l.Name, name)
+	if l.Name != r.GetName() {
+		return nil, Err(fmt.Errorf("%w: the body names %q, the path %q", cue.ErrBadList, l.Name, r.GetName()))
 	}
-	saved, err := h.cues.Put(l)
-	return http.StatusOK, saved, err
-}
-
-func (h *cueHandler) del(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	return http.StatusOK, map[string]string{"deleted": r.PathValue("name")}, h.cues.Delete(r.PathValue("name"))
-}
-
-func (h *cueHandler) state(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	st, err := h.cues.State(listName(r))
-	return http.StatusOK, st, err
-}
-
-func (h *cueHandler) goCue(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	asap, err := asapParam(r)
+	saved, err := s.cues.Put(l)
 	if err != nil {
-		return 0, nil, err
+		return nil, Err(err)
 	}
-	st, err := h.cues.Go(listName(r), asap)
-	return http.StatusOK, st, err
+	pl, err := cueListPB(saved)
+	return pl, Err(err)
 }
 
-func asapParam(r *http.Request) (bool, error) {
-	v := r.URL.Query().Get("asap")
-	if v == "" {
-		return false, nil
+func (s *cueService) DeleteCueList(_ context.Context, r *fleetv1.CueListRequest) (*fleetv1.DeleteCueListResponse, error) {
+	if err := s.cues.Delete(r.GetName()); err != nil {
+		return nil, Err(err)
 	}
-	b, err := strconv.ParseBool(v)
+	return &fleetv1.DeleteCueListResponse{Deleted: r.GetName()}, nil
+}
+
+// stateReply answers an operation with the list's state after it.
+func stateReply(st cue.State, err error) (*fleetv1.CueState, error) {
 	if err != nil {
-		return false, fmt.Errorf("%w: asap=%q (true or false)", cue.ErrBadRequest, v)
+		return nil, Err(err)
 	}
-	return b, nil
+	return cueStatePB(st), nil
 }
 
-func (h *cueHandler) stop(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	st, err := h.cues.Stop(listName(r))
-	return http.StatusOK, st, err
+func (s *cueService) GetCueState(_ context.Context, r *fleetv1.CueListRequest) (*fleetv1.CueState, error) {
+	return stateReply(s.cues.State(listName(r.GetName())))
 }
 
-func (h *cueHandler) back(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	st, err := h.cues.Back(listName(r))
-	return http.StatusOK, st, err
+func (s *cueService) GoCue(_ context.Context, r *fleetv1.GoCueRequest) (*fleetv1.CueState, error) {
+	return stateReply(s.cues.Go(listName(r.GetName()), r.GetAsap()))
 }
 
-func (h *cueHandler) standby(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	var req struct {
-		Cue cue.Number `json:"cue"`
-	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return 0, nil, fmt.Errorf("%w: want {\"cue\": \"<number>\"}: %v", cue.ErrBadRequest, err)
-	}
-	st, err := h.cues.SetStandby(listName(r), req.Cue)
-	return http.StatusOK, st, err
+func (s *cueService) StopCues(_ context.Context, r *fleetv1.CueListRequest) (*fleetv1.CueState, error) {
+	return stateReply(s.cues.Stop(listName(r.GetName())))
 }
 
-func (h *cueHandler) start(r *http.Request, _ *auth.Attributes) (int, any, error) {
-	asap, err := asapParam(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	st, err := h.cues.Start(listName(r), cue.Number(r.PathValue("number")), asap)
-	return http.StatusOK, st, err
+func (s *cueService) BackCue(_ context.Context, r *fleetv1.CueListRequest) (*fleetv1.CueState, error) {
+	return stateReply(s.cues.Back(listName(r.GetName())))
 }
 
-// serveEvents streams every list's events as Server-Sent Events (event:
-// the type, data: the event's JSON) until the client leaves.
-func (h *cueHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
-	a := h.attrs(r, auth.VerbWatch)
-	if _, ok := h.admit(w, r, &a); !ok {
-		return
-	}
-	liftDeadlines(w, false)
-	ctx, cancel := context.WithCancel(r.Context())
+func (s *cueService) SetCueStandby(_ context.Context, r *fleetv1.SetCueStandbyRequest) (*fleetv1.CueState, error) {
+	return stateReply(s.cues.SetStandby(listName(r.GetName()), cue.Number(r.GetCue())))
+}
+
+func (s *cueService) StartCue(_ context.Context, r *fleetv1.StartCueRequest) (*fleetv1.CueState, error) {
+	return stateReply(s.cues.Start(listName(r.GetName()), cue.Number(r.GetNumber()), r.GetAsap()))
+}
+
+func (s *cueService) WatchCues(_ *fleetv1.WatchCuesRequest, stream fleetv1.CueService_WatchCuesServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	ch := h.cues.Watch(ctx)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
+	ch := s.cues.Watch(ctx)
+	// The header says the watch is on: what happens after it arrives is
+	// streamed (as WatchEvents does).
+	if err := stream.SendHeader(metadata.Pairs(WatchHeader, "1")); err != nil {
+		return err
 	}
 	for ev := range ch {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return
-		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.N, ev.Type, b); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
+		if err := stream.Send(cueEventPB(ev)); err != nil {
+			return err
 		}
 	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return Err(fmt.Errorf("%w: cue events", ErrFellBehind))
+}
+
+// cueListOf reads a list sent over the API; a bad action body is
+// cue.ErrBadList.
+func cueListOf(p *fleetv1.CueList) (cue.List, error) {
+	l := cue.List{Name: p.GetName(), Cues: make([]cue.Cue, 0, len(p.GetCues()))}
+	for _, pc := range p.GetCues() {
+		c := cue.Cue{Number: cue.Number(pc.GetNumber()), Name: pc.GetName(), Notes: pc.GetNotes(),
+			PreWaitMS: int64(pc.GetPreWaitMs()), Follow: cue.Follow(pc.GetFollow()), FollowMS: int64(pc.GetFollowMs()),
+			Timecode: pc.GetTimecode(), Actions: make([]cue.Action, 0, len(pc.GetActions()))}
+		for _, pa := range pc.GetActions() {
+			a := cue.Action{Kind: pa.GetKind(), Selector: selectorOf(pa.GetSelector())}
+			if pa.GetBody() != nil {
+				b, err := protojson.Marshal(pa.GetBody())
+				if err != nil {
+					return cue.List{}, fmt.Errorf("%w: cue %s: %v", cue.ErrBadList, c.Number, err)
+				}
+				a.Body = b
+			}
+			c.Actions = append(c.Actions, a)
+		}
+		l.Cues = append(l.Cues, c)
+	}
+	return l, nil
+}
+
+func selectorOf(p *fleetv1.Selector) fleet.Selector {
+	s := fleet.Selector{Boards: p.GetBoards(), Labels: p.GetLabels(), All: p.GetAll()}
+	for _, g := range p.GetGroups() {
+		s.Groups = append(s.Groups, int(g))
+	}
+	return s
+}
+
+// cueListPB is a saved list as the API gives it.
+func cueListPB(l cue.List) (*fleetv1.CueList, error) {
+	p := &fleetv1.CueList{Name: l.Name, Cues: make([]*fleetv1.Cue, 0, len(l.Cues))}
+	for _, c := range l.Cues {
+		pc := &fleetv1.Cue{Number: string(c.Number), Name: c.Name, Notes: c.Notes, PreWaitMs: int32(c.PreWaitMS),
+			Follow: string(c.Follow), FollowMs: int32(c.FollowMS), Timecode: c.Timecode}
+		for _, a := range c.Actions {
+			pa := &fleetv1.CueAction{Kind: a.Kind, Selector: selectorPB(a.Selector)}
+			if len(a.Body) > 0 {
+				pa.Body = &structpb.Value{}
+				if err := protojson.Unmarshal(a.Body, pa.Body); err != nil {
+					return nil, fmt.Errorf("cue list %q, cue %s: a stored body: %w", l.Name, c.Number, err)
+				}
+			}
+			pc.Actions = append(pc.Actions, pa)
+		}
+		p.Cues = append(p.Cues, pc)
+	}
+	return p, nil
+}
+
+func selectorPB(s fleet.Selector) *fleetv1.Selector {
+	p := &fleetv1.Selector{Boards: s.Boards, Labels: s.Labels, All: s.All}
+	for _, g := range s.Groups {
+		p.Groups = append(p.Groups, int32(g))
+	}
+	return p
+}
+
+func cueStatePB(s cue.State) *fleetv1.CueState {
+	p := &fleetv1.CueState{List: s.List, Standby: string(s.Standby), StandbyName: s.StandbyName,
+		StandbyNotes: s.StandbyNotes, Running: make([]*fleetv1.RunningCue, 0, len(s.Running))}
+	for _, r := range s.Running {
+		p.Running = append(p.Running, &fleetv1.RunningCue{Cue: string(r.Cue), Name: r.Name, Phase: r.Phase,
+			FiresAt: timestamppb.New(r.FiresAt), RemainingMs: int32(min(r.RemainingMS, 1<<31-1))})
+	}
+	if f := s.Last; f != nil {
+		p.Last = &fleetv1.FiredCue{Cue: string(f.Cue), Name: f.Name, Boards: int32(f.Boards), Failed: int32(f.Failed),
+			Errors: f.Errors}
+		if !f.At.IsZero() {
+			p.Last.At = timestamppb.New(f.At)
+		}
+	}
+	if c := s.Timecode; c != nil {
+		p.Timecode = &fleetv1.CueChase{Source: c.Source, Rate: c.Rate, Position: c.Position, Status: c.Status}
+	}
+	return p
+}
+
+func cueEventPB(ev cue.Event) *fleetv1.CueEvent {
+	return &fleetv1.CueEvent{N: ev.N, List: ev.List, Type: ev.Type, Cue: string(ev.Cue), State: cueStatePB(ev.State),
+		Time: timestamppb.New(ev.Time)}
+}
+
+// SSEKeepAlive is how often a quiet cue event stream sends a comment, well
+// inside the console's 60 s silence limit.
+const SSEKeepAlive = 15 * time.Second
+
+// serveCueEvents is GET /v1/cuelists/events: WatchCues over the pipe,
+// so the gate decides it as any watch (identity, role, the stream limits,
+// the end at the token's revocation), answered as Server-Sent Events
+// (pipeSSE) with a comment every SSEKeepAlive while the show is quiet.
+func (s *Server) serveCueEvents(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := restCallContext(r)
+	defer cancel()
+	stream, err := fleetv1.NewCueServiceClient(s.conn).WatchCues(ctx, &fleetv1.WatchCuesRequest{})
+	pipeSSE(w, r, stream, err, SSEKeepAlive)
 }

@@ -41,7 +41,6 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/defaults"
-	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
 // Limits bound what clients may send and hold. Zero fields take the
@@ -121,16 +120,6 @@ func (l Limits) withDefaults() Limits {
 	l.Burst = defaults.Positive(l.Burst, d.Burst)
 	return l
 }
-
-// streamMethods are the gRPC methods that stream (their deadlines are
-// lifted once admitted).
-var streamMethods = func() map[string]bool {
-	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
-	for _, sd := range fleetv1.FleetService_ServiceDesc.Streams {
-		m["/"+fleetv1.FleetService_ServiceDesc.ServiceName+"/"+sd.StreamName] = true
-	}
-	return m
-}()
 
 // ServeHTTP checks every request at the door (front), then routes gRPC to
 // the gRPC server and the rest to the HTTP mux, with a request id
@@ -395,37 +384,34 @@ func grpcRefuse(w http.ResponseWriter, st *status.Status) {
 // any of its body is read (the upload): who is calling and whether they
 // may. A refusal is recorded; an allowed call is recorded by the gate
 // when it is made over the pipe.
-func (s *Server) preflight(r *http.Request, method string) error {
+func (s *Server) preflight(r *http.Request, method string) (auth.Identity, error) {
 	ru := rules[method]
+	return s.admitREST(r, ru.verb, ru.res, method[strings.LastIndex(method, "/")+1:])
+}
+
+// admitREST is the gate of a route served outside grpc-gateway: who is
+// calling (a refusal recorded) and whether they may (auth.Guard.Check
+// records a denial). The error is a status error.
+func (s *Server) admitREST(r *http.Request, verb auth.Verb, res auth.Resource, op string) (auth.Identity, error) {
 	c := auth.CallerOfHTTP(r)
-	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: ru.verb, Resource: ru.res, Client: c.Addr, Agent: c.Agent,
-		Operation: method[strings.LastIndex(method, "/")+1:], RequestID: r.Header.Get(RequestIDHeader)}
+	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: verb, Resource: res, Client: c.Addr, Agent: c.Agent,
+		Operation: op, RequestID: r.Header.Get(RequestIDHeader)}
 	id, err := s.guard.Identify(c)
 	if err != nil {
 		s.guard.Refuse(a, err)
-		return Err(err)
+		return id, Err(err)
 	}
 	a.Who = id
 	if _, err := s.guard.Check(a); err != nil {
-		return Err(err)
+		return id, Err(err)
 	}
-	return nil
+	return id, nil
 }
 
 // metricsAuth serves h to viewers and up only (Config.MetricsAuth).
 func (s *Server) metricsAuth(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := auth.CallerOfHTTP(r)
-		a := auth.Attributes{Surface: auth.SurfaceREST, Verb: auth.VerbRead, Resource: auth.ResMetrics, Client: c.Addr,
-			Agent: c.Agent, Operation: "GET /metrics", RequestID: r.Header.Get(RequestIDHeader)}
-		id, err := s.guard.Identify(c)
-		if err != nil {
-			s.guard.Refuse(a, err)
-			writeError(w, Status(err))
-			return
-		}
-		a.Who = id
-		if _, err := s.guard.Check(a); err != nil {
+		if _, err := s.admitREST(r, auth.VerbRead, auth.ResMetrics, "GET /metrics"); err != nil {
 			writeError(w, Status(err))
 			return
 		}

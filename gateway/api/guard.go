@@ -61,6 +61,18 @@ type rule struct {
 	attrs func(a *auth.Attributes, req any) error
 }
 
+// streamMethods are the gRPC methods that stream (their deadlines are
+// lifted once admitted).
+var streamMethods = func() map[string]bool {
+	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
+	for _, desc := range []grpc.ServiceDesc{fleetv1.FleetService_ServiceDesc, fleetv1.CueService_ServiceDesc} {
+		for _, sd := range desc.Streams {
+			m["/"+desc.ServiceName+"/"+sd.StreamName] = true
+		}
+	}
+	return m
+}()
+
 // rules maps every FleetService method to its verb and resource. The
 // roles they need are auth.Authorize's business, nowhere else.
 var rules = map[string]rule{
@@ -121,6 +133,20 @@ var rules = map[string]rule{
 
 	fleetv1.FleetService_GetCluster_FullMethodName:    {verb: auth.VerbRead, res: auth.ResCluster},
 	fleetv1.FleetService_RemoveGateway_FullMethodName: {verb: auth.VerbDelete, res: auth.ResCluster, attrs: named((*fleetv1.RemoveGatewayRequest).GetName)},
+
+	// The cue lists (gateway/cue): viewers read and watch, operators run
+	// them, admins save and delete them.
+	fleetv1.CueService_ListCueLists_FullMethodName:  {verb: auth.VerbRead, res: auth.ResCues},
+	fleetv1.CueService_WatchCues_FullMethodName:     {verb: auth.VerbWatch, res: auth.ResCues, watch: true},
+	fleetv1.CueService_GetCueList_FullMethodName:    cueRule(auth.VerbRead),
+	fleetv1.CueService_GetCueState_FullMethodName:   cueRule(auth.VerbRead),
+	fleetv1.CueService_PutCueList_FullMethodName:    cueRule(auth.VerbUpdate),
+	fleetv1.CueService_DeleteCueList_FullMethodName: cueRule(auth.VerbDelete),
+	fleetv1.CueService_GoCue_FullMethodName:         cueRule(auth.VerbAct),
+	fleetv1.CueService_StopCues_FullMethodName:      cueRule(auth.VerbAct),
+	fleetv1.CueService_BackCue_FullMethodName:       cueRule(auth.VerbAct),
+	fleetv1.CueService_SetCueStandby_FullMethodName: cueRule(auth.VerbAct),
+	fleetv1.CueService_StartCue_FullMethodName:      cueRule(auth.VerbAct),
 
 	// The installation (gateway/installation): reads for viewers, the
 	// brakes for operators, applies, rollbacks and resumes for admins.
@@ -190,6 +216,17 @@ func actionAttrs(a *auth.Attributes, req any) error {
 	a.Kind, a.Boards = r.GetKind(), sel.GetBoards()
 	a.Selector = selectorText(sel.GetGroups(), sel.GetLabels(), sel.GetAll())
 	return nil
+}
+
+// cueRule is a CueService call about one list: resource cues, the list's
+// name in the audit record.
+func cueRule(verb auth.Verb) rule {
+	return rule{verb: verb, res: auth.ResCues, attrs: func(a *auth.Attributes, req any) error {
+		if r, ok := req.(interface{ GetName() string }); ok {
+			a.Name = r.GetName()
+		}
+		return nil
+	}}
 }
 
 // installationControl decides an installation run's pause and abort as

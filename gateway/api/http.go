@@ -10,12 +10,15 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
@@ -45,11 +48,39 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		}
 		req.After = &n
 	}
-	md := restCallMetadata(r)
-	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), md))
+	ctx, cancel := restCallContext(r)
 	defer cancel()
 	stream, err := s.client.WatchEvents(ctx, req)
-	var first *fleetv1.Event
+	pipeSSE(w, r, stream, err, 0)
+}
+
+// restCallContext is the context of a REST request's call over the pipe:
+// its metadata (restCallMetadata), ended with the request.
+func restCallContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithCancel(metadata.NewOutgoingContext(r.Context(), restCallMetadata(r)))
+}
+
+// sseEvent is what an event stream sends: a numbered, typed message.
+type sseEvent[T any] interface {
+	*T
+	proto.Message
+	GetN() uint64
+	GetType() string
+}
+
+// pipeSSE answers a watch call made over the pipe (its stream and error)
+// as Server-Sent Events:
+//
+//	id: <n>
+//	event: <type>
+//	data: <event JSON on one line>
+//
+// A call the gate refused (it sends no WatchHeader) is answered with its
+// status. When the watch ends on an error (the watcher fell behind), a
+// last "event: error" carries {"error","message"}. With keepAlive, a
+// comment line goes out after that long without an event.
+func pipeSSE[T any, P sseEvent[T]](w http.ResponseWriter, r *http.Request, stream grpc.ServerStreamingClient[T], err error, keepAlive time.Duration) {
+	var first P
 	if err == nil {
 		var md metadata.MD
 		md, err = stream.Header()
@@ -62,6 +93,73 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status.Convert(err))
 		return
 	}
+	flusher := openSSE(w)
+	type recv struct {
+		ev  P
+		err error
+	}
+	evs := make(chan recv)
+	go func() {
+		if first != nil {
+			evs <- recv{ev: first}
+		}
+		for {
+			ev, err := stream.Recv()
+			select {
+			case evs <- recv{ev, err}:
+			case <-r.Context().Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var keep <-chan time.Time
+	if keepAlive > 0 {
+		t := time.NewTicker(keepAlive)
+		defer t.Stop()
+		keep = t.C
+	}
+	for {
+		var werr error
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keep:
+			_, werr = io.WriteString(w, ": keep-alive\n\n")
+		case x := <-evs:
+			if x.err != nil {
+				st := status.Convert(x.err)
+				if !errors.Is(x.err, io.EOF) && st.Code() != codes.Canceled && r.Context().Err() == nil {
+					_, body := restError(st)
+					b, _ := jsonMarshal(body)
+					fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+					if flusher != nil {
+						flusher.Flush()
+					}
+				}
+				return
+			}
+			b, err := jsonPb.Marshal(x.ev)
+			if err != nil {
+				return
+			}
+			_, werr = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", x.ev.GetN(), x.ev.GetType(), b)
+		}
+		if werr != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
+// openSSE answers 200 with the headers of a Server-Sent Events stream
+// (never cached, never buffered by a proxy), sends them at once and
+// returns the flusher of each event (nil when w has none).
+func openSSE(w http.ResponseWriter) http.Flusher {
 	flusher, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -71,35 +169,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	if flusher != nil {
 		flusher.Flush()
 	}
-	for {
-		ev, err := first, error(nil)
-		if ev == nil {
-			ev, err = stream.Recv()
-		}
-		first = nil
-		if err != nil {
-			st := status.Convert(err)
-			if !errors.Is(err, io.EOF) && st.Code() != codes.Canceled && r.Context().Err() == nil {
-				_, body := restError(st)
-				b, _ := jsonMarshal(body)
-				fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
-				if flusher != nil {
-					flusher.Flush()
-				}
-			}
-			return
-		}
-		b, err := jsonPb.Marshal(ev)
-		if err != nil {
-			return
-		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.GetN(), ev.GetType(), b); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	return flusher
 }
 
 // pipeListener is an in-process listener: the REST front dials it to reach

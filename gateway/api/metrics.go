@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // metrics counts API requests (gRPC and REST alike, as REST reaches the
@@ -30,11 +32,11 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, svc grpc.ServiceDesc) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "holo_gateway_api_requests_total",
+			Name: metricname.GatewayAPIRequestsTotal,
 			Help: "Fleet API requests by method and gRPC code (REST included).",
 		}, []string{"method", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "holo_gateway_api_request_seconds",
+			Name:    metricname.GatewayAPIRequestSeconds,
 			Help:    "Fleet API unary request latency by method.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9),
 		}, []string{"method"}),

@@ -291,7 +291,7 @@ func finalState(s string) bool {
 // REST error.
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	// The body is not bounded by MaxBody: decide before reading any of it.
-	if err := s.preflight(r, fleetv1.FleetService_UploadArtifact_FullMethodName); err != nil {
+	if _, err := s.preflight(r, fleetv1.FleetService_UploadArtifact_FullMethodName); err != nil {
 		w.Header().Set("Connection", "close") // the body stays unread
 		writeError(w, status.Convert(err))
 		return

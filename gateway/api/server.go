@@ -112,6 +112,9 @@ type Config struct {
 	// its REST surface is gateway/installation's own handler under
 	// /v1/installation); nil answers it UNIMPLEMENTED.
 	Installation fleetv1.InstallationServiceServer
+	// Cues serves holo.fleet.v1.CueService, over gRPC and REST under
+	// /v1/cuelists (cues.go); nil: the cue routes answer UNIMPLEMENTED.
+	Cues Cues
 	// Ready are the inputs of /readyz and of the gRPC health status, by
 	// name (the gateway's main fills them: store, drivers, mqtt). None
 	// means ready whenever the server answers.
@@ -154,6 +157,7 @@ type Server struct {
 	routes  *routes // paths and their methods, for 405 answers
 	guard   *auth.Guard
 	limits  Limits
+	cues    Cues // nil: no cue engine
 }
 
 // fixedPaths are served by the HTTP mux with GET beside the document's
@@ -238,6 +242,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Installation != nil {
 		fleetv1.RegisterInstallationServiceServer(s.grpc, cfg.Installation)
 	}
+	if cfg.Cues != nil {
+		s.cues = cfg.Cues
+		fleetv1.RegisterCueServiceServer(s.grpc, &cueService{cues: cfg.Cues})
+	}
 
 	s.health = health.NewServer()
 	s.setHealth(false) // until the first readiness round
@@ -275,6 +283,9 @@ func New(cfg Config) (*Server, error) {
 	if err := fleetv1.RegisterFleetServiceHandlerClient(context.Background(), s.gw, s.client); err != nil {
 		return nil, fmt.Errorf("api: REST routes: %w", err)
 	}
+	if err := fleetv1.RegisterCueServiceHandlerClient(context.Background(), s.gw, fleetv1.NewCueServiceClient(s.conn)); err != nil {
+		return nil, fmt.Errorf("api: REST routes: %w", err)
+	}
 
 	s.mux = http.NewServeMux()
 	var metricsH http.Handler = promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
@@ -296,6 +307,9 @@ func New(cfg Config) (*Server, error) {
 		s.gw.ServeHTTP(w, r)
 	})))
 	s.mux.Handle("GET /v1/rollouts/{id}/events", streamRoute(s.gw))
+	if s.cues != nil {
+		s.mux.Handle("GET /v1/cuelists/events", streamRoute(http.HandlerFunc(s.serveCueEvents)))
+	}
 	s.mux.HandleFunc("POST /v1/artifacts", s.serveUpload)
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)

@@ -52,6 +52,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/defaults"
+	"github.com/holofleet/holofleet/gateway/metricname"
 	"github.com/holofleet/holofleet/store"
 )
 
@@ -218,15 +219,15 @@ func Open(o Options) (*Log, error) {
 	l := &Log{bucket: o.DB.Bucket(Bucket), anon: o.DB.Bucket(AnonBucket), o: o, q: make(chan queued, o.Queue),
 		syncs: make(chan chan struct{}), agg: map[string]*queued{},
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "holo_gateway_audit_records_total",
+			Name: metricname.GatewayAuditRecordsTotal,
 			Help: "Audit records written, by outcome (allowed, denied, dropped).",
 		}, []string{"outcome"}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "holo_gateway_audit_dropped_total",
+			Name: metricname.GatewayAuditDroppedTotal,
 			Help: "Audit records lost because the write queue was full.",
 		}),
 		aggregated: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "holo_gateway_audit_aggregated_total",
+			Name: metricname.GatewayAuditAggregatedTotal,
 			Help: "Refusals without a credential folded into the record of an earlier one (same surface, source host and second).",
 		}),
 	}

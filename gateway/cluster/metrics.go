@@ -1,6 +1,10 @@
 package cluster
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/gateway/metricname"
+)
 
 // Metrics (every series of a gateway in a cluster also carries its
 // gateway label, added by the gateway's main):
@@ -32,25 +36,25 @@ type collector struct {
 // Collector returns the cluster's metrics.
 func (c *Cluster) Collector() prometheus.Collector {
 	d := func(n, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("holo_gateway_cluster_"+n, help, labels, nil)
+		return prometheus.NewDesc(n, help, labels, nil)
 	}
 	return &collector{c: c,
-		partitioned: d("partitioned", "1 while this gateway is cut off from the cluster's engine (it serves its own boards only)."),
-		up:          d("gateway_up", "1 for each gateway of the cluster heard alive, 0 for one taken for dead.", "peer"),
-		boardsOf:    d("gateway_boards", "Boards each gateway of the cluster owns.", "peer"),
-		boards:      d("boards", "Boards of the whole installation."),
-		standby:     d("standby_boards", "Boards this gateway reaches that another gateway owns."),
-		coordinator: d("coordinator", "1 on the gateway that coordinates rollouts now."),
-		reconnects:  d("reconnects_total", "Connections to the engine regained."),
-		writes:      d("record_writes_total", "Board records this gateway wrote."),
-		conflicts:   d("record_conflicts_total", "Board record writes refused because another gateway wrote first."),
-		takeovers:   d("takeovers_total", "Boards this gateway took over from a gateway that died or lost them."),
-		routed:      d("routed_total", "Requests routed to other gateways (out) and from them (in).", "direction"),
-		published:   d("events_published_total", "Events this gateway put on the cluster's stream."),
-		pending:     d("events_pending", "Events waiting for the engine."),
-		lost:        d("events_lost_total", "Events dropped after waiting too long for the engine."),
-		lines:       d("gateway_lines", "RS485 lines each gateway of the cluster masters.", "peer"),
-		heard:       d("gateway_heartbeat_age_seconds", "Time since this gateway last received each other gateway's heartbeat.", "peer"),
+		partitioned: d(metricname.GatewayClusterPartitioned, "1 while this gateway is cut off from the cluster's engine (it serves its own boards only)."),
+		up:          d(metricname.GatewayClusterGatewayUp, "1 for each gateway of the cluster heard alive, 0 for one taken for dead.", "peer"),
+		boardsOf:    d(metricname.GatewayClusterGatewayBoards, "Boards each gateway of the cluster owns.", "peer"),
+		boards:      d(metricname.GatewayClusterBoards, "Boards of the whole installation."),
+		standby:     d(metricname.GatewayClusterStandbyBoards, "Boards this gateway reaches that another gateway owns."),
+		coordinator: d(metricname.GatewayClusterCoordinator, "1 on the gateway that coordinates rollouts now."),
+		reconnects:  d(metricname.GatewayClusterReconnectsTotal, "Connections to the engine regained."),
+		writes:      d(metricname.GatewayClusterRecordWritesTotal, "Board records this gateway wrote."),
+		conflicts:   d(metricname.GatewayClusterRecordConflictsTotal, "Board record writes refused because another gateway wrote first."),
+		takeovers:   d(metricname.GatewayClusterTakeoversTotal, "Boards this gateway took over from a gateway that died or lost them."),
+		routed:      d(metricname.GatewayClusterRoutedTotal, "Requests routed to other gateways (out) and from them (in).", "direction"),
+		published:   d(metricname.GatewayClusterEventsPublishedTotal, "Events this gateway put on the cluster's stream."),
+		pending:     d(metricname.GatewayClusterEventsPending, "Events waiting for the engine."),
+		lost:        d(metricname.GatewayClusterEventsLostTotal, "Events dropped after waiting too long for the engine."),
+		lines:       d(metricname.GatewayClusterGatewayLines, "RS485 lines each gateway of the cluster masters.", "peer"),
+		heard:       d(metricname.GatewayClusterGatewayHeartbeatAgeSeconds, "Time since this gateway last received each other gateway's heartbeat.", "peer"),
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // testShow runs the demo's show from the Show page: the space bar GOes
 // cue 1 (once: the key never presses a focused button as well), the big
 // GO fires cue 2, cue 3 follows by itself, and the page shows the standby
-// and what runs without a dialog.
+// and what runs without a dialog; what another client does shows up from
+// the event stream, which the page follows instead of polling.
 func testShow(t *testing.T, g *demoGW, br *browser) {
 	groups := map[string][]int{}
 	for _, id := range g.IDs {
@@ -75,5 +76,25 @@ func testShow(t *testing.T, g *demoGW, br *browser) {
 	tb.wait("standby 2 after a click", `document.getElementById('show-standby').textContent === '2'`, 10*time.Second)
 	if n := tb.count(`dialog`); n != 0 {
 		t.Fatalf("the show opened %d dialogs", n)
+	}
+
+	// The page follows the cue lists' event stream: what another client
+	// does (here REST from the test) shows up without any read of the
+	// state, and the countdown of a follow runs between events.
+	tb.wait("the event stream live", `document.getElementById('show-stream').textContent === 'live'`, 10*time.Second)
+	if code, body := g.API(t, "POST", "/v1/cuelists/demo/standby", map[string]string{"cue": "1"}, g.Admin); code != 200 {
+		t.Fatalf("standby 1 from outside: %d %s", code, body)
+	}
+	tb.wait("standby 1 set from outside", `document.getElementById('show-standby').textContent === '1'`, 10*time.Second)
+	if code, body := g.API(t, "POST", "/v1/cuelists/demo/cues/2/start", nil, g.Admin); code != 200 {
+		t.Fatalf("cue 2 from outside: %d %s", code, body)
+	}
+	tb.wait("cue 3 counting down its follow", `(() => { const li = document.querySelector('#show-running li[data-cue="3"]');
+		return li && / follow · \d+\.\d s$/.test(li.textContent); })()`, 10*time.Second)
+	tb.wait("cue 3 fired by its follow, from the stream", `document.getElementById('show-last').textContent.startsWith('Last fired: 3 ')`, 15*time.Second)
+	var polls int
+	tb.eval(`performance.getEntriesByType('resource').filter((e) => /\/v1\/cuelists\/[^/]+\/state/.test(e.name)).length`, &polls)
+	if polls != 0 {
+		t.Fatalf("the Show page read the state %d times; it should follow the event stream", polls)
 	}
 }

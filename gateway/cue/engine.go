@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -52,6 +54,9 @@ type Options struct {
 	// Freewheel is how many frames the chase runs on when timecode
 	// stops (default DefaultFreewheel; negative: none).
 	Freewheel int
+	// Registerer, when set, takes the engine's metrics (fires and failed
+	// fires per list).
+	Registerer prometheus.Registerer
 }
 
 // Event types.
@@ -147,6 +152,7 @@ type Engine struct {
 	clk clock.Clock
 	log *slog.Logger
 	ctx context.Context
+	m   *metrics
 
 	cancel context.CancelFunc
 	work   sync.WaitGroup
@@ -188,7 +194,7 @@ func New(o Options) (*Engine, error) {
 		o.Freewheel = DefaultFreewheel
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{o: o, clk: o.Clock, log: o.Log, ctx: ctx, cancel: cancel,
+	e := &Engine{o: o, clk: o.Clock, log: o.Log, ctx: ctx, cancel: cancel, m: newMetrics(o.Registerer),
 		lists: map[string]*list{}, watchers: map[*watcher]struct{}{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), persisted: make(chan struct{})}
 	if o.DB != nil {
@@ -394,13 +400,22 @@ func (e *Engine) list(name string) (*list, error) {
 
 // State returns the live state of the list named name ("" the current).
 func (e *Engine) State(name string) (State, error) {
+	return e.operate(name, func(*list) error { return nil })
+}
+
+// operate is every operation on one list: it finds the list named name
+// ("" the current) under e.mu, runs op on it and returns the list's
+// state after op. When op fails, the state is the list's as op left it
+// (unchanged: an operation checks before it changes anything).
+func (e *Engine) operate(name string, op func(ls *list) error) (State, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ls, err := e.list(name)
 	if err != nil {
 		return State{}, err
 	}
-	return e.state(ls), nil
+	err = op(ls)
+	return e.state(ls), err
 }
 
 // state is ls's State now. e.mu is held.
@@ -435,34 +450,26 @@ func (e *Engine) state(ls *list) State {
 // asap or Options.ASAP), and moves the standby past it and the cues it
 // follows into. It returns the state after the GO.
 func (e *Engine) Go(name string, asap bool) (State, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ls, err := e.list(name)
-	if err != nil {
-		return State{}, err
-	}
-	if ls.standby >= len(ls.l.Cues) {
-		return e.state(ls), fmt.Errorf("%w: %q", ErrEnd, ls.l.Name)
-	}
-	e.start(ls, ls.standby, asap)
-	return e.state(ls), nil
+	return e.operate(name, func(ls *list) error {
+		if ls.standby >= len(ls.l.Cues) {
+			return fmt.Errorf("%w: %q", ErrEnd, ls.l.Name)
+		}
+		e.start(ls, ls.standby, asap)
+		return nil
+	})
 }
 
 // Start fires the cue numbered n of the list (a jump: the standby moves
 // past it and its follows), as Go does.
 func (e *Engine) Start(name string, n Number, asap bool) (State, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ls, err := e.list(name)
-	if err != nil {
-		return State{}, err
-	}
-	i, err := cueIndex(ls, n)
-	if err != nil {
-		return State{}, err
-	}
-	e.start(ls, i, asap)
-	return e.state(ls), nil
+	return e.operate(name, func(ls *list) error {
+		i, err := cueIndex(ls, n)
+		if err != nil {
+			return err
+		}
+		e.start(ls, i, asap)
+		return nil
+	})
 }
 
 func cueIndex(ls *list, n Number) (int, error) {
@@ -542,6 +549,7 @@ func (e *Engine) fire(name string, r *run) {
 	e.mu.Unlock()
 
 	f := e.do(r.cue, r.at, r.now)
+	e.m.count(name, f)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -592,15 +600,11 @@ func (e *Engine) do(c Cue, at time.Time, asap bool) Fired {
 // Stop cancels every wait and follow of the list ("" the current).
 // Fires already handed to the fleet complete.
 func (e *Engine) Stop(name string) (State, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ls, err := e.list(name)
-	if err != nil {
-		return State{}, err
-	}
-	e.stopRuns(ls)
-	e.publish(ls, EventStopped, "")
-	return e.state(ls), nil
+	return e.operate(name, func(ls *list) error {
+		e.stopRuns(ls)
+		e.publish(ls, EventStopped, "")
+		return nil
+	})
 }
 
 // StopAll stops every list.
@@ -634,36 +638,31 @@ func (e *Engine) stopRuns(ls *list) {
 
 // Back moves the standby one cue back (it stays on the first).
 func (e *Engine) Back(name string) (State, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ls, err := e.list(name)
-	if err != nil {
-		return State{}, err
-	}
-	ls.standby = max(0, ls.standby-1)
-	e.touch(ls.l.Name)
-	e.current = ls.l.Name
-	e.publish(ls, EventStandby, e.standbyNumber(ls))
-	return e.state(ls), nil
+	return e.operate(name, func(ls *list) error {
+		e.moveStandby(ls, max(0, ls.standby-1))
+		return nil
+	})
 }
 
 // SetStandby puts the standby on the cue numbered n without firing it.
 func (e *Engine) SetStandby(name string, n Number) (State, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ls, err := e.list(name)
-	if err != nil {
-		return State{}, err
-	}
-	i, err := cueIndex(ls, n)
-	if err != nil {
-		return State{}, err
-	}
+	return e.operate(name, func(ls *list) error {
+		i, err := cueIndex(ls, n)
+		if err != nil {
+			return err
+		}
+		e.moveStandby(ls, i)
+		return nil
+	})
+}
+
+// moveStandby puts ls's standby on cue i (BACK, set standby): ls becomes
+// the current list. e.mu is held.
+func (e *Engine) moveStandby(ls *list, i int) {
 	ls.standby = i
 	e.touch(ls.l.Name)
 	e.current = ls.l.Name
 	e.publish(ls, EventStandby, e.standbyNumber(ls))
-	return e.state(ls), nil
 }
 
 func (e *Engine) standbyNumber(ls *list) Number {

@@ -129,7 +129,7 @@ func New(o Options) (*Engine, error) {
 		o.LineShare = DefaultLineShare
 	}
 	o.LineBaud = defaults.Positive(o.LineBaud, DefaultLineBaud)
-	e := &Engine{o: o, clk: o.Clock, log: o.Log, m: newMetrics(o.Registerer), wake: make(chan struct{}, 1),
+	e := &Engine{o: o, clk: o.Clock, log: o.Log, m: newMetrics(o.Registerer, o.LineShare), wake: make(chan struct{}, 1),
 		unis: map[int]*universe{}, targets: map[string]*target{}, latched: map[int]latch{},
 		lastSync: map[string]time.Time{}, buckets: map[string]*bucket{}, checked: map[string]bool{}, labels: map[string]bool{}}
 	e.setPatch(o.Patch)

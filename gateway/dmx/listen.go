@@ -2,6 +2,7 @@ package dmx
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+	"github.com/holofleet/holofleet/gateway/timecode"
 )
 
 // Listener is one UDP input: sACN or Art-Net. Make it with ListenSACN or
@@ -35,6 +37,16 @@ type Listener struct {
 	// Joined lists the multicast groups joined (sACN; read it before
 	// Run, or under a patch change's lock).
 	Joined []string
+	// Timecode, set before Run (Art-Net), is handed the timecode of
+	// every ArtTimeCode packet of the master stream (StreamId 0) that
+	// timecode.Decode reads; nil ignores ArtTimeCode.
+	Timecode TimecodeSink
+}
+
+// TimecodeSink takes incoming timecode (cue.Engine: the cue lists chase
+// it); source names the input ("artnet").
+type TimecodeSink interface {
+	Timecode(source string, t timecode.Timecode) error
 }
 
 // MinPollInterval is the least time between two poll replies to one host.
@@ -179,6 +191,10 @@ func (l *Listener) sacn(b []byte, from netip.AddrPort) {
 }
 
 func (l *Listener) artnet(b []byte, from netip.AddrPort) {
+	if len(b) >= 10 && binary.LittleEndian.Uint16(b[8:10]) == timecode.OpTimeCode {
+		l.timecode(b, from)
+		return
+	}
 	var d artnet.Dmx
 	var poll artnet.Poll
 	p, err := artnet.Decode(b, &d, &poll)
@@ -199,6 +215,27 @@ func (l *Listener) artnet(b []byte, from netip.AddrPort) {
 		l.e.Data(Frame{Proto: ProtoArtNet, Universe: int(d.PortAddress) + 1, Key: from.Addr().String(),
 			Name: "artnet " + from.Addr().String(), Addr: from.String(), Priority: DefaultPriority,
 			Sequence: d.Sequence, HasSequence: d.Sequence != 0, Slots: d.Slots})
+	}
+}
+
+// timecode hands an ArtTimeCode packet's timecode to l.Timecode. A
+// broken one is dropped as malformed; another stream than the master is
+// ignored.
+func (l *Listener) timecode(b []byte, from netip.AddrPort) {
+	if l.Timecode == nil {
+		return
+	}
+	p, err := timecode.Decode(b)
+	if err != nil {
+		l.e.m.dropped.WithLabelValues("malformed").Inc()
+		l.log.Debug("dmx: artnet: bad timecode", "from", from, "err", err)
+		return
+	}
+	if p.StreamID != 0 {
+		return
+	}
+	if err := l.Timecode.Timecode(ProtoArtNet, p.Timecode); err != nil {
+		l.log.Debug("dmx: artnet: timecode refused", "from", from, "err", err)
 	}
 }
 

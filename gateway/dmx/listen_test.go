@@ -2,6 +2,7 @@ package dmx
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+	"github.com/holofleet/holofleet/gateway/timecode"
 )
 
 // udpTo dials a UDP socket to addr.
@@ -158,6 +160,56 @@ func TestArtNetListener(t *testing.T) {
 	}
 	if rep, err := artnet.DecodePollReply(buf[:n]); err != nil || len(rep.Ports) != 1 || rep.Ports[0] != 4 {
 		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+// tcSink records the timecode an Art-Net listener hands on.
+type tcSink struct{ got chan timecode.Timecode }
+
+func (s tcSink) Timecode(source string, t timecode.Timecode) error {
+	if source != ProtoArtNet {
+		return errors.New("not from artnet")
+	}
+	s.got <- t
+	return nil
+}
+
+// TestArtNetTimecode: the Art-Net listener hands ArtTimeCode of the
+// master stream to its sink; another stream is ignored, a broken packet
+// is counted malformed, and ArtDmx still goes to the merge beside it.
+func TestArtNetTimecode(t *testing.T) {
+	r := newRig(t, groupPatch(), auth.RoleOperator)
+	l, err := ListenArtNet("127.0.0.1:0", r.e, artnet.PollReply{ShortName: "t"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := tcSink{got: make(chan timecode.Timecode, 4)}
+	l.Timecode = sink
+	runListener(t, l)
+	c := udpTo(t, l.Addr())
+	want := timecode.Timecode{Hours: 1, Minutes: 2, Seconds: 3, Frames: 24, Rate: timecode.EBU}
+	other, _ := timecode.ArtTimeCode{StreamID: 3, Timecode: timecode.Timecode{Frames: 1, Rate: timecode.SMPTE}}.AppendBinary(nil)
+	master, _ := timecode.ArtTimeCode{Timecode: want}.AppendBinary(nil)
+	for _, b := range [][]byte{other, master[:17], master} { // in order on loopback
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case got := <-sink.got:
+		if got != want {
+			t.Fatalf("timecode %+v, want %+v", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no timecode reached the sink")
+	}
+	if n := testutil.ToFloat64(r.e.m.dropped.WithLabelValues("malformed")); n != 1 {
+		t.Fatalf("malformed %v, want the short packet", n)
+	}
+	select {
+	case got := <-sink.got:
+		t.Fatalf("another stream reached the sink: %+v", got)
+	default:
 	}
 }
 

@@ -185,6 +185,35 @@ func (c BoardClock) BoardTime(t time.Time) (us int64, ok bool) {
 	return t.Sub(c.Epoch).Microseconds(), true
 }
 
+// GatewayUS is the gateway moment t in the microseconds of the gateway's
+// time the board was told with this estimate (extension clip-sync: its
+// aligned clock reads that at t); ok is false without an Epoch.
+func (c BoardClock) GatewayUS(t time.Time) (us int64, ok bool) {
+	b, ok := c.BoardTime(t)
+	return b - c.OffsetUS, ok
+}
+
+// Told is what a driver last told a board of its clock (PUT /time,
+// extension clip-sync): the estimate's uncertainty and when it was made,
+// both in gateway µs.
+type Told struct {
+	UncertaintyUS, AtUS int64
+	Set                 bool
+}
+
+// Sharper reports whether an estimate of uncertainty u made at the
+// gateway time at (µs) is worth telling a board that holds t: it holds
+// none, the estimate is within DefaultFireUncertainty, or it is sharper
+// than the one held aged by the crystal tolerance (50 ppm) since. A
+// blurred estimate (a sample that waited) so never replaces a sharp one,
+// and a board on a loaded line is still told something.
+func (t Told) Sharper(u, at int64) bool {
+	if !t.Set || u <= DefaultFireUncertainty.Microseconds() {
+		return true
+	}
+	return u <= t.UncertaintyUS+(at-t.AtUS)*50/1_000_000
+}
+
 // ClockSink is a Sink that also takes clock estimates. A driver whose
 // sink is one reports each new estimate of a board (the fleet core is
 // one); a sink that is not one is not told.

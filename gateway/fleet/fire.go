@@ -178,9 +178,14 @@ func (f *Fleet) doAt(ctx context.Context, a Action, ab action.Body, sends []grou
 		results[r.Board] = r
 	}
 
+	clip := startsClip(ab)
 	for _, ss := range perLine(sends) {
 		wg.Go(func() {
 			for _, s := range ss {
+				req := req
+				if clip && !hasNative {
+					req.Path = withQuery(req.Path, f.clipStart(at, s.members...))
+				}
 				end, err := f.groupAt(ctx, s, hasNative, native, req, at)
 				// A timed frame's command time runs from its moment (the
 				// lead is no work of the line's).
@@ -202,6 +207,10 @@ func (f *Fleet) doAt(ctx context.Context, a Action, ab action.Body, sends []grou
 	sem := make(chan struct{}, f.o.Concurrency)
 	for _, id := range single {
 		wg.Go(func() {
+			req := req
+			if clip {
+				req.Path = withQuery(req.Path, f.clipStart(at, id))
+			}
 			r, how, when := f.fireOne(ctx, sem, id, a.Kind, req, at)
 			done(r, how, when)
 		})
@@ -255,11 +264,7 @@ func (f *Fleet) fireOne(ctx context.Context, sem chan struct{}, id, kind string,
 	path, how := req.Path, FireGateway
 	if bc != nil && canFire && time.Duration(bc.UncertaintyUS)*time.Microsecond <= f.fireUncertainty() {
 		if us, ok := bc.BoardTime(at); ok {
-			sep := "?"
-			if strings.Contains(path, "?") {
-				sep = "&"
-			}
-			path += sep + boardapi.QueryFireAt + "=" + strconv.FormatInt(us, 10)
+			path = withQuery(path, boardapi.QueryFireAt+"="+strconv.FormatInt(us, 10))
 			how = FireBoard
 		}
 	}
@@ -288,6 +293,48 @@ func (f *Fleet) fireOne(ctx context.Context, sem chan struct{}, id, kind string,
 	}
 	// Made at once: between sending and the reply.
 	return r, how, start.Add(f.clk.Since(start) / 2)
+}
+
+// withQuery adds the query parameter kv ("name=value") to path; an empty
+// kv leaves it as it is.
+func withQuery(path, kv string) string {
+	if kv == "" {
+		return path
+	}
+	if strings.Contains(path, "?") {
+		return path + "&" + kv
+	}
+	return path + "?" + kv
+}
+
+// startsClip reports whether an action shows a file: a clip or an image
+// (which ignores clip_start).
+func startsClip(ab action.Body) bool {
+	ss, ok := ab.(action.ScreenShow)
+	return ok && ss.Path != nil
+}
+
+// clipStart is the clip_start parameter (extension clip-sync) of a clip
+// timed at at, for boards ids: the moment on the gateway's time they were
+// told (PUT /time), from the first of them whose clock is measured, so
+// that every board's clip starts its timeline then, however late each
+// takes the request; "" when none is measured. Boards without the
+// extension ignore the parameter, as any unknown one.
+func (f *Fleet) clipStart(at time.Time, ids ...string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		b := f.boards[id]
+		if b == nil {
+			continue
+		}
+		if bc := b.clock(); bc != nil {
+			if us, ok := bc.GatewayUS(at); ok {
+				return boardapi.QueryClipStart + "=" + strconv.FormatInt(us, 10)
+			}
+		}
+	}
+	return ""
 }
 
 // scheduled reports whether a reply is a board's FireReply.

@@ -303,3 +303,64 @@ func TestFireTime(t *testing.T) {
 		}
 	}
 }
+
+// TestTimedClipStart: a timed show of a file carries clip_start, the
+// moment in the gateway's time each board was told (PUT /time: its
+// estimate's Epoch less its offset), in a timed line's group call and in
+// a board's scheduled call alike; a line whose boards have no clock
+// estimate sends none (its boards start when they take the frame).
+func TestTimedClipStart(t *testing.T) {
+	s, line1, _, _ := fireSetup(t)
+	// b03 on line1 booted 2 s before t0, offset 7 µs.
+	s.f.Clock(Ref{Driver: "rs485:line1", Addr: "3"}, BoardClock{OffsetUS: 7, UncertaintyUS: 100, Epoch: t0.Add(-2 * time.Second)})
+	base := s.clk.Waiters()
+	at := t0.Add(250 * time.Millisecond)
+	body := `{"path":"/c.mov","loop":true}`
+	done := doAsync(s.f, Selector{Groups: []int{1}}, Action{Kind: ActionScreenShow, Body: []byte(body), At: at})
+	if !s.clk.WaitForWaiters(base+3, 5*time.Second) {
+		t.Fatalf("waiters %d, want %d", s.clk.Waiters(), base+3)
+	}
+	eventually(t, "the scheduled call", func() bool {
+		s.lan.mu.Lock()
+		defer s.lan.mu.Unlock()
+		return len(s.lan.calls) == 1
+	})
+	// line1's group call: 2.25 s on b03's clock, less its offset.
+	if diff := cmp.Diff(line1.takeSent(), []groupSent{{Group: 1, Method: "POST", Path: "/screen/show?clip_start=2249993", Body: body}}); diff != "" {
+		t.Errorf("line1 (-got +want)\n%s", diff)
+	}
+	// b04: 5.25 s on its clock, offset 1 µs; fire_at after clip_start.
+	if diff := cmp.Diff(s.lan.takeCalls(), []call{{"http://b04", "POST", "/screen/show?clip_start=5249999&fire_at=5250000", body}}); diff != "" {
+		t.Errorf("b04 (-got +want)\n%s", diff)
+	}
+	s.clk.Set(at)
+	<-done
+	// line0 has no clock for b01 and b02: its group call names no start.
+	if diff := cmp.Diff(s.line.takeSent(), []groupSent{{Group: 1, Method: "POST", Path: "/screen/show", Body: body}}); diff != "" {
+		t.Errorf("line0 (-got +want)\n%s", diff)
+	}
+}
+
+// TestToldSharper: an alignment is told when the board holds none, when
+// it is within DefaultFireUncertainty, or when it beats the one held aged
+// at 50 ppm; a blurred one never replaces a sharp one.
+func TestToldSharper(t *testing.T) {
+	held := Told{UncertaintyUS: 3000, AtUS: 1_000_000, Set: true}
+	for _, tc := range []struct {
+		name  string
+		told  Told
+		u, at int64
+		want  bool
+	}{
+		{"nothing held", Told{}, 50_000, 0, true},
+		{"sharp", held, 2000, 1_000_001, true},
+		{"blurred, just after", held, 3100, 1_000_001, false},
+		{"as good", held, 3000, 1_000_000, true},
+		{"blurred, held one aged 60 s (+3 ms)", held, 5900, 61_000_000, true},
+		{"blurred beyond the aged one", held, 6100, 61_000_000, false},
+	} {
+		if got := tc.told.Sharper(tc.u, tc.at); got != tc.want {
+			t.Errorf("%s: Sharper(%d, %d) = %v", tc.name, tc.u, tc.at, got)
+		}
+	}
+}

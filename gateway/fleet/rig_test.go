@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/link"
@@ -29,6 +30,7 @@ type rigBoard struct {
 	id    string
 	lan   bool
 	strip *boardtest.StripWatch
+	proc  *boardtest.InProc
 }
 
 type rigOptions struct {
@@ -40,6 +42,12 @@ type rigOptions struct {
 	FireUncertainty time.Duration
 	// PollInterval of the lines (0: the default 100 ms).
 	PollInterval time.Duration
+	// LineClockEvery is the lines' clock alignment period (0: the
+	// default 30 s).
+	LineClockEvery time.Duration
+	// ClockPPM, when set, gives board k (in the rig's order: the lines'
+	// boards, then the LAN's) a crystal that many ppm off.
+	ClockPPM func(k int) float64
 }
 
 const rigGroup = 1
@@ -67,8 +75,9 @@ func newRig(t testing.TB, o rigOptions) *rig {
 			s := link.DefaultSettings()
 			s.Mode, s.Address, s.Groups = link.ModeRS485, a, []int{rigGroup}
 			hw, strip := boardtest.WatchedHardware()
-			p := boardtest.StartInProcess(t, boardtest.InProcOptions{Port: node, PortName: "rs485", Link: &s, Hardware: hw})
-			r.boards = append(r.boards, rigBoard{id: p.Board.Identity().ID, strip: strip})
+			p := boardtest.StartInProcess(t, boardtest.InProcOptions{Port: node, PortName: "rs485", Link: &s, Hardware: hw,
+				Clock: rigClock(o, len(r.boards))})
+			r.boards = append(r.boards, rigBoard{id: p.Board.Identity().ID, strip: strip, proc: p})
 			addrs = append(addrs, a)
 		}
 		master, err := line.Attach(simline.NodeOptions{Name: "gateway"})
@@ -76,7 +85,8 @@ func newRig(t testing.TB, o rigOptions) *rig {
 			t.Fatal(err)
 		}
 		drivers = append(drivers, rs485.New(rs485.Options{Name: "line" + strconv.Itoa(li), Port: master, Addresses: addrs,
-			PollInterval: o.PollInterval, DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond}))
+			PollInterval: o.PollInterval, DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond,
+			ClockEvery: o.LineClockEvery}))
 	}
 	if o.LAN > 0 {
 		ld := lan.New(lan.Options{ClockEvery: o.ClockEvery, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
@@ -84,11 +94,11 @@ func newRig(t testing.TB, o rigOptions) *rig {
 			s := link.DefaultSettings()
 			s.Groups = []int{rigGroup}
 			hw, strip := boardtest.WatchedHardware()
-			p := boardtest.StartInProcess(t, boardtest.InProcOptions{Link: &s, Hardware: hw})
+			p := boardtest.StartInProcess(t, boardtest.InProcOptions{Link: &s, Hardware: hw, Clock: rigClock(o, len(r.boards))})
 			if err := ld.Add(p.URL, ""); err != nil {
 				t.Fatal(err)
 			}
-			r.boards = append(r.boards, rigBoard{id: p.Board.Identity().ID, lan: true, strip: strip})
+			r.boards = append(r.boards, rigBoard{id: p.Board.Identity().ID, lan: true, strip: strip, proc: p})
 		}
 		drivers = append(drivers, ld)
 	}
@@ -120,6 +130,14 @@ func newRig(t testing.TB, o rigOptions) *rig {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return r
+}
+
+// rigClock is board k's clock: the real one, or a crystal ClockPPM(k) off.
+func rigClock(o rigOptions, k int) clock.Clock {
+	if o.ClockPPM == nil {
+		return nil
+	}
+	return clock.Skewed(clock.Real, o.ClockPPM(k))
 }
 
 func fireUncertainty(o rigOptions) time.Duration {

@@ -14,6 +14,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/installation/boardstate"
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // EventSource is the fleet's event stream (*fleet.Fleet has one). With
@@ -313,12 +314,12 @@ func (in *Installer) currentCached() (Revision, *Description, error) {
 
 // Metrics of the installation.
 var (
-	descBoards = prometheus.NewDesc("holo_gateway_installation_boards",
+	descBoards = prometheus.NewDesc(metricname.GatewayInstallationBoards,
 		"Assigned boards by the drift watcher's last finding (in_sync, drifted, applying, unreachable, failed, needs_lan).", []string{"state"}, nil)
-	descBoardInSync = prometheus.NewDesc("holo_gateway_installation_board_in_sync",
+	descBoardInSync = prometheus.NewDesc(metricname.GatewayInstallationBoardInSync,
 		"1 when the board held the current revision at its last check, else 0.", []string{"board", "profile"}, nil)
-	descRevision = prometheus.NewDesc("holo_gateway_installation_revision", "The revision applied last (0 before any).", nil, nil)
-	descHeals    = prometheus.NewDesc("holo_gateway_installation_heals_total", "Boards brought back by heal, by this process.", nil, nil)
+	descRevision = prometheus.NewDesc(metricname.GatewayInstallationRevision, "The revision applied last (0 before any).", nil, nil)
+	descHeals    = prometheus.NewDesc(metricname.GatewayInstallationHealsTotal, "Boards brought back by heal, by this process.", nil, nil)
 )
 
 // BoardStates are the states a board's drift may show, in order.

@@ -48,7 +48,11 @@ type clockState struct {
 	filter timesync.Filter
 	reset  atomic.Bool // the board restarted: forget the samples
 	noTime bool        // the board answered 404 to GET /time (older firmware)
-	rounds int         // rounds with an estimate since the last reset
+	// noAlign: the board answered 404 or 405 to PUT /time (no extension
+	// clip-sync); not told again until it restarts.
+	noAlign bool
+	told    fleet.Told // what the board was told last (PUT /time)
+	rounds  int        // rounds with an estimate since the last reset
 
 	// next and index belong to the schedule (clockQueue.mu): when the
 	// board's next round is due, and its place in the queue (-1: not
@@ -243,6 +247,8 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 	if b.clock.reset.Swap(false) {
 		b.clock.filter.Reset()
 		b.clock.noTime = false
+		b.clock.noAlign = false
+		b.clock.told = fleet.Told{}
 		b.clock.rounds = 0
 	}
 	if b.clock.noTime {
@@ -299,8 +305,41 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 		b.clock.rounds++
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
 			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: "lan"})
+		l.tellClock(ctx, b, e)
 	}
 	return l.o.Clock.Now().Add(l.clockPeriod(e, got, b.clock.rounds)), true
+}
+
+// tellClock tells b the alignment a round measured (PUT /time, extension
+// clip-sync): the gateway's time, Unix µs, at which its clock read 0, so
+// that the clips it plays follow the gateway's clock. An estimate is told
+// when fleet.Told.Sharper says so: the board keeps a sharp old one
+// (drifting at most 50 ppm) rather than take a blurred new one. A board without the extension (404, 405) is not told again until
+// it restarts; any other failure waits for the next round. b.clock.mu is
+// held.
+func (l *LAN) tellClock(ctx context.Context, b *lanBoard, e timesync.Estimate) {
+	if b.clock.noAlign || !b.clock.told.Sharper(e.Uncertainty, e.At) {
+		return // a blurred estimate: the board keeps the sharper one it holds
+	}
+	epoch := -e.Offset
+	body, _ := json.Marshal(boardapi.TimeAlign{EpochUS: &epoch, UncertaintyUS: e.Uncertainty})
+	req, err := l.request(ctx, b, http.MethodPut, "/time", bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	rep, err := l.do(req, b)
+	switch {
+	case err != nil:
+		l.log.Debug("lan: telling the board its clock", "url", b.url, "err", err)
+	case rep.Status == http.StatusNotFound || rep.Status == http.StatusMethodNotAllowed:
+		b.clock.noAlign = true
+		l.log.Debug("lan: board has no PUT /time (clip-sync); its clips play on its own clock", "url", b.url)
+	case rep.Status != http.StatusOK:
+		l.log.Debug("lan: telling the board its clock", "url", b.url, "status", rep.Status, "body", string(rep.Body))
+	default:
+		b.clock.told = fleet.Told{UncertaintyUS: e.Uncertainty, AtUS: e.At, Set: true}
+	}
 }
 
 // sample is one exchange of GET /time?t1= on c; again reports whether c

@@ -14,6 +14,7 @@ import (
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // Defaults of BoardsOptions.
@@ -106,29 +107,29 @@ func NewBoards(src BoardsSource, o BoardsOptions) *Boards {
 	}
 	o.CallTimeout = defaults.Positive(o.CallTimeout, DefaultCallTimeout)
 	b := &Boards{src: src, o: o, clk: o.Clock, log: o.Log, soon: make(chan string, soonQueue), boards: map[string]*boardSample{},
-		uptime:   prometheus.NewDesc(name("board_uptime_seconds"), "Time since the board started, from its last system report.", []string{"board"}, nil),
-		heapFree: prometheus.NewDesc(name("board_heap_free_bytes"), "Free memory of the board, from its last system report.", []string{"board"}, nil),
-		rssi:     prometheus.NewDesc(name("board_wifi_rssi_dbm"), "Signal strength of the board's Wi-Fi station link, in dBm, while connected.", []string{"board"}, nil),
-		clockOffset: prometheus.NewDesc(name("board_clock_offset_seconds"),
+		uptime:   prometheus.NewDesc(metricname.GatewayBoardUptimeSeconds, "Time since the board started, from its last system report.", []string{"board"}, nil),
+		heapFree: prometheus.NewDesc(metricname.GatewayBoardHeapFreeBytes, "Free memory of the board, from its last system report.", []string{"board"}, nil),
+		rssi:     prometheus.NewDesc(metricname.GatewayBoardWiFiRSSIDBm, "Signal strength of the board's Wi-Fi station link, in dBm, while connected.", []string{"board"}, nil),
+		clockOffset: prometheus.NewDesc(metricname.GatewayBoardClockOffsetSeconds,
 			"The board's monotonic clock (time since its boot) minus the gateway's (Unix time), as last aligned, while online.", []string{"board"}, nil),
-		clockUnc: prometheus.NewDesc(name("board_clock_uncertainty_seconds"),
+		clockUnc: prometheus.NewDesc(metricname.GatewayBoardClockUncertaintySeconds,
 			"How far the true clock offset may be from board_clock_offset_seconds.", []string{"board"}, nil),
 	}
 	l := func(n, help string, get func(boardapi.LinkCounters) uint64) linkMetric {
-		return linkMetric{prometheus.NewDesc(name("board_link_"+n), help+" (the board's count since it started).", []string{"board"}, nil), get}
+		return linkMetric{prometheus.NewDesc(n, help+" (the board's count since it started).", []string{"board"}, nil), get}
 	}
 	b.link = []linkMetric{
-		l("receive_bytes_total", "Bytes the board received on its host link", func(c boardapi.LinkCounters) uint64 { return c.RxBytes }),
-		l("transmit_bytes_total", "Bytes the board sent on its host link", func(c boardapi.LinkCounters) uint64 { return c.TxBytes }),
-		l("frames_total", "Native frames the board took", func(c boardapi.LinkCounters) uint64 { return c.Frames }),
-		l("json_lines_total", "JSON lines the board took", func(c boardapi.LinkCounters) uint64 { return c.Lines }),
-		l("errors_total", "Error replies the board sent on its link", func(c boardapi.LinkCounters) uint64 { return c.Errors }),
-		l("bad_crc_total", "Frames the board dropped for a bad CRC", func(c boardapi.LinkCounters) uint64 { return c.BadCRC }),
-		l("bad_frames_total", "Frames the board dropped as malformed", func(c boardapi.LinkCounters) uint64 { return c.BadFrames }),
-		l("garbage_total", "Byte runs the board skipped as garbage", func(c boardapi.LinkCounters) uint64 { return c.Garbage }),
-		l("overruns_total", "Times the board's receive buffer overflowed", func(c boardapi.LinkCounters) uint64 { return c.Overruns }),
-		l("timeouts_total", "Requests the board gave up receiving", func(c boardapi.LinkCounters) uint64 { return c.Timeouts }),
-		l("transmit_dropped_total", "Bytes the board could not send", func(c boardapi.LinkCounters) uint64 { return c.TxDropped }),
+		l(metricname.GatewayBoardLinkReceiveBytesTotal, "Bytes the board received on its host link", func(c boardapi.LinkCounters) uint64 { return c.RxBytes }),
+		l(metricname.GatewayBoardLinkTransmitBytesTotal, "Bytes the board sent on its host link", func(c boardapi.LinkCounters) uint64 { return c.TxBytes }),
+		l(metricname.GatewayBoardLinkFramesTotal, "Native frames the board took", func(c boardapi.LinkCounters) uint64 { return c.Frames }),
+		l(metricname.GatewayBoardLinkJSONLinesTotal, "JSON lines the board took", func(c boardapi.LinkCounters) uint64 { return c.Lines }),
+		l(metricname.GatewayBoardLinkErrorsTotal, "Error replies the board sent on its link", func(c boardapi.LinkCounters) uint64 { return c.Errors }),
+		l(metricname.GatewayBoardLinkBadCRCTotal, "Frames the board dropped for a bad CRC", func(c boardapi.LinkCounters) uint64 { return c.BadCRC }),
+		l(metricname.GatewayBoardLinkBadFramesTotal, "Frames the board dropped as malformed", func(c boardapi.LinkCounters) uint64 { return c.BadFrames }),
+		l(metricname.GatewayBoardLinkGarbageTotal, "Byte runs the board skipped as garbage", func(c boardapi.LinkCounters) uint64 { return c.Garbage }),
+		l(metricname.GatewayBoardLinkOverrunsTotal, "Times the board's receive buffer overflowed", func(c boardapi.LinkCounters) uint64 { return c.Overruns }),
+		l(metricname.GatewayBoardLinkTimeoutsTotal, "Requests the board gave up receiving", func(c boardapi.LinkCounters) uint64 { return c.Timeouts }),
+		l(metricname.GatewayBoardLinkTransmitDroppedTotal, "Bytes the board could not send", func(c boardapi.LinkCounters) uint64 { return c.TxDropped }),
 	}
 	return b
 }

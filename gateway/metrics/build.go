@@ -4,6 +4,8 @@ import (
 	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // NewBuildInfo returns a collector of one constant series,
@@ -11,7 +13,7 @@ import (
 // list the gateways Prometheus scrapes.
 func NewBuildInfo(version string) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        name("build_info"),
+		Name:        metricname.GatewayBuildInfo,
 		Help:        "The gateway's version and Go version; always 1.",
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
 	}, func() float64 { return 1 })

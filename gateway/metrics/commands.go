@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // CommandBuckets are the latency buckets of commands, in seconds: a
@@ -63,12 +64,12 @@ func NewCommands() *Commands {
 func newCommands() *Commands {
 	return &Commands{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    name("command_duration_seconds"),
+			Name:    metricname.GatewayCommandDurationSeconds,
 			Help:    "Time the gateway took to run a command on boards, by transport and kind.",
 			Buckets: CommandBuckets,
 		}, []string{"transport", "kind"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: name("command_failures_total"),
+			Name: metricname.GatewayCommandFailuresTotal,
 			Help: "Commands that failed before a board answered (no reply, unreachable, bad reply), by transport and kind.",
 		}, []string{"transport", "kind"}),
 	}

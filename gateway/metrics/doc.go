@@ -50,6 +50,3 @@ func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	}
 	return nil
 }
-
-// name joins the namespace and a metric's name.
-func name(n string) string { return Namespace + "_" + n }

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // FireBuckets are the buckets of fire skew and lateness, in seconds: a
@@ -32,12 +33,12 @@ var FireHows = []string{fleet.FireLine, fleet.FireBoard, fleet.FireGateway}
 // (*fleet.Fleet).ObserveFire(f.Observe).
 func NewFires() *Fires {
 	f := &Fires{
-		skew: prometheus.NewHistogram(prometheus.HistogramOpts{Name: name("fire_skew_seconds"),
+		skew: prometheus.NewHistogram(prometheus.HistogramOpts{Name: metricname.GatewayFireSkewSeconds,
 			Help: "Time from the first to the last board's change in a timed fire of two boards or more.", Buckets: FireBuckets}),
-		late: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name("fire_lateness_seconds"),
+		late: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricname.GatewayFireLatenessSeconds,
 			Help: "How long after the moment asked each board of a timed fire changed, by how it was fired (0 when early).", Buckets: FireBuckets},
 			[]string{"how"}),
-		early: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("fire_early_total"),
+		early: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricname.GatewayFireEarlyTotal,
 			Help: "Boards of timed fires that changed before the moment asked, by how they were fired."}, []string{"how"}),
 	}
 	for _, h := range FireHows {

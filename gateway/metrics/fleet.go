@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // FleetSource is what the Fleet collector reads when scraped;
@@ -49,24 +50,24 @@ type Fleet struct {
 // NewFleet returns the Fleet collector of src.
 func NewFleet(src FleetSource) *Fleet {
 	d := func(n, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name(n), help, labels, nil)
+		return prometheus.NewDesc(n, help, labels, nil)
 	}
 	return &Fleet{src: src,
-		boards:        d("boards", "Boards the gateway knows, by firmware version and whether they are reachable now.", "firmware", "online"),
-		info:          d("board_info", "One series per known board carrying its hostname, firmware, line and bus address; always 1.", "board", "hostname", "firmware", "line", "address"),
-		online:        d("board_online", "1 when some transport reaches the board now, else 0.", "board"),
-		reachable:     d("board_reachable", "1 for each transport (rs485:<line>, lan) that reaches the board now.", "board", "transport"),
-		group:         d("board_group", "1 for each group (1-31) the board belongs to; group \"none\" for a board in none.", "board", "group"),
-		lastSeen:      d("board_last_seen_timestamp_seconds", "When the board last answered, in seconds since the Unix epoch.", "board"),
-		boardEvents:   d("board_events_total", "Events of the board put on the fleet stream.", "board"),
-		received:      d("events_received_total", "Reports the drivers made (happenings, state changes, restarts, losses), repeats included."),
-		published:     d("events_published_total", "Events put on the fleet event stream."),
-		duplicate:     d("events_duplicate_total", "Reports dropped as repeats of what was already on the stream."),
-		dropped:       d("events_dropped_total", "Events lost by watchers that fell behind."),
-		replayMissed:  d("events_replay_missed_total", "Events a resuming watcher asked for after they had left the replay buffer."),
-		unattributed:  d("events_unattributed_total", "Reports from a place where no board is known yet."),
-		watchers:      d("event_watchers", "Event watchers attached now (API streams, MQTT bridge, metrics)."),
-		persistErrors: d("registry_write_errors_total", "Failed writes of board records to the store."),
+		boards:        d(metricname.GatewayBoards, "Boards the gateway knows, by firmware version and whether they are reachable now.", "firmware", "online"),
+		info:          d(metricname.GatewayBoardInfo, "One series per known board carrying its hostname, firmware, line and bus address; always 1.", "board", "hostname", "firmware", "line", "address"),
+		online:        d(metricname.GatewayBoardOnline, "1 when some transport reaches the board now, else 0.", "board"),
+		reachable:     d(metricname.GatewayBoardReachable, "1 for each transport (rs485:<line>, lan) that reaches the board now.", "board", "transport"),
+		group:         d(metricname.GatewayBoardGroup, "1 for each group (1-31) the board belongs to; group \"none\" for a board in none.", "board", "group"),
+		lastSeen:      d(metricname.GatewayBoardLastSeenTimestampSeconds, "When the board last answered, in seconds since the Unix epoch.", "board"),
+		boardEvents:   d(metricname.GatewayBoardEventsTotal, "Events of the board put on the fleet stream.", "board"),
+		received:      d(metricname.GatewayEventsReceivedTotal, "Reports the drivers made (happenings, state changes, restarts, losses), repeats included."),
+		published:     d(metricname.GatewayEventsPublishedTotal, "Events put on the fleet event stream."),
+		duplicate:     d(metricname.GatewayEventsDuplicateTotal, "Reports dropped as repeats of what was already on the stream."),
+		dropped:       d(metricname.GatewayEventsDroppedTotal, "Events lost by watchers that fell behind."),
+		replayMissed:  d(metricname.GatewayEventsReplayMissedTotal, "Events a resuming watcher asked for after they had left the replay buffer."),
+		unattributed:  d(metricname.GatewayEventsUnattributedTotal, "Reports from a place where no board is known yet."),
+		watchers:      d(metricname.GatewayEventWatchers, "Event watchers attached now (API streams, MQTT bridge, metrics)."),
+		persistErrors: d(metricname.GatewayRegistryWriteErrorsTotal, "Failed writes of board records to the store."),
 	}
 }
 

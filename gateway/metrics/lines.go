@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/metricname"
 )
 
 // Lines collects the counters of each RS485 line the gateway masters,
@@ -42,24 +43,24 @@ type lineMetric struct {
 // by driver name ("rs485:line0"); (*fleet.Fleet).Stats().Lines is one.
 func NewLines(src func() map[string]fleet.LineStats) *Lines {
 	m := func(n, help string, typ prometheus.ValueType, get func(fleet.LineStats) float64) lineMetric {
-		return lineMetric{prometheus.NewDesc(name("line_"+n), help, []string{"line"}, nil), typ, get}
+		return lineMetric{prometheus.NewDesc(n, help, []string{"line"}, nil), typ, get}
 	}
 	c, g := prometheus.CounterValue, prometheus.GaugeValue
 	return &Lines{src: src, cs: []lineMetric{
-		m("transmit_bytes_total", "Bytes the gateway sent on the line.", c, func(s fleet.LineStats) float64 { return float64(s.BytesOut) }),
-		m("receive_bytes_total", "Bytes the gateway received on the line.", c, func(s fleet.LineStats) float64 { return float64(s.BytesIn) }),
-		m("transmit_frames_total", "Native frames the gateway sent.", c, func(s fleet.LineStats) float64 { return float64(s.FramesOut) }),
-		m("receive_frames_total", "Native frames the gateway received.", c, func(s fleet.LineStats) float64 { return float64(s.FramesIn) }),
-		m("transmit_json_lines_total", "JSON lines the gateway sent.", c, func(s fleet.LineStats) float64 { return float64(s.LinesOut) }),
-		m("receive_json_lines_total", "JSON lines the gateway received.", c, func(s fleet.LineStats) float64 { return float64(s.LinesIn) }),
-		m("bad_crc_total", "Received frames whose CRC did not match.", c, func(s fleet.LineStats) float64 { return float64(s.BadCRC) }),
-		m("garbage_total", "Received byte runs and replies that were neither a valid frame nor a JSON line.", c, func(s fleet.LineStats) float64 { return float64(s.Garbage) }),
-		m("timeouts_total", "Requests no reply came for in time.", c, func(s fleet.LineStats) float64 { return float64(s.Timeouts) }),
-		m("retries_total", "Requests sent again after a timeout or a bad reply.", c, func(s fleet.LineStats) float64 { return float64(s.Retries) }),
-		m("polls_total", "Poll requests sent to the boards.", c, func(s fleet.LineStats) float64 { return float64(s.Polls) }),
-		m("poll_cycle_seconds", "Duration of the last full poll round over every known board.", g, func(s fleet.LineStats) float64 { return s.PollCycle.Seconds() }),
-		m("busy_seconds_total", "Time the line carried the gateway's bytes; its rate is the line's utilisation.", c, func(s fleet.LineStats) float64 { return s.Busy.Seconds() }),
-		m("boards", "Boards found on the line.", g, func(s fleet.LineStats) float64 { return float64(s.Boards) }),
+		m(metricname.GatewayLineTransmitBytesTotal, "Bytes the gateway sent on the line.", c, func(s fleet.LineStats) float64 { return float64(s.BytesOut) }),
+		m(metricname.GatewayLineReceiveBytesTotal, "Bytes the gateway received on the line.", c, func(s fleet.LineStats) float64 { return float64(s.BytesIn) }),
+		m(metricname.GatewayLineTransmitFramesTotal, "Native frames the gateway sent.", c, func(s fleet.LineStats) float64 { return float64(s.FramesOut) }),
+		m(metricname.GatewayLineReceiveFramesTotal, "Native frames the gateway received.", c, func(s fleet.LineStats) float64 { return float64(s.FramesIn) }),
+		m(metricname.GatewayLineTransmitJSONLinesTotal, "JSON lines the gateway sent.", c, func(s fleet.LineStats) float64 { return float64(s.LinesOut) }),
+		m(metricname.GatewayLineReceiveJSONLinesTotal, "JSON lines the gateway received.", c, func(s fleet.LineStats) float64 { return float64(s.LinesIn) }),
+		m(metricname.GatewayLineBadCRCTotal, "Received frames whose CRC did not match.", c, func(s fleet.LineStats) float64 { return float64(s.BadCRC) }),
+		m(metricname.GatewayLineGarbageTotal, "Received byte runs and replies that were neither a valid frame nor a JSON line.", c, func(s fleet.LineStats) float64 { return float64(s.Garbage) }),
+		m(metricname.GatewayLineTimeoutsTotal, "Requests no reply came for in time.", c, func(s fleet.LineStats) float64 { return float64(s.Timeouts) }),
+		m(metricname.GatewayLineRetriesTotal, "Requests sent again after a timeout or a bad reply.", c, func(s fleet.LineStats) float64 { return float64(s.Retries) }),
+		m(metricname.GatewayLinePollsTotal, "Poll requests sent to the boards.", c, func(s fleet.LineStats) float64 { return float64(s.Polls) }),
+		m(metricname.GatewayLinePollCycleSeconds, "Duration of the last full poll round over every known board.", g, func(s fleet.LineStats) float64 { return s.PollCycle.Seconds() }),
+		m(metricname.GatewayLineBusySecondsTotal, "Time the line carried the gateway's bytes; its rate is the line's utilisation.", c, func(s fleet.LineStats) float64 { return s.Busy.Seconds() }),
+		m(metricname.GatewayLineBoards, "Boards found on the line.", g, func(s fleet.LineStats) float64 { return float64(s.Boards) }),
 	}}
 }
 

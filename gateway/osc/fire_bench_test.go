@@ -25,65 +25,88 @@ import (
 )
 
 // benchRig is a gateway in one process for the OSC benchmarks: boards in
-// group 1 on one simulated 115200-baud line or on the LAN, the real
-// drivers and fleet core, and the OSC server on loopback.
+// group 1 on simulated 115200-baud lines and on the LAN, the real drivers
+// and fleet core, and the OSC server on loopback.
 type benchRig struct {
 	f      *fleet.Fleet
-	line   *simline.Line
-	master *rs485.Line
+	line   *simline.Line // the first line
+	master *rs485.Line   // its master
 	boards []*boardtest.InProc
 	strips []*boardtest.StripWatch
 	ids    []string
 	osc    *Server
 }
 
+// rigShape is how many boards a benchRig has where: Lines lines of
+// PerLine boards each, polled every Poll (0: the driver's default), and
+// LAN boards on the LAN only.
+type rigShape struct {
+	Lines, PerLine, LAN int
+	Poll                time.Duration
+}
+
+// newBenchRig is n boards in group 1, all on one line or all on the LAN.
 func newBenchRig(b *testing.B, n int, onLine bool, pollInterval time.Duration) *benchRig {
+	if onLine {
+		return newShapedRig(b, rigShape{Lines: 1, PerLine: n, Poll: pollInterval})
+	}
+	return newShapedRig(b, rigShape{LAN: n})
+}
+
+func newShapedRig(b *testing.B, shape rigShape) *benchRig {
 	b.Helper()
 	b.StopTimer()
 	r := &benchRig{}
 	var drivers []fleet.Driver
-	if onLine {
+	start := func(o boardtest.InProcOptions) *boardtest.InProc {
+		hw, strip := boardtest.WatchedHardware()
+		o.Hardware = hw
+		p := boardtest.StartInProcess(b, o)
+		r.boards, r.strips, r.ids = append(r.boards, p), append(r.strips, strip), append(r.ids, p.Board.Identity().ID)
+		return p
+	}
+	for l := range shape.Lines {
 		line, err := simline.New(simline.Config{Baud: 115200})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { line.Close() })
-		r.line = line
-	}
-	ld := lan.New(lan.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-	var addrs []int
-	for a := 1; a <= n; a++ {
-		s := link.DefaultSettings()
-		s.Groups = []int{1}
-		o := boardtest.InProcOptions{Link: &s}
-		if onLine {
-			node, err := r.line.Attach(simline.NodeOptions{Name: "board" + strconv.Itoa(a)})
+		if l == 0 {
+			r.line = line
+		}
+		var addrs []int
+		for a := 1; a <= shape.PerLine; a++ {
+			s := link.DefaultSettings()
+			s.Groups = []int{1}
+			s.Mode, s.Address = link.ModeRS485, a
+			node, err := line.Attach(simline.NodeOptions{Name: "board" + strconv.Itoa(a)})
 			if err != nil {
 				b.Fatal(err)
 			}
-			s.Mode, s.Address = link.ModeRS485, a
-			o.Port, o.PortName = node, "rs485"
+			start(boardtest.InProcOptions{Link: &s, Port: node, PortName: "rs485"})
 			addrs = append(addrs, a)
 		}
-		hw, strip := boardtest.WatchedHardware()
-		o.Hardware = hw
-		p := boardtest.StartInProcess(b, o)
-		r.boards, r.strips, r.ids = append(r.boards, p), append(r.strips, strip), append(r.ids, p.Board.Identity().ID)
-		if !onLine {
+		node, err := line.Attach(simline.NodeOptions{Name: "gateway"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := rs485.New(rs485.Options{Name: "line" + strconv.Itoa(l), Port: node, Addresses: addrs, PollInterval: shape.Poll,
+			DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond})
+		if l == 0 {
+			r.master = m
+		}
+		drivers = append(drivers, m)
+	}
+	if shape.LAN > 0 {
+		ld := lan.New(lan.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+		for range shape.LAN {
+			s := link.DefaultSettings()
+			s.Groups = []int{1}
+			p := start(boardtest.InProcOptions{Link: &s})
 			if err := ld.Add(p.URL, ""); err != nil {
 				b.Fatal(err)
 			}
 		}
-	}
-	if onLine {
-		node, err := r.line.Attach(simline.NodeOptions{Name: "gateway"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r.master = rs485.New(rs485.Options{Name: "line0", Port: node, Addresses: addrs, PollInterval: pollInterval,
-			DiscoverWait: 150 * time.Millisecond, PollWait: 300 * time.Millisecond})
-		drivers = append(drivers, r.master)
-	} else {
 		drivers = append(drivers, ld)
 	}
 	r.f = fleet.New(fleet.Options{Drivers: drivers})
@@ -99,11 +122,11 @@ func newBenchRig(b *testing.B, n int, onLine bool, pollInterval time.Duration) *
 				ok++
 			}
 		}
-		if ok == n {
+		if ok == len(r.ids) {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d boards ready", ok, n)
+			b.Fatalf("%d of %d boards ready", ok, len(r.ids))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

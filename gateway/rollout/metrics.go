@@ -1,14 +1,18 @@
 package rollout
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/gateway/metricname"
+)
 
 // Metrics names, as the rollouts dashboard reads them.
 var (
-	descBoards = prometheus.NewDesc("holo_gateway_rollout_boards", "Boards of a rollout by phase.", []string{"rollout", "phase"}, nil)
-	descState  = prometheus.NewDesc("holo_gateway_rollout_state", "1 for the rollout's current state.", []string{"rollout", "state"}, nil)
-	descWave   = prometheus.NewDesc("holo_gateway_rollout_wave", "The wave being updated (1-based; waves+1 when done).", []string{"rollout"}, nil)
-	descWaves  = prometheus.NewDesc("holo_gateway_rollout_waves", "How many waves the rollout has.", []string{"rollout"}, nil)
-	descSent   = prometheus.NewDesc("holo_gateway_rollout_sent_bytes_total", "Image bytes sent to the rollout's boards by this process.", []string{"rollout"}, nil)
+	descBoards = prometheus.NewDesc(metricname.GatewayRolloutBoards, "Boards of a rollout by phase.", []string{"rollout", "phase"}, nil)
+	descState  = prometheus.NewDesc(metricname.GatewayRolloutState, "1 for the rollout's current state.", []string{"rollout", "state"}, nil)
+	descWave   = prometheus.NewDesc(metricname.GatewayRolloutWave, "The wave being updated (1-based; waves+1 when done).", []string{"rollout"}, nil)
+	descWaves  = prometheus.NewDesc(metricname.GatewayRolloutWaves, "How many waves the rollout has.", []string{"rollout"}, nil)
+	descSent   = prometheus.NewDesc(metricname.GatewayRolloutSentBytesTotal, "Image bytes sent to the rollout's boards by this process.", []string{"rollout"}, nil)
 )
 
 // Collector exports every rollout the engine knows to Prometheus

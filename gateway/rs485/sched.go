@@ -32,6 +32,9 @@ const (
 	// that was a PING (which carries none), so that a change is seen
 	// within the cycle it happened in.
 	needPolled
+	// needAlign: PUT /time, the alignment the last clock sample gave
+	// (extension clip-sync), as a follow-up of its own.
+	needAlign
 )
 
 // kinds is a set of resources to re-read.
@@ -596,6 +599,9 @@ func (l *Line) follow(ctx context.Context, b *board) {
 	case b.needs&needClock != 0:
 		b.needs &^= needClock
 		l.measureClock(ctx, b)
+	case b.needs&needAlign != 0:
+		b.needs &^= needAlign
+		l.tellClock(ctx, b)
 	}
 }
 

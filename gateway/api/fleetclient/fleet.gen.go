@@ -125,6 +125,11 @@ func (e InstallationControlRunParamsVerb) Valid() bool {
 	}
 }
 
+// CueServiceSetCueStandbyBody defines model for CueServiceSetCueStandbyBody.
+type CueServiceSetCueStandbyBody struct {
+	Cue *string `json:"cue,omitempty"`
+}
+
 // FleetServiceAbortRolloutBody defines model for FleetServiceAbortRolloutBody.
 type FleetServiceAbortRolloutBody struct {
 	Reason *string `json:"reason,omitempty"`
@@ -654,11 +659,96 @@ type V1CreateTokenResponse struct {
 	Token *V1Token `json:"token,omitempty"`
 }
 
+// V1Cue Cue is one cue of a list.
+type V1Cue struct {
+	// Actions actions: 1-32 fleet actions, as DoAction takes them, all fired for
+	// one moment.
+	Actions *[]V1CueAction `json:"actions,omitempty"`
+
+	// Follow follow: "" or none, continue (the next cue starts when this one
+	// fires) or after (follow_ms after).
+	Follow   *string `json:"follow,omitempty"`
+	FollowMs *int32  `json:"follow_ms,omitempty"`
+	Name     *string `json:"name,omitempty"`
+	Notes    *string `json:"notes,omitempty"`
+
+	// Number number: decimals ("1", "1.5"), ordered as numbers.
+	Number *string `json:"number,omitempty"`
+
+	// PreWaitMs pre_wait_ms: how long after its GO the cue fires (0 to 24 h).
+	PreWaitMs *int32 `json:"pre_wait_ms,omitempty"`
+
+	// Timecode timecode: HH:MM:SS:FF (";" before the frames: drop frame); the cue
+	// fires when incoming timecode passes it.
+	Timecode *string `json:"timecode,omitempty"`
+}
+
+// V1CueAction CueAction is one fleet action of a cue.
+type V1CueAction struct {
+	Body interface{} `json:"body,omitempty"`
+	Kind *string     `json:"kind,omitempty"`
+
+	// Selector Selector names the targets of an action; set one or more of its fields.
+	Selector *V1Selector `json:"selector,omitempty"`
+}
+
+// V1CueChase CueChase is a list's view of the timecode it follows.
+type V1CueChase struct {
+	Position *string `json:"position,omitempty"`
+
+	// Rate rate: 24, 25, 29.97df or 30.
+	Rate *string `json:"rate,omitempty"`
+
+	// Source source: artnet or osc.
+	Source *string `json:"source,omitempty"`
+
+	// Status status: locked, freewheel or stopped.
+	Status *string `json:"status,omitempty"`
+}
+
+// V1CueList CueList is a show's list of cues, kept sorted by number.
+type V1CueList struct {
+	Cues *[]V1Cue `json:"cues,omitempty"`
+
+	// Name name: letters, digits, _ . -; at most 64.
+	Name *string `json:"name,omitempty"`
+}
+
+// V1CueListWithState defines model for v1CueListWithState.
+type V1CueListWithState struct {
+	Cues *[]V1Cue `json:"cues,omitempty"`
+	Name *string  `json:"name,omitempty"`
+
+	// State CueState is a list's live state.
+	State *V1CueState `json:"state,omitempty"`
+}
+
+// V1CueState CueState is a list's live state.
+type V1CueState struct {
+	// Last FiredCue is the last cue fired and how it went.
+	Last    *V1FiredCue     `json:"last,omitempty"`
+	List    *string         `json:"list,omitempty"`
+	Running *[]V1RunningCue `json:"running,omitempty"`
+
+	// Standby standby: the cue GO fires; "" past the last cue.
+	Standby      *string `json:"standby,omitempty"`
+	StandbyName  *string `json:"standby_name,omitempty"`
+	StandbyNotes *string `json:"standby_notes,omitempty"`
+
+	// Timecode CueChase is a list's view of the timecode it follows.
+	Timecode *V1CueChase `json:"timecode,omitempty"`
+}
+
 // V1DeleteArtifactResponse defines model for v1DeleteArtifactResponse.
 type V1DeleteArtifactResponse = map[string]interface{}
 
 // V1DeleteChannelResponse defines model for v1DeleteChannelResponse.
 type V1DeleteChannelResponse = map[string]interface{}
+
+// V1DeleteCueListResponse defines model for v1DeleteCueListResponse.
+type V1DeleteCueListResponse struct {
+	Deleted *string `json:"deleted,omitempty"`
+}
 
 // V1DoActionRequest defines model for v1DoActionRequest.
 type V1DoActionRequest struct {
@@ -710,6 +800,21 @@ type V1Event struct {
 	Type *string `json:"type,omitempty"`
 }
 
+// V1FiredCue FiredCue is the last cue fired and how it went.
+type V1FiredCue struct {
+	// At at: the moment it fired for (unset: at once).
+	At *time.Time `json:"at,omitempty"`
+
+	// Boards boards: board results that came back; failed: how many failed.
+	Boards *int32  `json:"boards,omitempty"`
+	Cue    *string `json:"cue,omitempty"`
+
+	// Errors errors: actions the fleet refused whole.
+	Errors *[]string `json:"errors,omitempty"`
+	Failed *int32    `json:"failed,omitempty"`
+	Name   *string   `json:"name,omitempty"`
+}
+
 // V1Identity Identity is who a call was made as.
 type V1Identity struct {
 	// Name The token's name, or "loopback" (demo mode) or "insecure-lab".
@@ -717,6 +822,11 @@ type V1Identity struct {
 
 	// Role viewer, operator or admin.
 	Role *string `json:"role,omitempty"`
+}
+
+// V1ListCueListsResponse defines model for v1ListCueListsResponse.
+type V1ListCueListsResponse struct {
+	Lists *[]V1CueList `json:"lists,omitempty"`
 }
 
 // V1Refusal Refusal is a board the target names that will not be updated.
@@ -1050,6 +1160,17 @@ type V1RolloutWindow struct {
 	TimeZone *string `json:"time_zone,omitempty"`
 }
 
+// V1RunningCue RunningCue is a cue waiting to fire or firing.
+type V1RunningCue struct {
+	Cue     *string    `json:"cue,omitempty"`
+	FiresAt *time.Time `json:"fires_at,omitempty"`
+	Name    *string    `json:"name,omitempty"`
+
+	// Phase phase: follow (waiting for the cue before it), pre_wait or firing.
+	Phase       *string `json:"phase,omitempty"`
+	RemainingMs *int32  `json:"remaining_ms,omitempty"`
+}
+
 // V1Selector Selector names the targets of an action; set one or more of its fields.
 type V1Selector struct {
 	All    *bool              `json:"all,omitempty"`
@@ -1148,6 +1269,18 @@ type FleetServiceListBoardsParams struct {
 // FleetServiceSetLabelsJSONBody defines parameters for FleetServiceSetLabels.
 type FleetServiceSetLabelsJSONBody map[string]string
 
+// CueServiceStartCueParams defines parameters for CueServiceStartCue.
+type CueServiceStartCueParams struct {
+	Asap *bool `form:"asap,omitempty" json:"asap,omitempty"`
+}
+
+// CueServiceGoCueParams defines parameters for CueServiceGoCue.
+type CueServiceGoCueParams struct {
+	// Asap asap: fire at once rather than at the next moment every board can
+	// make.
+	Asap *bool `form:"asap,omitempty" json:"asap,omitempty"`
+}
+
 // FleetServiceWatchEventsParams defines parameters for FleetServiceWatchEvents.
 type FleetServiceWatchEventsParams struct {
 	Group    *int32    `form:"group,omitempty" json:"group,omitempty"`
@@ -1205,6 +1338,12 @@ type FleetServiceSetLabelsJSONRequestBody FleetServiceSetLabelsJSONBody
 
 // FleetServiceSetChannelJSONRequestBody defines body for FleetServiceSetChannel for application/json ContentType.
 type FleetServiceSetChannelJSONRequestBody = FleetServiceSetChannelBody
+
+// CueServicePutCueListJSONRequestBody defines body for CueServicePutCueList for application/json ContentType.
+type CueServicePutCueListJSONRequestBody = V1CueList
+
+// CueServiceSetCueStandbyJSONRequestBody defines body for CueServiceSetCueStandby for application/json ContentType.
+type CueServiceSetCueStandbyJSONRequestBody = CueServiceSetCueStandbyBody
 
 // InstallationApplyJSONRequestBody defines body for InstallationApply for application/json ContentType.
 type InstallationApplyJSONRequestBody = InstallationDescription
@@ -1454,6 +1593,85 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/cluster/gateways/{name} (the `FleetServiceRemoveGateway` operationId).
 	FleetServiceRemoveGateway(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceListCueLists ListCueLists returns every list, by name (viewer).
+	//
+	// Corresponds with GET /v1/cuelists (the `CueServiceListCueLists` operationId).
+	CueServiceListCueLists(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceWatchCuesSSE Every cue list's events from now, as Server-Sent Events (viewer).
+	//
+	// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
+	//
+	// Corresponds with GET /v1/cuelists/events (the `CueServiceWatchCuesSSE` operationId).
+	CueServiceWatchCuesSSE(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceDeleteCueList DeleteCueList deletes a list, cancelling its waits (admin).
+	//
+	// Corresponds with DELETE /v1/cuelists/{name} (the `CueServiceDeleteCueList` operationId).
+	CueServiceDeleteCueList(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceGetCueList GetCueList returns a list with its live state (viewer).
+	//
+	// Corresponds with GET /v1/cuelists/{name} (the `CueServiceGetCueList` operationId).
+	CueServiceGetCueList(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServicePutCueListWithBody PutCueList checks and saves a list, replacing one of its name
+	// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+	CueServicePutCueListWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServicePutCueList PutCueList checks and saves a list, replacing one of its name
+	// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+	CueServicePutCueList(ctx context.Context, name string, body CueServicePutCueListJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceBackCue BackCue moves the standby one cue back (operator).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/back (the `CueServiceBackCue` operationId).
+	CueServiceBackCue(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceStartCue StartCue fires a given cue now, as GO would (a jump; operator).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/cues/{number}/start (the `CueServiceStartCue` operationId).
+	CueServiceStartCue(ctx context.Context, name string, number string, params *CueServiceStartCueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceGoCue GoCue fires the standby cue at the next moment every board can make
+	// (asap: at once) and moves the standby past it and its follows
+	// (operator). FAILED_PRECONDITION past the last cue.
+	//
+	// Corresponds with POST /v1/cuelists/{name}/go (the `CueServiceGoCue` operationId).
+	CueServiceGoCue(ctx context.Context, name string, params *CueServiceGoCueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceSetCueStandbyWithBody SetCueStandby puts the standby on a cue without firing it (operator).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+	CueServiceSetCueStandbyWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceSetCueStandby SetCueStandby puts the standby on a cue without firing it (operator).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+	CueServiceSetCueStandby(ctx context.Context, name string, body CueServiceSetCueStandbyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceGetCueState GetCueState returns a list's live state (viewer).
+	//
+	// Corresponds with GET /v1/cuelists/{name}/state (the `CueServiceGetCueState` operationId).
+	CueServiceGetCueState(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CueServiceStopCues StopCues cancels every pre-wait and follow of the list (operator).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/stop (the `CueServiceStopCues` operationId).
+	CueServiceStopCues(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FleetServiceWatchEvents WatchEvents streams the fleet's events (viewer). The stream ends with
 	// RESOURCE_EXHAUSTED when the watcher fell behind; resume with after set
@@ -2059,6 +2277,215 @@ func (c *Client) FleetServiceGetCluster(ctx context.Context, reqEditors ...Reque
 // Corresponds with DELETE /v1/cluster/gateways/{name} (the `FleetServiceRemoveGateway` operationId).
 func (c *Client) FleetServiceRemoveGateway(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFleetServiceRemoveGatewayRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceListCueLists ListCueLists returns every list, by name (viewer).
+//
+// Corresponds with GET /v1/cuelists (the `CueServiceListCueLists` operationId).
+func (c *Client) CueServiceListCueLists(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceListCueListsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceWatchCuesSSE Every cue list's events from now, as Server-Sent Events (viewer).
+//
+// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
+//
+// Corresponds with GET /v1/cuelists/events (the `CueServiceWatchCuesSSE` operationId).
+func (c *Client) CueServiceWatchCuesSSE(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceWatchCuesSSERequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceDeleteCueList DeleteCueList deletes a list, cancelling its waits (admin).
+//
+// Corresponds with DELETE /v1/cuelists/{name} (the `CueServiceDeleteCueList` operationId).
+func (c *Client) CueServiceDeleteCueList(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceDeleteCueListRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceGetCueList GetCueList returns a list with its live state (viewer).
+//
+// Corresponds with GET /v1/cuelists/{name} (the `CueServiceGetCueList` operationId).
+func (c *Client) CueServiceGetCueList(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceGetCueListRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServicePutCueListWithBody PutCueList checks and saves a list, replacing one of its name
+// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+func (c *Client) CueServicePutCueListWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServicePutCueListRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServicePutCueList PutCueList checks and saves a list, replacing one of its name
+// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+func (c *Client) CueServicePutCueList(ctx context.Context, name string, body CueServicePutCueListJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServicePutCueListRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceBackCue BackCue moves the standby one cue back (operator).
+//
+// Corresponds with POST /v1/cuelists/{name}/back (the `CueServiceBackCue` operationId).
+func (c *Client) CueServiceBackCue(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceBackCueRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceStartCue StartCue fires a given cue now, as GO would (a jump; operator).
+//
+// Corresponds with POST /v1/cuelists/{name}/cues/{number}/start (the `CueServiceStartCue` operationId).
+func (c *Client) CueServiceStartCue(ctx context.Context, name string, number string, params *CueServiceStartCueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceStartCueRequest(c.Server, name, number, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceGoCue GoCue fires the standby cue at the next moment every board can make
+// (asap: at once) and moves the standby past it and its follows
+// (operator). FAILED_PRECONDITION past the last cue.
+//
+// Corresponds with POST /v1/cuelists/{name}/go (the `CueServiceGoCue` operationId).
+func (c *Client) CueServiceGoCue(ctx context.Context, name string, params *CueServiceGoCueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceGoCueRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceSetCueStandbyWithBody SetCueStandby puts the standby on a cue without firing it (operator).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+func (c *Client) CueServiceSetCueStandbyWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceSetCueStandbyRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceSetCueStandby SetCueStandby puts the standby on a cue without firing it (operator).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+func (c *Client) CueServiceSetCueStandby(ctx context.Context, name string, body CueServiceSetCueStandbyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceSetCueStandbyRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceGetCueState GetCueState returns a list's live state (viewer).
+//
+// Corresponds with GET /v1/cuelists/{name}/state (the `CueServiceGetCueState` operationId).
+func (c *Client) CueServiceGetCueState(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceGetCueStateRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CueServiceStopCues StopCues cancels every pre-wait and follow of the list (operator).
+//
+// Corresponds with POST /v1/cuelists/{name}/stop (the `CueServiceStopCues` operationId).
+func (c *Client) CueServiceStopCues(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCueServiceStopCuesRequest(c.Server, name)
 	if err != nil {
 		return nil, err
 	}
@@ -3490,6 +3917,453 @@ func NewFleetServiceRemoveGatewayRequest(server string, name string) (*http.Requ
 	return req, nil
 }
 
+// NewCueServiceListCueListsRequest constructs an http.Request for the CueServiceListCueLists method
+func NewCueServiceListCueListsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServiceWatchCuesSSERequest constructs an http.Request for the CueServiceWatchCuesSSE method
+func NewCueServiceWatchCuesSSERequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServiceDeleteCueListRequest constructs an http.Request for the CueServiceDeleteCueList method
+func NewCueServiceDeleteCueListRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServiceGetCueListRequest constructs an http.Request for the CueServiceGetCueList method
+func NewCueServiceGetCueListRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServicePutCueListRequest calls the generic CueServicePutCueList builder with application/json body
+func NewCueServicePutCueListRequest(server string, name string, body CueServicePutCueListJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCueServicePutCueListRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewCueServicePutCueListRequestWithBody constructs an http.Request for the CueServicePutCueList method, with any body, and a specified content type
+func NewCueServicePutCueListRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCueServiceBackCueRequest constructs an http.Request for the CueServiceBackCue method
+func NewCueServiceBackCueRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s/back", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServiceStartCueRequest constructs an http.Request for the CueServiceStartCue method
+func NewCueServiceStartCueRequest(server string, name string, number string, params *CueServiceStartCueParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "number", number, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s/cues/%s/start", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Asap != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "asap", *params.Asap, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServiceGoCueRequest constructs an http.Request for the CueServiceGoCue method
+func NewCueServiceGoCueRequest(server string, name string, params *CueServiceGoCueParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s/go", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Asap != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "asap", *params.Asap, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServiceSetCueStandbyRequest calls the generic CueServiceSetCueStandby builder with application/json body
+func NewCueServiceSetCueStandbyRequest(server string, name string, body CueServiceSetCueStandbyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCueServiceSetCueStandbyRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewCueServiceSetCueStandbyRequestWithBody constructs an http.Request for the CueServiceSetCueStandby method, with any body, and a specified content type
+func NewCueServiceSetCueStandbyRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s/standby", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCueServiceGetCueStateRequest constructs an http.Request for the CueServiceGetCueState method
+func NewCueServiceGetCueStateRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s/state", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCueServiceStopCuesRequest constructs an http.Request for the CueServiceStopCues method
+func NewCueServiceStopCuesRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cuelists/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewFleetServiceWatchEventsRequest constructs an http.Request for the FleetServiceWatchEvents method
 func NewFleetServiceWatchEventsRequest(server string, params *FleetServiceWatchEventsParams) (*http.Request, error) {
 	var err error
@@ -4911,6 +5785,103 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/cluster/gateways/{name} (the `FleetServiceRemoveGateway` operationId).
 	FleetServiceRemoveGatewayWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*FleetServiceRemoveGatewayResponse, error)
 
+	// CueServiceListCueListsWithResponse ListCueLists returns every list, by name (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cuelists (the `CueServiceListCueLists` operationId).
+	CueServiceListCueListsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CueServiceListCueListsResponse, error)
+
+	// CueServiceWatchCuesSSEWithResponse Every cue list's events from now, as Server-Sent Events (viewer).
+	//
+	// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cuelists/events (the `CueServiceWatchCuesSSE` operationId).
+	CueServiceWatchCuesSSEWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CueServiceWatchCuesSSEResponse, error)
+
+	// CueServiceDeleteCueListWithResponse DeleteCueList deletes a list, cancelling its waits (admin).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/cuelists/{name} (the `CueServiceDeleteCueList` operationId).
+	CueServiceDeleteCueListWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceDeleteCueListResponse, error)
+
+	// CueServiceGetCueListWithResponse GetCueList returns a list with its live state (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cuelists/{name} (the `CueServiceGetCueList` operationId).
+	CueServiceGetCueListWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceGetCueListResponse, error)
+
+	// CueServicePutCueListWithBodyWithResponse PutCueList checks and saves a list, replacing one of its name
+	// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+	CueServicePutCueListWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CueServicePutCueListResponse, error)
+
+	// CueServicePutCueListWithResponse PutCueList checks and saves a list, replacing one of its name
+	// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+	CueServicePutCueListWithResponse(ctx context.Context, name string, body CueServicePutCueListJSONRequestBody, reqEditors ...RequestEditorFn) (*CueServicePutCueListResponse, error)
+
+	// CueServiceBackCueWithResponse BackCue moves the standby one cue back (operator).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/back (the `CueServiceBackCue` operationId).
+	CueServiceBackCueWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceBackCueResponse, error)
+
+	// CueServiceStartCueWithResponse StartCue fires a given cue now, as GO would (a jump; operator).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/cues/{number}/start (the `CueServiceStartCue` operationId).
+	CueServiceStartCueWithResponse(ctx context.Context, name string, number string, params *CueServiceStartCueParams, reqEditors ...RequestEditorFn) (*CueServiceStartCueResponse, error)
+
+	// CueServiceGoCueWithResponse GoCue fires the standby cue at the next moment every board can make
+	// (asap: at once) and moves the standby past it and its follows
+	// (operator). FAILED_PRECONDITION past the last cue.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/go (the `CueServiceGoCue` operationId).
+	CueServiceGoCueWithResponse(ctx context.Context, name string, params *CueServiceGoCueParams, reqEditors ...RequestEditorFn) (*CueServiceGoCueResponse, error)
+
+	// CueServiceSetCueStandbyWithBodyWithResponse SetCueStandby puts the standby on a cue without firing it (operator).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+	CueServiceSetCueStandbyWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CueServiceSetCueStandbyResponse, error)
+
+	// CueServiceSetCueStandbyWithResponse SetCueStandby puts the standby on a cue without firing it (operator).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+	CueServiceSetCueStandbyWithResponse(ctx context.Context, name string, body CueServiceSetCueStandbyJSONRequestBody, reqEditors ...RequestEditorFn) (*CueServiceSetCueStandbyResponse, error)
+
+	// CueServiceGetCueStateWithResponse GetCueState returns a list's live state (viewer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cuelists/{name}/state (the `CueServiceGetCueState` operationId).
+	CueServiceGetCueStateWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceGetCueStateResponse, error)
+
+	// CueServiceStopCuesWithResponse StopCues cancels every pre-wait and follow of the list (operator).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cuelists/{name}/stop (the `CueServiceStopCues` operationId).
+	CueServiceStopCuesWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceStopCuesResponse, error)
+
 	// FleetServiceWatchEventsWithResponse WatchEvents streams the fleet's events (viewer). The stream ends with
 	// RESOURCE_EXHAUSTED when the watcher fell behind; resume with after set
 	// to the last n received.
@@ -6246,6 +7217,660 @@ func (r FleetServiceRemoveGatewayResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r FleetServiceRemoveGatewayResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceListCueListsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1ListCueListsResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceListCueListsResponse) GetJSON200() *V1ListCueListsResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceListCueListsResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceListCueListsResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceListCueListsResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceListCueListsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceListCueListsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceListCueListsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceListCueListsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceWatchCuesSSEResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceWatchCuesSSEResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceWatchCuesSSEResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceWatchCuesSSEResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceWatchCuesSSEResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceDeleteCueListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1DeleteCueListResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceDeleteCueListResponse) GetJSON200() *V1DeleteCueListResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceDeleteCueListResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceDeleteCueListResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceDeleteCueListResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceDeleteCueListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceDeleteCueListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceDeleteCueListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceDeleteCueListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceGetCueListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueListWithState
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceGetCueListResponse) GetJSON200() *V1CueListWithState {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceGetCueListResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceGetCueListResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceGetCueListResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceGetCueListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceGetCueListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceGetCueListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceGetCueListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServicePutCueListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServicePutCueListResponse) GetJSON200() *V1CueList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServicePutCueListResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServicePutCueListResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServicePutCueListResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServicePutCueListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServicePutCueListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServicePutCueListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServicePutCueListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceBackCueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueState
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceBackCueResponse) GetJSON200() *V1CueState {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceBackCueResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceBackCueResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceBackCueResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceBackCueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceBackCueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceBackCueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceBackCueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceStartCueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueState
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceStartCueResponse) GetJSON200() *V1CueState {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceStartCueResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceStartCueResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceStartCueResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceStartCueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceStartCueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceStartCueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceStartCueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceGoCueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueState
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceGoCueResponse) GetJSON200() *V1CueState {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceGoCueResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceGoCueResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceGoCueResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceGoCueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceGoCueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceGoCueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceGoCueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceSetCueStandbyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueState
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceSetCueStandbyResponse) GetJSON200() *V1CueState {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceSetCueStandbyResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceSetCueStandbyResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceSetCueStandbyResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceSetCueStandbyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceSetCueStandbyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceSetCueStandbyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceSetCueStandbyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceGetCueStateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueState
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceGetCueStateResponse) GetJSON200() *V1CueState {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceGetCueStateResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceGetCueStateResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceGetCueStateResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceGetCueStateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceGetCueStateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceGetCueStateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceGetCueStateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CueServiceStopCuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *V1CueState
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *HoloError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *HoloError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *HoloError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CueServiceStopCuesResponse) GetJSON200() *V1CueState {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CueServiceStopCuesResponse) GetJSON401() *HoloError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CueServiceStopCuesResponse) GetJSON413() *HoloError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CueServiceStopCuesResponse) GetJSON429() *HoloError {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CueServiceStopCuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CueServiceStopCuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CueServiceStopCuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CueServiceStopCuesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8278,6 +9903,181 @@ func (c *ClientWithResponses) FleetServiceRemoveGatewayWithResponse(ctx context.
 	return ParseFleetServiceRemoveGatewayResponse(rsp)
 }
 
+// CueServiceListCueListsWithResponse ListCueLists returns every list, by name (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cuelists (the `CueServiceListCueLists` operationId).
+func (c *ClientWithResponses) CueServiceListCueListsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CueServiceListCueListsResponse, error) {
+	rsp, err := c.CueServiceListCueLists(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceListCueListsResponse(rsp)
+}
+
+// CueServiceWatchCuesSSEWithResponse Every cue list's events from now, as Server-Sent Events (viewer).
+//
+// text/event-stream: one message per event, id the event's number n, event its type (go, fired, stopped, standby, edited, deleted, timecode), data the event as JSON on one line, a v1CueEvent (n as a string, as on /v1/events; state the list's state after it, as GetCueState answers). A comment line is sent every 15 s while the show is quiet. No past events are replayed: read the state again after a reconnection. The stream counts among the token's watch streams (429 beyond). gRPC clients call CueService.WatchCues.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cuelists/events (the `CueServiceWatchCuesSSE` operationId).
+func (c *ClientWithResponses) CueServiceWatchCuesSSEWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CueServiceWatchCuesSSEResponse, error) {
+	rsp, err := c.CueServiceWatchCuesSSE(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceWatchCuesSSEResponse(rsp)
+}
+
+// CueServiceDeleteCueListWithResponse DeleteCueList deletes a list, cancelling its waits (admin).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/cuelists/{name} (the `CueServiceDeleteCueList` operationId).
+func (c *ClientWithResponses) CueServiceDeleteCueListWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceDeleteCueListResponse, error) {
+	rsp, err := c.CueServiceDeleteCueList(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceDeleteCueListResponse(rsp)
+}
+
+// CueServiceGetCueListWithResponse GetCueList returns a list with its live state (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cuelists/{name} (the `CueServiceGetCueList` operationId).
+func (c *ClientWithResponses) CueServiceGetCueListWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceGetCueListResponse, error) {
+	rsp, err := c.CueServiceGetCueList(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceGetCueListResponse(rsp)
+}
+
+// CueServicePutCueListWithBodyWithResponse PutCueList checks and saves a list, replacing one of its name
+// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+func (c *ClientWithResponses) CueServicePutCueListWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CueServicePutCueListResponse, error) {
+	rsp, err := c.CueServicePutCueListWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServicePutCueListResponse(rsp)
+}
+
+// CueServicePutCueListWithResponse PutCueList checks and saves a list, replacing one of its name
+// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/cuelists/{name} (the `CueServicePutCueList` operationId).
+func (c *ClientWithResponses) CueServicePutCueListWithResponse(ctx context.Context, name string, body CueServicePutCueListJSONRequestBody, reqEditors ...RequestEditorFn) (*CueServicePutCueListResponse, error) {
+	rsp, err := c.CueServicePutCueList(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServicePutCueListResponse(rsp)
+}
+
+// CueServiceBackCueWithResponse BackCue moves the standby one cue back (operator).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cuelists/{name}/back (the `CueServiceBackCue` operationId).
+func (c *ClientWithResponses) CueServiceBackCueWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceBackCueResponse, error) {
+	rsp, err := c.CueServiceBackCue(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceBackCueResponse(rsp)
+}
+
+// CueServiceStartCueWithResponse StartCue fires a given cue now, as GO would (a jump; operator).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cuelists/{name}/cues/{number}/start (the `CueServiceStartCue` operationId).
+func (c *ClientWithResponses) CueServiceStartCueWithResponse(ctx context.Context, name string, number string, params *CueServiceStartCueParams, reqEditors ...RequestEditorFn) (*CueServiceStartCueResponse, error) {
+	rsp, err := c.CueServiceStartCue(ctx, name, number, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceStartCueResponse(rsp)
+}
+
+// CueServiceGoCueWithResponse GoCue fires the standby cue at the next moment every board can make
+// (asap: at once) and moves the standby past it and its follows
+// (operator). FAILED_PRECONDITION past the last cue.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cuelists/{name}/go (the `CueServiceGoCue` operationId).
+func (c *ClientWithResponses) CueServiceGoCueWithResponse(ctx context.Context, name string, params *CueServiceGoCueParams, reqEditors ...RequestEditorFn) (*CueServiceGoCueResponse, error) {
+	rsp, err := c.CueServiceGoCue(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceGoCueResponse(rsp)
+}
+
+// CueServiceSetCueStandbyWithBodyWithResponse SetCueStandby puts the standby on a cue without firing it (operator).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+func (c *ClientWithResponses) CueServiceSetCueStandbyWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CueServiceSetCueStandbyResponse, error) {
+	rsp, err := c.CueServiceSetCueStandbyWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceSetCueStandbyResponse(rsp)
+}
+
+// CueServiceSetCueStandbyWithResponse SetCueStandby puts the standby on a cue without firing it (operator).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cuelists/{name}/standby (the `CueServiceSetCueStandby` operationId).
+func (c *ClientWithResponses) CueServiceSetCueStandbyWithResponse(ctx context.Context, name string, body CueServiceSetCueStandbyJSONRequestBody, reqEditors ...RequestEditorFn) (*CueServiceSetCueStandbyResponse, error) {
+	rsp, err := c.CueServiceSetCueStandby(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceSetCueStandbyResponse(rsp)
+}
+
+// CueServiceGetCueStateWithResponse GetCueState returns a list's live state (viewer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cuelists/{name}/state (the `CueServiceGetCueState` operationId).
+func (c *ClientWithResponses) CueServiceGetCueStateWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceGetCueStateResponse, error) {
+	rsp, err := c.CueServiceGetCueState(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceGetCueStateResponse(rsp)
+}
+
+// CueServiceStopCuesWithResponse StopCues cancels every pre-wait and follow of the list (operator).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cuelists/{name}/stop (the `CueServiceStopCues` operationId).
+func (c *ClientWithResponses) CueServiceStopCuesWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*CueServiceStopCuesResponse, error) {
+	rsp, err := c.CueServiceStopCues(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCueServiceStopCuesResponse(rsp)
+}
+
 // FleetServiceWatchEventsWithResponse WatchEvents streams the fleet's events (viewer). The stream ends with
 // RESOURCE_EXHAUSTED when the watcher fell behind; resume with after set
 // to the last n received.
@@ -9566,6 +11366,492 @@ func ParseFleetServiceRemoveGatewayResponse(rsp *http.Response) (*FleetServiceRe
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest V1RemoveGatewayResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceListCueListsResponse parses an HTTP response from a CueServiceListCueListsWithResponse call
+func ParseCueServiceListCueListsResponse(rsp *http.Response) (*CueServiceListCueListsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceListCueListsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1ListCueListsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceWatchCuesSSEResponse parses an HTTP response from a CueServiceWatchCuesSSEWithResponse call
+func ParseCueServiceWatchCuesSSEResponse(rsp *http.Response) (*CueServiceWatchCuesSSEResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceWatchCuesSSEResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceDeleteCueListResponse parses an HTTP response from a CueServiceDeleteCueListWithResponse call
+func ParseCueServiceDeleteCueListResponse(rsp *http.Response) (*CueServiceDeleteCueListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceDeleteCueListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1DeleteCueListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceGetCueListResponse parses an HTTP response from a CueServiceGetCueListWithResponse call
+func ParseCueServiceGetCueListResponse(rsp *http.Response) (*CueServiceGetCueListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceGetCueListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueListWithState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServicePutCueListResponse parses an HTTP response from a CueServicePutCueListWithResponse call
+func ParseCueServicePutCueListResponse(rsp *http.Response) (*CueServicePutCueListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServicePutCueListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceBackCueResponse parses an HTTP response from a CueServiceBackCueWithResponse call
+func ParseCueServiceBackCueResponse(rsp *http.Response) (*CueServiceBackCueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceBackCueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceStartCueResponse parses an HTTP response from a CueServiceStartCueWithResponse call
+func ParseCueServiceStartCueResponse(rsp *http.Response) (*CueServiceStartCueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceStartCueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceGoCueResponse parses an HTTP response from a CueServiceGoCueWithResponse call
+func ParseCueServiceGoCueResponse(rsp *http.Response) (*CueServiceGoCueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceGoCueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceSetCueStandbyResponse parses an HTTP response from a CueServiceSetCueStandbyWithResponse call
+func ParseCueServiceSetCueStandbyResponse(rsp *http.Response) (*CueServiceSetCueStandbyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceSetCueStandbyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceGetCueStateResponse parses an HTTP response from a CueServiceGetCueStateWithResponse call
+func ParseCueServiceGetCueStateResponse(rsp *http.Response) (*CueServiceGetCueStateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceGetCueStateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest HoloError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCueServiceStopCuesResponse parses an HTTP response from a CueServiceStopCuesWithResponse call
+func ParseCueServiceStopCuesResponse(rsp *http.Response) (*CueServiceStopCuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CueServiceStopCuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest V1CueState
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,10 @@
 // it reconnects with Last-Event-ID set to the last event number it saw, so
 // the gateway replays what was missed; events the gateway no longer keeps
 // are reported as a gap (onGap) so the page can reload what it shows.
+// Another stream of numbered events (the cue lists', /v1/cuelists/events)
+// is read the same way with opts.path; with opts.resume false it starts
+// afresh at each connection (the gateway keeps no past events for it: the
+// page reads the state again when onStatus says live).
 
 const BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
 // A stream that says nothing for this long is taken as dead (boards report
@@ -13,9 +17,11 @@ export class EventStream {
   // opts: query (string after '?', filters), after (first event number to
   // resume from), contiguous (the stream is unfiltered, so numbers run
   // without holes and a hole is a loss), onEvent(ev), onStatus(st),
-  // onGap(count).
+  // onGap(count); path (default /v1/events), resume (default true).
   constructor(api, opts) {
     this.api = api;
+    this.path = opts.path || '/v1/events';
+    this.resume = opts.resume !== false;
     this.query = opts.query || '';
     this.lastN = opts.after || 0;
     this.contiguous = !!opts.contiguous;
@@ -65,8 +71,9 @@ export class EventStream {
     this.ctrl = new AbortController();
     const ctrl = this.ctrl;
     const headers = this.api.headers({ Accept: 'text/event-stream' });
+    if (!this.resume) this.lastN = 0;
     if (this.lastN > 0) headers['Last-Event-ID'] = String(this.lastN);
-    const path = '/v1/events' + (this.query ? '?' + this.query : '');
+    const path = this.path + (this.query ? '?' + this.query : '');
     let res;
     try {
       res = await fetch(path, { headers, cache: 'no-store', signal: ctrl.signal });

@@ -5147,6 +5147,1132 @@ func (x *RemoveGatewayResponse) GetBoards() []string {
 	return nil
 }
 
+// CueList is a show's list of cues, kept sorted by number.
+type CueList struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name: letters, digits, _ . -; at most 64.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Cues          []*Cue `protobuf:"bytes,2,rep,name=cues,proto3" json:"cues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CueList) Reset() {
+	*x = CueList{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CueList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CueList) ProtoMessage() {}
+
+func (x *CueList) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CueList.ProtoReflect.Descriptor instead.
+func (*CueList) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *CueList) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CueList) GetCues() []*Cue {
+	if x != nil {
+		return x.Cues
+	}
+	return nil
+}
+
+// Cue is one cue of a list.
+type Cue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// number: decimals ("1", "1.5"), ordered as numbers.
+	Number string `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
+	Name   string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// actions: 1-32 fleet actions, as DoAction takes them, all fired for
+	// one moment.
+	Actions []*CueAction `protobuf:"bytes,3,rep,name=actions,proto3" json:"actions,omitempty"`
+	Notes   string       `protobuf:"bytes,4,opt,name=notes,proto3" json:"notes,omitempty"`
+	// pre_wait_ms: how long after its GO the cue fires (0 to 24 h).
+	PreWaitMs int32 `protobuf:"varint,5,opt,name=pre_wait_ms,json=preWaitMs,proto3" json:"pre_wait_ms,omitempty"`
+	// follow: "" or none, continue (the next cue starts when this one
+	// fires) or after (follow_ms after).
+	Follow   string `protobuf:"bytes,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	FollowMs int32  `protobuf:"varint,7,opt,name=follow_ms,json=followMs,proto3" json:"follow_ms,omitempty"`
+	// timecode: HH:MM:SS:FF (";" before the frames: drop frame); the cue
+	// fires when incoming timecode passes it.
+	Timecode      string `protobuf:"bytes,8,opt,name=timecode,proto3" json:"timecode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cue) Reset() {
+	*x = Cue{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cue) ProtoMessage() {}
+
+func (x *Cue) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cue.ProtoReflect.Descriptor instead.
+func (*Cue) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *Cue) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+func (x *Cue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Cue) GetActions() []*CueAction {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
+func (x *Cue) GetNotes() string {
+	if x != nil {
+		return x.Notes
+	}
+	return ""
+}
+
+func (x *Cue) GetPreWaitMs() int32 {
+	if x != nil {
+		return x.PreWaitMs
+	}
+	return 0
+}
+
+func (x *Cue) GetFollow() string {
+	if x != nil {
+		return x.Follow
+	}
+	return ""
+}
+
+func (x *Cue) GetFollowMs() int32 {
+	if x != nil {
+		return x.FollowMs
+	}
+	return 0
+}
+
+func (x *Cue) GetTimecode() string {
+	if x != nil {
+		return x.Timecode
+	}
+	return ""
+}
+
+// CueAction is one fleet action of a cue.
+type CueAction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Selector      *Selector              `protobuf:"bytes,2,opt,name=selector,proto3" json:"selector,omitempty"`
+	Body          *structpb.Value        `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CueAction) Reset() {
+	*x = CueAction{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CueAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CueAction) ProtoMessage() {}
+
+func (x *CueAction) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CueAction.ProtoReflect.Descriptor instead.
+func (*CueAction) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *CueAction) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CueAction) GetSelector() *Selector {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *CueAction) GetBody() *structpb.Value {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+type ListCueListsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCueListsRequest) Reset() {
+	*x = ListCueListsRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCueListsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCueListsRequest) ProtoMessage() {}
+
+func (x *ListCueListsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCueListsRequest.ProtoReflect.Descriptor instead.
+func (*ListCueListsRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{78}
+}
+
+type ListCueListsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lists         []*CueList             `protobuf:"bytes,1,rep,name=lists,proto3" json:"lists,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCueListsResponse) Reset() {
+	*x = ListCueListsResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCueListsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCueListsResponse) ProtoMessage() {}
+
+func (x *ListCueListsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCueListsResponse.ProtoReflect.Descriptor instead.
+func (*ListCueListsResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *ListCueListsResponse) GetLists() []*CueList {
+	if x != nil {
+		return x.Lists
+	}
+	return nil
+}
+
+type CueListRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name: the list; "-" the current one.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CueListRequest) Reset() {
+	*x = CueListRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CueListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CueListRequest) ProtoMessage() {}
+
+func (x *CueListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CueListRequest.ProtoReflect.Descriptor instead.
+func (*CueListRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *CueListRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type CueListWithState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Cues          []*Cue                 `protobuf:"bytes,2,rep,name=cues,proto3" json:"cues,omitempty"`
+	State         *CueState              `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CueListWithState) Reset() {
+	*x = CueListWithState{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CueListWithState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CueListWithState) ProtoMessage() {}
+
+func (x *CueListWithState) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CueListWithState.ProtoReflect.Descriptor instead.
+func (*CueListWithState) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *CueListWithState) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CueListWithState) GetCues() []*Cue {
+	if x != nil {
+		return x.Cues
+	}
+	return nil
+}
+
+func (x *CueListWithState) GetState() *CueState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type PutCueListRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// list: the list; its name, when given, must be the path's.
+	List          *CueList `protobuf:"bytes,2,opt,name=list,proto3" json:"list,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutCueListRequest) Reset() {
+	*x = PutCueListRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutCueListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutCueListRequest) ProtoMessage() {}
+
+func (x *PutCueListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutCueListRequest.ProtoReflect.Descriptor instead.
+func (*PutCueListRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *PutCueListRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PutCueListRequest) GetList() *CueList {
+	if x != nil {
+		return x.List
+	}
+	return nil
+}
+
+type DeleteCueListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       string                 `protobuf:"bytes,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCueListResponse) Reset() {
+	*x = DeleteCueListResponse{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCueListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCueListResponse) ProtoMessage() {}
+
+func (x *DeleteCueListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCueListResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCueListResponse) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *DeleteCueListResponse) GetDeleted() string {
+	if x != nil {
+		return x.Deleted
+	}
+	return ""
+}
+
+type GoCueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// asap: fire at once rather than at the next moment every board can
+	// make.
+	Asap          bool `protobuf:"varint,2,opt,name=asap,proto3" json:"asap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GoCueRequest) Reset() {
+	*x = GoCueRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GoCueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GoCueRequest) ProtoMessage() {}
+
+func (x *GoCueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GoCueRequest.ProtoReflect.Descriptor instead.
+func (*GoCueRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *GoCueRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GoCueRequest) GetAsap() bool {
+	if x != nil {
+		return x.Asap
+	}
+	return false
+}
+
+type SetCueStandbyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Cue           string                 `protobuf:"bytes,2,opt,name=cue,proto3" json:"cue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCueStandbyRequest) Reset() {
+	*x = SetCueStandbyRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCueStandbyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCueStandbyRequest) ProtoMessage() {}
+
+func (x *SetCueStandbyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCueStandbyRequest.ProtoReflect.Descriptor instead.
+func (*SetCueStandbyRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *SetCueStandbyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetCueStandbyRequest) GetCue() string {
+	if x != nil {
+		return x.Cue
+	}
+	return ""
+}
+
+type StartCueRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Number        string                 `protobuf:"bytes,2,opt,name=number,proto3" json:"number,omitempty"`
+	Asap          bool                   `protobuf:"varint,3,opt,name=asap,proto3" json:"asap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartCueRequest) Reset() {
+	*x = StartCueRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartCueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartCueRequest) ProtoMessage() {}
+
+func (x *StartCueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartCueRequest.ProtoReflect.Descriptor instead.
+func (*StartCueRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *StartCueRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StartCueRequest) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+func (x *StartCueRequest) GetAsap() bool {
+	if x != nil {
+		return x.Asap
+	}
+	return false
+}
+
+type WatchCuesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchCuesRequest) Reset() {
+	*x = WatchCuesRequest{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchCuesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchCuesRequest) ProtoMessage() {}
+
+func (x *WatchCuesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchCuesRequest.ProtoReflect.Descriptor instead.
+func (*WatchCuesRequest) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{87}
+}
+
+// CueState is a list's live state.
+type CueState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	List  string                 `protobuf:"bytes,1,opt,name=list,proto3" json:"list,omitempty"`
+	// standby: the cue GO fires; "" past the last cue.
+	Standby       string        `protobuf:"bytes,2,opt,name=standby,proto3" json:"standby,omitempty"`
+	StandbyName   string        `protobuf:"bytes,3,opt,name=standby_name,json=standbyName,proto3" json:"standby_name,omitempty"`
+	StandbyNotes  string        `protobuf:"bytes,4,opt,name=standby_notes,json=standbyNotes,proto3" json:"standby_notes,omitempty"`
+	Running       []*RunningCue `protobuf:"bytes,5,rep,name=running,proto3" json:"running,omitempty"`
+	Last          *FiredCue     `protobuf:"bytes,6,opt,name=last,proto3" json:"last,omitempty"`
+	Timecode      *CueChase     `protobuf:"bytes,7,opt,name=timecode,proto3" json:"timecode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CueState) Reset() {
+	*x = CueState{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CueState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CueState) ProtoMessage() {}
+
+func (x *CueState) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CueState.ProtoReflect.Descriptor instead.
+func (*CueState) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *CueState) GetList() string {
+	if x != nil {
+		return x.List
+	}
+	return ""
+}
+
+func (x *CueState) GetStandby() string {
+	if x != nil {
+		return x.Standby
+	}
+	return ""
+}
+
+func (x *CueState) GetStandbyName() string {
+	if x != nil {
+		return x.StandbyName
+	}
+	return ""
+}
+
+func (x *CueState) GetStandbyNotes() string {
+	if x != nil {
+		return x.StandbyNotes
+	}
+	return ""
+}
+
+func (x *CueState) GetRunning() []*RunningCue {
+	if x != nil {
+		return x.Running
+	}
+	return nil
+}
+
+func (x *CueState) GetLast() *FiredCue {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
+func (x *CueState) GetTimecode() *CueChase {
+	if x != nil {
+		return x.Timecode
+	}
+	return nil
+}
+
+// RunningCue is a cue waiting to fire or firing.
+type RunningCue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cue   string                 `protobuf:"bytes,1,opt,name=cue,proto3" json:"cue,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// phase: follow (waiting for the cue before it), pre_wait or firing.
+	Phase         string                 `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	FiresAt       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=fires_at,json=firesAt,proto3" json:"fires_at,omitempty"`
+	RemainingMs   int32                  `protobuf:"varint,5,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunningCue) Reset() {
+	*x = RunningCue{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunningCue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunningCue) ProtoMessage() {}
+
+func (x *RunningCue) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunningCue.ProtoReflect.Descriptor instead.
+func (*RunningCue) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *RunningCue) GetCue() string {
+	if x != nil {
+		return x.Cue
+	}
+	return ""
+}
+
+func (x *RunningCue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RunningCue) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *RunningCue) GetFiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FiresAt
+	}
+	return nil
+}
+
+func (x *RunningCue) GetRemainingMs() int32 {
+	if x != nil {
+		return x.RemainingMs
+	}
+	return 0
+}
+
+// FiredCue is the last cue fired and how it went.
+type FiredCue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cue   string                 `protobuf:"bytes,1,opt,name=cue,proto3" json:"cue,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// at: the moment it fired for (unset: at once).
+	At *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	// boards: board results that came back; failed: how many failed.
+	Boards int32 `protobuf:"varint,4,opt,name=boards,proto3" json:"boards,omitempty"`
+	Failed int32 `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	// errors: actions the fleet refused whole.
+	Errors        []string `protobuf:"bytes,6,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FiredCue) Reset() {
+	*x = FiredCue{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FiredCue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FiredCue) ProtoMessage() {}
+
+func (x *FiredCue) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FiredCue.ProtoReflect.Descriptor instead.
+func (*FiredCue) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *FiredCue) GetCue() string {
+	if x != nil {
+		return x.Cue
+	}
+	return ""
+}
+
+func (x *FiredCue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FiredCue) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *FiredCue) GetBoards() int32 {
+	if x != nil {
+		return x.Boards
+	}
+	return 0
+}
+
+func (x *FiredCue) GetFailed() int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *FiredCue) GetErrors() []string {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+// CueChase is a list's view of the timecode it follows.
+type CueChase struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// source: artnet or osc.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// rate: 24, 25, 29.97df or 30.
+	Rate     string `protobuf:"bytes,2,opt,name=rate,proto3" json:"rate,omitempty"`
+	Position string `protobuf:"bytes,3,opt,name=position,proto3" json:"position,omitempty"`
+	// status: locked, freewheel or stopped.
+	Status        string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CueChase) Reset() {
+	*x = CueChase{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CueChase) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CueChase) ProtoMessage() {}
+
+func (x *CueChase) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CueChase.ProtoReflect.Descriptor instead.
+func (*CueChase) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *CueChase) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *CueChase) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *CueChase) GetPosition() string {
+	if x != nil {
+		return x.Position
+	}
+	return ""
+}
+
+func (x *CueChase) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+// CueEvent is one change of a list.
+type CueEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	N     uint64                 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	List  string                 `protobuf:"bytes,2,opt,name=list,proto3" json:"list,omitempty"`
+	// type: go, fired, stopped, standby, edited, deleted or timecode.
+	Type          string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	Cue           string                 `protobuf:"bytes,4,opt,name=cue,proto3" json:"cue,omitempty"`
+	State         *CueState              `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CueEvent) Reset() {
+	*x = CueEvent{}
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CueEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CueEvent) ProtoMessage() {}
+
+func (x *CueEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_fleet_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CueEvent.ProtoReflect.Descriptor instead.
+func (*CueEvent) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_fleet_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *CueEvent) GetN() uint64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *CueEvent) GetList() string {
+	if x != nil {
+		return x.List
+	}
+	return ""
+}
+
+func (x *CueEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *CueEvent) GetCue() string {
+	if x != nil {
+		return x.Cue
+	}
+	return ""
+}
+
+func (x *CueEvent) GetState() *CueState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *CueEvent) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
 var File_holo_fleet_v1_fleet_proto protoreflect.FileDescriptor
 
 const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
@@ -5543,7 +6669,82 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"C\n" +
 	"\x15RemoveGatewayResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06boards\x18\x02 \x03(\tR\x06boards2\x9b\x13\n" +
+	"\x06boards\x18\x02 \x03(\tR\x06boards\"E\n" +
+	"\aCueList\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
+	"\x04cues\x18\x02 \x03(\v2\x12.holo.fleet.v1.CueR\x04cues\"\xec\x01\n" +
+	"\x03Cue\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\tR\x06number\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x122\n" +
+	"\aactions\x18\x03 \x03(\v2\x18.holo.fleet.v1.CueActionR\aactions\x12\x14\n" +
+	"\x05notes\x18\x04 \x01(\tR\x05notes\x12\x1e\n" +
+	"\vpre_wait_ms\x18\x05 \x01(\x05R\tpreWaitMs\x12\x16\n" +
+	"\x06follow\x18\x06 \x01(\tR\x06follow\x12\x1b\n" +
+	"\tfollow_ms\x18\a \x01(\x05R\bfollowMs\x12\x1a\n" +
+	"\btimecode\x18\b \x01(\tR\btimecode\"\x80\x01\n" +
+	"\tCueAction\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x123\n" +
+	"\bselector\x18\x02 \x01(\v2\x17.holo.fleet.v1.SelectorR\bselector\x12*\n" +
+	"\x04body\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x04body\"\x15\n" +
+	"\x13ListCueListsRequest\"D\n" +
+	"\x14ListCueListsResponse\x12,\n" +
+	"\x05lists\x18\x01 \x03(\v2\x16.holo.fleet.v1.CueListR\x05lists\"$\n" +
+	"\x0eCueListRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"}\n" +
+	"\x10CueListWithState\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
+	"\x04cues\x18\x02 \x03(\v2\x12.holo.fleet.v1.CueR\x04cues\x12-\n" +
+	"\x05state\x18\x03 \x01(\v2\x17.holo.fleet.v1.CueStateR\x05state\"S\n" +
+	"\x11PutCueListRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x04list\x18\x02 \x01(\v2\x16.holo.fleet.v1.CueListR\x04list\"1\n" +
+	"\x15DeleteCueListResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\tR\adeleted\"6\n" +
+	"\fGoCueRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04asap\x18\x02 \x01(\bR\x04asap\"<\n" +
+	"\x14SetCueStandbyRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03cue\x18\x02 \x01(\tR\x03cue\"Q\n" +
+	"\x0fStartCueRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\tR\x06number\x12\x12\n" +
+	"\x04asap\x18\x03 \x01(\bR\x04asap\"\x12\n" +
+	"\x10WatchCuesRequest\"\x97\x02\n" +
+	"\bCueState\x12\x12\n" +
+	"\x04list\x18\x01 \x01(\tR\x04list\x12\x18\n" +
+	"\astandby\x18\x02 \x01(\tR\astandby\x12!\n" +
+	"\fstandby_name\x18\x03 \x01(\tR\vstandbyName\x12#\n" +
+	"\rstandby_notes\x18\x04 \x01(\tR\fstandbyNotes\x123\n" +
+	"\arunning\x18\x05 \x03(\v2\x19.holo.fleet.v1.RunningCueR\arunning\x12+\n" +
+	"\x04last\x18\x06 \x01(\v2\x17.holo.fleet.v1.FiredCueR\x04last\x123\n" +
+	"\btimecode\x18\a \x01(\v2\x17.holo.fleet.v1.CueChaseR\btimecode\"\xa2\x01\n" +
+	"\n" +
+	"RunningCue\x12\x10\n" +
+	"\x03cue\x18\x01 \x01(\tR\x03cue\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x125\n" +
+	"\bfires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\afiresAt\x12!\n" +
+	"\fremaining_ms\x18\x05 \x01(\x05R\vremainingMs\"\xa4\x01\n" +
+	"\bFiredCue\x12\x10\n" +
+	"\x03cue\x18\x01 \x01(\tR\x03cue\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12*\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x16\n" +
+	"\x06boards\x18\x04 \x01(\x05R\x06boards\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\x05R\x06failed\x12\x16\n" +
+	"\x06errors\x18\x06 \x03(\tR\x06errors\"j\n" +
+	"\bCueChase\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x12\n" +
+	"\x04rate\x18\x02 \x01(\tR\x04rate\x12\x1a\n" +
+	"\bposition\x18\x03 \x01(\tR\bposition\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\"\xb1\x01\n" +
+	"\bCueEvent\x12\f\n" +
+	"\x01n\x18\x01 \x01(\x04R\x01n\x12\x12\n" +
+	"\x04list\x18\x02 \x01(\tR\x04list\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x10\n" +
+	"\x03cue\x18\x04 \x01(\tR\x03cue\x12-\n" +
+	"\x05state\x18\x05 \x01(\v2\x17.holo.fleet.v1.CueStateR\x05state\x12.\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time2\x9b\x13\n" +
 	"\fFleetService\x12Q\n" +
 	"\n" +
 	"ListBoards\x12 .holo.fleet.v1.ListBoardsRequest\x1a!.holo.fleet.v1.ListBoardsResponse\x12@\n" +
@@ -5579,7 +6780,22 @@ const file_holo_fleet_v1_fleet_proto_rawDesc = "" +
 	"\tListAudit\x12\x1f.holo.fleet.v1.ListAuditRequest\x1a .holo.fleet.v1.ListAuditResponse\x12F\n" +
 	"\n" +
 	"GetCluster\x12 .holo.fleet.v1.GetClusterRequest\x1a\x16.holo.fleet.v1.Cluster\x12Z\n" +
-	"\rRemoveGateway\x12#.holo.fleet.v1.RemoveGatewayRequest\x1a$.holo.fleet.v1.RemoveGatewayResponseB<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
+	"\rRemoveGateway\x12#.holo.fleet.v1.RemoveGatewayRequest\x1a$.holo.fleet.v1.RemoveGatewayResponse2\xbb\x06\n" +
+	"\n" +
+	"CueService\x12W\n" +
+	"\fListCueLists\x12\".holo.fleet.v1.ListCueListsRequest\x1a#.holo.fleet.v1.ListCueListsResponse\x12L\n" +
+	"\n" +
+	"GetCueList\x12\x1d.holo.fleet.v1.CueListRequest\x1a\x1f.holo.fleet.v1.CueListWithState\x12F\n" +
+	"\n" +
+	"PutCueList\x12 .holo.fleet.v1.PutCueListRequest\x1a\x16.holo.fleet.v1.CueList\x12T\n" +
+	"\rDeleteCueList\x12\x1d.holo.fleet.v1.CueListRequest\x1a$.holo.fleet.v1.DeleteCueListResponse\x12E\n" +
+	"\vGetCueState\x12\x1d.holo.fleet.v1.CueListRequest\x1a\x17.holo.fleet.v1.CueState\x12=\n" +
+	"\x05GoCue\x12\x1b.holo.fleet.v1.GoCueRequest\x1a\x17.holo.fleet.v1.CueState\x12B\n" +
+	"\bStopCues\x12\x1d.holo.fleet.v1.CueListRequest\x1a\x17.holo.fleet.v1.CueState\x12A\n" +
+	"\aBackCue\x12\x1d.holo.fleet.v1.CueListRequest\x1a\x17.holo.fleet.v1.CueState\x12M\n" +
+	"\rSetCueStandby\x12#.holo.fleet.v1.SetCueStandbyRequest\x1a\x17.holo.fleet.v1.CueState\x12C\n" +
+	"\bStartCue\x12\x1e.holo.fleet.v1.StartCueRequest\x1a\x17.holo.fleet.v1.CueState\x12G\n" +
+	"\tWatchCues\x12\x1f.holo.fleet.v1.WatchCuesRequest\x1a\x17.holo.fleet.v1.CueEvent0\x01B<Z:github.com/holofleet/holofleet/proto/holo/fleet/v1;fleetv1b\x06proto3"
 
 var (
 	file_holo_fleet_v1_fleet_proto_rawDescOnce sync.Once
@@ -5593,7 +6809,7 @@ func file_holo_fleet_v1_fleet_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_fleet_proto_rawDescData
 }
 
-var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_holo_fleet_v1_fleet_proto_msgTypes = make([]protoimpl.MessageInfo, 98)
 var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*Board)(nil),                     // 0: holo.fleet.v1.Board
 	(*ListBoardsRequest)(nil),         // 1: holo.fleet.v1.ListBoardsRequest
@@ -5670,144 +6886,199 @@ var file_holo_fleet_v1_fleet_proto_goTypes = []any{
 	(*ClusterGateway)(nil),            // 72: holo.fleet.v1.ClusterGateway
 	(*RemoveGatewayRequest)(nil),      // 73: holo.fleet.v1.RemoveGatewayRequest
 	(*RemoveGatewayResponse)(nil),     // 74: holo.fleet.v1.RemoveGatewayResponse
-	nil,                               // 75: holo.fleet.v1.Board.LabelsEntry
-	nil,                               // 76: holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	nil,                               // 77: holo.fleet.v1.Selector.LabelsEntry
-	nil,                               // 78: holo.fleet.v1.RolloutTarget.LabelsEntry
-	nil,                               // 79: holo.fleet.v1.RolloutProgress.PhasesEntry
-	(*timestamppb.Timestamp)(nil),     // 80: google.protobuf.Timestamp
-	(*structpb.Value)(nil),            // 81: google.protobuf.Value
+	(*CueList)(nil),                   // 75: holo.fleet.v1.CueList
+	(*Cue)(nil),                       // 76: holo.fleet.v1.Cue
+	(*CueAction)(nil),                 // 77: holo.fleet.v1.CueAction
+	(*ListCueListsRequest)(nil),       // 78: holo.fleet.v1.ListCueListsRequest
+	(*ListCueListsResponse)(nil),      // 79: holo.fleet.v1.ListCueListsResponse
+	(*CueListRequest)(nil),            // 80: holo.fleet.v1.CueListRequest
+	(*CueListWithState)(nil),          // 81: holo.fleet.v1.CueListWithState
+	(*PutCueListRequest)(nil),         // 82: holo.fleet.v1.PutCueListRequest
+	(*DeleteCueListResponse)(nil),     // 83: holo.fleet.v1.DeleteCueListResponse
+	(*GoCueRequest)(nil),              // 84: holo.fleet.v1.GoCueRequest
+	(*SetCueStandbyRequest)(nil),      // 85: holo.fleet.v1.SetCueStandbyRequest
+	(*StartCueRequest)(nil),           // 86: holo.fleet.v1.StartCueRequest
+	(*WatchCuesRequest)(nil),          // 87: holo.fleet.v1.WatchCuesRequest
+	(*CueState)(nil),                  // 88: holo.fleet.v1.CueState
+	(*RunningCue)(nil),                // 89: holo.fleet.v1.RunningCue
+	(*FiredCue)(nil),                  // 90: holo.fleet.v1.FiredCue
+	(*CueChase)(nil),                  // 91: holo.fleet.v1.CueChase
+	(*CueEvent)(nil),                  // 92: holo.fleet.v1.CueEvent
+	nil,                               // 93: holo.fleet.v1.Board.LabelsEntry
+	nil,                               // 94: holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	nil,                               // 95: holo.fleet.v1.Selector.LabelsEntry
+	nil,                               // 96: holo.fleet.v1.RolloutTarget.LabelsEntry
+	nil,                               // 97: holo.fleet.v1.RolloutProgress.PhasesEntry
+	(*timestamppb.Timestamp)(nil),     // 98: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 99: google.protobuf.Value
 }
 var file_holo_fleet_v1_fleet_proto_depIdxs = []int32{
-	75, // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
-	80, // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
-	80, // 2: holo.fleet.v1.Board.clock_synced_at:type_name -> google.protobuf.Timestamp
-	0,  // 3: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
-	76, // 4: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
-	81, // 5: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
-	77, // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
-	7,  // 7: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
-	81, // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
-	80, // 9: holo.fleet.v1.DoActionRequest.fire_at:type_name -> google.protobuf.Timestamp
-	10, // 10: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
-	80, // 11: holo.fleet.v1.Result.fired_at:type_name -> google.protobuf.Timestamp
-	80, // 12: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
-	80, // 13: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
-	13, // 14: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
-	13, // 15: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
-	22, // 16: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
-	80, // 17: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
-	24, // 18: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
-	23, // 19: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
-	23, // 20: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
-	80, // 21: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
-	32, // 22: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
-	40, // 23: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
-	41, // 24: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
-	42, // 25: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
-	43, // 26: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
-	44, // 27: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
-	39, // 28: holo.fleet.v1.RolloutPlan.health:type_name -> holo.fleet.v1.RolloutHealth
-	78, // 29: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
-	45, // 30: holo.fleet.v1.RolloutWindow.intervals:type_name -> holo.fleet.v1.RolloutInterval
-	80, // 31: holo.fleet.v1.RolloutInterval.from:type_name -> google.protobuf.Timestamp
-	80, // 32: holo.fleet.v1.RolloutInterval.to:type_name -> google.protobuf.Timestamp
-	46, // 33: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
-	47, // 34: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
-	47, // 35: holo.fleet.v1.RolloutSelection.waiting:type_name -> holo.fleet.v1.Refusal
-	47, // 36: holo.fleet.v1.RolloutSelection.skipped:type_name -> holo.fleet.v1.Refusal
-	38, // 37: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	38, // 38: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
-	22, // 39: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
-	79, // 40: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
-	38, // 41: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
-	51, // 42: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
-	46, // 43: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
-	47, // 44: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
-	80, // 45: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
-	80, // 46: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
-	80, // 47: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
-	52, // 48: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
-	80, // 49: holo.fleet.v1.Rollout.next_window:type_name -> google.protobuf.Timestamp
-	53, // 50: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
-	80, // 51: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
-	80, // 52: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
-	80, // 53: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
-	58, // 54: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
-	59, // 55: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
-	80, // 56: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
-	80, // 57: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	80, // 58: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
-	69, // 59: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
-	80, // 60: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	72, // 61: holo.fleet.v1.Cluster.gateways:type_name -> holo.fleet.v1.ClusterGateway
-	80, // 62: holo.fleet.v1.ClusterGateway.last_heartbeat:type_name -> google.protobuf.Timestamp
-	80, // 63: holo.fleet.v1.ClusterGateway.started:type_name -> google.protobuf.Timestamp
-	1,  // 64: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
-	3,  // 65: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
-	4,  // 66: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
-	5,  // 67: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
-	8,  // 68: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
-	11, // 69: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
-	14, // 70: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
-	16, // 71: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
-	17, // 72: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
-	20, // 73: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
-	25, // 74: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
-	27, // 75: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
-	29, // 76: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
-	30, // 77: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
-	33, // 78: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
-	34, // 79: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
-	36, // 80: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
-	49, // 81: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
-	50, // 82: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
-	54, // 83: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
-	56, // 84: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
-	57, // 85: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
-	61, // 86: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
-	62, // 87: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
-	63, // 88: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
-	64, // 89: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
-	65, // 90: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
-	67, // 91: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
-	70, // 92: holo.fleet.v1.FleetService.GetCluster:input_type -> holo.fleet.v1.GetClusterRequest
-	73, // 93: holo.fleet.v1.FleetService.RemoveGateway:input_type -> holo.fleet.v1.RemoveGatewayRequest
-	2,  // 94: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
-	0,  // 95: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
-	0,  // 96: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
-	6,  // 97: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
-	9,  // 98: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
-	12, // 99: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
-	15, // 100: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
-	19, // 101: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
-	18, // 102: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
-	21, // 103: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
-	26, // 104: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
-	28, // 105: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
-	23, // 106: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
-	31, // 107: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
-	32, // 108: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
-	35, // 109: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
-	37, // 110: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
-	48, // 111: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
-	53, // 112: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
-	55, // 113: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
-	53, // 114: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
-	60, // 115: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
-	53, // 116: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
-	53, // 117: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
-	53, // 118: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
-	53, // 119: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
-	66, // 120: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
-	68, // 121: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
-	71, // 122: holo.fleet.v1.FleetService.GetCluster:output_type -> holo.fleet.v1.Cluster
-	74, // 123: holo.fleet.v1.FleetService.RemoveGateway:output_type -> holo.fleet.v1.RemoveGatewayResponse
-	94, // [94:124] is the sub-list for method output_type
-	64, // [64:94] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	93,  // 0: holo.fleet.v1.Board.labels:type_name -> holo.fleet.v1.Board.LabelsEntry
+	98,  // 1: holo.fleet.v1.Board.last_seen:type_name -> google.protobuf.Timestamp
+	98,  // 2: holo.fleet.v1.Board.clock_synced_at:type_name -> google.protobuf.Timestamp
+	0,   // 3: holo.fleet.v1.ListBoardsResponse.boards:type_name -> holo.fleet.v1.Board
+	94,  // 4: holo.fleet.v1.SetLabelsRequest.labels:type_name -> holo.fleet.v1.SetLabelsRequest.LabelsEntry
+	99,  // 5: holo.fleet.v1.CallBoardRequest.body:type_name -> google.protobuf.Value
+	95,  // 6: holo.fleet.v1.Selector.labels:type_name -> holo.fleet.v1.Selector.LabelsEntry
+	7,   // 7: holo.fleet.v1.DoActionRequest.selector:type_name -> holo.fleet.v1.Selector
+	99,  // 8: holo.fleet.v1.DoActionRequest.body:type_name -> google.protobuf.Value
+	98,  // 9: holo.fleet.v1.DoActionRequest.fire_at:type_name -> google.protobuf.Timestamp
+	10,  // 10: holo.fleet.v1.DoActionResponse.results:type_name -> holo.fleet.v1.Result
+	98,  // 11: holo.fleet.v1.Result.fired_at:type_name -> google.protobuf.Timestamp
+	98,  // 12: holo.fleet.v1.Event.time:type_name -> google.protobuf.Timestamp
+	98,  // 13: holo.fleet.v1.Token.created:type_name -> google.protobuf.Timestamp
+	13,  // 14: holo.fleet.v1.CreateTokenResponse.token:type_name -> holo.fleet.v1.Token
+	13,  // 15: holo.fleet.v1.ListTokensResponse.tokens:type_name -> holo.fleet.v1.Token
+	22,  // 16: holo.fleet.v1.Artifact.app:type_name -> holo.fleet.v1.App
+	98,  // 17: holo.fleet.v1.Artifact.added:type_name -> google.protobuf.Timestamp
+	24,  // 18: holo.fleet.v1.Artifact.signers:type_name -> holo.fleet.v1.Signer
+	23,  // 19: holo.fleet.v1.UploadArtifactResponse.artifact:type_name -> holo.fleet.v1.Artifact
+	23,  // 20: holo.fleet.v1.ListArtifactsResponse.artifacts:type_name -> holo.fleet.v1.Artifact
+	98,  // 21: holo.fleet.v1.Channel.updated:type_name -> google.protobuf.Timestamp
+	32,  // 22: holo.fleet.v1.ListChannelsResponse.channels:type_name -> holo.fleet.v1.Channel
+	40,  // 23: holo.fleet.v1.RolloutPlan.target:type_name -> holo.fleet.v1.RolloutTarget
+	41,  // 24: holo.fleet.v1.RolloutPlan.waves:type_name -> holo.fleet.v1.RolloutWave
+	42,  // 25: holo.fleet.v1.RolloutPlan.timeouts:type_name -> holo.fleet.v1.RolloutTimeouts
+	43,  // 26: holo.fleet.v1.RolloutPlan.thresholds:type_name -> holo.fleet.v1.RolloutThresholds
+	44,  // 27: holo.fleet.v1.RolloutPlan.window:type_name -> holo.fleet.v1.RolloutWindow
+	39,  // 28: holo.fleet.v1.RolloutPlan.health:type_name -> holo.fleet.v1.RolloutHealth
+	96,  // 29: holo.fleet.v1.RolloutTarget.labels:type_name -> holo.fleet.v1.RolloutTarget.LabelsEntry
+	45,  // 30: holo.fleet.v1.RolloutWindow.intervals:type_name -> holo.fleet.v1.RolloutInterval
+	98,  // 31: holo.fleet.v1.RolloutInterval.from:type_name -> google.protobuf.Timestamp
+	98,  // 32: holo.fleet.v1.RolloutInterval.to:type_name -> google.protobuf.Timestamp
+	46,  // 33: holo.fleet.v1.RolloutSelection.waves:type_name -> holo.fleet.v1.WaveBoards
+	47,  // 34: holo.fleet.v1.RolloutSelection.refused:type_name -> holo.fleet.v1.Refusal
+	47,  // 35: holo.fleet.v1.RolloutSelection.waiting:type_name -> holo.fleet.v1.Refusal
+	47,  // 36: holo.fleet.v1.RolloutSelection.skipped:type_name -> holo.fleet.v1.Refusal
+	38,  // 37: holo.fleet.v1.DryRunRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	38,  // 38: holo.fleet.v1.CreateRolloutRequest.plan:type_name -> holo.fleet.v1.RolloutPlan
+	22,  // 39: holo.fleet.v1.RolloutImage.app:type_name -> holo.fleet.v1.App
+	97,  // 40: holo.fleet.v1.RolloutProgress.phases:type_name -> holo.fleet.v1.RolloutProgress.PhasesEntry
+	38,  // 41: holo.fleet.v1.Rollout.plan:type_name -> holo.fleet.v1.RolloutPlan
+	51,  // 42: holo.fleet.v1.Rollout.image:type_name -> holo.fleet.v1.RolloutImage
+	46,  // 43: holo.fleet.v1.Rollout.waves:type_name -> holo.fleet.v1.WaveBoards
+	47,  // 44: holo.fleet.v1.Rollout.refused:type_name -> holo.fleet.v1.Refusal
+	98,  // 45: holo.fleet.v1.Rollout.soak_until:type_name -> google.protobuf.Timestamp
+	98,  // 46: holo.fleet.v1.Rollout.created:type_name -> google.protobuf.Timestamp
+	98,  // 47: holo.fleet.v1.Rollout.updated:type_name -> google.protobuf.Timestamp
+	52,  // 48: holo.fleet.v1.Rollout.progress:type_name -> holo.fleet.v1.RolloutProgress
+	98,  // 49: holo.fleet.v1.Rollout.next_window:type_name -> google.protobuf.Timestamp
+	53,  // 50: holo.fleet.v1.ListRolloutsResponse.rollouts:type_name -> holo.fleet.v1.Rollout
+	98,  // 51: holo.fleet.v1.RolloutStep.time:type_name -> google.protobuf.Timestamp
+	98,  // 52: holo.fleet.v1.RolloutBoard.next_try:type_name -> google.protobuf.Timestamp
+	98,  // 53: holo.fleet.v1.RolloutBoard.deadline:type_name -> google.protobuf.Timestamp
+	58,  // 54: holo.fleet.v1.RolloutBoard.timeline:type_name -> holo.fleet.v1.RolloutStep
+	59,  // 55: holo.fleet.v1.ListRolloutBoardsResponse.boards:type_name -> holo.fleet.v1.RolloutBoard
+	98,  // 56: holo.fleet.v1.RolloutEvent.time:type_name -> google.protobuf.Timestamp
+	98,  // 57: holo.fleet.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	98,  // 58: holo.fleet.v1.ListAuditRequest.until:type_name -> google.protobuf.Timestamp
+	69,  // 59: holo.fleet.v1.ListAuditResponse.entries:type_name -> holo.fleet.v1.AuditEntry
+	98,  // 60: holo.fleet.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	72,  // 61: holo.fleet.v1.Cluster.gateways:type_name -> holo.fleet.v1.ClusterGateway
+	98,  // 62: holo.fleet.v1.ClusterGateway.last_heartbeat:type_name -> google.protobuf.Timestamp
+	98,  // 63: holo.fleet.v1.ClusterGateway.started:type_name -> google.protobuf.Timestamp
+	76,  // 64: holo.fleet.v1.CueList.cues:type_name -> holo.fleet.v1.Cue
+	77,  // 65: holo.fleet.v1.Cue.actions:type_name -> holo.fleet.v1.CueAction
+	7,   // 66: holo.fleet.v1.CueAction.selector:type_name -> holo.fleet.v1.Selector
+	99,  // 67: holo.fleet.v1.CueAction.body:type_name -> google.protobuf.Value
+	75,  // 68: holo.fleet.v1.ListCueListsResponse.lists:type_name -> holo.fleet.v1.CueList
+	76,  // 69: holo.fleet.v1.CueListWithState.cues:type_name -> holo.fleet.v1.Cue
+	88,  // 70: holo.fleet.v1.CueListWithState.state:type_name -> holo.fleet.v1.CueState
+	75,  // 71: holo.fleet.v1.PutCueListRequest.list:type_name -> holo.fleet.v1.CueList
+	89,  // 72: holo.fleet.v1.CueState.running:type_name -> holo.fleet.v1.RunningCue
+	90,  // 73: holo.fleet.v1.CueState.last:type_name -> holo.fleet.v1.FiredCue
+	91,  // 74: holo.fleet.v1.CueState.timecode:type_name -> holo.fleet.v1.CueChase
+	98,  // 75: holo.fleet.v1.RunningCue.fires_at:type_name -> google.protobuf.Timestamp
+	98,  // 76: holo.fleet.v1.FiredCue.at:type_name -> google.protobuf.Timestamp
+	88,  // 77: holo.fleet.v1.CueEvent.state:type_name -> holo.fleet.v1.CueState
+	98,  // 78: holo.fleet.v1.CueEvent.time:type_name -> google.protobuf.Timestamp
+	1,   // 79: holo.fleet.v1.FleetService.ListBoards:input_type -> holo.fleet.v1.ListBoardsRequest
+	3,   // 80: holo.fleet.v1.FleetService.GetBoard:input_type -> holo.fleet.v1.GetBoardRequest
+	4,   // 81: holo.fleet.v1.FleetService.SetLabels:input_type -> holo.fleet.v1.SetLabelsRequest
+	5,   // 82: holo.fleet.v1.FleetService.CallBoard:input_type -> holo.fleet.v1.CallBoardRequest
+	8,   // 83: holo.fleet.v1.FleetService.DoAction:input_type -> holo.fleet.v1.DoActionRequest
+	11,  // 84: holo.fleet.v1.FleetService.WatchEvents:input_type -> holo.fleet.v1.WatchEventsRequest
+	14,  // 85: holo.fleet.v1.FleetService.CreateToken:input_type -> holo.fleet.v1.CreateTokenRequest
+	16,  // 86: holo.fleet.v1.FleetService.ListTokens:input_type -> holo.fleet.v1.ListTokensRequest
+	17,  // 87: holo.fleet.v1.FleetService.WhoAmI:input_type -> holo.fleet.v1.WhoAmIRequest
+	20,  // 88: holo.fleet.v1.FleetService.RevokeToken:input_type -> holo.fleet.v1.RevokeTokenRequest
+	25,  // 89: holo.fleet.v1.FleetService.UploadArtifact:input_type -> holo.fleet.v1.UploadArtifactRequest
+	27,  // 90: holo.fleet.v1.FleetService.ListArtifacts:input_type -> holo.fleet.v1.ListArtifactsRequest
+	29,  // 91: holo.fleet.v1.FleetService.GetArtifact:input_type -> holo.fleet.v1.GetArtifactRequest
+	30,  // 92: holo.fleet.v1.FleetService.DeleteArtifact:input_type -> holo.fleet.v1.DeleteArtifactRequest
+	33,  // 93: holo.fleet.v1.FleetService.SetChannel:input_type -> holo.fleet.v1.SetChannelRequest
+	34,  // 94: holo.fleet.v1.FleetService.ListChannels:input_type -> holo.fleet.v1.ListChannelsRequest
+	36,  // 95: holo.fleet.v1.FleetService.DeleteChannel:input_type -> holo.fleet.v1.DeleteChannelRequest
+	49,  // 96: holo.fleet.v1.FleetService.DryRunRollout:input_type -> holo.fleet.v1.DryRunRolloutRequest
+	50,  // 97: holo.fleet.v1.FleetService.CreateRollout:input_type -> holo.fleet.v1.CreateRolloutRequest
+	54,  // 98: holo.fleet.v1.FleetService.ListRollouts:input_type -> holo.fleet.v1.ListRolloutsRequest
+	56,  // 99: holo.fleet.v1.FleetService.GetRollout:input_type -> holo.fleet.v1.GetRolloutRequest
+	57,  // 100: holo.fleet.v1.FleetService.ListRolloutBoards:input_type -> holo.fleet.v1.ListRolloutBoardsRequest
+	61,  // 101: holo.fleet.v1.FleetService.PauseRollout:input_type -> holo.fleet.v1.PauseRolloutRequest
+	62,  // 102: holo.fleet.v1.FleetService.ResumeRollout:input_type -> holo.fleet.v1.ResumeRolloutRequest
+	63,  // 103: holo.fleet.v1.FleetService.AbortRollout:input_type -> holo.fleet.v1.AbortRolloutRequest
+	64,  // 104: holo.fleet.v1.FleetService.RevertRollout:input_type -> holo.fleet.v1.RevertRolloutRequest
+	65,  // 105: holo.fleet.v1.FleetService.WatchRollout:input_type -> holo.fleet.v1.WatchRolloutRequest
+	67,  // 106: holo.fleet.v1.FleetService.ListAudit:input_type -> holo.fleet.v1.ListAuditRequest
+	70,  // 107: holo.fleet.v1.FleetService.GetCluster:input_type -> holo.fleet.v1.GetClusterRequest
+	73,  // 108: holo.fleet.v1.FleetService.RemoveGateway:input_type -> holo.fleet.v1.RemoveGatewayRequest
+	78,  // 109: holo.fleet.v1.CueService.ListCueLists:input_type -> holo.fleet.v1.ListCueListsRequest
+	80,  // 110: holo.fleet.v1.CueService.GetCueList:input_type -> holo.fleet.v1.CueListRequest
+	82,  // 111: holo.fleet.v1.CueService.PutCueList:input_type -> holo.fleet.v1.PutCueListRequest
+	80,  // 112: holo.fleet.v1.CueService.DeleteCueList:input_type -> holo.fleet.v1.CueListRequest
+	80,  // 113: holo.fleet.v1.CueService.GetCueState:input_type -> holo.fleet.v1.CueListRequest
+	84,  // 114: holo.fleet.v1.CueService.GoCue:input_type -> holo.fleet.v1.GoCueRequest
+	80,  // 115: holo.fleet.v1.CueService.StopCues:input_type -> holo.fleet.v1.CueListRequest
+	80,  // 116: holo.fleet.v1.CueService.BackCue:input_type -> holo.fleet.v1.CueListRequest
+	85,  // 117: holo.fleet.v1.CueService.SetCueStandby:input_type -> holo.fleet.v1.SetCueStandbyRequest
+	86,  // 118: holo.fleet.v1.CueService.StartCue:input_type -> holo.fleet.v1.StartCueRequest
+	87,  // 119: holo.fleet.v1.CueService.WatchCues:input_type -> holo.fleet.v1.WatchCuesRequest
+	2,   // 120: holo.fleet.v1.FleetService.ListBoards:output_type -> holo.fleet.v1.ListBoardsResponse
+	0,   // 121: holo.fleet.v1.FleetService.GetBoard:output_type -> holo.fleet.v1.Board
+	0,   // 122: holo.fleet.v1.FleetService.SetLabels:output_type -> holo.fleet.v1.Board
+	6,   // 123: holo.fleet.v1.FleetService.CallBoard:output_type -> holo.fleet.v1.CallBoardResponse
+	9,   // 124: holo.fleet.v1.FleetService.DoAction:output_type -> holo.fleet.v1.DoActionResponse
+	12,  // 125: holo.fleet.v1.FleetService.WatchEvents:output_type -> holo.fleet.v1.Event
+	15,  // 126: holo.fleet.v1.FleetService.CreateToken:output_type -> holo.fleet.v1.CreateTokenResponse
+	19,  // 127: holo.fleet.v1.FleetService.ListTokens:output_type -> holo.fleet.v1.ListTokensResponse
+	18,  // 128: holo.fleet.v1.FleetService.WhoAmI:output_type -> holo.fleet.v1.Identity
+	21,  // 129: holo.fleet.v1.FleetService.RevokeToken:output_type -> holo.fleet.v1.RevokeTokenResponse
+	26,  // 130: holo.fleet.v1.FleetService.UploadArtifact:output_type -> holo.fleet.v1.UploadArtifactResponse
+	28,  // 131: holo.fleet.v1.FleetService.ListArtifacts:output_type -> holo.fleet.v1.ListArtifactsResponse
+	23,  // 132: holo.fleet.v1.FleetService.GetArtifact:output_type -> holo.fleet.v1.Artifact
+	31,  // 133: holo.fleet.v1.FleetService.DeleteArtifact:output_type -> holo.fleet.v1.DeleteArtifactResponse
+	32,  // 134: holo.fleet.v1.FleetService.SetChannel:output_type -> holo.fleet.v1.Channel
+	35,  // 135: holo.fleet.v1.FleetService.ListChannels:output_type -> holo.fleet.v1.ListChannelsResponse
+	37,  // 136: holo.fleet.v1.FleetService.DeleteChannel:output_type -> holo.fleet.v1.DeleteChannelResponse
+	48,  // 137: holo.fleet.v1.FleetService.DryRunRollout:output_type -> holo.fleet.v1.RolloutSelection
+	53,  // 138: holo.fleet.v1.FleetService.CreateRollout:output_type -> holo.fleet.v1.Rollout
+	55,  // 139: holo.fleet.v1.FleetService.ListRollouts:output_type -> holo.fleet.v1.ListRolloutsResponse
+	53,  // 140: holo.fleet.v1.FleetService.GetRollout:output_type -> holo.fleet.v1.Rollout
+	60,  // 141: holo.fleet.v1.FleetService.ListRolloutBoards:output_type -> holo.fleet.v1.ListRolloutBoardsResponse
+	53,  // 142: holo.fleet.v1.FleetService.PauseRollout:output_type -> holo.fleet.v1.Rollout
+	53,  // 143: holo.fleet.v1.FleetService.ResumeRollout:output_type -> holo.fleet.v1.Rollout
+	53,  // 144: holo.fleet.v1.FleetService.AbortRollout:output_type -> holo.fleet.v1.Rollout
+	53,  // 145: holo.fleet.v1.FleetService.RevertRollout:output_type -> holo.fleet.v1.Rollout
+	66,  // 146: holo.fleet.v1.FleetService.WatchRollout:output_type -> holo.fleet.v1.RolloutEvent
+	68,  // 147: holo.fleet.v1.FleetService.ListAudit:output_type -> holo.fleet.v1.ListAuditResponse
+	71,  // 148: holo.fleet.v1.FleetService.GetCluster:output_type -> holo.fleet.v1.Cluster
+	74,  // 149: holo.fleet.v1.FleetService.RemoveGateway:output_type -> holo.fleet.v1.RemoveGatewayResponse
+	79,  // 150: holo.fleet.v1.CueService.ListCueLists:output_type -> holo.fleet.v1.ListCueListsResponse
+	81,  // 151: holo.fleet.v1.CueService.GetCueList:output_type -> holo.fleet.v1.CueListWithState
+	75,  // 152: holo.fleet.v1.CueService.PutCueList:output_type -> holo.fleet.v1.CueList
+	83,  // 153: holo.fleet.v1.CueService.DeleteCueList:output_type -> holo.fleet.v1.DeleteCueListResponse
+	88,  // 154: holo.fleet.v1.CueService.GetCueState:output_type -> holo.fleet.v1.CueState
+	88,  // 155: holo.fleet.v1.CueService.GoCue:output_type -> holo.fleet.v1.CueState
+	88,  // 156: holo.fleet.v1.CueService.StopCues:output_type -> holo.fleet.v1.CueState
+	88,  // 157: holo.fleet.v1.CueService.BackCue:output_type -> holo.fleet.v1.CueState
+	88,  // 158: holo.fleet.v1.CueService.SetCueStandby:output_type -> holo.fleet.v1.CueState
+	88,  // 159: holo.fleet.v1.CueService.StartCue:output_type -> holo.fleet.v1.CueState
+	92,  // 160: holo.fleet.v1.CueService.WatchCues:output_type -> holo.fleet.v1.CueEvent
+	120, // [120:161] is the sub-list for method output_type
+	79,  // [79:120] is the sub-list for method input_type
+	79,  // [79:79] is the sub-list for extension type_name
+	79,  // [79:79] is the sub-list for extension extendee
+	0,   // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_fleet_proto_init() }
@@ -5823,9 +7094,9 @@ func file_holo_fleet_v1_fleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_fleet_proto_rawDesc), len(file_holo_fleet_v1_fleet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   80,
+			NumMessages:   98,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_holo_fleet_v1_fleet_proto_goTypes,
 		DependencyIndexes: file_holo_fleet_v1_fleet_proto_depIdxs,

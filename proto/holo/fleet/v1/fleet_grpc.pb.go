@@ -1375,3 +1375,535 @@ var FleetService_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "holo/fleet/v1/fleet.proto",
 }
+
+const (
+	CueService_ListCueLists_FullMethodName  = "/holo.fleet.v1.CueService/ListCueLists"
+	CueService_GetCueList_FullMethodName    = "/holo.fleet.v1.CueService/GetCueList"
+	CueService_PutCueList_FullMethodName    = "/holo.fleet.v1.CueService/PutCueList"
+	CueService_DeleteCueList_FullMethodName = "/holo.fleet.v1.CueService/DeleteCueList"
+	CueService_GetCueState_FullMethodName   = "/holo.fleet.v1.CueService/GetCueState"
+	CueService_GoCue_FullMethodName         = "/holo.fleet.v1.CueService/GoCue"
+	CueService_StopCues_FullMethodName      = "/holo.fleet.v1.CueService/StopCues"
+	CueService_BackCue_FullMethodName       = "/holo.fleet.v1.CueService/BackCue"
+	CueService_SetCueStandby_FullMethodName = "/holo.fleet.v1.CueService/SetCueStandby"
+	CueService_StartCue_FullMethodName      = "/holo.fleet.v1.CueService/StartCue"
+	CueService_WatchCues_FullMethodName     = "/holo.fleet.v1.CueService/WatchCues"
+)
+
+// CueServiceClient is the client API for CueService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// CueService runs the gateway's cue lists (docs/show.md): a show's cues
+// fired by GO, by follows or by timecode. Roles: viewer reads the lists,
+// their state and events; operator also runs them (GO, STOP, BACK, jump,
+// standby); admin also saves and deletes them. A list name "-" is the
+// current list (the one last run, else the first by name). REST:
+// /v1/cuelists; GET /v1/cuelists/events streams the events as
+// Server-Sent Events.
+type CueServiceClient interface {
+	// ListCueLists returns every list, by name (viewer).
+	ListCueLists(ctx context.Context, in *ListCueListsRequest, opts ...grpc.CallOption) (*ListCueListsResponse, error)
+	// GetCueList returns a list with its live state (viewer).
+	GetCueList(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueListWithState, error)
+	// PutCueList checks and saves a list, replacing one of its name
+	// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+	PutCueList(ctx context.Context, in *PutCueListRequest, opts ...grpc.CallOption) (*CueList, error)
+	// DeleteCueList deletes a list, cancelling its waits (admin).
+	DeleteCueList(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*DeleteCueListResponse, error)
+	// GetCueState returns a list's live state (viewer).
+	GetCueState(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueState, error)
+	// GoCue fires the standby cue at the next moment every board can make
+	// (asap: at once) and moves the standby past it and its follows
+	// (operator). FAILED_PRECONDITION past the last cue.
+	GoCue(ctx context.Context, in *GoCueRequest, opts ...grpc.CallOption) (*CueState, error)
+	// StopCues cancels every pre-wait and follow of the list (operator).
+	StopCues(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueState, error)
+	// BackCue moves the standby one cue back (operator).
+	BackCue(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueState, error)
+	// SetCueStandby puts the standby on a cue without firing it (operator).
+	SetCueStandby(ctx context.Context, in *SetCueStandbyRequest, opts ...grpc.CallOption) (*CueState, error)
+	// StartCue fires a given cue now, as GO would (a jump; operator).
+	StartCue(ctx context.Context, in *StartCueRequest, opts ...grpc.CallOption) (*CueState, error)
+	// WatchCues streams every list's events from now (viewer). A watcher
+	// that falls behind is cut off (UNAVAILABLE).
+	WatchCues(ctx context.Context, in *WatchCuesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CueEvent], error)
+}
+
+type cueServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewCueServiceClient(cc grpc.ClientConnInterface) CueServiceClient {
+	return &cueServiceClient{cc}
+}
+
+func (c *cueServiceClient) ListCueLists(ctx context.Context, in *ListCueListsRequest, opts ...grpc.CallOption) (*ListCueListsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCueListsResponse)
+	err := c.cc.Invoke(ctx, CueService_ListCueLists_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) GetCueList(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueListWithState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueListWithState)
+	err := c.cc.Invoke(ctx, CueService_GetCueList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) PutCueList(ctx context.Context, in *PutCueListRequest, opts ...grpc.CallOption) (*CueList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueList)
+	err := c.cc.Invoke(ctx, CueService_PutCueList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) DeleteCueList(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*DeleteCueListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCueListResponse)
+	err := c.cc.Invoke(ctx, CueService_DeleteCueList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) GetCueState(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueState)
+	err := c.cc.Invoke(ctx, CueService_GetCueState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) GoCue(ctx context.Context, in *GoCueRequest, opts ...grpc.CallOption) (*CueState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueState)
+	err := c.cc.Invoke(ctx, CueService_GoCue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) StopCues(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueState)
+	err := c.cc.Invoke(ctx, CueService_StopCues_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) BackCue(ctx context.Context, in *CueListRequest, opts ...grpc.CallOption) (*CueState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueState)
+	err := c.cc.Invoke(ctx, CueService_BackCue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) SetCueStandby(ctx context.Context, in *SetCueStandbyRequest, opts ...grpc.CallOption) (*CueState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueState)
+	err := c.cc.Invoke(ctx, CueService_SetCueStandby_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) StartCue(ctx context.Context, in *StartCueRequest, opts ...grpc.CallOption) (*CueState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CueState)
+	err := c.cc.Invoke(ctx, CueService_StartCue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cueServiceClient) WatchCues(ctx context.Context, in *WatchCuesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CueEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CueService_ServiceDesc.Streams[0], CueService_WatchCues_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchCuesRequest, CueEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CueService_WatchCuesClient = grpc.ServerStreamingClient[CueEvent]
+
+// CueServiceServer is the server API for CueService service.
+// All implementations must embed UnimplementedCueServiceServer
+// for forward compatibility.
+//
+// CueService runs the gateway's cue lists (docs/show.md): a show's cues
+// fired by GO, by follows or by timecode. Roles: viewer reads the lists,
+// their state and events; operator also runs them (GO, STOP, BACK, jump,
+// standby); admin also saves and deletes them. A list name "-" is the
+// current list (the one last run, else the first by name). REST:
+// /v1/cuelists; GET /v1/cuelists/events streams the events as
+// Server-Sent Events.
+type CueServiceServer interface {
+	// ListCueLists returns every list, by name (viewer).
+	ListCueLists(context.Context, *ListCueListsRequest) (*ListCueListsResponse, error)
+	// GetCueList returns a list with its live state (viewer).
+	GetCueList(context.Context, *CueListRequest) (*CueListWithState, error)
+	// PutCueList checks and saves a list, replacing one of its name
+	// (admin). INVALID_ARGUMENT names the cue and why; nothing is saved.
+	PutCueList(context.Context, *PutCueListRequest) (*CueList, error)
+	// DeleteCueList deletes a list, cancelling its waits (admin).
+	DeleteCueList(context.Context, *CueListRequest) (*DeleteCueListResponse, error)
+	// GetCueState returns a list's live state (viewer).
+	GetCueState(context.Context, *CueListRequest) (*CueState, error)
+	// GoCue fires the standby cue at the next moment every board can make
+	// (asap: at once) and moves the standby past it and its follows
+	// (operator). FAILED_PRECONDITION past the last cue.
+	GoCue(context.Context, *GoCueRequest) (*CueState, error)
+	// StopCues cancels every pre-wait and follow of the list (operator).
+	StopCues(context.Context, *CueListRequest) (*CueState, error)
+	// BackCue moves the standby one cue back (operator).
+	BackCue(context.Context, *CueListRequest) (*CueState, error)
+	// SetCueStandby puts the standby on a cue without firing it (operator).
+	SetCueStandby(context.Context, *SetCueStandbyRequest) (*CueState, error)
+	// StartCue fires a given cue now, as GO would (a jump; operator).
+	StartCue(context.Context, *StartCueRequest) (*CueState, error)
+	// WatchCues streams every list's events from now (viewer). A watcher
+	// that falls behind is cut off (UNAVAILABLE).
+	WatchCues(*WatchCuesRequest, grpc.ServerStreamingServer[CueEvent]) error
+	mustEmbedUnimplementedCueServiceServer()
+}
+
+// UnimplementedCueServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedCueServiceServer struct{}
+
+func (UnimplementedCueServiceServer) ListCueLists(context.Context, *ListCueListsRequest) (*ListCueListsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCueLists not implemented")
+}
+func (UnimplementedCueServiceServer) GetCueList(context.Context, *CueListRequest) (*CueListWithState, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCueList not implemented")
+}
+func (UnimplementedCueServiceServer) PutCueList(context.Context, *PutCueListRequest) (*CueList, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutCueList not implemented")
+}
+func (UnimplementedCueServiceServer) DeleteCueList(context.Context, *CueListRequest) (*DeleteCueListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCueList not implemented")
+}
+func (UnimplementedCueServiceServer) GetCueState(context.Context, *CueListRequest) (*CueState, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCueState not implemented")
+}
+func (UnimplementedCueServiceServer) GoCue(context.Context, *GoCueRequest) (*CueState, error) {
+	return nil, status.Error(codes.Unimplemented, "method GoCue not implemented")
+}
+func (UnimplementedCueServiceServer) StopCues(context.Context, *CueListRequest) (*CueState, error) {
+	return nil, status.Error(codes.Unimplemented, "method StopCues not implemented")
+}
+func (UnimplementedCueServiceServer) BackCue(context.Context, *CueListRequest) (*CueState, error) {
+	return nil, status.Error(codes.Unimplemented, "method BackCue not implemented")
+}
+func (UnimplementedCueServiceServer) SetCueStandby(context.Context, *SetCueStandbyRequest) (*CueState, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetCueStandby not implemented")
+}
+func (UnimplementedCueServiceServer) StartCue(context.Context, *StartCueRequest) (*CueState, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartCue not implemented")
+}
+func (UnimplementedCueServiceServer) WatchCues(*WatchCuesRequest, grpc.ServerStreamingServer[CueEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchCues not implemented")
+}
+func (UnimplementedCueServiceServer) mustEmbedUnimplementedCueServiceServer() {}
+func (UnimplementedCueServiceServer) testEmbeddedByValue()                    {}
+
+// UnsafeCueServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to CueServiceServer will
+// result in compilation errors.
+type UnsafeCueServiceServer interface {
+	mustEmbedUnimplementedCueServiceServer()
+}
+
+func RegisterCueServiceServer(s grpc.ServiceRegistrar, srv CueServiceServer) {
+	// If the following call panics, it indicates UnimplementedCueServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&CueService_ServiceDesc, srv)
+}
+
+func _CueService_ListCueLists_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCueListsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).ListCueLists(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_ListCueLists_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).ListCueLists(ctx, req.(*ListCueListsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_GetCueList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CueListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).GetCueList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_GetCueList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).GetCueList(ctx, req.(*CueListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_PutCueList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutCueListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).PutCueList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_PutCueList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).PutCueList(ctx, req.(*PutCueListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_DeleteCueList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CueListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).DeleteCueList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_DeleteCueList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).DeleteCueList(ctx, req.(*CueListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_GetCueState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CueListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).GetCueState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_GetCueState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).GetCueState(ctx, req.(*CueListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_GoCue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GoCueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).GoCue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_GoCue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).GoCue(ctx, req.(*GoCueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_StopCues_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CueListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).StopCues(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_StopCues_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).StopCues(ctx, req.(*CueListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_BackCue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CueListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).BackCue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_BackCue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).BackCue(ctx, req.(*CueListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_SetCueStandby_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetCueStandbyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).SetCueStandby(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_SetCueStandby_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).SetCueStandby(ctx, req.(*SetCueStandbyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_StartCue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartCueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CueServiceServer).StartCue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CueService_StartCue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CueServiceServer).StartCue(ctx, req.(*StartCueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CueService_WatchCues_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchCuesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CueServiceServer).WatchCues(m, &grpc.GenericServerStream[WatchCuesRequest, CueEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CueService_WatchCuesServer = grpc.ServerStreamingServer[CueEvent]
+
+// CueService_ServiceDesc is the grpc.ServiceDesc for CueService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var CueService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "holo.fleet.v1.CueService",
+	HandlerType: (*CueServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListCueLists",
+			Handler:    _CueService_ListCueLists_Handler,
+		},
+		{
+			MethodName: "GetCueList",
+			Handler:    _CueService_GetCueList_Handler,
+		},
+		{
+			MethodName: "PutCueList",
+			Handler:    _CueService_PutCueList_Handler,
+		},
+		{
+			MethodName: "DeleteCueList",
+			Handler:    _CueService_DeleteCueList_Handler,
+		},
+		{
+			MethodName: "GetCueState",
+			Handler:    _CueService_GetCueState_Handler,
+		},
+		{
+			MethodName: "GoCue",
+			Handler:    _CueService_GoCue_Handler,
+		},
+		{
+			MethodName: "StopCues",
+			Handler:    _CueService_StopCues_Handler,
+		},
+		{
+			MethodName: "BackCue",
+			Handler:    _CueService_BackCue_Handler,
+		},
+		{
+			MethodName: "SetCueStandby",
+			Handler:    _CueService_SetCueStandby_Handler,
+		},
+		{
+			MethodName: "StartCue",
+			Handler:    _CueService_StartCue_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchCues",
+			Handler:       _CueService_WatchCues_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "holo/fleet/v1/fleet.proto",
+}

@@ -1,15 +1,18 @@
 // Show: run a cue list (gateway/cue, docs/show.md). A big GO fires the
 // standby cue; the standby cue's number, name and notes are large; the
 // running cues count down to their moment; the space bar is GO. Nothing
-// asks for confirmation: a show has no time for dialogs. The state is read
-// from GET /v1/cuelists/{name}/state several times a second while the
-// page is open, and the remaining times count down between reads.
+// asks for confirmation: a show has no time for dialogs. The page follows
+// the cue lists' events (GET /v1/cuelists/events, Server-Sent Events):
+// each carries its list's whole state, so nothing is polled; the state is
+// read once when the page opens and again whenever the stream (re)connects
+// (the gateway keeps no past cue events to replay). The remaining times
+// count down between events.
 
 import { h, clear, setText, button, toggleClass } from '../dom.js';
 import { clock } from '../fmt.js';
-import { readAt, supersedes } from '../store.js';
+import { EventStream } from '../stream.js';
 
-const POLL_MS = 250;
+const TICK_MS = 100; // the countdown of running cues
 let chosen = ''; // the list shown, kept across page changes
 
 export function mount(main, ctx) {
@@ -23,9 +26,10 @@ export function mount(main, ctx) {
   const running = h('ol', { class: 'show-running', id: 'show-running', 'aria-live': 'polite' });
   const last = h('p', { class: 'muted', id: 'show-last' });
   const tc = h('p', { class: 'muted', id: 'show-timecode' });
+  const live = h('span', { class: 'muted', id: 'show-stream', text: 'connecting…' });
   const cues = h('tbody');
   const page = h('section', { class: 'page page-show' },
-    h('div', { class: 'row show-head' }, h('h1', { text: 'Show' }), pick),
+    h('div', { class: 'row show-head' }, h('h1', { text: 'Show' }), pick, live),
     h('div', { class: 'show-grid' },
       h('div', { class: 'card show-standby' }, h('h2', { text: 'Standby' }), number, name, notes),
       h('div', { class: 'card show-controls' },
@@ -42,10 +46,9 @@ export function mount(main, ctx) {
         cues)));
   main.appendChild(page);
 
-  let state = null, list = null, shownAt = 0, stopped = false, timer = null, busy = false;
-  // sent numbers the operations sent (the store's stale-read rule): a
-  // state read is numbered by the last one sent before it.
-  const sent = { n: 0 };
+  // seen counts the events of the list shown: a read sent before one of
+  // them arrived is older than what the page shows, and is dropped.
+  let state = null, list = null, readAt = 0, stopped = false, seen = 0, streaming = false;
 
   async function loadLists() {
     try {
@@ -63,34 +66,43 @@ export function mount(main, ctx) {
   }
 
   async function load() {
+    if (!chosen) return;
+    const asOf = seen, name = chosen;
     try {
-      const r = await api.get('/v1/cuelists/' + encodeURIComponent(chosen));
+      const r = await api.get('/v1/cuelists/' + encodeURIComponent(name));
+      if (stopped || name !== chosen) return;
       list = r;
-      state = r.state;
-      shownAt = Date.now();
       renderCues();
-      render();
+      if (asOf === seen) show(r.state);
+      else render();
     } catch (e) {
-      toast('Cue list ' + chosen + ': ' + (e.text || e.message), 'bad');
+      toast('Cue list ' + name + ': ' + (e.text || e.message), 'bad');
     }
   }
 
-  async function poll() {
-    if (stopped) return;
-    if (chosen && !busy) {
-      const n = readAt(sent.n);
-      try {
-        const st = await api.get('/v1/cuelists/' + encodeURIComponent(chosen) + '/state');
-        // A read sent before an operation sent since is older than what
-        // the page shows (or is about to): dropped, the next poll is new.
-        if (supersedes(n, sent)) {
-          state = st;
-          shownAt = Date.now();
-        }
-      } catch { /* the connection banner says why */ }
-    }
+  function show(st) {
+    state = st;
+    readAt = Date.now();
     render();
-    if (!stopped) timer = setTimeout(poll, POLL_MS);
+  }
+
+  // onEvent takes one cue event: its state is the list's after it.
+  function onEvent(ev) {
+    if (ev.type === 'edited' || ev.type === 'deleted') {
+      if (ev.list === chosen) seen++;
+      loadLists();
+      return;
+    }
+    if (ev.list !== chosen || !ev.state) return;
+    seen++;
+    show(ev.state);
+  }
+
+  function onStatus(st) {
+    streaming = st.state === 'live';
+    setText(live, streaming ? 'live' : (st.state === 'denied' ? 'not allowed to follow the show' : 'reconnecting…'));
+    toggleClass(live, 'bad', !streaming);
+    if (streaming) loadLists(); // what happened before the stream was connected is not replayed
   }
 
   // Operations go to the gateway one after another, in the order the
@@ -104,19 +116,16 @@ export function mount(main, ctx) {
 
   async function send(op, number) {
     if (!canGo || !chosen) return;
-    sent.n++;
     let path = '/v1/cuelists/' + encodeURIComponent(chosen) + '/' + op;
     let body;
     if (op === 'standby') body = { cue: number };
-    busy = true;
     try {
-      state = await api.post(path, body);
-      shownAt = Date.now();
-      render();
+      const st = await api.post(path, body);
+      // Live, the operation's own event shows its state (in order with
+      // the fires that follow it); down, the answer is all there is.
+      if (!streaming) show(st);
     } catch (e) {
       toast(op.toUpperCase() + ': ' + (e.text || e.message), 'bad');
-    } finally {
-      busy = false;
     }
   }
 
@@ -139,7 +148,7 @@ export function mount(main, ctx) {
     setText(name, state.standby ? (state.standby_name || '') : 'Past the last cue: BACK or click a cue.');
     setText(notes, state.standby_notes || '');
     goBtn.disabled = !canGo || !state.standby;
-    const since = Date.now() - shownAt;
+    const since = Date.now() - readAt;
     clear(running);
     for (const r of state.running || []) {
       const left = Math.max(0, r.remaining_ms - since);
@@ -174,12 +183,15 @@ export function mount(main, ctx) {
   document.addEventListener('keydown', onKey);
   document.addEventListener('keyup', onKeyUp);
 
-  loadLists().then(() => { if (!stopped) timer = setTimeout(poll, POLL_MS); });
+  loadLists();
+  const stream = new EventStream(api, { path: '/v1/cuelists/events', resume: false, onEvent, onStatus }).start();
+  const timer = setInterval(() => { if (state && (state.running || []).length) render(); }, TICK_MS);
 
   return {
     unmount() {
       stopped = true;
-      clearTimeout(timer);
+      stream.stop();
+      clearInterval(timer);
       document.removeEventListener('keydown', onKey);
       document.removeEventListener('keyup', onKeyUp);
     },
