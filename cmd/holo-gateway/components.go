@@ -13,6 +13,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cluster"
 	"github.com/holofleet/holofleet/gateway/cue"
+	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/rollout"
@@ -54,6 +55,11 @@ type env struct {
 	shows showEngines
 	// cues is the cue engine (set by newCues, before MQTT and OSC).
 	cues *cue.Engine
+	// dmx is the DMX engine and dmxSave keeps its patch in the patch
+	// file (set by newDMX when an input runs; the installation looks
+	// them up when it plans or applies its dmx section).
+	dmx     *dmx.Engine
+	dmxSave func(*dmx.Patch) error
 	// installation serves the API's InstallationService (set by
 	// newInstallation).
 	installation fleetv1.InstallationServiceServer

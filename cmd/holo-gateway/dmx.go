@@ -149,7 +149,9 @@ func newDMX(_ context.Context, e *env) (component, error) {
 			log.Warn("dmx: " + w)
 		}
 	}
-	e.handle(dmx.PatchPath, &dmx.Handler{Engine: eng, Guard: e.guard, Save: func(p *dmx.Patch) error { return savePatch(path, p) },
+	save := func(p *dmx.Patch) error { return savePatch(path, p) }
+	e.dmx, e.dmxSave = eng, save
+	e.handle(dmx.PatchPath, &dmx.Handler{Engine: eng, Guard: e.guard, Save: save,
 		Inputs: func() []string { return inputs }})
 	run := func(ctx context.Context) error {
 		var wg sync.WaitGroup

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/installation"
 )
 
@@ -26,7 +28,10 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 		guard = &auth.Guard{}
 	}
 	o := installation.Options{DB: e.db, Fleet: e.fleet, Contents: contents, Audit: guard.Audit,
-		Log: e.log.With("component", "installation")}
+		Log: e.log.With("component", "installation"), DMX: dmxSection{e}}
+	if e.cues != nil {
+		o.Cues = e.cues
+	}
 	banner := "installation: as code under /v1/installation (holoctl install)"
 	if e.cluster != nil {
 		// In a cluster the revisions, content and findings are the
@@ -49,4 +54,32 @@ func newInstallation(_ context.Context, e *env) (component, error) {
 	e.apiDocs = append(e.apiDocs, installation.OpenAPI)
 	return component{name: "installation", run: in.Run,
 		banner: []string{banner}}, nil
+}
+
+// dmxSection is the DMX patch as the installation's dmx section sets it:
+// as PUT /v1/dmx/patch does, saved to the patch file first, then used.
+// newDMX runs after newInstallation, so the engine is looked up at each
+// call; Patch is nil when no DMX input runs.
+type dmxSection struct{ e *env }
+
+func (s dmxSection) Patch() *dmx.Patch {
+	if s.e.dmx == nil {
+		return nil
+	}
+	return s.e.dmx.Patch()
+}
+
+func (s dmxSection) SetPatch(p *dmx.Patch) error {
+	if s.e.dmx == nil {
+		return errors.New("dmx: no DMX input runs")
+	}
+	if err := p.Check(); err != nil {
+		return err
+	}
+	if s.e.dmxSave != nil {
+		if err := s.e.dmxSave(p); err != nil {
+			return err
+		}
+	}
+	return s.e.dmx.SetPatch(p)
 }

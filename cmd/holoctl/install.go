@@ -33,12 +33,13 @@ import (
 )
 
 const installUsage = `holoctl install COMMAND [flags]
-  plan -f FILE               per board, what an apply would change (files, scenes, settings);
-                             diff is the same
+  plan -f FILE               per board, what an apply would change (files, scenes, settings),
+                             then the gateway's DMX patch and cue lists; diff is the same
   apply -f FILE [-m MSG]     store FILE as the next revision and apply it (admin); shows the
                              plan first, then the progress until the run ends (--no-wait: return)
   status                     every assigned board: in sync, drifted (how), applying,
-                             unreachable, failed (why), needs the LAN
+                             unreachable, failed (why), needs the LAN; the DMX patch and
+                             cue lists the revision holds: in sync or drifted (how)
   history                    the revisions, newest first
   rollback REV [-m MSG]      apply revision REV again as a new revision (admin)
   run ID                     one run and its boards
@@ -124,7 +125,10 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if st.Run != nil {
 			fmt.Fprintf(stdout, "run %d is %s: %d of %d boards done\n", st.Run.ID, st.Run.State, st.Run.Done, st.Run.Boards)
 		}
-		return printPlans(stdout, st.Boards, true)
+		if err := printPlans(stdout, st.Boards, true); err != nil {
+			return err
+		}
+		return printSections(stdout, st.Sections)
 	case "history":
 		raw, err := c.call(ctx, http.MethodGet, "/v1/installation/history", nil, nil)
 		if err != nil || c.output == "json" {
@@ -293,12 +297,49 @@ func (c *gwClient) installDiff(ctx context.Context, body []byte, stdout io.Write
 		return jsonOr(stdout, raw, err)
 	}
 	var p struct {
-		Boards []installation.BoardPlan `json:"boards"`
+		Boards   []installation.BoardPlan   `json:"boards"`
+		Sections []installation.SectionPlan `json:"sections"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return fmt.Errorf("gateway: bad reply: %w", err)
 	}
-	return printPlans(stdout, p.Boards, true)
+	if err := printPlans(stdout, p.Boards, true); err != nil {
+		return err
+	}
+	return printSections(stdout, p.Sections)
+}
+
+// printSections writes the gateway sections (the DMX patch, the cue
+// lists) after the boards: one line each, then what changes in each,
+// marked as the boards' changes are (+ added, ~ changed, - removed).
+func printSections(w io.Writer, sections []installation.SectionPlan) error {
+	if len(sections) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SECTION\tSTATE\tSUMMARY")
+	for _, sp := range sections {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", sp.Section, sp.State, sp.Summary)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, sp := range sections {
+		if len(sp.Changes) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", sp.Section)
+		for _, c := range sp.Changes {
+			mark := map[string]string{installation.OpAdd: "+", installation.OpChange: "~", installation.OpRemove: "-"}[c.Op]
+			if c.Why != "" {
+				fmt.Fprintf(w, "  %s %s (%s)\n", mark, c.Item, c.Why)
+			} else {
+				fmt.Fprintf(w, "  %s %s\n", mark, c.Item)
+			}
+		}
+	}
+	return nil
 }
 
 // printPlans writes one line per board, then (with details) what changes

@@ -1,15 +1,21 @@
 package installation
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/holofleet/holofleet/gateway/cue"
+	"github.com/holofleet/holofleet/gateway/dmx"
 )
 
 // Pos is a place in a description file: 1-based line and column.
@@ -148,6 +154,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	d.pos[path] = Pos{n.Line, n.Column}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && path == "cuelists" {
+		d.fail(n, "cuelists: null: write [] to remove every cue list, or leave the key out to leave them alone")
+		return
+	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		if v.Kind() == reflect.Pointer {
 			if nl, ok := reflect.New(v.Type().Elem()).Interface().(nullable); ok {
@@ -182,6 +192,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.Set(reflect.ValueOf(tm))
+		return
+	}
+	if t == reflect.TypeFor[dmx.Patch]() || t == reflect.TypeFor[cue.List]() {
+		d.decodeJSON(n, v, path)
 		return
 	}
 	switch t.Kind() {
@@ -293,6 +307,116 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	default:
 		d.fail(n, "%s: cannot hold %s", path, t)
 	}
+}
+
+// decodeJSON sets v from n read as the JSON v's own package takes
+// (strictly: unknown fields refused), so a section is written in the
+// description exactly as its API takes it. In a cue list a cue's number
+// may be written bare (number: 1.5): it is taken as written.
+func (d *decoder) decodeJSON(n *yaml.Node, v reflect.Value, path string) {
+	val, ok := d.nodeValue(n, path)
+	if !ok {
+		return
+	}
+	if v.Type() == reflect.TypeFor[cue.List]() {
+		if m, ok := val.(map[string]any); ok {
+			if cues, ok := m["cues"].([]any); ok {
+				for _, c := range cues {
+					if cm, ok := c.(map[string]any); ok {
+						if num, ok := cm["number"].(json.Number); ok {
+							cm["number"] = string(num)
+						}
+					}
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(val)
+	if err != nil {
+		d.fail(n, "%s: %v", path, err)
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v.Addr().Interface()); err != nil {
+		d.fail(n, "%s: %s", path, strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// nodeValue turns n into the value JSON would hold: mappings with string
+// keys, lists, strings, numbers (json.Number), booleans and null.
+func (d *decoder) nodeValue(n *yaml.Node, path string) (any, bool) {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		d.fail(n, "%s: anchors and aliases are not supported; write the value out", path)
+		return nil, false
+	}
+	d.pos[path] = Pos{n.Line, n.Column}
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		ok := true
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" || k.Anchor != "" {
+				d.fail(k, "%s: a key must be a name, got %s", path, kindName(k))
+				ok = false
+				continue
+			}
+			if _, dup := m[k.Value]; dup {
+				d.fail(k, "%s: key %q given twice", path, k.Value)
+				ok = false
+				continue
+			}
+			x, good := d.nodeValue(val, join(path, k.Value))
+			ok = ok && good
+			m[k.Value] = x
+		}
+		return m, ok
+	case yaml.SequenceNode:
+		s := make([]any, len(n.Content))
+		ok := true
+		for i, c := range n.Content {
+			x, good := d.nodeValue(c, fmt.Sprintf("%s[%d]", path, i))
+			ok = ok && good
+			s[i] = x
+		}
+		return s, ok
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return nil, true
+		case "!!str":
+			return n.Value, true
+		case "!!bool":
+			var b bool
+			if err := n.Decode(&b); err != nil {
+				d.fail(n, "%s: want true or false, got %q", path, clipText(n.Value))
+				return nil, false
+			}
+			return b, true
+		case "!!int":
+			var i int64
+			if err := n.Decode(&i); err != nil {
+				d.fail(n, "%s: integer %q out of range", path, clipText(n.Value))
+				return nil, false
+			}
+			return json.Number(strconv.FormatInt(i, 10)), true
+		case "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				d.fail(n, "%s: want a finite number, got %q", path, clipText(n.Value))
+				return nil, false
+			}
+			if jsonNumberRE.MatchString(n.Value) {
+				return json.Number(n.Value), true
+			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
+		}
+	}
+	d.fail(n, "%s: cannot hold %s", path, kindName(n))
+	return nil, false
 }
 
 func join(path, key string) string {

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -54,6 +55,13 @@ type Description struct {
 	Assignments []Assignment `yaml:"assignments" json:"assignments"`
 	// Rollout is how an apply goes over the fleet.
 	Rollout *Strategy `yaml:"rollout" json:"rollout,omitempty"`
+	// DMX, when given, is the gateway's DMX patch (replaced whole); nil
+	// leaves the patch alone.
+	DMX *DMX `yaml:"dmx" json:"dmx,omitempty"`
+	// CueLists, when given, are exactly the gateway's cue lists (lists
+	// not named are removed; an empty list removes every one); nil leaves
+	// the cue lists alone.
+	CueLists *[]cue.List `yaml:"cuelists" json:"cuelists,omitempty"`
 
 	// pos is where each value was written, by dotted path.
 	pos map[string]Pos
@@ -417,6 +425,7 @@ func (d *Description) check() []Problem {
 			}
 		}
 	}
+	ps = append(ps, d.checkSections()...)
 	return ps
 }
 

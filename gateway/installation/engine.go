@@ -323,11 +323,19 @@ func (in *Installer) apply(ctx context.Context, d *Description, who, message str
 	if err := in.shareContent(ctx, d); err != nil {
 		return Revision{}, RunStatus{}, err
 	}
+	if err := in.checkSectionsApply(d); err != nil {
+		return Revision{}, RunStatus{}, err
+	}
 	e := &in.eng
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.active != nil {
 		return Revision{}, RunStatus{}, fmt.Errorf("%w: run %d (revision %d) is %s; abort it first", ErrState, e.active.r.ID, e.active.r.Revision, e.active.r.State)
+	}
+	// The gateway's own sections first: they are set whole or put back,
+	// and a revision is stored only once they hold it.
+	if err := in.applySections(d, who, e.lastRev+1); err != nil {
+		return Revision{}, RunStatus{}, err
 	}
 	now := in.o.Clock.Now().UTC()
 	rev := Revision{N: e.lastRev + 1, Who: who, When: now, Message: message, RollbackOf: rollbackOf, Run: e.lastRun + 1, Description: d.JSON()}

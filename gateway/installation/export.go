@@ -27,7 +27,9 @@ const MaxExportFile = 8 << 20
 // takes it), else by its id. What cannot be kept is listed in the
 // warnings: a scene naming a file the board lacks is left out, and so is
 // a file too large to read. Boards reached only over a line are exported
-// without files.
+// without files. The gateway's DMX patch and cue lists are exported as
+// the dmx and cuelists sections when their engines run (cuelists: [] when
+// there is none, so a restore leaves none).
 func (in *Installer) Export(ctx context.Context) (*Description, []string, error) {
 	views := in.o.Fleet.Boards(fleet.Filter{})
 	slices.SortFunc(views, func(a, b fleet.BoardView) int { return strings.Compare(a.ID, b.ID) })
@@ -62,6 +64,7 @@ func (in *Installer) Export(ctx context.Context) (*Description, []string, error)
 	if len(d.Profiles) == 0 {
 		return nil, warnings, fmt.Errorf("%w: no board could be exported", ErrNotFound)
 	}
+	in.exportSections(d)
 	// The result must read back as any description does.
 	back, err := Parse("export", d.JSON())
 	if err != nil {

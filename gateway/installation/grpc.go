@@ -35,7 +35,7 @@ func grpcErr(err error) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, ErrState):
+	case errors.Is(err, ErrState), errors.Is(err, ErrSection):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrRevisionTaken):
 		return status.Error(codes.Aborted, err.Error())

@@ -92,6 +92,10 @@ func outcome(err error) (int, string, string) {
 		return http.StatusOK, "", auth.CodeOK
 	case errors.As(err, &pe), errors.Is(err, ErrInvalid), errors.Is(err, ErrContent):
 		return http.StatusBadRequest, "invalid_argument", "InvalidArgument"
+	case errors.Is(err, ErrSection):
+		// A section this gateway cannot hold, or one it failed to set
+		// (and put back): no revision was stored.
+		return http.StatusConflict, "failed_precondition", "FailedPrecondition"
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, "not_found", "NotFound"
 	case errors.Is(err, ErrState):
@@ -300,7 +304,11 @@ func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"boards": h.in.Plan(r.Context(), d)}, nil
+		sections := h.in.PlanSections(d)
+		if sections == nil {
+			sections = []SectionPlan{}
+		}
+		return map[string]any{"boards": h.in.Plan(r.Context(), d), "sections": sections}, nil
 	})
 }
 

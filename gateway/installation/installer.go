@@ -68,6 +68,12 @@ type Options struct {
 	// in a cluster of gateways (shared.go); the installer then applies to
 	// the boards this gateway owns only.
 	Shared Shared
+	// DMX and Cues, when set, hold the gateway sections of a description
+	// (dmx.patch and cuelists): plan compares them, apply sets them,
+	// export reads them. Without one, a description with its section is
+	// refused before anything changes.
+	DMX  PatchEngine
+	Cues CueEngine
 }
 
 // Installer plans and applies installations over a fleet and keeps

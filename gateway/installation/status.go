@@ -14,6 +14,9 @@ type Status struct {
 	Revision Revision    `json:"revision"`
 	Run      *RunStatus  `json:"run,omitempty"`
 	Boards   []BoardPlan `json:"boards"`
+	// Sections are the gateway sections the revision holds (the DMX
+	// patch, the cue lists): in sync, or drifted with what differs.
+	Sections []SectionPlan `json:"sections,omitempty"`
 	// Counts are the boards per state.
 	Counts map[string]int `json:"counts"`
 }
@@ -68,5 +71,6 @@ func (in *Installer) Status(ctx context.Context) (Status, error) {
 		}
 		slices.SortFunc(st.Boards, func(a, b BoardPlan) int { return strings.Compare(a.Board, b.Board) })
 	}
+	st.Sections = in.PlanSections(d)
 	return st, nil
 }

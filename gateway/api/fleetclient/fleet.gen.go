@@ -250,12 +250,12 @@ type InstallationCurrent struct {
 	Run *InstallationRunStatus `json:"run,omitempty"`
 }
 
-// InstallationDescription An installation description (version, content, profiles, assignments, strategy, prune, heal); its JSON Schema is GET /v1/installation/schema.
+// InstallationDescription An installation description (version, content, profiles, assignments, strategy, prune, heal, and the gateway sections dmx and cuelists); its JSON Schema is GET /v1/installation/schema.
 type InstallationDescription map[string]interface{}
 
 // InstallationExport The live boards as a description.
 type InstallationExport struct {
-	// Description An installation description (version, content, profiles, assignments, strategy, prune, heal); its JSON Schema is GET /v1/installation/schema.
+	// Description An installation description (version, content, profiles, assignments, strategy, prune, heal, and the gateway sections dmx and cuelists); its JSON Schema is GET /v1/installation/schema.
 	Description *InstallationDescription `json:"description,omitempty"`
 
 	// Warnings What was left out, and why.
@@ -268,15 +268,18 @@ type InstallationHistory struct {
 	Revisions *[]InstallationRevision `json:"revisions,omitempty"`
 }
 
-// InstallationPlan Every assigned board's plan.
+// InstallationPlan Every assigned board's plan, then the gateway sections'.
 type InstallationPlan struct {
 	// Boards By board id.
 	Boards *[]InstallationBoardPlan `json:"boards,omitempty"`
+
+	// Sections The DMX patch and the cue lists, when the description gives them.
+	Sections *[]InstallationSectionPlan `json:"sections,omitempty"`
 }
 
 // InstallationRevision A stored description, numbered.
 type InstallationRevision struct {
-	// Description An installation description (version, content, profiles, assignments, strategy, prune, heal); its JSON Schema is GET /v1/installation/schema.
+	// Description An installation description (version, content, profiles, assignments, strategy, prune, heal, and the gateway sections dmx and cuelists); its JSON Schema is GET /v1/installation/schema.
 	Description *InstallationDescription `json:"description,omitempty"`
 
 	// Message Why.
@@ -397,6 +400,31 @@ type InstallationRunWithBoards struct {
 	Run *InstallationRunStatus `json:"run,omitempty"`
 }
 
+// InstallationSectionChange One item of a gateway section to add, change or remove.
+type InstallationSectionChange struct {
+	// Item fixture universe U address A, universe U (its loss rule), cue list NAME.
+	Item *string `json:"item,omitempty"`
+
+	// Op add, change or remove.
+	Op *string `json:"op,omitempty"`
+
+	// Why What differs: the fixture, the loss rule, which cues changed, were added or removed.
+	Why *string `json:"why,omitempty"`
+}
+
+// InstallationSectionPlan What applying the description would change in one of the gateway's own sections (the DMX patch, the cue lists); only sections the description gives are listed.
+type InstallationSectionPlan struct {
+	Changes *[]InstallationSectionChange `json:"changes,omitempty"`
+	Error   *string                      `json:"error,omitempty"`
+
+	// Section dmx (the DMX patch) or cuelists.
+	Section *string `json:"section,omitempty"`
+
+	// State in_sync, drifted, or failed: this gateway cannot hold the section (no DMX input or cue engine runs); an apply is refused.
+	State   *string `json:"state,omitempty"`
+	Summary *string `json:"summary,omitempty"`
+}
+
 // InstallationStatus The installation now.
 type InstallationStatus struct {
 	// Boards Every assigned board.
@@ -410,6 +438,9 @@ type InstallationStatus struct {
 
 	// Run A run (the apply of a revision) with its boards' phases counted.
 	Run *InstallationRunStatus `json:"run,omitempty"`
+
+	// Sections The gateway sections the current revision holds: in sync with the live patch and cue lists, or drifted (how).
+	Sections *[]InstallationSectionPlan `json:"sections,omitempty"`
 }
 
 // InstallationStrategy How a run goes over the fleet.

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holofleet/holofleet/firmware/fleetmode"
+	"github.com/holofleet/holofleet/gateway/api"
+	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/cue"
+	"github.com/holofleet/holofleet/gateway/dmx"
+	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/installation"
+	"github.com/holofleet/holofleet/gateway/lan"
+	"github.com/holofleet/holofleet/store"
+)
+
+var updateGolden = flag.Bool("update-install", false, "rewrite testdata/install-*.golden")
+
+const sectionsYAML = `version: 1
+profiles:
+  p:
+    settings: {screen: {backlight: 55}}
+assignments:
+  - {profile: p, board: BOARD}
+dmx:
+  patch:
+    fixtures:
+      - {name: door, universe: 1, address: 1, profile: holo, group: 1}
+      - {universe: 2, address: 1, profile: rgb, label: zone=bar}
+    universes:
+      - {universe: 2, loss: release}
+cuelists:
+  - name: demo
+    cues:
+      - number: 1
+        name: Group 1 red
+        actions:
+          - {kind: leds, selector: {groups: [1]}, body: {mode: solid, colour: red}}
+      - number: 2
+        actions:
+          - {kind: leds, selector: {all: true}, body: {mode: "off"}}
+`
+
+// TestHoloctlInstallSections: holoctl install diff shows the DMX patch
+// and cue lists beside the boards (golden), apply sets them, status
+// shows them in sync then drifted, export writes them, and applying the
+// export restores them after a wipe.
+func TestHoloctlInstallSections(t *testing.T) {
+	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: 1, BaseDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fm.Stop() })
+	ld := lan.New(lan.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ClockEvery: -1})
+	for _, b := range fm.Boards() {
+		if err := ld.Add(b.URL, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, _ := auth.Open(db)
+	admin, _, _ := toks.Create("admin", auth.RoleAdmin)
+	viewer, _, _ := toks.Create("viewer", auth.RoleViewer)
+	guard := &auth.Guard{Tokens: toks}
+	fl := fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}})
+	patchEng, err := dmx.New(dmx.Options{Fleet: fl, Patch: &dmx.Patch{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cues, err := cue.New(cue.Options{DB: db, Fleet: fl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cues.Put(cue.List{Name: "rehearsal", Cues: []cue.Cue{{Number: "1", Actions: []cue.Action{{Kind: "scene_end", Selector: fleet.Selector{All: true}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	contents, _ := installation.OpenContents(filepath.Join(dir, "content"))
+	in, err := installation.New(installation.Options{DB: db, Fleet: fl, Contents: contents, Tick: 20 * time.Millisecond,
+		DMX: patchEng, Cues: cues, CheckEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	h := in.Handler(guard)
+	srv, err := api.New(api.Config{Fleet: fl, Tokens: toks, Guard: guard, Registerer: reg, Gatherer: reg,
+		Extra: map[string]http.Handler{"/v1/installation": h, "/v1/installation/": h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { fl.Run(ctx) })
+	wg.Go(func() { in.Run(ctx) })
+	wg.Go(func() { _ = srv.Serve(ctx, ln) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		cues.Close()
+		db.Close()
+	})
+	online := true
+	deadline := time.Now().Add(30 * time.Second)
+	for len(fl.Boards(fleet.Filter{Online: &online})) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("board not online")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	id := fm.Boards()[0].ID
+
+	work := t.TempDir()
+	file := filepath.Join(work, "installation.yaml")
+	os.WriteFile(file, []byte(strings.ReplaceAll(sectionsYAML, "BOARD", id)), 0o644)
+	holoctl := func(want int, token string, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		args = append(args, "--gateway", "http://"+ln.Addr().String(), "--token-file", tokenFile(t, token))
+		if code := run(ctx, args, &out, &errb); code != want {
+			t.Fatalf("holoctl %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
+
+	// The plan, as a viewer sees it.
+	golden(t, "testdata/install-plan-sections.golden", strings.ReplaceAll(holoctl(0, viewer, "install", "diff", "-f", file), id, "BOARD0000000"))
+	if len(patchEng.Patch().Fixtures) != 0 || len(cues.Lists()) != 1 {
+		t.Fatal("a plan changed the gateway")
+	}
+
+	holoctl(0, admin, "install", "apply", "-f", file, "-m", "sections")
+	if got := len(patchEng.Patch().Fixtures); got != 2 {
+		t.Fatalf("%d fixtures after apply, want 2", got)
+	}
+	if ls := cues.Lists(); len(ls) != 1 || ls[0].Name != "demo" || len(ls[0].Cues) != 2 {
+		t.Fatalf("lists after apply: %+v", ls)
+	}
+	out := holoctl(0, viewer, "install", "status")
+	for _, want := range []string{"dmx       in_sync", "cuelists  in_sync"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Someone edits a cue over the cue API: status shows the drift.
+	l, _ := cues.Get("demo")
+	l.Cues[1].Notes = "edited by hand"
+	if _, err := cues.Put(l); err != nil {
+		t.Fatal(err)
+	}
+	out = holoctl(0, viewer, "install", "status")
+	if !strings.Contains(out, "cuelists  drifted") || !strings.Contains(out, "~ cue list demo (cue 2 changed)") {
+		t.Fatalf("status after an edit:\n%s", out)
+	}
+
+	// Export (the current revision), wipe the sections, restore.
+	exp := filepath.Join(t.TempDir(), "installation.yaml")
+	holoctl(0, viewer, "install", "export", "-f", exp)
+	text, _ := os.ReadFile(exp)
+	for _, want := range []string{"dmx:", "cuelists:", "name: demo", "colour: red", "loss: release"} {
+		if !strings.Contains(string(text), want) {
+			t.Fatalf("export lacks %q:\n%s", want, text)
+		}
+	}
+	if err := patchEng.SetPatch(&dmx.Patch{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cues.Delete("demo"); err != nil {
+		t.Fatal(err)
+	}
+	out = holoctl(0, viewer, "install", "diff", "-f", exp)
+	if !strings.Contains(out, "+ cue list demo (2 cues)") || !strings.Contains(out, "+ fixture universe 1 address 1") {
+		t.Fatalf("diff of the export after a wipe:\n%s", out)
+	}
+	holoctl(0, admin, "install", "apply", "-f", exp, "-m", "restore")
+	if got := len(patchEng.Patch().Fixtures); got != 2 {
+		t.Fatalf("%d fixtures after the restore, want 2", got)
+	}
+	ls := cues.Lists()
+	if len(ls) != 1 || ls[0].Cues[1].Notes != "" || ls[0].Cues[0].Name != "Group 1 red" {
+		t.Fatalf("lists after the restore: %+v", ls)
+	}
+	out = holoctl(0, viewer, "install", "status")
+	if !strings.Contains(out, "dmx       in_sync") || !strings.Contains(out, "cuelists  in_sync") {
+		t.Fatalf("status after the restore:\n%s", out)
+	}
+}
+
+// golden compares got with the file, or rewrites it with -update-install.
+func golden(t *testing.T, file, got string) {
+	t.Helper()
+	if *updateGolden {
+		os.MkdirAll(filepath.Dir(file), 0o755)
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run with -update-install to write it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Fatalf("%s (-want +got):\n%s", file, d)
+	}
+}
