@@ -14,7 +14,10 @@ package cluster
 // back, each with a message id the engine uses to drop a repeat.
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -246,8 +249,8 @@ func (ev *events) send(ctx context.Context) {
 	}
 }
 
-// publish sends one event; its message id (gateway, boot, local number)
-// lets the engine drop a repeat sent after a lost acknowledgement.
+// publish sends one event with its message id (msgID), which lets the
+// engine drop a repeat.
 func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 	c := ev.c
 	data, err := json.Marshal(e)
@@ -256,8 +259,43 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 	}
 	m := nats.NewMsg(subjectEvents + "." + c.name + "." + key(e.Board))
 	m.Data = data
-	m.Header.Set(jetstream.MsgIDHeader, c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10))
+	m.Header.Set(jetstream.MsgIDHeader, msgID(c.name, c.boot, e))
 	return c.js.PublishMsgAsync(m)
+}
+
+// msgID is the message id an event is published with; the engine drops
+// a message whose id it stored in the last two minutes (the stream's
+// Duplicates window) and acknowledges it as a duplicate.
+//
+// A happening's id is the board's own: the board, its seq and a digest
+// of its kind and data (which carry the board's uptime, so two boots
+// never share one). Every gateway that publishes a happening publishes
+// it under the same id, so it is stored once whoever sends it and
+// however often: two gateways that both take themselves for the board's
+// owner for a moment (one has not yet read the record that took the
+// board from it), or a gateway taking a board over that publishes what
+// it kept of the board without having read to the end of what the
+// stream holds. Each gateway sends a board's next event only once the
+// engine acknowledged the previous one (stored, or already there), so
+// the board's happenings still enter the stream in their order.
+//
+// Other events (states, online, offline, restarts) are this gateway's
+// own: gateway, boot and local number, which drops a repeat sent after
+// a lost acknowledgement.
+func msgID(gateway, boot string, e fleet.Event) string {
+	if e.Type == fleet.EventHappening {
+		h := sha256.New()
+		h.Write([]byte(e.Kind))
+		h.Write([]byte{0})
+		var buf bytes.Buffer
+		if json.Compact(&buf, e.Data) == nil {
+			h.Write(buf.Bytes())
+		} else {
+			h.Write(e.Data)
+		}
+		return "h/" + e.Board + "/" + strconv.FormatUint(uint64(e.Seq), 10) + "/" + hex.EncodeToString(h.Sum(nil)[:12])
+	}
+	return gateway + "/" + boot + "/" + strconv.FormatUint(e.N, 10)
 }
 
 // Watch implements fleet.Service: the installation's events matching f

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
+)
+
+// publisher is one gateway's events publisher on a shared engine.
+func publisher(ctx context.Context, t *testing.T, e *Engine, name, boot string) *events {
+	t.Helper()
+	c := &Cluster{o: Options{EventsMaxAge: time.Hour, EventsMaxBytes: 1 << 24}, eng: e, name: name, boot: boot,
+		log: slog.New(slog.DiscardHandler), nc: e.Conn(), js: e.JetStream()}
+	c.ev = newEvents(c)
+	if err := c.ev.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c.ev
+}
+
+// publishAcked publishes e as the send loop does and waits for the
+// engine's acknowledgement (stored, or dropped as a repeat).
+func publishAcked(t *testing.T, ev *events, e fleet.Event) {
+	t.Helper()
+	fut, err := ev.publish(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fut.Ok():
+	case err := <-fut.Err():
+		t.Fatalf("%s's publish of %+v: %v", ev.c.name, e, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s's publish of %+v: no acknowledgement", ev.c.name, e)
+	}
+}
+
+// readBack reads back the whole events stream as "gateway:type seq".
+func readBack(ctx context.Context, t *testing.T, ev *events) []string {
+	t.Helper()
+	st := ev.streamOf()
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for n := info.State.FirstSeq; n <= info.State.LastSeq && n > 0; n++ {
+		m, err := st.GetMsg(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e fleet.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			t.Fatal(err)
+		}
+		gw := m.Subject[len(subjectEvents)+1:]
+		gw = gw[:len(gw)-len(key(e.Board))-1]
+		if e.Type == fleet.EventHappening {
+			out = append(out, fmt.Sprintf("%s:%d", gw, e.Seq))
+		} else {
+			out = append(out, gw+":"+e.Type)
+		}
+	}
+	return out
+}
+
+// TestHappeningPublishedOnce: two gateways that both take themselves for
+// a board's owner for a moment (the old owner has not read the record
+// that took the board from it yet, and the new one publishes what it
+// kept of the board that the stream lacked when it read it) publish the
+// board's happenings under the board's own message ids: the stream holds
+// each once, in the board's order, whoever sent it first. Before, each
+// gateway's ids were its own, and the stream held happenings 2 and 3
+// twice (the soak's reorders around a change of owner). A later boot's
+// happening of the same seq is another happening; restarts and states
+// stay each gateway's own.
+func TestHappeningPublishedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eng, err := OpenEngine(ctx, EngineOptions{Name: "gw1", URL: Embedded, Listen: "127.0.0.1:0", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	old := publisher(ctx, t, eng, "gw1", "run1")
+	taker := publisher(ctx, t, eng, "gw2", "run1")
+	h := func(n uint64, seq uint16, uptime int) fleet.Event {
+		// Each gateway numbers the board's events its own way (N).
+		return fleet.Event{N: n, Board: "lan-1", Type: fleet.EventHappening, Kind: "scene_started", Seq: seq,
+			Data: json.RawMessage(fmt.Sprintf(`{"event":"scene_started","seq":%d,"t_ms":%d,"name":"x"}`, seq, uptime))}
+	}
+	restarted := func(n uint64) fleet.Event { return fleet.Event{N: n, Board: "lan-1", Type: fleet.EventRestarted} }
+
+	publishAcked(t, old, h(10, 1, 1000))
+	publishAcked(t, old, h(11, 2, 1100))
+	// gw2 read the stream when it held happening 1 only: it publishes 2
+	// and 3 as missing, while gw1 still sends 3 and 4.
+	publishAcked(t, taker, h(70, 2, 1100))
+	publishAcked(t, taker, h(71, 3, 1200))
+	publishAcked(t, old, h(12, 3, 1200))
+	publishAcked(t, old, h(13, 4, 1300))
+	publishAcked(t, taker, h(72, 4, 1300))
+	publishAcked(t, taker, h(73, 5, 1400))
+	// The board restarts; both gateways saw it: the restart is each
+	// one's own, and the new boot's happening 1 is not the old one's.
+	publishAcked(t, old, restarted(14))
+	publishAcked(t, taker, restarted(74))
+	publishAcked(t, taker, h(75, 1, 40))
+	publishAcked(t, old, h(15, 1, 40))
+	// The same happening's data as another gateway's fleet core encodes
+	// it (spacing) is the same happening.
+	e := h(76, 2, 90)
+	publishAcked(t, taker, e)
+	e.N, e.Data = 16, json.RawMessage(`{"event": "scene_started", "seq": 2, "t_ms": 90, "name": "x"}`)
+	publishAcked(t, old, e)
+
+	got := fmt.Sprint(readBack(ctx, t, old))
+	want := fmt.Sprint([]string{"gw1:1", "gw1:2", "gw2:3", "gw1:4", "gw2:5", "gw1:restarted", "gw2:restarted", "gw2:1", "gw2:2"})
+	if got != want {
+		t.Errorf("stream holds\n %s\nwant\n %s", got, want)
+	}
+	// A repeat after a lost acknowledgement is dropped for a state too.
+	st := fleet.Event{N: 20, Board: "lan-1", Type: fleet.EventState, Kind: "leds", Data: json.RawMessage(`{"event":"leds"}`)}
+	publishAcked(t, old, st)
+	publishAcked(t, old, st)
+	in, err := old.streamOf().Info(ctx, jetstream.WithSubjectFilter(subjectEvents+".>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State.Msgs != 10 {
+		t.Errorf("stream holds %d events after a state sent twice, want 10", in.State.Msgs)
+	}
+}
