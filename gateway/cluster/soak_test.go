@@ -217,7 +217,7 @@ type soak struct {
 	gaps           []string
 	reorders       []string
 	lastN          uint64
-	kills          []string // when, what, and the last event number read then
+	kills          []string          // when, what, and the last event number read then
 	stalls         int               // event watches silent for 10 s, resumed
 	showOver       bool              // the show stopped
 	names          map[string]string // board id -> "LAN board 1", "line board 2.1"
