@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -136,5 +137,80 @@ func TestHappeningPublishedOnce(t *testing.T) {
 	}
 	if in.State.Msgs != 10 {
 		t.Errorf("stream holds %d events after a state sent twice, want 10", in.State.Msgs)
+	}
+}
+
+// owner is a gateway's events publisher whose records say it owns board
+// lan-1 in this run, as after its restart once its record is rewritten.
+func owner(ctx context.Context, t *testing.T, e *Engine, name, boot string) *events {
+	t.Helper()
+	ev := publisher(ctx, t, e, name, boot)
+	ev.c.clk = clock.Real
+	ev.c.loaded = true
+	ev.c.records = map[string]*record{"lan-1": {View: fleet.BoardView{ID: "lan-1", Gateway: name}, Boot: boot}}
+	ev.c.standby = map[string]bool{}
+	return ev
+}
+
+// queued describes what ev queued for publishing.
+func queued(ev *events) []string {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	var out []string
+	for _, e := range ev.queues["lan-1"] {
+		if e.Type == fleet.EventHappening {
+			out = append(out, fmt.Sprint(e.Seq))
+		} else {
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+// TestFirstHappeningOfARun: the first happening a gateway publishes for
+// a board in a run goes on from the stream's story of the board, as a
+// takeover's catch-up does. A board that restarted while its gateway was
+// down (its line master's replay of the new boot came after the record
+// was rewritten, so nothing was kept to catch up with) gets the restart
+// no one published before its new boot's happenings (before: seq 1 after
+// 500 in the stream, a reorder); a happening the stream holds is not
+// queued again; a board that did not restart goes on as it is.
+func TestFirstHappeningOfARun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eng, err := OpenEngine(ctx, EngineOptions{Name: "gw1", URL: Embedded, Listen: "127.0.0.1:0", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	h := func(n uint64, seq uint16, uptime int) fleet.Event {
+		return fleet.Event{N: n, Board: "lan-1", Type: fleet.EventHappening, Kind: "scene_started", Seq: seq, Time: time.Now(),
+			Data: json.RawMessage(fmt.Sprintf(`{"event":"scene_started","seq":%d,"t_ms":%d}`, seq, uptime))}
+	}
+	run1 := publisher(ctx, t, eng, "gw1", "run1")
+	for seq := uint16(498); seq <= 500; seq++ {
+		publishAcked(t, run1, h(uint64(seq), seq, 90000+int(seq)))
+	}
+	for _, tc := range []struct {
+		name string
+		e    fleet.Event
+		want []string
+	}{
+		{"the board restarted meanwhile", h(3, 1, 1500), []string{"restarted", "1"}},
+		{"a replay of what the stream holds", h(4, 500, 90500), nil},
+		{"the board going on", h(5, 501, 90501), []string{"501"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run2 := owner(ctx, t, eng, "gw1", "run2-"+tc.name)
+			run2.queue(ctx, tc.e)
+			if got := queued(run2); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("queued %v, want %v", got, tc.want)
+			}
+			// Later events of the run are queued as they come.
+			run2.queue(ctx, h(6, 7, 1))
+			if got := queued(run2); len(got) != len(tc.want)+1 || got[len(got)-1] != "7" {
+				t.Errorf("then queued %v, want %v and 7", got, tc.want)
+			}
+		})
 	}
 }

@@ -53,6 +53,10 @@ type events struct {
 	mu      sync.Mutex
 	queues  map[string][]fleet.Event // per board, oldest first
 	standby map[string][]fleet.Event // per board another gateway owns (catchup.go)
+	// told holds the boards whose story this gateway has taken up as
+	// their owner in this run (catchup.go): a takeover, or the first
+	// happening or restart it publishes.
+	told    map[string]bool
 	queued  int
 	lost    uint64
 	kick    chan struct{}
@@ -64,7 +68,8 @@ type events struct {
 }
 
 func newEvents(c *Cluster) *events {
-	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
+	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, told: map[string]bool{},
+		kick: make(chan struct{}, 1)}
 }
 
 // setup creates or binds the events stream.
@@ -125,9 +130,13 @@ func (ev *events) queue(ctx context.Context, e fleet.Event) {
 		ev.mu.Unlock()
 		return
 	}
-	if kept, ok := ev.standby[e.Board]; ok {
+	kept, taken := ev.standby[e.Board]
+	story := e.Type == fleet.EventHappening || e.Type == fleet.EventRestarted
+	switch {
+	case taken:
 		// Just taken over: first what the stream lacks of what was kept.
 		delete(ev.standby, e.Board)
+		ev.told[e.Board] = true
 		ev.mu.Unlock()
 		late := ev.catchUp(ctx, e.Board, kept)
 		ev.mu.Lock()
@@ -138,9 +147,29 @@ func (ev *events) queue(ctx context.Context, e fleet.Event) {
 			ev.queues[e.Board] = append(ev.queues[e.Board], l)
 			ev.queued++
 		}
+		ev.queues[e.Board] = append(ev.queues[e.Board], e)
+		ev.queued++
+	case story && !ev.told[e.Board]:
+		// The board's first happening or restart this gateway publishes
+		// in this run, not after a standby: it goes on from the stream's
+		// story of the board like a takeover's, so that a restart this
+		// run did not see (the board restarted while this gateway was
+		// down, and its line master's replay of the new boot's
+		// happenings came after its record was rewritten) is said before
+		// the new boot's happenings, and a happening the stream holds
+		// already is not sent again.
+		ev.told[e.Board] = true
+		ev.mu.Unlock()
+		late := ev.catchUp(ctx, e.Board, []fleet.Event{e})
+		ev.mu.Lock()
+		for _, l := range late {
+			ev.queues[e.Board] = append(ev.queues[e.Board], l)
+			ev.queued++
+		}
+	default:
+		ev.queues[e.Board] = append(ev.queues[e.Board], e)
+		ev.queued++
 	}
-	ev.queues[e.Board] = append(ev.queues[e.Board], e)
-	ev.queued++
 	for ev.queued > maxQueued {
 		ev.dropOldestLocked()
 	}
