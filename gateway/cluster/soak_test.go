@@ -316,6 +316,8 @@ func TestSoak(t *testing.T) {
 		s.sites = append(s.sites, st)
 		args := append(slices.Clone(mq), "--board", s.bps[i].URL(), "--board", s.bps[(i+1)%3].URL())
 		g := newGateway(t, fmt.Sprintf("gw%d", i+1), nc.URL(), st, false, args...)
+		g.logDir = reportDir
+		_ = os.Remove(filepath.Join(reportDir, g.name+".log"))
 		s.gws = append(s.gws, g)
 		wg.Go(func() { errs[i] = g.launch(bin) })
 	}
