@@ -143,8 +143,12 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 		return nil, err.Error()
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	if w.lastSeq != 0 {
+	switch {
+	case w.lastSeq != 0:
 		req.Header.Set("Last-Event-ID", strconv.Itoa(int(w.lastSeq)))
+	case w.l.o.ReplayKept:
+		// Nothing of this boot seen yet: every happening it keeps.
+		req.Header.Set("Last-Event-ID", "0")
 	}
 	resp, err := w.l.openStream(sctx, req)
 	if err != nil {
