@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holofleet/holofleet/bus/clock"
@@ -212,5 +214,42 @@ func TestFirstHappeningOfARun(t *testing.T) {
 				t.Errorf("then queued %v, want %v and 7", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPublishAckBounded: an asynchronous publish whose acknowledgement
+// never comes (here a subscriber that swallows it: the gateway may
+// subscribe to its own requests only; in the soak, one
+// lost while an engine node died) fails after publishAckWait, so that
+// the board's event is sent again instead of holding every later event
+// of the board (one in flight per board) for good.
+func TestPublishAckBounded(t *testing.T) {
+	defer func(d time.Duration) { publishAckWait = d }(publishAckWait)
+	publishAckWait = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eng, err := OpenEngine(ctx, EngineOptions{Name: "gw1", URL: Embedded, Listen: "127.0.0.1:0", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	sub, err := eng.Conn().Subscribe(gwSubject("gw1"), func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	fut, err := eng.JetStream().PublishMsgAsync(&nats.Msg{Subject: gwSubject("gw1"), Data: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fut.Ok():
+		t.Fatal("acknowledged by no one")
+	case err := <-fut.Err():
+		if !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+			t.Fatalf("err %v, want ErrAsyncPublishTimeout", err)
+		}
+	case <-time.After(30 * time.Second): // a generous bound: it never resolved
+		t.Fatal("a publish never acknowledged never failed")
 	}
 }
