@@ -293,3 +293,22 @@ func TestReplayKept(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayRecentOnly: a replay of kept happenings (ReplayKept) leaves
+// out those older than replayRecent by the board's uptime (t_ms): a
+// board idle for a while keeps its last happenings for good, and a
+// clustered gateway that starts would have put them in its stream again
+// as new. Once the replay reaches a recent one, every later one passes.
+func TestReplayRecentOnly(t *testing.T) {
+	sink := newRecSink()
+	ref := fleet.Ref{Driver: "lan", Addr: "http://b"}
+	w := &watcher{l: &LAN{o: Options{ReplayKept: true}}, b: &lanBoard{ref: ref}, sink: sink, replayFloor: 50_000}
+	for _, h := range []struct {
+		seq, tms int
+	}{{7, 1_000}, {8, 49_999}, {9, 50_000}, {10, 120_000}, {11, 2}} {
+		w.dispatch("touch", fmt.Sprint(h.seq), []byte(fmt.Sprintf(`{"event":"touch","seq":%d,"t_ms":%d}`, h.seq, h.tms)))
+	}
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	fleettest.CheckOrder(t, sink.Hs[ref.Addr], 9, 3)
+}
