@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -205,13 +206,17 @@ func TestFirstHappeningOfARun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			run2 := owner(ctx, t, eng, "gw1", "run2-"+tc.name)
 			run2.queue(ctx, tc.e)
-			if got := queued(run2); fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("queued %v, want %v", got, tc.want)
+			// A later event waits for the catch-up, whose goroutine
+			// does not hold follow up.
+			run2.queue(ctx, h(6, 7, 1))
+			run2.catchWG.Wait()
+			if got, want := queued(run2), append(slices.Clone(tc.want), "7"); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("queued %v, want %v", got, want)
 			}
 			// Later events of the run are queued as they come.
-			run2.queue(ctx, h(6, 7, 1))
-			if got := queued(run2); len(got) != len(tc.want)+1 || got[len(got)-1] != "7" {
-				t.Errorf("then queued %v, want %v and 7", got, tc.want)
+			run2.queue(ctx, h(7, 8, 2))
+			if got := queued(run2); len(got) != len(tc.want)+2 || got[len(got)-1] != "8" {
+				t.Errorf("then queued %v, want %v, 7 and 8", got, tc.want)
 			}
 		})
 	}
@@ -251,5 +256,71 @@ func TestPublishAckBounded(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second): // a generous bound: it never resolved
 		t.Fatal("a publish never acknowledged never failed")
+	}
+}
+
+// slowStream is an events stream whose Info waits for release (a story
+// read that takes its time under load), then fails.
+type slowStream struct {
+	jetstream.Stream
+	release chan struct{}
+}
+
+func (s *slowStream) Info(ctx context.Context, _ ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return nil, errors.New("engine away")
+}
+
+// TestCatchUpDoesNotHoldFollow: a catch-up reads the stream on a
+// goroutine of its own; follow, which queues the local events, goes on
+// meanwhile (before, it waited for the read: under load its watch of the
+// local events was cut off and resumed from a buffer that may no longer
+// hold them). The board's events that come meanwhile are queued after
+// what the catch-up finds.
+func TestCatchUpDoesNotHoldFollow(t *testing.T) {
+	st := &slowStream{release: make(chan struct{})}
+	c := &Cluster{name: "gw1", boot: "run1", clk: clock.Real, log: slog.New(slog.DiscardHandler), loaded: true,
+		standby: map[string]bool{}, records: map[string]*record{
+			"lan-1": {View: fleet.BoardView{ID: "lan-1", Gateway: "gw1"}, Boot: "run1"},
+			"lan-2": {View: fleet.BoardView{ID: "lan-2", Gateway: "gw1"}, Boot: "run1"}}}
+	c.ev = newEvents(c)
+	c.ev.stream = st
+	ev := c.ev
+	ctx := context.Background()
+	h := func(board string, seq uint16) fleet.Event {
+		return fleet.Event{Board: board, Type: fleet.EventHappening, Kind: "touch", Seq: seq, Time: time.Now(),
+			Data: json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq))}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ev.queue(ctx, h("lan-1", 5)) // its first happening: a catch-up
+		ev.queue(ctx, h("lan-1", 6))
+		ev.queue(ctx, fleet.Event{Board: "lan-2", Type: fleet.EventState, Kind: "leds"})
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a generous bound: queue waited for the read
+		close(st.release)
+		t.Fatal("queue waited for the catch-up's read of the stream")
+	}
+	if got := queued(ev); len(got) != 0 {
+		t.Fatalf("lan-1 queued %v before its catch-up", got)
+	}
+	ev.mu.Lock()
+	n2 := len(ev.queues["lan-2"])
+	ev.mu.Unlock()
+	if n2 != 1 {
+		t.Fatalf("lan-2's event not queued during lan-1's catch-up")
+	}
+	close(st.release)
+	ev.catchWG.Wait()
+	// The read failed: what was kept is published (a repeat is better
+	// than a loss; its message id drops it), then what came meanwhile.
+	if got := queued(ev); fmt.Sprint(got) != "[5 6]" {
+		t.Fatalf("lan-1 queued %v, want [5 6]", got)
 	}
 }

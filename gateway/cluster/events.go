@@ -56,12 +56,16 @@ type events struct {
 	// told holds the boards whose story this gateway has taken up as
 	// their owner in this run (catchup.go): a takeover, or the first
 	// happening or restart it publishes.
-	told    map[string]bool
-	queued  int
-	lost    uint64
-	kick    chan struct{}
-	pub     atomic.Uint64
-	pending atomic.Uint64
+	told map[string]bool
+	// catching holds, per board whose catch-up is under way, the events
+	// that came meanwhile (queued after what the catch-up finds).
+	catching map[string][]fleet.Event
+	catchWG  sync.WaitGroup
+	queued   int
+	lost     uint64
+	kick     chan struct{}
+	pub      atomic.Uint64
+	pending  atomic.Uint64
 	// restarts counts the stream consumers of watchers started again
 	// after a failure or a silence.
 	restarts atomic.Uint64
@@ -69,7 +73,7 @@ type events struct {
 
 func newEvents(c *Cluster) *events {
 	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, told: map[string]bool{},
-		kick: make(chan struct{}, 1)}
+		catching: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
 }
 
 // setup creates or binds the events stream.
@@ -102,6 +106,7 @@ func (ev *events) publishLoop(ctx context.Context) {
 	wg.Go(func() { ev.follow(ctx) })
 	wg.Go(func() { ev.send(ctx) })
 	wg.Wait()
+	ev.catchWG.Wait()
 }
 
 // follow queues the local fleet's events, watching again from the last
@@ -125,6 +130,12 @@ func (ev *events) follow(ctx context.Context) {
 // over (catchup.go).
 func (ev *events) queue(ctx context.Context, e fleet.Event) {
 	ev.mu.Lock()
+	if pend, ok := ev.catching[e.Board]; ok {
+		// Its catch-up is under way: after what that finds.
+		ev.catching[e.Board] = append(pend, e)
+		ev.mu.Unlock()
+		return
+	}
 	if !ev.c.ownsLocal(e.Board) {
 		ev.keepLocked(e)
 		ev.mu.Unlock()
@@ -137,18 +148,10 @@ func (ev *events) queue(ctx context.Context, e fleet.Event) {
 		// Just taken over: first what the stream lacks of what was kept.
 		delete(ev.standby, e.Board)
 		ev.told[e.Board] = true
+		ev.catching[e.Board] = []fleet.Event{e}
+		ev.catchUpLater(ctx, e.Board, kept, true)
 		ev.mu.Unlock()
-		late := ev.catchUp(ctx, e.Board, kept)
-		ev.mu.Lock()
-		if len(late) > 0 {
-			ev.c.log.Info("cluster: publishing a board's events its last owner did not", "board", e.Board, "events", len(late))
-		}
-		for _, l := range late {
-			ev.queues[e.Board] = append(ev.queues[e.Board], l)
-			ev.queued++
-		}
-		ev.queues[e.Board] = append(ev.queues[e.Board], e)
-		ev.queued++
+		return
 	case story && !ev.told[e.Board]:
 		// The board's first happening or restart this gateway publishes
 		// in this run, not after a standby: it goes on from the stream's
@@ -159,22 +162,54 @@ func (ev *events) queue(ctx context.Context, e fleet.Event) {
 		// the new boot's happenings, and a happening the stream holds
 		// already is not sent again.
 		ev.told[e.Board] = true
+		ev.catching[e.Board] = []fleet.Event{}
+		ev.catchUpLater(ctx, e.Board, []fleet.Event{e}, false)
 		ev.mu.Unlock()
-		late := ev.catchUp(ctx, e.Board, []fleet.Event{e})
-		ev.mu.Lock()
-		for _, l := range late {
-			ev.queues[e.Board] = append(ev.queues[e.Board], l)
-			ev.queued++
-		}
-	default:
-		ev.queues[e.Board] = append(ev.queues[e.Board], e)
-		ev.queued++
+		return
 	}
+	ev.appendLocked(e.Board, e)
+	ev.mu.Unlock()
+	ev.kickSend()
+}
+
+// catchUpLater reads the stream's story of board id and queues what of
+// kept it lacks, then the events that came meanwhile (ev.catching), on a
+// goroutine of its own: reading the story takes a while (seconds under
+// load, up to catchUpTimeout a try), and follow, which calls queue, must
+// not stop meanwhile (its watch of the local events was cut off, and
+// resumed from a buffer that may no longer hold them: lost happenings).
+// Called with ev.mu held.
+func (ev *events) catchUpLater(ctx context.Context, id string, kept []fleet.Event, takeover bool) {
+	ev.catchWG.Go(func() {
+		late := ev.catchUp(ctx, id, kept)
+		ev.mu.Lock()
+		if takeover && len(late) > 0 {
+			ev.c.log.Info("cluster: publishing a board's events its last owner did not", "board", id, "events", len(late))
+		}
+		ev.appendLocked(id, late...)
+		ev.appendLocked(id, ev.catching[id]...)
+		delete(ev.catching, id)
+		ev.mu.Unlock()
+		ev.kickSend()
+	})
+}
+
+// appendLocked queues events of board id for publishing. Called with
+// ev.mu held.
+func (ev *events) appendLocked(id string, es ...fleet.Event) {
+	if len(es) == 0 {
+		return
+	}
+	ev.queues[id] = append(ev.queues[id], es...)
+	ev.queued += len(es)
 	for ev.queued > maxQueued {
 		ev.dropOldestLocked()
 	}
 	ev.pending.Store(uint64(ev.queued))
-	ev.mu.Unlock()
+}
+
+// kickSend wakes the send loop.
+func (ev *events) kickSend() {
 	select {
 	case ev.kick <- struct{}{}:
 	default:
