@@ -331,9 +331,9 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 // a message whose id it stored in the last two minutes (the stream's
 // Duplicates window) and acknowledges it as a duplicate.
 //
-// A happening's id is the board's own: the board, its seq and a digest
-// of its kind and data (which carry the board's uptime, so two boots
-// never share one). Every gateway that publishes a happening publishes
+// A happening's id is the board's own: the board, its seq, its kind and
+// its t_ms (the board's uptime, so two boots never share one; data
+// without t_ms: a digest of the kind and data). Every gateway that publishes a happening publishes
 // it under the same id, so it is stored once whoever sends it and
 // however often: two gateways that both take themselves for the board's
 // owner for a moment (one has not yet read the record that took the
@@ -348,6 +348,15 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 // a lost acknowledgement.
 func msgID(gateway, boot string, e fleet.Event) string {
 	if e.Type == fleet.EventHappening {
+		// The board's uptime at the happening tells its boots apart;
+		// the data's bytes may differ by the transport that brought it
+		// (a line board on the LAN too).
+		var up struct {
+			TMs *int64 `json:"t_ms"`
+		}
+		if json.Unmarshal(e.Data, &up) == nil && up.TMs != nil {
+			return "h/" + e.Board + "/" + strconv.FormatUint(uint64(e.Seq), 10) + "/" + e.Kind + "/" + strconv.FormatInt(*up.TMs, 10)
+		}
 		h := sha256.New()
 		h.Write([]byte(e.Kind))
 		h.Write([]byte{0})
