@@ -414,7 +414,8 @@ func (w *wiring) close() {
 // line), one LAN driver with every --board (and the demo's boards).
 func wire(ctx context.Context, o options, isDemo bool, log *slog.Logger) (*wiring, error) {
 	w := &wiring{states: &driverStates{}}
-	lanDrv := lan.New(lan.Options{Log: log.With("driver", "lan")})
+	lanDrv := lan.New(lan.Options{Log: log.With("driver", "lan"),
+		ReplayKept: o.cluster.url != ""}) // the cluster drops what its stream has (docs/cluster.md)
 	w.lan = lanDrv
 	if isDemo {
 		if err := startDemo(ctx, o, w, lanDrv, log); err != nil {

@@ -39,6 +39,7 @@ const (
 // keepLocked keeps a restart or happening of a board this gateway does
 // not own. Called with ev.mu held.
 func (ev *events) keepLocked(e fleet.Event) {
+	delete(ev.told, e.Board)
 	switch e.Type {
 	case fleet.EventRestarted:
 		ev.standby[e.Board] = []fleet.Event{e}

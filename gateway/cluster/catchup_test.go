@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -150,5 +152,26 @@ func TestSeqFollows(t *testing.T) {
 		if got := seqFollows(tc.a, tc.b); got != tc.want {
 			t.Errorf("seqFollows(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// TestDeadLocked: a gateway not heard alive is taken for dead (its boards
+// taken over) only once this gateway has listened for DeadAfter since it
+// started: one that just joined may have missed a live gateway's
+// heartbeat in what it read at joining, and took that gateway's board
+// (TestJoinKeepsLiveOwners under load).
+func TestDeadLocked(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	c := &Cluster{name: "b", clk: clk, started: clk.Now(), o: Options{DeadAfter: 4 * time.Second},
+		gateways: map[string]*gwState{"a": {hb: Heartbeat{Name: "a"}, heard: clk.Now()}}}
+	if c.deadLocked("a") || c.deadLocked("b") {
+		t.Fatal("a gateway heard alive, or this one, taken for dead")
+	}
+	if c.deadLocked("c") {
+		t.Fatal("a gateway not heard yet taken for dead just after the start")
+	}
+	clk.Advance(4 * time.Second)
+	if !c.deadLocked("c") || !c.deadLocked("a") {
+		t.Fatal("gateways silent for DeadAfter since the start not taken for dead")
 	}
 }

@@ -150,6 +150,15 @@ func checkName(name string) error {
 // gateway's own, so an engine user may read only its own replies.
 func InboxPrefix(name string) string { return "_INBOX_" + name }
 
+// publishAckWait bounds the wait for the engine's acknowledgement of an
+// asynchronous publish (an event, a board record); the publish then
+// fails and is tried again (its message id drops a repeat). Without it
+// a publish whose acknowledgement never came (lost while an engine node
+// died, the connection staying up) held its board's events for good:
+// each board has one event in flight at a time (the soak's board whose
+// happenings stopped reaching the stream after its gateway's restart).
+var publishAckWait = 10 * time.Second
+
 // OpenEngine starts the embedded engine (URL Embedded) or connects to the
 // engine's servers. The connection reconnects forever; Partitioned and
 // Changed tell its state.
@@ -234,7 +243,7 @@ func OpenEngine(ctx context.Context, o EngineOptions) (*Engine, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	e.js, err = jetstream.New(nc)
+	e.js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishAckWait))
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("cluster: %w", err)

@@ -14,7 +14,10 @@ package cluster
 // back, each with a message id the engine uses to drop a repeat.
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -50,18 +53,27 @@ type events struct {
 	mu      sync.Mutex
 	queues  map[string][]fleet.Event // per board, oldest first
 	standby map[string][]fleet.Event // per board another gateway owns (catchup.go)
-	queued  int
-	lost    uint64
-	kick    chan struct{}
-	pub     atomic.Uint64
-	pending atomic.Uint64
+	// told holds the boards whose story this gateway has taken up as
+	// their owner in this run (catchup.go): a takeover, or the first
+	// happening or restart it publishes.
+	told map[string]bool
+	// catching holds, per board whose catch-up is under way, the events
+	// that came meanwhile (queued after what the catch-up finds).
+	catching map[string][]fleet.Event
+	catchWG  sync.WaitGroup
+	queued   int
+	lost     uint64
+	kick     chan struct{}
+	pub      atomic.Uint64
+	pending  atomic.Uint64
 	// restarts counts the stream consumers of watchers started again
 	// after a failure or a silence.
 	restarts atomic.Uint64
 }
 
 func newEvents(c *Cluster) *events {
-	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
+	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, told: map[string]bool{},
+		catching: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
 }
 
 // setup creates or binds the events stream.
@@ -94,6 +106,7 @@ func (ev *events) publishLoop(ctx context.Context) {
 	wg.Go(func() { ev.follow(ctx) })
 	wg.Go(func() { ev.send(ctx) })
 	wg.Wait()
+	ev.catchWG.Wait()
 }
 
 // follow queues the local fleet's events, watching again from the last
@@ -117,32 +130,86 @@ func (ev *events) follow(ctx context.Context) {
 // over (catchup.go).
 func (ev *events) queue(ctx context.Context, e fleet.Event) {
 	ev.mu.Lock()
+	if pend, ok := ev.catching[e.Board]; ok {
+		// Its catch-up is under way: after what that finds.
+		ev.catching[e.Board] = append(pend, e)
+		ev.mu.Unlock()
+		return
+	}
 	if !ev.c.ownsLocal(e.Board) {
 		ev.keepLocked(e)
 		ev.mu.Unlock()
 		return
 	}
-	if kept, ok := ev.standby[e.Board]; ok {
+	kept, taken := ev.standby[e.Board]
+	story := e.Type == fleet.EventHappening || e.Type == fleet.EventRestarted
+	switch {
+	case taken:
 		// Just taken over: first what the stream lacks of what was kept.
 		delete(ev.standby, e.Board)
+		ev.told[e.Board] = true
+		ev.catching[e.Board] = []fleet.Event{e}
+		ev.catchUpLater(ctx, e.Board, kept, true)
 		ev.mu.Unlock()
-		late := ev.catchUp(ctx, e.Board, kept)
-		ev.mu.Lock()
-		if len(late) > 0 {
-			ev.c.log.Info("cluster: publishing a board's events its last owner did not", "board", e.Board, "events", len(late))
-		}
-		for _, l := range late {
-			ev.queues[e.Board] = append(ev.queues[e.Board], l)
-			ev.queued++
-		}
+		return
+	case story && !ev.told[e.Board]:
+		// The board's first happening or restart this gateway publishes
+		// in this run, not after a standby: it goes on from the stream's
+		// story of the board like a takeover's, so that a restart this
+		// run did not see (the board restarted while this gateway was
+		// down, and its line master's replay of the new boot's
+		// happenings came after its record was rewritten) is said before
+		// the new boot's happenings, and a happening the stream holds
+		// already is not sent again.
+		ev.told[e.Board] = true
+		ev.catching[e.Board] = []fleet.Event{}
+		ev.catchUpLater(ctx, e.Board, []fleet.Event{e}, false)
+		ev.mu.Unlock()
+		return
 	}
-	ev.queues[e.Board] = append(ev.queues[e.Board], e)
-	ev.queued++
+	ev.appendLocked(e.Board, e)
+	ev.mu.Unlock()
+	ev.kickSend()
+}
+
+// catchUpLater reads the stream's story of board id and queues what of
+// kept it lacks, then the events that came meanwhile (ev.catching), on a
+// goroutine of its own: reading the story takes a while (seconds under
+// load, up to catchUpTimeout a try), and follow, which calls queue, must
+// not stop meanwhile (its watch of the local events was cut off, and
+// resumed from a buffer that may no longer hold them: lost happenings).
+// Called with ev.mu held.
+func (ev *events) catchUpLater(ctx context.Context, id string, kept []fleet.Event, takeover bool) {
+	ev.catchWG.Go(func() {
+		late := ev.catchUp(ctx, id, kept)
+		ev.mu.Lock()
+		if takeover && len(late) > 0 {
+			ev.c.log.Info("cluster: publishing a board's events its last owner did not", "board", id, "events", len(late))
+		}
+		ev.appendLocked(id, late...)
+		ev.appendLocked(id, ev.catching[id]...)
+		delete(ev.catching, id)
+		ev.mu.Unlock()
+		ev.kickSend()
+	})
+}
+
+// appendLocked queues events of board id for publishing. Called with
+// ev.mu held.
+func (ev *events) appendLocked(id string, es ...fleet.Event) {
+	if len(es) == 0 {
+		return
+	}
+	ev.queues[id] = append(ev.queues[id], es...)
+	ev.queued += len(es)
 	for ev.queued > maxQueued {
 		ev.dropOldestLocked()
 	}
 	ev.pending.Store(uint64(ev.queued))
-	ev.mu.Unlock()
+}
+
+// kickSend wakes the send loop.
+func (ev *events) kickSend() {
 	select {
 	case ev.kick <- struct{}{}:
 	default:
@@ -246,8 +313,8 @@ func (ev *events) send(ctx context.Context) {
 	}
 }
 
-// publish sends one event; its message id (gateway, boot, local number)
-// lets the engine drop a repeat sent after a lost acknowledgement.
+// publish sends one event with its message id (msgID), which lets the
+// engine drop a repeat.
 func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 	c := ev.c
 	data, err := json.Marshal(e)
@@ -256,8 +323,52 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 	}
 	m := nats.NewMsg(subjectEvents + "." + c.name + "." + key(e.Board))
 	m.Data = data
-	m.Header.Set(jetstream.MsgIDHeader, c.name+"/"+c.boot+"/"+strconv.FormatUint(e.N, 10))
+	m.Header.Set(jetstream.MsgIDHeader, msgID(c.name, c.boot, e))
 	return c.js.PublishMsgAsync(m)
+}
+
+// msgID is the message id an event is published with; the engine drops
+// a message whose id it stored in the last two minutes (the stream's
+// Duplicates window) and acknowledges it as a duplicate.
+//
+// A happening's id is the board's own: the board, its seq, its kind and
+// its t_ms (the board's uptime, so two boots never share one; data
+// without t_ms: a digest of the kind and data). Every gateway that publishes a happening publishes
+// it under the same id, so it is stored once whoever sends it and
+// however often: two gateways that both take themselves for the board's
+// owner for a moment (one has not yet read the record that took the
+// board from it), or a gateway taking a board over that publishes what
+// it kept of the board without having read to the end of what the
+// stream holds. Each gateway sends a board's next event only once the
+// engine acknowledged the previous one (stored, or already there), so
+// the board's happenings still enter the stream in their order.
+//
+// Other events (states, online, offline, restarts) are this gateway's
+// own: gateway, boot and local number, which drops a repeat sent after
+// a lost acknowledgement.
+func msgID(gateway, boot string, e fleet.Event) string {
+	if e.Type == fleet.EventHappening {
+		// The board's uptime at the happening tells its boots apart;
+		// the data's bytes may differ by the transport that brought it
+		// (a line board on the LAN too).
+		var up struct {
+			TMs *int64 `json:"t_ms"`
+		}
+		if json.Unmarshal(e.Data, &up) == nil && up.TMs != nil {
+			return "h/" + e.Board + "/" + strconv.FormatUint(uint64(e.Seq), 10) + "/" + e.Kind + "/" + strconv.FormatInt(*up.TMs, 10)
+		}
+		h := sha256.New()
+		h.Write([]byte(e.Kind))
+		h.Write([]byte{0})
+		var buf bytes.Buffer
+		if json.Compact(&buf, e.Data) == nil {
+			h.Write(buf.Bytes())
+		} else {
+			h.Write(e.Data)
+		}
+		return "h/" + e.Board + "/" + strconv.FormatUint(uint64(e.Seq), 10) + "/" + hex.EncodeToString(h.Sum(nil)[:12])
+	}
+	return gateway + "/" + boot + "/" + strconv.FormatUint(e.N, 10)
 }
 
 // Watch implements fleet.Service: the installation's events matching f

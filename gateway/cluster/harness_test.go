@@ -196,6 +196,9 @@ type gwProc struct {
 	admin      string // the first admin token's secret (without --insecure-lab)
 	token      string // the bearer token rest sends ("" none)
 	out, log   *syncBuf
+	// logDir, when set, keeps every run's log in logDir/<name>.log (the
+	// soak's report directory): a kill would lose it.
+	logDir string
 }
 
 var (
@@ -262,12 +265,27 @@ func (g *gwProc) launch(bin string) error {
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(g.out, pw)
 	cmd.Stderr = g.log
+	var logFile *os.File
+	if g.logDir != "" {
+		f, err := os.OpenFile(filepath.Join(g.logDir, g.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f, "=== %s started %s\n", g.name, time.Now().UTC().Format(time.RFC3339Nano))
+		cmd.Stderr, logFile = io.MultiWriter(g.log, f), f
+	}
 	if err := cmd.Start(); err != nil {
+		if logFile != nil {
+			logFile.Close()
+		}
 		return err
 	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
+		if logFile != nil {
+			logFile.Close() // after Wait: the log is copied to the end
+		}
 		pw.Close()
 		close(exited)
 	}()

@@ -76,7 +76,18 @@ func openJournal(ctx context.Context, c *Cluster) (*Journal, error) {
 	return j, nil
 }
 
-// load reads every complete batch of the stream.
+// ErrJournalTorn: reading the journal skipped messages; the coordinator
+// tries again rather than take (and snapshot) a state that lost batches.
+var ErrJournalTorn = errors.New("cluster: the rollout journal read skipped messages")
+
+// load reads every complete batch of the stream. It reads every message
+// from the stream's first to its last: the journal has no holes (only
+// its head is purged, behind a snapshot), so a read whose sequence
+// numbers do not follow one another lost batches (a consumer on an
+// engine node that was catching up after a restart jumped ahead), and
+// its state is not taken (ErrJournalTorn). Taken, it was written back as
+// the new coordinator's snapshot: the soak saw a rollout vanish so, its
+// boards left half updated.
 func (j *Journal) load(ctx context.Context) error {
 	info, err := j.stream.Info(ctx)
 	if err != nil {
@@ -84,6 +95,10 @@ func (j *Journal) load(ctx context.Context) error {
 	}
 	j.last = info.State.LastSeq
 	if info.State.Msgs == 0 {
+		if info.State.LastSeq > 0 {
+			// Never purged whole: a snapshot is always left.
+			return fmt.Errorf("%w: no message, last sequence %d", ErrJournalTorn, info.State.LastSeq)
+		}
 		return nil
 	}
 	cons, err := j.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
@@ -91,6 +106,7 @@ func (j *Journal) load(ctx context.Context) error {
 		return fmt.Errorf("cluster: journal: %w", err)
 	}
 	var open []journalPart // the parts of the batch being read
+	var prev uint64        // the last sequence read
 	for {
 		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
@@ -100,6 +116,13 @@ func (j *Journal) load(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cluster: journal: %w", err)
 		}
+		switch seq := md.Sequence.Stream; {
+		case prev == 0 && seq > info.State.FirstSeq:
+			return fmt.Errorf("%w: the first message read is %d, the stream's first %d", ErrJournalTorn, seq, info.State.FirstSeq)
+		case prev != 0 && seq != prev+1:
+			return fmt.Errorf("%w: %d read after %d", ErrJournalTorn, seq, prev)
+		}
+		prev = md.Sequence.Stream
 		var p journalPart
 		if json.Unmarshal(m.Data(), &p) == nil {
 			if len(open) > 0 && open[0].Batch != p.Batch {

@@ -217,6 +217,7 @@ type soak struct {
 	gaps           []string
 	reorders       []string
 	lastN          uint64
+	kills          []string          // when, what, and the last event number read then
 	stalls         int               // event watches silent for 10 s, resumed
 	showOver       bool              // the show stopped
 	names          map[string]string // board id -> "LAN board 1", "line board 2.1"
@@ -315,6 +316,8 @@ func TestSoak(t *testing.T) {
 		s.sites = append(s.sites, st)
 		args := append(slices.Clone(mq), "--board", s.bps[i].URL(), "--board", s.bps[(i+1)%3].URL())
 		g := newGateway(t, fmt.Sprintf("gw%d", i+1), nc.URL(), st, false, args...)
+		g.logDir = reportDir
+		_ = os.Remove(filepath.Join(reportDir, g.name+".log"))
 		s.gws = append(s.gws, g)
 		wg.Go(func() { errs[i] = g.launch(bin) })
 	}
@@ -677,6 +680,7 @@ func (s *soak) kill(ctx context.Context, rng *rand.Rand) {
 		err := s.healthy(2 * time.Minute)
 		rec := time.Since(at)
 		s.mu.Lock()
+		s.kills = append(s.kills, fmt.Sprintf("%s %s (event watch at %d)", at.UTC().Format("15:04:05.000"), what, s.lastN))
 		s.killsBy[kind]++
 		s.recovery = append(s.recovery, rec)
 		s.mu.Unlock()
@@ -800,9 +804,9 @@ func (s *soak) take(e soakEvent) {
 			switch {
 			case e.Seq == want:
 			case e.Seq > want || (e.Seq < bl.last && bl.last-e.Seq > 60000):
-				s.gaps = append(s.gaps, fmt.Sprintf("gap: board %s (%s): seq %d after %d (event %d)", e.Board, s.names[e.Board], e.Seq, bl.last, n))
+				s.gaps = append(s.gaps, fmt.Sprintf("gap: board %s (%s): seq %d after %d (event %d, read %s)", e.Board, s.names[e.Board], e.Seq, bl.last, n, time.Now().UTC().Format("15:04:05.000")))
 			default:
-				s.reorders = append(s.reorders, fmt.Sprintf("reorder: board %s (%s): seq %d after %d (event %d)", e.Board, s.names[e.Board], e.Seq, bl.last, n))
+				s.reorders = append(s.reorders, fmt.Sprintf("reorder: board %s (%s): seq %d after %d (event %d, read %s)", e.Board, s.names[e.Board], e.Seq, bl.last, n, time.Now().UTC().Format("15:04:05.000")))
 			}
 		}
 		bl.last = e.Seq
@@ -1027,6 +1031,12 @@ func (s *soak) report(dur time.Duration, seed uint64, took time.Duration, auditM
 			}
 			fmt.Fprintf(&b, "- %s\n", p)
 		}
+	}
+	// The kills, to place a gap or a reorder (by its event number or
+	// the time it was read) after the kill that caused it.
+	fmt.Fprintf(&b, "\nKills (time, what, the last event number the watch had read then):\n\n")
+	for _, k := range s.kills {
+		fmt.Fprintf(&b, "- %s\n", k)
 	}
 	return b.String()
 }

@@ -132,6 +132,19 @@ type Options struct {
 	ClockTarget   time.Duration
 	ClockSamples  int
 	ClockParallel int
+	// ReplayKept makes a watcher that has seen no happening of the
+	// board's boot yet (the board's first stream in this driver's life,
+	// or the first after a restart) ask for every happening the board
+	// keeps (Last-Event-ID 0), for a sink that drops what it had already
+	// (a gateway of a cluster compares them with the cluster's event
+	// stream, as rs485.Options.ReplayKept). A line board that is on the
+	// LAN too was otherwise followed from now on by its gateway that
+	// starts, and the happenings its previous run had fetched over the
+	// line and not published came later over the line, too far behind
+	// the LAN's to be taken (the soak's lost happenings at a line
+	// gateway's restart). Without it a watcher starts with what comes
+	// next.
+	ReplayKept bool
 }
 
 // LAN is the driver of boards on the network. Its methods are safe for

@@ -3,6 +3,7 @@ package lan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -252,4 +253,62 @@ func TestHoloBoardProcess(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestReplayKept: with ReplayKept, a watcher that has seen nothing of
+// the board's boot yet starts with every happening the board keeps, in
+// order (a clustered gateway that starts drops those its stream has, and
+// publishes those its previous run fetched over a line and never
+// published: the soak's lost happenings at a line gateway's restart,
+// whose LAN stream, followed from then on, ran ahead of the line's
+// replay). Without it the watcher starts with what comes next.
+func TestReplayKept(t *testing.T) {
+	for _, replay := range []bool{true, false} {
+		t.Run(fmt.Sprint("replay=", replay), func(t *testing.T) {
+			tb := startBoard(t, "", "127.0.0.1:0")
+			for i := range 3 {
+				tb.Emit("touch", map[string]any{"action": "down", "x": i, "y": 3})
+			}
+			l, sink := startLAN(t, Options{ReplayKept: replay})
+			ref := tb.URL
+			if err := l.Add(ref+"/", ""); err != nil {
+				t.Fatal(err)
+			}
+			sink.Wait(t, 10*time.Second, "seen with states", func(s *recSink) bool { return s.SeenN[ref] == 1 && len(s.States[ref]) >= 6 })
+			tb.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": false})
+			want := 1
+			if replay {
+				want = 4
+			}
+			sink.Wait(t, 5*time.Second, "the new happening", func(s *recSink) bool {
+				hs := s.Hs[ref]
+				return len(hs) > 0 && hs[len(hs)-1].Kind == "clip_ended"
+			})
+			sink.Mu.Lock()
+			defer sink.Mu.Unlock()
+			if len(sink.Hs[ref]) != want {
+				t.Fatalf("%d happenings, want %d: %+v", len(sink.Hs[ref]), want, sink.Hs[ref])
+			}
+			fleettest.CheckOrder(t, sink.Hs[ref], 5-uint16(want), want)
+		})
+	}
+}
+
+// TestReplayRecentOnly: a replay of kept happenings (ReplayKept) leaves
+// out those older than replayRecent by the board's uptime (t_ms): a
+// board idle for a while keeps its last happenings for good, and a
+// clustered gateway that starts would have put them in its stream again
+// as new. Once the replay reaches a recent one, every later one passes.
+func TestReplayRecentOnly(t *testing.T) {
+	sink := newRecSink()
+	ref := fleet.Ref{Driver: "lan", Addr: "http://b"}
+	w := &watcher{l: &LAN{o: Options{ReplayKept: true}}, b: &lanBoard{ref: ref}, sink: sink, replayFloor: 50_000}
+	for _, h := range []struct {
+		seq, tms int
+	}{{7, 1_000}, {8, 49_999}, {9, 50_000}, {10, 120_000}, {11, 2}} {
+		w.dispatch("touch", fmt.Sprint(h.seq), []byte(fmt.Sprintf(`{"event":"touch","seq":%d,"t_ms":%d}`, h.seq, h.tms)))
+	}
+	sink.Mu.Lock()
+	defer sink.Mu.Unlock()
+	fleettest.CheckOrder(t, sink.Hs[ref.Addr], 9, 3)
 }

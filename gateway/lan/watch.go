@@ -35,7 +35,16 @@ type watcher struct {
 	replayCheck bool
 	// opened is when the current session's stream opened (zero: not yet).
 	opened time.Time
+	// replayFloor (ms of the board's uptime, 0: none): a replay of kept
+	// happenings (Options.ReplayKept) leaves out those older (their t_ms).
+	replayFloor int64
 }
+
+// replayRecent is how far back a replay of kept happenings reaches
+// (Options.ReplayKept): what a gateway that stopped had not published is
+// that recent, and older ones (a board idle for a while keeps its last
+// ones for good) would come again as new.
+const replayRecent = time.Minute
 
 func (w *watcher) run(ctx context.Context) {
 	backoff := w.l.o.MinBackoff
@@ -143,8 +152,15 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 		return nil, err.Error()
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	if w.lastSeq != 0 {
+	w.replayFloor = 0
+	switch {
+	case w.lastSeq != 0:
 		req.Header.Set("Last-Event-ID", strconv.Itoa(int(w.lastSeq)))
+	case w.l.o.ReplayKept:
+		// Nothing of this boot seen yet: every happening it keeps of the
+		// last replayRecent.
+		req.Header.Set("Last-Event-ID", "0")
+		w.replayFloor = max(0, (time.Duration(w.uptime)*time.Second - replayRecent - time.Second).Milliseconds())
 	}
 	resp, err := w.l.openStream(sctx, req)
 	if err != nil {
@@ -272,6 +288,15 @@ func (w *watcher) dispatch(kind, id string, data []byte) {
 		return
 	}
 	seq := uint16(n)
+	if w.replayFloor > 0 {
+		var h struct {
+			TMs *int64 `json:"t_ms"`
+		}
+		if json.Unmarshal(data, &h) == nil && h.TMs != nil && *h.TMs < w.replayFloor {
+			return // kept from before replayRecent
+		}
+		w.replayFloor = 0 // the replay reached the recent ones
+	}
 	if w.replayCheck {
 		w.replayCheck = false
 		if w.lastSeq != 0 && !seqAfter(seq, w.lastSeq) {
