@@ -1,6 +1,7 @@
 package ota
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -120,14 +121,8 @@ func (s *Service) UploadDelta(source string, r io.Reader, length int64, base str
 	if err != nil {
 		return Session{}, err
 	}
-	dr, err := imagedelta.NewReader(baseImg, h, r)
-	if err == nil {
-		s.cfg.Log.Info("ota: rebuilding an image from a delta", "base", base, "target", target, "delta_bytes", length, "image_bytes", h.Size)
-		err = s.receive(ctx, w.gen, slot, dr, h.Size, opt)
-		dr.Close()
-	} else {
-		err = s.fail(w.gen, api.Errorf(api.ErrInvalidImage, "%v", err))
-	}
+	s.cfg.Log.Info("ota: rebuilding an image from a delta", "base", base, "target", target, "delta_bytes", length, "image_bytes", h.Size)
+	err = s.receiveDelta(ctx, w.gen, slot, baseImg, h, r, opt)
 	s.finished(w)
 	release()
 	if err != nil {
@@ -154,6 +149,18 @@ func (s *Service) checkBase(base string) error {
 		return api.Errorf(api.ErrBaseMismatch, "the delta applies to %s; this board runs %s: send the whole image", base, run)
 	}
 	return nil
+}
+
+// receiveDelta rebuilds the image h describes from the running image
+// base and the delta's body r into slot, checked as any upload is
+// (receive); a body that does not open as h's delta fails the session.
+func (s *Service) receiveDelta(ctx context.Context, gen uint64, slot int, base []byte, h imagedelta.Header, r io.Reader, opt Options) error {
+	dr, err := imagedelta.NewReader(base, h, r)
+	if err != nil {
+		return s.fail(gen, api.Errorf(api.ErrInvalidImage, "%v", err))
+	}
+	defer dr.Close()
+	return s.receive(ctx, gen, slot, dr, h.Size, opt)
 }
 
 // deltaHeader reads a delta's header from r and checks it against base
@@ -217,14 +224,8 @@ func (s *Service) pullDelta(resp *http.Response, src, base string, opt Options, 
 		defer s.wg.Done()
 		defer cancelFetch()
 		defer resp.Body.Close()
-		dr, err := imagedelta.NewReader(baseImg, h, body)
-		if err == nil {
-			s.cfg.Log.Info("ota: rebuilding a pulled image from a delta", "base", base, "target", target, "delta_bytes", length, "image_bytes", h.Size)
-			err = s.receive(wctx, w.gen, slot, dr, h.Size, opt)
-			dr.Close()
-		} else {
-			err = s.fail(w.gen, api.Errorf(api.ErrInvalidImage, "%v", err))
-		}
+		s.cfg.Log.Info("ota: rebuilding a pulled image from a delta", "base", base, "target", target, "delta_bytes", length, "image_bytes", h.Size)
+		err := s.receiveDelta(wctx, w.gen, slot, baseImg, h, body, opt)
 		s.finished(w)
 		release()
 		if err == nil && opt.Activate {
