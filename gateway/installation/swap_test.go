@@ -147,9 +147,14 @@ func TestLineBoardSwappedAtSameAddress(t *testing.T) {
 		}
 		return false
 	})
+	// Only the new board is healed. A heal of the old id that started
+	// before the swap was seen may be recorded, refused by the fleet
+	// ("another board answers at its place") with nothing written: on a
+	// loaded machine that race is the scheduler's, the refusal is the
+	// promise.
 	for _, r := range aud.find("installation.heal") {
-		if len(r.Boards) != 1 || r.Boards[0] != fresh.ID {
-			t.Errorf("a heal recorded for %v: only the new board needed one", r.Boards)
+		if (len(r.Boards) != 1 || r.Boards[0] != fresh.ID) && r.Code == "OK" {
+			t.Errorf("a heal applied to %v: only the new board needed one (%s)", r.Boards, r.Reason)
 		}
 	}
 	names := map[string]bool{}
