@@ -1,30 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"flag"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/holofleet/holofleet/firmware/fleetmode"
-	"github.com/holofleet/holofleet/gateway/api"
-	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/installation"
-	"github.com/holofleet/holofleet/gateway/lan"
-	"github.com/holofleet/holofleet/store"
 )
 
 var updateGolden = flag.Bool("update-install", false, "rewrite testdata/install-*.golden")
@@ -59,90 +47,29 @@ cuelists:
 // shows them in sync then drifted, export writes them, and applying the
 // export restores them after a wipe.
 func TestHoloctlInstallSections(t *testing.T) {
-	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: 1, BaseDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fm.Stop() })
-	ld := lan.New(lan.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ClockEvery: -1})
-	for _, b := range fm.Boards() {
-		if err := ld.Add(b.URL, ""); err != nil {
+	var patchEng *dmx.Engine
+	var cues *cue.Engine
+	g := startInstallGW(t, 1, func(g *installGW, o *installation.Options) {
+		var err error
+		if patchEng, err = dmx.New(dmx.Options{Fleet: g.fl, Patch: &dmx.Patch{}}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "gw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	toks, _ := auth.Open(db)
-	admin, _, _ := toks.Create("admin", auth.RoleAdmin)
-	viewer, _, _ := toks.Create("viewer", auth.RoleViewer)
-	guard := &auth.Guard{Tokens: toks}
-	fl := fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}})
-	patchEng, err := dmx.New(dmx.Options{Fleet: fl, Patch: &dmx.Patch{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cues, err := cue.New(cue.Options{DB: db, Fleet: fl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cues.Put(cue.List{Name: "rehearsal", Cues: []cue.Cue{{Number: "1", Actions: []cue.Action{{Kind: "scene_end", Selector: fleet.Selector{All: true}}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	contents, _ := installation.OpenContents(filepath.Join(dir, "content"))
-	in, err := installation.New(installation.Options{DB: db, Fleet: fl, Contents: contents, Tick: 20 * time.Millisecond,
-		DMX: patchEng, Cues: cues, CheckEvery: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	h := in.Handler(guard)
-	srv, err := api.New(api.Config{Fleet: fl, Tokens: toks, Guard: guard, Registerer: reg, Gatherer: reg,
-		Extra: map[string]http.Handler{"/v1/installation": h, "/v1/installation/": h}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { fl.Run(ctx) })
-	wg.Go(func() { in.Run(ctx) })
-	wg.Go(func() { _ = srv.Serve(ctx, ln) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		cues.Close()
-		db.Close()
-	})
-	online := true
-	deadline := time.Now().Add(30 * time.Second)
-	for len(fl.Boards(fleet.Filter{Online: &online})) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("board not online")
+		if cues, err = cue.New(cue.Options{DB: g.db, Fleet: g.fl}); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		t.Cleanup(cues.Close)
+		if _, err := cues.Put(cue.List{Name: "rehearsal", Cues: []cue.Cue{{Number: "1", Actions: []cue.Action{{Kind: "scene_end", Selector: fleet.Selector{All: true}}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		o.DMX, o.Cues, o.CheckEvery = patchEng, cues, -1
+	})
+	fm, admin, viewer := g.fm, g.admin, g.viewer
 	id := fm.Boards()[0].ID
 
 	work := t.TempDir()
 	file := filepath.Join(work, "installation.yaml")
 	os.WriteFile(file, []byte(strings.ReplaceAll(sectionsYAML, "BOARD", id)), 0o644)
-	holoctl := func(want int, token string, args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		args = append(args, "--gateway", "http://"+ln.Addr().String(), "--token-file", tokenFile(t, token))
-		if code := run(ctx, args, &out, &errb); code != want {
-			t.Fatalf("holoctl %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
-		}
-		return out.String() + errb.String()
-	}
+	holoctl := g.holoctl(t)
 
 	// The plan, as a viewer sees it.
 	golden(t, "testdata/install-plan-sections.golden", strings.ReplaceAll(holoctl(0, viewer, "install", "diff", "-f", file), id, "BOARD0000000"))

@@ -59,61 +59,8 @@ func TestHoloctlInstall(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(media, "clip-240-30fps.mov")); err != nil {
 		t.Skip("shared media not found")
 	}
-	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: 2, BaseDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fm.Stop() })
-	ld := lan.New(lan.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ClockEvery: -1})
-	for _, b := range fm.Boards() {
-		if err := ld.Add(b.URL, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "gw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	toks, _ := auth.Open(db)
-	admin, _, _ := toks.Create("admin", auth.RoleAdmin)
-	viewer, _, _ := toks.Create("viewer", auth.RoleViewer)
-	guard := &auth.Guard{Tokens: toks}
-	fl := fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}})
-	contents, _ := installation.OpenContents(filepath.Join(dir, "content"))
-	in, err := installation.New(installation.Options{DB: db, Fleet: fl, Contents: contents, Tick: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	h := in.Handler(guard)
-	srv, err := api.New(api.Config{Fleet: fl, Tokens: toks, Guard: guard, Registerer: reg, Gatherer: reg,
-		Extra: map[string]http.Handler{"/v1/installation": h, "/v1/installation/": h}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { fl.Run(ctx) })
-	wg.Go(func() { in.Run(ctx) })
-	wg.Go(func() { _ = srv.Serve(ctx, ln) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		db.Close()
-	})
-	online := true
-	deadline := time.Now().Add(30 * time.Second)
-	for len(fl.Boards(fleet.Filter{Online: &online})) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("boards not online")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	g := startInstallGW(t, 2, nil)
+	fm, fl, admin, viewer := g.fm, g.fl, g.admin, g.viewer
 	boards := fm.Boards()
 	for i, b := range boards {
 		side := map[int]string{0: "left", 1: "right"}[i]
@@ -131,17 +78,7 @@ func TestHoloctlInstall(t *testing.T) {
 	file := filepath.Join(work, "installation.yaml")
 	os.WriteFile(file, []byte(installYAML), 0o644)
 
-	holoctl := func(want int, token string, args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		args = append(args, "--gateway", "http://"+ln.Addr().String(), "--token-file", tokenFile(t, token))
-		if code := run(ctx, args, &out, &errb); code != want {
-			t.Fatalf("holoctl %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
-		}
-		return out.String() + errb.String()
-	}
+	holoctl := g.holoctl(t)
 	// A broken file is refused here, with its place.
 	bad := filepath.Join(work, "bad.yaml")
 	os.WriteFile(bad, []byte("version: 1\nprofiles: {p: {scenes: {s: {slott: 1}}}}\n"), 0o644)
@@ -240,4 +177,101 @@ func boardScenes(t *testing.T, url string) []json.RawMessage {
 	var l struct{ Scenes []json.RawMessage }
 	json.NewDecoder(resp.Body).Decode(&l)
 	return l.Scenes
+}
+
+// installGW is a gateway's installation API (a real API server on port
+// 0) over fleet-mode boards on the LAN, for holoctl to drive.
+type installGW struct {
+	fm            *fleetmode.Fleet
+	db            *store.DB
+	fl            *fleet.Fleet
+	admin, viewer string
+	url           string
+}
+
+// startInstallGW starts n boards, their LAN driver, a store with an admin
+// and a viewer token, and serves an installer over them once every board
+// is online. opts, when set, adds to the installer's options (it runs
+// once the fleet and the store exist; what it opens and closes with a
+// cleanup closes after the gateway stopped, before the store).
+func startInstallGW(t *testing.T, n int, opts func(g *installGW, o *installation.Options)) *installGW {
+	t.Helper()
+	fm, err := fleetmode.Start(context.Background(), fleetmode.Options{N: n, BaseDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fm.Stop() })
+	ld := lan.New(lan.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ClockEvery: -1})
+	for _, b := range fm.Boards() {
+		if err := ld.Add(b.URL, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	toks, _ := auth.Open(db)
+	admin, _, _ := toks.Create("admin", auth.RoleAdmin)
+	viewer, _, _ := toks.Create("viewer", auth.RoleViewer)
+	guard := &auth.Guard{Tokens: toks}
+	g := &installGW{fm: fm, db: db, fl: fleet.New(fleet.Options{Drivers: []fleet.Driver{ld}}), admin: admin, viewer: viewer}
+	contents, _ := installation.OpenContents(filepath.Join(dir, "content"))
+	o := installation.Options{DB: db, Fleet: g.fl, Contents: contents, Tick: 20 * time.Millisecond}
+	if opts != nil {
+		opts(g, &o)
+	}
+	in, err := installation.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	h := in.Handler(guard)
+	srv, err := api.New(api.Config{Fleet: g.fl, Tokens: toks, Guard: guard, Registerer: reg, Gatherer: reg,
+		Extra: map[string]http.Handler{"/v1/installation": h, "/v1/installation/": h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { g.fl.Run(ctx) })
+	wg.Go(func() { in.Run(ctx) })
+	wg.Go(func() { _ = srv.Serve(ctx, ln) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	online := true
+	deadline := time.Now().Add(30 * time.Second)
+	for len(g.fl.Boards(fleet.Filter{Online: &online})) < n {
+		if time.Now().After(deadline) {
+			t.Fatal("boards not online")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return g
+}
+
+// holoctl returns a runner of holoctl against the gateway with a token
+// that fails the test unless the exit code is want; it returns stdout and
+// stderr together.
+func (g *installGW) holoctl(t *testing.T) func(want int, token string, args ...string) string {
+	return func(want int, token string, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		args = append(args, "--gateway", g.url, "--token-file", tokenFile(t, token))
+		if code := run(ctx, args, &out, &errb); code != want {
+			t.Fatalf("holoctl %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
 }
