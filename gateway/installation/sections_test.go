@@ -91,12 +91,12 @@ profiles:
   p:
     settings: {screen: {backlight: 60}}
 assignments:
-  - {profile: p, board: %s}
+  - {profile: p, board: %q}
 dmx:
   patch:
     fixtures:
       - {name: door, universe: 1, address: 1, profile: holo, group: 1}
-      - {universe: 2, address: 1, profile: rgb, board: %s}
+      - {universe: 2, address: 1, profile: rgb, board: %q}
     universes:
       - {universe: 2, loss: release}
 cuelists:
@@ -245,7 +245,7 @@ func TestSectionsApplyStatusExportRestore(t *testing.T) {
 	if _, err := r.cues.Put(cue.List{Name: "extra"}); err != nil {
 		t.Fatal(err)
 	}
-	bare := r.parse(t, fmt.Sprintf("version: 1\nprofiles: {p: {settings: {screen: {backlight: 60}}}}\nassignments: [{profile: p, board: %s}]\n", id))
+	bare := r.parse(t, fmt.Sprintf("version: 1\nprofiles: {p: {settings: {screen: {backlight: 60}}}}\nassignments: [{profile: p, board: %q}]\n", id))
 	if sp := r.in.PlanSections(bare); len(sp) != 0 {
 		t.Fatalf("sections planned for a description without them: %+v", sp)
 	}
@@ -266,7 +266,7 @@ func TestSectionsApplyStatusExportRestore(t *testing.T) {
 	}
 
 	// cuelists: [] removes every list.
-	none := r.parse(t, fmt.Sprintf("version: 1\nprofiles: {p: {}}\nassignments: [{profile: p, board: %s}]\ncuelists: []\n", id))
+	none := r.parse(t, fmt.Sprintf("version: 1\nprofiles: {p: {}}\nassignments: [{profile: p, board: %q}]\ncuelists: []\n", id))
 	r.apply(t, none, "no lists")
 	if got := r.cues.Lists(); len(got) != 0 {
 		t.Fatalf("lists %v after cuelists: []", listNames(got))
