@@ -140,14 +140,7 @@ func (in *Installer) client(id string) *boardClient {
 }
 
 func (in *Installer) sleep(ctx context.Context, d time.Duration) error {
-	t := in.o.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
+	return clock.Sleep(ctx, in.o.Clock, d)
 }
 
 func writtenKey(board string) string { return "w/" + board }

@@ -12,6 +12,7 @@ import (
 	hmdns "github.com/hashicorp/mdns"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/defaults"
 )
 
@@ -104,12 +105,8 @@ func (l *LAN) Discover(ctx context.Context, o DiscoverOptions) error {
 			known[u] = true
 			o.Log.Info("mdns: board found", "url", u, "host", f.Host, "id", f.ID)
 		}
-		t := time.NewTimer(o.Every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, clock.Real, o.Every) != nil {
 			return nil
-		case <-t.C:
 		}
 	}
 }

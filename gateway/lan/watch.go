@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -81,12 +82,8 @@ func (w *watcher) run(ctx context.Context) {
 		} else {
 			w.l.log.Debug("lan: board not reachable", "url", w.b.url, "reason", reason)
 		}
-		t := w.l.o.Clock.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, w.l.o.Clock, backoff) != nil {
 			return
-		case <-t.C():
 		}
 		backoff = min(2*backoff, w.l.o.MaxBackoff)
 	}

@@ -471,11 +471,7 @@ func (b *Bridge) connectLoop(ctx context.Context) {
 			}
 			if err := tok.Error(); err != nil {
 				b.log.Debug("mqtt: connecting", "broker", b.o.Broker, "err", err)
-				t := b.clk.NewTimer(backoff)
-				select {
-				case <-t.C():
-				case <-ctx.Done():
-					t.Stop()
+				if clock.Sleep(ctx, b.clk, backoff) != nil {
 					return
 				}
 				backoff = min(2*backoff, b.o.MaxBackoff)

@@ -45,14 +45,7 @@ func (l *limiter) wait(ctx context.Context, n int) error {
 	if d == 0 {
 		return nil
 	}
-	t := l.clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, l.clk, d)
 }
 
 // meteredReader reads through the limiter in chunks and counts bytes.

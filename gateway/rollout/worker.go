@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
@@ -52,14 +53,7 @@ func (w *worker) rollout() Rollout {
 func (w *worker) now() time.Time { return w.e.o.Clock.Now() }
 
 func (w *worker) sleep(ctx context.Context, d time.Duration) error {
-	t := w.e.o.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, w.e.o.Clock, d)
 }
 
 // call runs a JSON request on the board and decodes a 2xx reply into

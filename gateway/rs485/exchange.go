@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/stream"
@@ -198,12 +199,8 @@ func (l *Line) retry(ctx context.Context, retries int, once func() error) error 
 			return err
 		}
 		l.st.retries.Add(1)
-		t := l.clk.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C():
+		if err := clock.Sleep(ctx, l.clk, backoff); err != nil {
+			return err
 		}
 		backoff *= 2
 	}
