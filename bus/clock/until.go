@@ -34,14 +34,7 @@ func Until(ctx context.Context, clk Clock, t time.Time) error {
 	}
 	_, real := clk.(realClock)
 	if !real {
-		tm := clk.NewTimer(d)
-		defer tm.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tm.C():
-			return nil
-		}
+		return Sleep(ctx, clk, d)
 	}
 	if d > SpinWindow {
 		tm := time.NewTimer(d - SpinWindow)
