@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
@@ -64,16 +65,10 @@ func (l *Line) measureClock(ctx context.Context, b *board) {
 	}
 	var tm lineTimes
 	t1 := l.stamp.Now()
-	rep, err := l.lineExchange(ctx, l.req(b, http.MethodGet, "/time?t1="+strconv.FormatInt(t1, 10), nil), l.o.PollWait, &tm)
-	if err != nil {
-		if errors.Is(err, errTimeout) {
-			l.st.timeouts.Add(1)
-			err = fmt.Errorf("%w: %v GET /time", fleet.ErrNoReply, b.addr)
-		}
-		l.failed(b, err, 0)
+	rep, ok := l.clockExchange(ctx, b, http.MethodGet, "/time", "?t1="+strconv.FormatInt(t1, 10), nil, &tm)
+	if !ok {
 		return
 	}
-	l.heard(b.addr, rep.Pending)
 	if rep.Status == http.StatusNotFound {
 		b.clock.noTime = true
 		l.log.Info("rs485: board has no GET /time; its clock is not aligned", "addr", b.addr, "board", b.id)
@@ -124,16 +119,10 @@ func (l *Line) measureClock(ctx context.Context, b *board) {
 func (l *Line) tellClock(ctx context.Context, b *board) {
 	epoch := -b.clock.tell.Offset
 	body, _ := json.Marshal(boardapi.TimeAlign{EpochUS: &epoch, UncertaintyUS: b.clock.tell.Uncertainty})
-	rep, err := l.lineExchange(ctx, l.req(b, http.MethodPut, "/time", body), l.o.PollWait, nil)
-	if err != nil {
-		if errors.Is(err, errTimeout) {
-			l.st.timeouts.Add(1)
-			err = fmt.Errorf("%w: %v PUT /time", fleet.ErrNoReply, b.addr)
-		}
-		l.failed(b, err, 0)
+	rep, ok := l.clockExchange(ctx, b, http.MethodPut, "/time", "", body, nil)
+	if !ok {
 		return
 	}
-	l.heard(b.addr, rep.Pending)
 	switch rep.Status {
 	case http.StatusOK:
 		b.clock.told = fleet.Told{UncertaintyUS: b.clock.tell.Uncertainty, AtUS: b.clock.tell.At, Set: true}
@@ -144,6 +133,24 @@ func (l *Line) tellClock(ctx context.Context, b *board) {
 		l.st.badReply.Add(1)
 		l.log.Debug("rs485: telling the board its clock: refused", "addr", b.addr, "status", rep.Status, "body", string(rep.Body))
 	}
+}
+
+// clockExchange runs one JSON-line exchange of the clock alignment with b
+// (path and query), never retried: the next period tries again. A reply
+// is heard (its pending count noted); a timeout is counted and, like any
+// other failure, handed to failed as fleet.ErrNoReply, and ok is false.
+func (l *Line) clockExchange(ctx context.Context, b *board, method, path, query string, body []byte, tm *lineTimes) (jsonline.Reply, bool) {
+	rep, err := l.lineExchange(ctx, l.req(b, method, path+query, body), l.o.PollWait, tm)
+	if err != nil {
+		if errors.Is(err, errTimeout) {
+			l.st.timeouts.Add(1)
+			err = fmt.Errorf("%w: %v %s %s", fleet.ErrNoReply, b.addr, method, path)
+		}
+		l.failed(b, err, 0)
+		return rep, false
+	}
+	l.heard(b.addr, rep.Pending)
+	return rep, true
 }
 
 // clockSample makes the sample of an exchange sent at t1: the board's t2
