@@ -28,6 +28,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -138,17 +139,7 @@ func (s *Server) refreshHealth(ctx context.Context) {
 // healthLoop refreshes the health status every HealthInterval until ctx
 // ends, for Watch callers.
 func (s *Server) healthLoop(ctx context.Context) {
-	s.refreshHealth(ctx)
-	t := s.clk.NewTicker(s.cfg.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			s.refreshHealth(ctx)
-		}
-	}
+	clock.Every(ctx, s.clk, s.cfg.HealthInterval, func() { s.refreshHealth(ctx) })
 }
 
 // healthService is grpc-go's health server whose Check runs the readiness

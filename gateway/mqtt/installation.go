@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/installation/boardstate"
 	"github.com/holofleet/holofleet/gateway/mqtt/homeassistant"
 )
@@ -20,16 +21,7 @@ const InstallationEvery = time.Second
 // followInstallation publishes every board's <b>/installation, the
 // state of Home Assistant's installation sensor, as it changes.
 func (b *Bridge) followInstallation(ctx context.Context) {
-	t := b.clk.NewTicker(InstallationEvery)
-	defer t.Stop()
-	for {
-		b.publishInstallation()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-	}
+	clock.Every(ctx, b.clk, InstallationEvery, b.publishInstallation)
 }
 
 // publishInstallation sets each known board's installation topic
