@@ -58,7 +58,7 @@ type chase struct {
 	// ahead is how many frames the position is ahead of the source's
 	// last frame (the frames freewheeled past it, or left to catch up).
 	ahead int
-	timer  clock.Timer
+	timer clock.Timer
 }
 
 func (c *chase) stop() {
