@@ -93,8 +93,8 @@ func (e *Engine) Timecode(source string, t timecode.Timecode) error {
 		return err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return ErrClosed
 	}
 	for _, ls := range e.lists {
@@ -102,6 +102,7 @@ func (e *Engine) Timecode(source string, t timecode.Timecode) error {
 			e.follow(ls, source, t, false)
 		}
 	}
+	e.yieldToFire()
 	return nil
 }
 
@@ -224,12 +225,13 @@ func (e *Engine) armFreewheel(ls *list, d time.Duration) {
 	var tm clock.Timer
 	tm = e.clk.AfterFunc(d, func() {
 		e.mu.Lock()
-		defer e.mu.Unlock()
 		cur := e.lists[name]
 		if e.closed || cur == nil || cur.chase.timer != tm {
+			e.mu.Unlock()
 			return // a frame came, or the list went
 		}
 		e.freewheel(cur)
+		e.yieldToFire()
 	})
 	c.timer = tm
 }
