@@ -476,6 +476,10 @@ func BenchmarkTimecodeToBoards(b *testing.B) {
 			b.ReportMetric(float64(quantile(ds, .99).Microseconds()), "p99-µs")
 			b.ReportMetric(float64(early), "early-changes")
 			b.ReportMetric(float64(stall.Microseconds()), "stall-max-µs")
+			// The host's wake-up lateness in the same run (a goroutine
+			// waiting for a deadline, p99): what a sender, a poller or a
+			// board thread woken that late adds to a change.
+			b.ReportMetric(float64(quantile(wakeups(100, 20*time.Millisecond), .99).Microseconds()), "wakeup-p99-µs")
 			b.ReportMetric(float64(quantile(ds, .99))/float64(frameTime), "timecode-change-p99-vs-frame-ratio")
 		})
 	}
