@@ -1014,6 +1014,9 @@ type PutOtaImageParams struct {
 
 // PostScenesApplyParams defines parameters for PostScenesApply.
 type PostScenesApplyParams struct {
+	// ClipStart extension clip-sync: the start of the scene's clip on the board's aligned clock (the gateway's time, Unix µs), at most 60 s ahead and 10 s behind it; ignored while the board is not aligned
+	ClipStart *int `form:"clip_start,omitempty" json:"clip_start,omitempty"`
+
 	// FireAt make the change at this moment of the board's clock (µs since it started, as GET /time), at most 60 s ahead: the reply is 202 at once
 	FireAt *int `form:"fire_at,omitempty" json:"fire_at,omitempty"`
 
@@ -4981,6 +4984,18 @@ func NewPostScenesApplyRequestWithBody(server string, params *PostScenesApplyPar
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.ClipStart != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "clip_start", *params.ClipStart, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.FireAt != nil {
 

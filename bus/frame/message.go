@@ -113,23 +113,37 @@ func (*RestartRequest) UnmarshalBinary([]byte) error { return nil }
 
 // SceneRequest applies the saved scene with a slot (POST /scenes/apply).
 //
-//	byte 0  slot (1-255)
+//	byte 0    slot (1-255)
+//	byte 1-8  clip_start i64 (optional; extension clip-sync): the start of
+//	          the scene's clip on the board's aligned clock, Unix µs
+//
+// The clip start is a holofleet field appended to the specification's
+// one-byte payload (a later revision's field, which a decoder of the
+// one byte ignores): a line's boards taking one group frame start the
+// scene's clip on one timeline. 0 (and a payload of one byte) is none.
 type SceneRequest struct {
-	Slot uint8
+	Slot        uint8
+	ClipStartUS int64
 }
 
 // Type returns TypeScene.
 func (SceneRequest) Type() Type { return TypeScene }
 
-// AppendBinary appends the slot; slot 0 is out of range.
+// AppendBinary appends the slot, and the clip start when it is set; slot
+// 0 is out of range.
 func (r SceneRequest) AppendBinary(b []byte) ([]byte, error) {
 	if r.Slot == 0 {
 		return b, fmt.Errorf("SCENE: slot 0: %w", ErrRange)
 	}
-	return append(b, r.Slot), nil
+	b = append(b, r.Slot)
+	if r.ClipStartUS != 0 {
+		b = binary.LittleEndian.AppendUint64(b, uint64(r.ClipStartUS))
+	}
+	return b, nil
 }
 
-// UnmarshalBinary reads the slot.
+// UnmarshalBinary reads the slot, and the clip start when the payload
+// has its eight bytes (fewer are a one-byte SCENE with bytes to ignore).
 func (r *SceneRequest) UnmarshalBinary(b []byte) error {
 	if len(b) < 1 {
 		return fmt.Errorf("SCENE: %w", ErrShort)
@@ -137,7 +151,10 @@ func (r *SceneRequest) UnmarshalBinary(b []byte) error {
 	if b[0] == 0 {
 		return fmt.Errorf("SCENE: slot 0: %w", ErrRange)
 	}
-	r.Slot = b[0]
+	r.Slot, r.ClipStartUS = b[0], 0
+	if len(b) >= 9 {
+		r.ClipStartUS = int64(binary.LittleEndian.Uint64(b[1:9]))
+	}
 	return nil
 }
 

@@ -113,6 +113,14 @@ func TestTrailingBytesIgnored(t *testing.T) {
 	if err := scene.UnmarshalBinary(hx("03 FF")); err != nil || scene.Slot != 3 {
 		t.Errorf("SCENE with an extra byte: %+v, %v", scene, err)
 	}
+	// Fewer than the clip start's eight bytes are a later field's, not a
+	// clip start.
+	if err := scene.UnmarshalBinary(hx("03 01 02 03 04 05 06 07")); err != nil || scene != (SceneRequest{Slot: 3}) {
+		t.Errorf("SCENE with seven extra bytes: %+v, %v", scene, err)
+	}
+	if err := scene.UnmarshalBinary(hx("03 40 12 61 01 8B 60 06 00 FF")); err != nil || scene != (SceneRequest{Slot: 3, ClipStartUS: 1795000000123456}) {
+		t.Errorf("SCENE with a clip start and an extra byte: %+v, %v", scene, err)
+	}
 	// Status block enumerations from a later revision are kept.
 	if err := blk.UnmarshalBinary(hx("09 00 FF FF 07 05 00 00 00 00 08 F0")); err != nil {
 		t.Fatal(err)

@@ -131,6 +131,12 @@ var packets = []packet{
 		01          // slot 1
 		21 D2       // crc16
 	`)},
+	{name: "SCENE request to group 3 with a clip start", req: &SceneRequest{Slot: 1, ClipStartUS: 1795000000123456}, raw: hx(`
+		E2 11 10    // addr 226: group 3; seq 17, SCENE
+		01          // slot 1
+		40 12 61 01 8B 60 06 00 // clip_start 1795000000123456 µs (extension clip-sync)
+		D8 8A       // crc16
+	`)},
 	{name: "SCREEN_OFF request to every board", req: &ScreenOffRequest{}, raw: hx(`
 		00 10 20    // addr 0: broadcast; seq 16, SCREEN_OFF
 		8D EB       // crc16

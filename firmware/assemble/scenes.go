@@ -19,7 +19,8 @@ func Scenes(b *board.Boot) error {
 	}
 	m, err := scenes.New(scenes.Options{Clock: b.Clock, Store: b.Board.DB().Bucket("scenes"),
 		Screen: sc, LEDs: strip, Holo: h, Publisher: b.Hub,
-		Logger: b.Log.With("part", "scenes"), OnDelete: b.Settings.ClearBootScene})
+		Logger: b.Log.With("part", "scenes"), OnDelete: b.Settings.ClearBootScene,
+		Start: clipStartOf(b)})
 	if err != nil {
 		return err
 	}

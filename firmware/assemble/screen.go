@@ -35,9 +35,7 @@ func Screen(b *board.Boot) error {
 	}
 	c, err := screen.New(screen.Options{Clock: b.Clock, Display: b.Board.Hardware().Display, Open: open,
 		Publisher: b.Hub, Logger: b.Log.With("part", "screen"), Backlight: b.Settings.Get().Screen.Backlight,
-		Aligned: b.Align, Start: func(r *http.Request) (time.Time, bool, error) {
-			return clipStart(b, r.URL.Query())
-		}})
+		Aligned: b.Align, Start: clipStartOf(b)})
 	if err != nil {
 		return err
 	}
@@ -55,6 +53,12 @@ func Screen(b *board.Boot) error {
 	})
 	b.OnClose(stop)
 	return nil
+}
+
+// clipStartOf reads a request's clipStart: the screen's and the scenes'
+// Start.
+func clipStartOf(b *board.Boot) func(r *http.Request) (time.Time, bool, error) {
+	return func(r *http.Request) (time.Time, bool, error) { return clipStart(b, r.URL.Query()) }
 }
 
 // clipStart is the moment a show request names for its clip's start on

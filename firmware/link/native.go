@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
@@ -114,7 +115,11 @@ func httpForm(msg frame.Message) (method, path string, body []byte, err error) {
 	j := func(v any) []byte { b, _ := json.Marshal(v); return b }
 	switch m := msg.(type) {
 	case *frame.SceneRequest:
-		return http.MethodPost, "/scenes/apply", j(map[string]int{"slot": int(m.Slot)}), nil
+		path := "/scenes/apply"
+		if m.ClipStartUS != 0 {
+			path += "?" + boardapi.QueryClipStart + "=" + strconv.FormatInt(m.ClipStartUS, 10)
+		}
+		return http.MethodPost, path, j(map[string]int{"slot": int(m.Slot)}), nil
 	case *frame.EndRequest:
 		return http.MethodPost, "/scenes/end", nil, nil
 	case *frame.ScreenOffRequest:

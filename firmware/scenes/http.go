@@ -46,6 +46,8 @@ func (m *Manager) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/scenes/apply", Link: true,
 			Summary: "Apply a saved scene ({name} or {slot}) or a given one ({scene}); screen, then LEDs, then holo",
 			Request: boardapi.SceneApply{}, Response: Applied{}, Errors: partErrors,
+			Query: []api.Param{{Name: boardapi.QueryClipStart, Type: "integer",
+				Description: "extension clip-sync: the start of the scene's clip on the board's aligned clock (the gateway's time, Unix µs), at most 60 s ahead and 10 s behind it; ignored while the board is not aligned"}},
 			Prepare: m.prepareApply, Handler: api.Prepared(m.prepareApply)},
 		{Method: http.MethodPost, Path: "/scenes/end", Link: true, Summary: "End the scene running to its end; its then is done",
 			Response: Ended{}, Errors: []*api.Error{api.ErrNotRunning},
@@ -55,7 +57,13 @@ func (m *Manager) Routes() []api.Route {
 
 // prepareApply reads a POST /scenes/apply body and checks it (Check); the
 // change is Apply, which checks the screen's file when it runs.
+//
+// The scene's clip starts its timeline as a shown clip does: at the
+// moment the request names (clip_start, fire_at, at_ms: Options.Start)
+// or, without one, when the board took the request, not when the change
+// opened the file, so that boards taking one group frame start together.
 func (m *Manager) prepareApply(r *http.Request) (api.Change, error) {
+	taken := m.clk.Now()
 	var req boardapi.SceneApply
 	if err := api.Decode(r, &req, false); err != nil {
 		return api.Change{}, err
@@ -63,8 +71,17 @@ func (m *Manager) prepareApply(r *http.Request) (api.Change, error) {
 	if err := m.Check(req); err != nil {
 		return api.Change{}, err
 	}
+	if m.start != nil {
+		at, ok, err := m.start(r)
+		if err != nil {
+			return api.Change{}, err
+		}
+		if ok {
+			taken = at
+		}
+	}
 	return api.Change{Apply: func() (int, any, error) {
-		a, err := m.Apply(req)
+		a, err := m.applyAt(req, taken)
 		return http.StatusOK, a, err
 	}}, nil
 }

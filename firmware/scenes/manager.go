@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -81,6 +82,11 @@ type Options struct {
 	// OnDelete is told the name of a deleted scene (the settings forget
 	// it as boot_scene).
 	OnDelete func(name string) error
+	// Start, when set, reads the moment a POST /scenes/apply names for
+	// the start of its scene's clip on Clock (clip_start on the aligned
+	// clock, or the change's own moment), as the screen's Start does for
+	// POST /screen/show; an error refuses the request.
+	Start func(r *http.Request) (at time.Time, ok bool, err error)
 }
 
 // Saved is a saved scene with its name.
@@ -138,6 +144,7 @@ type Manager struct {
 	pub    Publisher
 	log    *slog.Logger
 	onDel  func(string) error
+	start  func(r *http.Request) (time.Time, bool, error)
 
 	// op serialises applying, ending and then: everything that changes
 	// the parts. mu guards the fields below and is never held while
@@ -186,7 +193,7 @@ func New(o Options) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{clk: o.Clock, store: o.Store, screen: o.Screen, leds: o.LEDs, holo: o.Holo, pub: o.Publisher,
-		log: log, onDel: o.OnDelete, saved: map[string]boardapi.Scene{}}
+		log: log, onDel: o.OnDelete, start: o.Start, saved: map[string]boardapi.Scene{}}
 	keys, err := o.Store.Keys()
 	if err != nil {
 		return nil, fmt.Errorf("scenes: loading: %w", err)
@@ -420,8 +427,15 @@ func (m *Manager) ApplyName(name string) (Applied, error) {
 	return m.Apply(boardapi.SceneApply{Name: &name})
 }
 
-// Apply applies a scene (POST /scenes/apply).
+// Apply applies a scene (POST /scenes/apply); its clip, if any, starts
+// when it is shown.
 func (m *Manager) Apply(req boardapi.SceneApply) (Applied, error) {
+	return m.applyAt(req, time.Time{})
+}
+
+// applyAt applies a scene whose clip starts its timeline at at on the
+// Manager's clock (zero: when it is shown).
+func (m *Manager) applyAt(req boardapi.SceneApply, at time.Time) (Applied, error) {
 	name, s, err := m.resolve(req)
 	if err != nil {
 		return Applied{}, err
@@ -436,6 +450,9 @@ func (m *Manager) Apply(req boardapi.SceneApply) (Applied, error) {
 		p, err := m.screen.Prepare(*s.Screen, then != boardapi.SceneThenStay)
 		if err != nil {
 			return Applied{}, boardapi.PartError("screen", err)
+		}
+		if !at.IsZero() {
+			p.StartAt(at)
 		}
 		shown = p
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -217,10 +219,14 @@ type harness struct {
 	m     *Manager
 	files map[string]media.Clip
 	del   []string
+	start func(r *http.Request) (time.Time, bool, error) // Options.Start
 }
 
-func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, clk: clock.NewFake(t0), rec: &recorder{notify: make(chan struct{}, 1)},
+func newHarness(t *testing.T) *harness { return newHarnessStart(t, nil) }
+
+// newHarnessStart is newHarness with the manager's Options.Start.
+func newHarnessStart(t *testing.T, start func(*http.Request) (time.Time, bool, error)) *harness {
+	h := &harness{t: t, start: start, clk: clock.NewFake(t0), rec: &recorder{notify: make(chan struct{}, 1)},
 		store: &memStore{m: map[string][]byte{}}, holo: &fakeHolo{current: boardapi.MotionRequest{Motion: boardapi.MotionStop}},
 		files: map[string]media.Clip{
 			"/short.mov": clip{n: 3, fps: 10},
@@ -249,7 +255,7 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) open() {
 	m, err := New(Options{Clock: h.clk, Store: h.store, Screen: h.scr, LEDs: h.leds, Holo: h.holo, Publisher: h.rec,
-		OnDelete: func(n string) error { h.del = append(h.del, n); return nil }})
+		OnDelete: func(n string) error { h.del = append(h.del, n); return nil }, Start: h.start})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -698,4 +704,66 @@ func TestGivenWithName(t *testing.T) {
 		`clip_started {"path":"/bg.mov","loop":true,"plays":0,"frames":2,"fps":10}`,
 		`scene_started {"name":"adhoc","then":"stay","until_clip_ends":false}`,
 	})
+}
+
+// TestApplyClipStart: POST /scenes/apply starts its scene's clip on the
+// moment the request names (Options.Start: clip_start, fire_at) or,
+// without one, when the board took the request, not when the change ran
+// (opening the file, waiting for its moment); a moment Start refuses
+// refuses the request with nothing changed.
+func TestApplyClipStart(t *testing.T) {
+	named := t0.Add(-250 * time.Millisecond)
+	tests := []struct {
+		name    string
+		start   func(*http.Request) (time.Time, bool, error)
+		want    time.Time // the clip's anchor; zero: refused
+		wantErr *api.Error
+	}{
+		{"named", func(r *http.Request) (time.Time, bool, error) {
+			if r.URL.Query().Get("clip_start") != "42" {
+				t.Errorf("Start saw %s", r.URL)
+			}
+			return named, true, nil
+		}, named, nil},
+		{"none named", func(*http.Request) (time.Time, bool, error) { return time.Time{}, false, nil }, t0, nil},
+		{"no Start", nil, t0, nil},
+		{"refused", func(*http.Request) (time.Time, bool, error) {
+			return time.Time{}, false, api.Errorf(api.ErrBadRequest, "clip_start is 61 s ahead")
+		}, time.Time{}, api.ErrBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarnessStart(t, tt.start)
+			h.save("loop", `{"screen":{"path":"/bg.mov","loop":true},"slot":1}`)
+			var apply api.Route
+			for _, r := range h.m.Routes() {
+				if r.Method == http.MethodPost && r.Path == "/scenes/apply" {
+					apply = r
+				}
+			}
+			req := httptest.NewRequest(http.MethodPost, "/scenes/apply?clip_start=42", strings.NewReader(`{"slot":1}`))
+			req.Header.Set("Content-Type", "application/json")
+			ch, err := apply.Prepare(req)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("prepare: %v, want %v", err, tt.wantErr)
+				}
+				if _, ok := h.scr.ClipTimeline(); ok {
+					t.Error("a refused apply started the clip")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.clk.Advance(80 * time.Millisecond) // the change runs later (its moment, the file)
+			if _, _, err := ch.Apply(); err != nil {
+				t.Fatal(err)
+			}
+			tl, ok := h.scr.ClipTimeline()
+			if !ok || !tl.Anchor.Equal(tt.want) {
+				t.Errorf("clip anchored at %v (playing %v), want %v", tl.Anchor.Sub(t0), ok, tt.want.Sub(t0))
+			}
+		})
+	}
 }

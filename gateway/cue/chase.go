@@ -17,12 +17,18 @@ import (
 //	back, or forward by more than a second  chases (a jump): fires the last cue at or
 //	                                        before the new position, none in between
 //	the same frame again                    nothing
+//	back by at most the frames the chase    the source catching up: the chase locks
+//	ran on by itself (freewheeling)         again where it is, firing nothing, until
+//	                                        the source reaches its position
 //
 // After each frame the standby is the cue after the last one at or
 // before the position. When frames stop coming for one and a half frame
 // times the chase freewheels: it moves on one frame per frame time on the
 // gateway's clock, firing what it passes, for Options.Freewheel frames,
-// then stops (the next frame chases). A cue fired by timecode fires at
+// then stops (the next frame chases, unless it is the source catching up
+// with where the chase ran on to: a sender the host kept off the
+// processor, whose late frames must not fire the cue before the one the
+// chase passed, then that one again). A cue fired by timecode fires at
 // once (its pre-wait and follow are not used): the frame that passes it
 // is its moment.
 
@@ -49,7 +55,10 @@ type chase struct {
 	source string
 	status string
 	frames int // frames freewheeled since the last one received
-	timer  clock.Timer
+	// ahead is how many frames the position is ahead of the source's
+	// last frame (the frames freewheeled past it, or left to catch up).
+	ahead int
+	timer clock.Timer
 }
 
 func (c *chase) stop() {
@@ -84,8 +93,8 @@ func (e *Engine) Timecode(source string, t timecode.Timecode) error {
 		return err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return ErrClosed
 	}
 	for _, ls := range e.lists {
@@ -93,6 +102,7 @@ func (e *Engine) Timecode(source string, t timecode.Timecode) error {
 			e.follow(ls, source, t, false)
 		}
 	}
+	e.yieldToFire()
 	return nil
 }
 
@@ -101,12 +111,22 @@ func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel 
 	c := &ls.chase
 	before := ls.standby
 	had := c.have && c.status != ChaseStopped
-	step := decideChase(ls.l.Cues, c.tc, had, t)
-	if step.same {
+	ahead := 0
+	if !freewheel {
+		ahead = c.ahead
+	}
+	step := decideChase(ls.l.Cues, c.tc, had, ahead, t)
+	if step.same || step.behind > 0 {
 		if !freewheel {
-			c.frames = 0
+			// The same frame, or a late one catching up: the position
+			// stays, the chase is locked to the source again.
+			c.frames, c.ahead, c.source = 0, step.behind, source
+			changed := c.status != ChaseLocked
 			c.status = ChaseLocked
 			e.armFreewheel(ls, t.Rate.FrameDuration()*3/2)
+			if changed {
+				e.publish(ls, EventTimecode, e.standbyNumber(ls))
+			}
 		}
 		return
 	}
@@ -123,9 +143,10 @@ func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel 
 	c.have, c.tc, c.source = true, t, source
 	if freewheel {
 		c.status = ChaseFreewheel
+		c.ahead++
 		return
 	}
-	c.frames = 0
+	c.frames, c.ahead = 0, 0
 	changed := c.status != ChaseLocked
 	c.status = ChaseLocked
 	e.armFreewheel(ls, t.Rate.FrameDuration()*3/2)
@@ -135,21 +156,27 @@ func (e *Engine) follow(ls *list, source string, t timecode.Timecode, freewheel 
 }
 
 // chaseStep is what one frame does to a list: the cues to fire, in
-// order, and the standby after (-1: unchanged); same for a repeated frame.
+// order, and the standby after (-1: unchanged); same for a repeated frame;
+// behind, the frames a late frame of the source is behind the position
+// (catching up: nothing fires, the position stays).
 type chaseStep struct {
 	fire    []int
 	standby int
 	same    bool
+	behind  int
 }
 
 // decideChase decides a frame t for cues after the frame prev (had: the
-// chase is running), as the table at the top of this file says. It is
-// pure: follow does what it decides.
-func decideChase(cues []Cue, prev timecode.Timecode, had bool, t timecode.Timecode) chaseStep {
+// chase is running; ahead: how many frames prev is ahead of the source's
+// last frame, having freewheeled), as the table at the top of this file
+// says. It is pure: follow does what it decides.
+func decideChase(cues []Cue, prev timecode.Timecode, had bool, ahead int, t timecode.Timecode) chaseStep {
 	k := tcKey(t)
 	switch {
 	case had && prev == t:
 		return chaseStep{same: true, standby: -1}
+	case ahead > 0 && prev.Rate == t.Rate && t.Count() < prev.Count() && prev.Count()-t.Count() <= int64(ahead):
+		return chaseStep{standby: -1, behind: int(prev.Count() - t.Count())}
 	case had && prev.Rate == t.Rate && t.Count() > prev.Count() && t.Count()-prev.Count() <= int64(t.Rate.FPS()):
 		step := chaseStep{standby: -1}
 		lo := tcKey(prev)
@@ -198,12 +225,13 @@ func (e *Engine) armFreewheel(ls *list, d time.Duration) {
 	var tm clock.Timer
 	tm = e.clk.AfterFunc(d, func() {
 		e.mu.Lock()
-		defer e.mu.Unlock()
 		cur := e.lists[name]
 		if e.closed || cur == nil || cur.chase.timer != tm {
+			e.mu.Unlock()
 			return // a frame came, or the list went
 		}
 		e.freewheel(cur)
+		e.yieldToFire()
 	})
 	c.timer = tm
 }

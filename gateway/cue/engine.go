@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -163,10 +164,13 @@ type Engine struct {
 	// changes.
 	edit sync.Mutex
 
-	mu       sync.Mutex
-	lists    map[string]*list
-	current  string // the list /holo/cue/go and holoctl without a name run
-	nextRun  uint64
+	mu      sync.Mutex
+	lists   map[string]*list
+	current string // the list /holo/cue/go and holoctl without a name run
+	nextRun uint64
+	// firedNow: a run due at once went to its goroutine under this
+	// hold of mu (the holder yields to it after unlocking: yieldToFire).
+	firedNow bool
 	n        uint64
 	watchers map[*watcher]struct{}
 	closed   bool
@@ -410,13 +414,30 @@ func (e *Engine) State(name string) (State, error) {
 // (unchanged: an operation checks before it changes anything).
 func (e *Engine) operate(name string, op func(ls *list) error) (State, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	ls, err := e.list(name)
 	if err != nil {
+		e.mu.Unlock()
 		return State{}, err
 	}
 	err = op(ls)
-	return e.state(ls), err
+	st := e.state(ls)
+	e.yieldToFire()
+	return st, err
+}
+
+// yieldToFire unlocks e.mu and, when a run due at once went to its
+// goroutine meanwhile (a GO asap, a timecode frame passing a cue), yields
+// the processor to it: it runs now on this one, on its way to the wire,
+// rather than after the caller's reply or on another processor woken for
+// it, an OS thread's wake-up which, after the show has been quiet, is
+// the slow part of a first GO on a busy host. e.mu is held.
+func (e *Engine) yieldToFire() {
+	now := e.firedNow
+	e.firedNow = false
+	e.mu.Unlock()
+	if now {
+		runtime.Gosched()
+	}
 }
 
 // state is ls's State now. e.mu is held.
@@ -530,15 +551,21 @@ func (e *Engine) schedule(ls *list, c Cue, start, at time.Time, asap bool) *run 
 		})
 		return r
 	}
+	// Due now (a GO asap, a cue whose moment has come): it is firing
+	// from here on (a STOP keeps it), and its goroutine goes straight to
+	// the fleet, without waiting for the engine's lock that the caller
+	// holds while it publishes the GO.
+	r.firing = true
+	e.firedNow = true
 	go func() {
 		defer e.work.Done()
-		e.fire(name, r)
+		e.fired(name, r)
 	}()
 	return r
 }
 
 // fire hands run r's actions to the fleet, all for its moment, and
-// records the outcome.
+// records the outcome, unless r was stopped.
 func (e *Engine) fire(name string, r *run) {
 	e.mu.Lock()
 	ls := e.lists[name]
@@ -548,13 +575,18 @@ func (e *Engine) fire(name string, r *run) {
 	}
 	r.firing = true
 	e.mu.Unlock()
+	e.fired(name, r)
+}
 
+// fired hands run r, marked firing, to the fleet and records the outcome.
+func (e *Engine) fired(name string, r *run) {
 	f := e.do(r.cue, r.at, r.now)
 	e.m.count(name, f)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if ls = e.lists[name]; ls == nil {
+	ls := e.lists[name]
+	if ls == nil {
 		return
 	}
 	ls.runs = slices.DeleteFunc(ls.runs, func(x *run) bool { return x == r })
@@ -582,10 +614,15 @@ func (e *Engine) do(c Cue, at time.Time, asap bool) Fired {
 	outs := make([]out, len(c.Actions))
 	var wg sync.WaitGroup
 	for i, a := range c.Actions {
-		wg.Go(func() {
+		act := func() {
 			res, err := e.o.Fleet.Do(e.ctx, a.Selector, fleet.Action{Kind: a.Kind, Body: a.Body, At: f.At})
 			outs[i] = out{res, err}
-		})
+		}
+		if i == len(c.Actions)-1 {
+			act() // the last in this goroutine: one hop fewer on the GO's path
+		} else {
+			wg.Go(act)
+		}
 	}
 	wg.Wait()
 	for i, o := range outs {

@@ -564,6 +564,52 @@ func TestTimecodeChase(t *testing.T) {
 	}
 }
 
+// TestTimecodeStalledSender: a sender the host keeps off the processor
+// for a few frames lets the chase freewheel over a cue and fire it on
+// time; the sender's late frames then catch up with the chase and fire
+// nothing: neither the cue before (a frame behind the position is not a
+// jump back here) nor the same cue again. The chase is locked to the
+// source again at once, and past the frames it ran ahead a frame back is
+// a jump that chases.
+func TestTimecodeStalledSender(t *testing.T) {
+	rate := timecode.SMPTE
+	fps := int64(rate.FPS())
+	r := newRig(t, Options{Freewheel: 10}, tcList())
+	feed(t, r, 2*fps, 3*fps-3, rate) // 00:00:02:00 (cue 2) to 02:27
+	if c := r.fl.next(t); c.Sel.Groups[0] != 2 {
+		t.Fatalf("cue 2: %+v", c)
+	}
+	// The sender stalls after 02:27: 1.5 frame times on, the chase runs
+	// on to 02:28, then 02:29, then 03:00, firing cue 3 on its frame.
+	ctx := context.Background()
+	for _, d := range []time.Duration{rate.FrameDuration() / 2, rate.FrameDuration(), rate.FrameDuration()} {
+		if err := r.clk.AdvanceWait(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := r.fl.next(t); c.Sel.Groups[0] != 3 {
+		t.Fatalf("freewheel onto cue 3: %+v", c)
+	}
+	waitState(t, r.e, "tc", func(s State) bool { return s.Timecode.Status == ChaseFreewheel && s.Timecode.Position == "00:00:03:00" })
+	// The late frames: 02:28, 02:29, 03:00, then on.
+	for n := 3*fps - 2; n <= 3*fps+3; n++ {
+		if err := r.e.Timecode("test", timecode.FromCount(n, rate)); err != nil {
+			t.Fatal(err)
+		}
+		if n == 3*fps-2 {
+			if st, _ := r.e.State("tc"); st.Timecode.Status != ChaseLocked || st.Timecode.Position != "00:00:03:00" || st.Standby != "" {
+				t.Fatalf("a late frame: %+v %+v, want locked at 03:00 with no standby", st, st.Timecode)
+			}
+		}
+	}
+	r.fl.none(t)
+	// Back by more than it ran ahead: a jump, which chases.
+	feed(t, r, 2*fps+5, 2*fps+5, rate)
+	if c := r.fl.next(t); c.Sel.Groups[0] != 2 {
+		t.Fatalf("a jump back: %+v", c)
+	}
+}
+
 func TestClosedEngine(t *testing.T) {
 	r := newRig(t, Options{}, demoList())
 	l := demoList()

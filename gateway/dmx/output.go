@@ -132,6 +132,10 @@ func wireTime(sel fleet.Selector, a fleet.Action, baud int) time.Duration {
 	}
 	n := len(p.Body.Request().Body) + 32
 	if req, ok := p.Body.Native(); ok {
+		if sr, ok := req.(frame.SceneRequest); ok {
+			sr.ClipStartUS = 1 // the largest form: a synced scene carries its clip's start
+			req = sr
+		}
 		if b, err := frame.AppendRequest(nil, frame.GroupAddress(1), 0, req); err == nil {
 			n = len(b)
 		}

@@ -36,7 +36,8 @@ type boardState struct {
 	dirty  bool // last seen changed: write with the next periodic flush
 	urgent bool // something else changed: write now
 
-	fire bool // its /info lists the fire feature (scheduled changes)
+	fire     bool // its /info lists the fire feature (scheduled changes)
+	clipSync bool // its /info lists the clip-sync extension
 }
 
 // refState is one place the board is reached at.

@@ -182,8 +182,9 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 	results := map[string]Result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var tasks []func()
 	for _, ss := range perLine(sends) {
-		wg.Go(func() {
+		tasks = append(tasks, func() {
 			for _, s := range ss {
 				var err error
 				start := f.clk.Now()
@@ -207,7 +208,7 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 	}
 	sem := make(chan struct{}, f.o.Concurrency)
 	for _, id := range single {
-		wg.Go(func() {
+		tasks = append(tasks, func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -231,12 +232,27 @@ func (f *Fleet) Do(ctx context.Context, sel Selector, a Action) ([]Result, error
 			mu.Unlock()
 		})
 	}
-	wg.Wait()
+	runAll(&wg, tasks)
 	out := make([]Result, 0, len(results))
 	for _, id := range sortedKeys(results) {
 		out = append(out, results[id])
 	}
 	return out, nil
+}
+
+// runAll runs tasks side by side and waits for them: the last in the
+// calling goroutine, the others each in its own, so that an action for
+// one line (a GO, a DMX change) costs no goroutine hand-over on its way
+// to the wire.
+func runAll(wg *sync.WaitGroup, tasks []func()) {
+	for i, t := range tasks {
+		if i == len(tasks)-1 {
+			t()
+		} else {
+			wg.Go(t)
+		}
+	}
+	wg.Wait()
 }
 
 // perLine groups sends by line: lines work in parallel; on one line the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,9 +84,16 @@ func clipRig(t testing.TB, clip []byte, lanEvery, lineEvery time.Duration) *rig 
 // LAN) and returns the moment.
 func startClip(t testing.TB, r *rig) time.Time {
 	t.Helper()
+	return fireClip(t, r, fleet.Action{Kind: fleet.ActionScreenShow, Body: []byte(`{"path":"/clip.mov","loop":true}`)})
+}
+
+// fireClip is startClip for any action that starts the clip (a, timed
+// 500 ms ahead).
+func fireClip(t testing.TB, r *rig, a fleet.Action) time.Time {
+	t.Helper()
 	at := time.Now().Add(500 * time.Millisecond)
-	res, err := r.f.Do(context.Background(), fleet.Selector{Groups: []int{rigGroup}},
-		fleet.Action{Kind: fleet.ActionScreenShow, Body: []byte(`{"path":"/clip.mov","loop":true}`), At: at})
+	a.At = at
+	res, err := r.f.Do(context.Background(), fleet.Selector{Groups: []int{rigGroup}}, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,23 +240,7 @@ func TestClipSync(t *testing.T) {
 	}
 	r := clipRig(t, smallClip(t), lanEvery, lineEvery)
 	at := startClip(t, r)
-	var starts []int64
-	for _, b := range r.boards {
-		tl, _ := b.proc.ClipTimeline()
-		starts = append(starts, tl.StartUS)
-	}
-	// The LAN boards start at fire_at, the line's when their group frame
-	// ends at the moment (plus their reading it): all within a frame of
-	// the moment, by far.
-	if d := time.Duration(slices.Max(starts)-slices.Min(starts)) * time.Microsecond; d > clipFrame {
-		for k, b := range r.boards {
-			t.Logf("board %s (lan %v): started %v from the moment", b.id, b.lan, time.Duration(starts[k]-at.UnixMicro())*time.Microsecond)
-		}
-		t.Fatalf("the clip's start on the boards' aligned clocks spreads over %v", d)
-	}
-	if d := time.Duration(slices.Min(starts)-at.UnixMicro()) * time.Microsecond; d < -clipFrame || d > clipFrame {
-		t.Errorf("the clip started %v from the moment on the gateway's clock", d)
-	}
+	checkClipStarts(t, r, at)
 	watch := testlevel.Pick(5*time.Second, 10*time.Minute)
 	var st clipStats
 	for end := time.Now().Add(watch); time.Now().Before(end); time.Sleep(97 * time.Millisecond) {
@@ -277,6 +269,70 @@ func TestClipSync(t *testing.T) {
 				_, _ = f.WriteString("TestClipSync " + report + "\n")
 				f.Close()
 			}
+		}
+	}
+}
+
+// checkClipStarts checks the boards' clips started on one timeline at the
+// moment at: the line's boards, which took one group frame naming the
+// clip's start on the gateway's time, on the very same microsecond of
+// their aligned clocks; every board within a frame of the others and of
+// the moment.
+func checkClipStarts(t *testing.T, r *rig, at time.Time) {
+	t.Helper()
+	var starts []int64
+	line := map[int64]bool{}
+	for _, b := range r.boards {
+		tl, _ := b.proc.ClipTimeline()
+		starts = append(starts, tl.StartUS)
+		if !b.lan {
+			line[tl.StartUS] = true
+		}
+	}
+	// The LAN boards start at fire_at, the line's when their group frame
+	// ends at the moment (plus their reading it): all within a frame of
+	// the moment, by far.
+	if d := time.Duration(slices.Max(starts)-slices.Min(starts)) * time.Microsecond; d > clipFrame || len(line) != 1 {
+		for k, b := range r.boards {
+			t.Logf("board %s (lan %v): started %v from the moment", b.id, b.lan, time.Duration(starts[k]-at.UnixMicro())*time.Microsecond)
+		}
+		t.Fatalf("the clip's start on the boards' aligned clocks spreads over %v; the line's boards started at %d different µs", d, len(line))
+	}
+	if d := time.Duration(slices.Min(starts)-at.UnixMicro()) * time.Microsecond; d < -clipFrame || d > clipFrame {
+		t.Errorf("the clip started %v from the moment on the gateway's clock", d)
+	}
+}
+
+// TestSceneClipSync: a saved scene whose screen plays the clip, applied by
+// its slot on 8 line and 8 LAN boards at ±50 ppm by one timed fire (the
+// line's group gets the native SCENE frame, the LAN boards fire_at),
+// starts the clip on the same moment of the gateway's time everywhere,
+// as a timed show of the file does, and the boards' timelines stay
+// within a frame of each other. Without the clip start the scene's clip
+// began when each board presented it, after opening its file.
+func TestSceneClipSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	r := clipRig(t, smallClip(t), 200*time.Millisecond, time.Second)
+	for _, b := range r.boards {
+		req, _ := http.NewRequest(http.MethodPut, b.proc.URL+"/api/v1/scenes/scene?name=clip",
+			strings.NewReader(`{"slot":1,"screen":{"path":"/clip.mov","loop":true}}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("saving the scene on %s: %s", b.id, resp.Status)
+		}
+	}
+	at := fireClip(t, r, fleet.Action{Kind: fleet.ActionSceneApply, Body: []byte(`{"slot":1}`)})
+	checkClipStarts(t, r, at)
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(97 * time.Millisecond) {
+		if s := sampleClip(t, r, at); s.timeline >= clipFrame {
+			t.Errorf("after %v the boards' timelines spread over %v (a frame is %v)", time.Since(at).Round(time.Millisecond), s.timeline, clipFrame)
 		}
 	}
 }

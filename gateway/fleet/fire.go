@@ -182,9 +182,13 @@ func (f *Fleet) doAt(ctx context.Context, a Action, ab action.Body, sends []grou
 	for _, ss := range perLine(sends) {
 		wg.Go(func() {
 			for _, s := range ss {
-				req := req
-				if clip && !hasNative {
-					req.Path = withQuery(req.Path, f.clipStart(at, s.members...))
+				req, native := req, native
+				if clip {
+					if hasNative {
+						native = f.nativeClipStart(native, at, s.members)
+					} else {
+						req.Path = withQuery(req.Path, f.clipStart(at, s.members...))
+					}
 				}
 				end, err := f.groupAt(ctx, s, hasNative, native, req, at)
 				// A timed frame's command time runs from its moment (the
@@ -307,11 +311,18 @@ func withQuery(path, kv string) string {
 	return path + "?" + kv
 }
 
-// startsClip reports whether an action shows a file: a clip or an image
-// (which ignores clip_start).
+// startsClip reports whether an action may start a clip: a show of a file
+// (a clip, or an image, which ignores clip_start) or a scene applied (the
+// gateway does not know the scenes saved on boards; a scene without a
+// clip ignores clip_start).
 func startsClip(ab action.Body) bool {
-	ss, ok := ab.(action.ScreenShow)
-	return ok && ss.Path != nil
+	switch b := ab.(type) {
+	case action.ScreenShow:
+		return b.Path != nil
+	case action.SceneApply:
+		return true
+	}
+	return false
 }
 
 // clipStart is the clip_start parameter (extension clip-sync) of a clip
@@ -321,20 +332,49 @@ func startsClip(ab action.Body) bool {
 // takes the request; "" when none is measured. Boards without the
 // extension ignore the parameter, as any unknown one.
 func (f *Fleet) clipStart(at time.Time, ids ...string) string {
+	if us, ok := f.clipStartUS(at, ids, false); ok {
+		return boardapi.QueryClipStart + "=" + strconv.FormatInt(us, 10)
+	}
+	return ""
+}
+
+// nativeClipStart is a line's native SCENE frame for boards ids with the
+// clip start of a scene timed at at (the frame's appended field), when
+// every one of them lists the clip-sync extension: a board of the
+// specification alone might refuse the longer frame, so a group with one
+// such board gets the one-byte frame, whose boards start the clip when
+// they take it. Other native messages are returned as they are.
+func (f *Fleet) nativeClipStart(native frame.Request, at time.Time, ids []string) frame.Request {
+	sr, ok := native.(frame.SceneRequest)
+	if !ok {
+		return native
+	}
+	if us, ok := f.clipStartUS(at, ids, true); ok {
+		sr.ClipStartUS = us
+	}
+	return sr
+}
+
+// clipStartUS is the moment at in the gateway's time as boards ids were
+// told it (see clipStart); with all, only when every one of them lists
+// the clip-sync extension.
+func (f *Fleet) clipStartUS(at time.Time, ids []string, all bool) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	us, found := int64(0), false
 	for _, id := range ids {
 		b := f.boards[id]
-		if b == nil {
+		if all && (b == nil || !b.clipSync) {
+			return 0, false
+		}
+		if b == nil || found {
 			continue
 		}
 		if bc := b.clock(); bc != nil {
-			if us, ok := bc.GatewayUS(at); ok {
-				return boardapi.QueryClipStart + "=" + strconv.FormatInt(us, 10)
-			}
+			us, found = bc.GatewayUS(at)
 		}
 	}
-	return ""
+	return us, found
 }
 
 // scheduled reports whether a reply is a board's FireReply.
@@ -359,4 +399,10 @@ func (f *Fleet) reportFire(r FireReport) {
 // extension in extensions, or (boards from before that field) in features.
 func hasFire(fields infoFields) bool {
 	return boardapi.HasExtension(fields.Features, fields.Extensions, boardapi.ExtensionFire)
+}
+
+// hasClipSync reports whether a board's /info lists the clip-sync
+// extension (its SCENE frame takes a clip start).
+func hasClipSync(fields infoFields) bool {
+	return boardapi.HasExtension(fields.Features, fields.Extensions, boardapi.ExtensionClipSync)
 }

@@ -66,6 +66,7 @@ func (f *Fleet) Seen(ref Ref, info json.RawMessage) {
 			b.rec.Firmware, b.urgent = v, true
 		}
 		b.fire = hasFire(fields)
+		b.clipSync = hasClipSync(fields)
 	}
 	wasOnline := st.online
 	st.online, st.reason = true, ""
