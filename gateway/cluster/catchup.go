@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,19 +38,24 @@ const (
 )
 
 // keepLocked keeps a restart or happening of a board this gateway does
-// not own. Called with ev.mu held.
+// not own: the newest standbyKeep, across restarts (catchUp drops those
+// older than catchUpMargin). The happenings before a restart are kept
+// too: the board's owner may not have published the last of them when
+// the board restarted (it was behind), and a takeover of the restarted
+// board must publish them before the restart. Keeping only the new
+// boot's, the soak saw the old owner's last happenings of the old boot
+// land in the stream among the new owner's of the new boot (gaps and
+// reorders at a LAN board's restart). Called with ev.mu held.
 func (ev *events) keepLocked(e fleet.Event) {
 	delete(ev.told, e.Board)
-	switch e.Type {
-	case fleet.EventRestarted:
-		ev.standby[e.Board] = []fleet.Event{e}
-	case fleet.EventHappening:
-		q := append(ev.standby[e.Board], e)
-		if len(q) > standbyKeep {
-			q = q[len(q)-standbyKeep:]
-		}
-		ev.standby[e.Board] = q
+	if e.Type != fleet.EventRestarted && e.Type != fleet.EventHappening {
+		return
 	}
+	q := append(ev.standby[e.Board], e)
+	if len(q) > standbyKeep {
+		q = q[len(q)-standbyKeep:]
+	}
+	ev.standby[e.Board] = q
 }
 
 // happeningKey identifies a happening across gateways.
@@ -64,40 +70,65 @@ func keyOf(e fleet.Event) happeningKey {
 }
 
 // streamStory is what the stream holds of one board since some time:
-// the happenings of its last boot there, and whether the last of its
-// restarts and happenings is a restart.
+// its happenings (of every boot: a happening's data carries the board's
+// uptime in ms, so two boots do not share one), and whether the last of
+// its restarts and happenings is a restart.
 type streamStory struct {
 	happenings    map[happeningKey]bool
 	lastRestarted bool
 	// lastSeq is the seq of the last happening of the last boot (0: none).
 	lastSeq uint16
+	// lastID is the message id of the last happening or restart.
+	lastID string
 }
 
 // missing returns the kept events the stream does not have, in order.
+// Kept events may span restarts: each boot's happenings the stream lacks
+// go out in their order, each restart before its boot's happenings
+// unless the stream shows it already (it holds a happening of that boot
+// or a later one, or, for the last restart, ends with a restart).
 func missing(kept []fleet.Event, s streamStory) []fleet.Event {
-	seen := false // the stream has a kept happening: this boot's restart is in it
-	for _, e := range kept {
-		if e.Type == fleet.EventHappening && s.happenings[keyOf(e)] {
-			seen = true
-		}
+	// Boots: the happenings before the first kept restart, then each
+	// restart with the happenings after it.
+	type boot struct {
+		restart *fleet.Event
+		hs      []fleet.Event
+		inStory bool // the stream has one of its happenings
 	}
-	var out []fleet.Event
+	boots := []boot{{}}
 	for _, e := range kept {
 		switch e.Type {
 		case fleet.EventRestarted:
-			if !seen && !s.lastRestarted {
-				out = append(out, e)
-			}
+			boots = append(boots, boot{restart: &e})
 		case fleet.EventHappening:
+			b := &boots[len(boots)-1]
+			b.hs = append(b.hs, e)
+			if s.happenings[keyOf(e)] {
+				b.inStory = true
+			}
+		}
+	}
+	var out []fleet.Event
+	for i, b := range boots {
+		if b.restart != nil {
+			shown := slices.ContainsFunc(boots[i:], func(b boot) bool { return b.inStory }) ||
+				(i == len(boots)-1 && s.lastRestarted && len(out) == 0)
+			if !shown {
+				out = append(out, *b.restart)
+			}
+		}
+		for _, e := range b.hs {
 			if s.happenings[keyOf(e)] {
 				continue
 			}
-			if len(out) == 0 && !seen && !s.lastRestarted && s.lastSeq != 0 && !seqFollows(e.Seq, s.lastSeq) {
+			if i == 0 && len(out) == 0 && !b.inStory && !s.lastRestarted && s.lastSeq != 0 && !seqFollows(e.Seq, s.lastSeq) {
 				// Its seq does not go on from the stream's: the board
 				// restarted, and no gateway that saw it restart published
 				// that (this one started after it, knowing no earlier
-				// boot). Say so before its happenings.
-				out = append(out, fleet.Event{Board: e.Board, Type: fleet.EventRestarted, Time: e.Time})
+				// boot). Say so before its happenings. It takes the
+				// number of the happening it comes before (catchUp gives
+				// it its message id).
+				out = append(out, fleet.Event{N: e.N, Board: e.Board, Type: fleet.EventRestarted, Time: e.Time})
 			}
 			out = append(out, e)
 		}
@@ -133,7 +164,18 @@ func (ev *events) catchUp(ctx context.Context, id string, kept []fleet.Event) []
 	var err error
 	for range 3 {
 		if s, err = ev.story(ctx, id, since.Add(-catchUpSlack)); err == nil {
-			return missing(kept, s)
+			out := missing(kept, s)
+			ev.mu.Lock()
+			for _, e := range out {
+				if e.Type == fleet.EventRestarted && s.lastID != "" && !slices.ContainsFunc(kept, func(k fleet.Event) bool {
+					return k.Type == fleet.EventRestarted && k.N == e.N
+				}) {
+					// Said by missing: it comes after the stream's last.
+					ev.restartIDs[e.N] = restartID(id, s.lastID)
+				}
+			}
+			ev.mu.Unlock()
+			return out
 		}
 	}
 	ev.c.log.Warn("cluster: reading a board's events at its takeover", "board", id, "err", err)
@@ -185,14 +227,13 @@ func (ev *events) story(ctx context.Context, id string, since time.Time) (stream
 		if json.Unmarshal(m.Data(), &e) == nil {
 			switch e.Type {
 			case fleet.EventRestarted:
-				// Only the boot the stream tells last counts: two boots
-				// may have a happening alike.
-				s.happenings = map[happeningKey]bool{}
 				s.lastRestarted, s.lastSeq = true, 0
+				s.lastID = m.Headers().Get(jetstream.MsgIDHeader)
 			case fleet.EventHappening:
 				s.happenings[keyOf(e)] = true
 				s.lastRestarted = false
 				s.lastSeq = e.Seq
+				s.lastID = m.Headers().Get(jetstream.MsgIDHeader)
 			}
 		}
 		if md.Sequence.Stream >= last || md.NumPending == 0 {

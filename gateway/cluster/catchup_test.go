@@ -62,6 +62,16 @@ func TestMissing(t *testing.T) {
 		// earlier boot: the seqs starting again say it.
 		{"a restart no one published", []fleet.Event{h(2), h(3)}, story(false, old(57), old(58)), []string{"restarted", "2", "3"}},
 		{"going on from the stream", []fleet.Event{h(59), h(60)}, story(false, old(57), old(58)), []string{"59", "60"}},
+		// The old owner was behind when the board restarted: the old
+		// boot's last happenings go before the restart and the new boot.
+		{"the old owner behind at the restart", []fleet.Event{old(57), old(58), old(59), restarted, h(1), h(2)},
+			story(false, old(57)), []string{"58", "59", "restarted", "1", "2"}},
+		{"the old owner published the old boot and the restart", []fleet.Event{old(58), old(59), restarted, h(1), h(2)},
+			story(true, old(58), old(59)), []string{"1", "2"}},
+		{"the stream is in the new boot", []fleet.Event{old(58), old(59), restarted, h(1), h(2)},
+			story(false, old(58), old(59), h(1)), []string{"2"}},
+		{"two restarts kept", []fleet.Event{old(59), restarted, restarted, h(1)},
+			story(false, old(59)), []string{"restarted", "restarted", "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := desc(missing(tc.kept, tc.story)); !slices.Equal(got, tc.want) {
@@ -71,8 +81,8 @@ func TestMissing(t *testing.T) {
 	}
 }
 
-// TestKeepLocked: what a standby gateway keeps of a board starts again at
-// each restart and holds at most standbyKeep events, the newest.
+// TestKeepLocked: what a standby gateway keeps of a board holds at most
+// standbyKeep events, the newest, restarts among them.
 func TestKeepLocked(t *testing.T) {
 	ev := &events{standby: map[string][]fleet.Event{}}
 	for i := range standbyKeep + 10 {
@@ -83,10 +93,13 @@ func TestKeepLocked(t *testing.T) {
 	if len(q) != standbyKeep || q[0].Seq != 11 || q[len(q)-1].Seq != standbyKeep+10 {
 		t.Fatalf("kept %d events, %d to %d", len(q), q[0].Seq, q[len(q)-1].Seq)
 	}
+	// The old boot's last happenings stay kept across a restart (its
+	// owner may not have published them yet).
 	ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventRestarted})
 	ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventHappening, Seq: 1})
-	if q := ev.standby["b"]; len(q) != 2 || q[0].Type != fleet.EventRestarted {
-		t.Fatalf("after a restart: %+v", q)
+	q = ev.standby["b"]
+	if len(q) != standbyKeep || q[len(q)-3].Seq != standbyKeep+10 || q[len(q)-2].Type != fleet.EventRestarted || q[len(q)-1].Seq != 1 {
+		t.Fatalf("after a restart: %d kept, the last %+v", len(q), q[len(q)-3:])
 	}
 }
 

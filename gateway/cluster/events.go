@@ -61,11 +61,16 @@ type events struct {
 	// that came meanwhile (queued after what the catch-up finds).
 	catching map[string][]fleet.Event
 	catchWG  sync.WaitGroup
-	queued   int
-	lost     uint64
-	kick     chan struct{}
-	pub      atomic.Uint64
-	pending  atomic.Uint64
+	// lastOf is, per board, the message id of the last happening or
+	// restart this gateway's fleet core reported of it (restartID), and
+	// restartIDs the message ids of restarts by their local number.
+	lastOf     map[string]string
+	restartIDs map[uint64]string
+	queued     int
+	lost       uint64
+	kick       chan struct{}
+	pub        atomic.Uint64
+	pending    atomic.Uint64
 	// restarts counts the stream consumers of watchers started again
 	// after a failure or a silence.
 	restarts atomic.Uint64
@@ -73,7 +78,8 @@ type events struct {
 
 func newEvents(c *Cluster) *events {
 	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, told: map[string]bool{},
-		catching: map[string][]fleet.Event{}, kick: make(chan struct{}, 1)}
+		catching: map[string][]fleet.Event{}, lastOf: map[string]string{}, restartIDs: map[uint64]string{},
+		kick: make(chan struct{}, 1)}
 }
 
 // setup creates or binds the events stream.
@@ -130,6 +136,7 @@ func (ev *events) follow(ctx context.Context) {
 // over (catchup.go).
 func (ev *events) queue(ctx context.Context, e fleet.Event) {
 	ev.mu.Lock()
+	ev.noteLocked(e)
 	if pend, ok := ev.catching[e.Board]; ok {
 		// Its catch-up is under way: after what that finds.
 		ev.catching[e.Board] = append(pend, e)
@@ -299,6 +306,9 @@ func (ev *events) send(ctx context.Context) {
 			delete(retryAt, r.board)
 			ev.mu.Lock()
 			if q := ev.queues[r.board]; len(q) > 0 && q[0].N == r.n {
+				if q[0].Type == fleet.EventRestarted {
+					delete(ev.restartIDs, q[0].N)
+				}
 				if len(q) == 1 {
 					delete(ev.queues, r.board)
 				} else {
@@ -323,8 +333,56 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 	}
 	m := nats.NewMsg(subjectEvents + "." + c.name + "." + key(e.Board))
 	m.Data = data
-	m.Header.Set(jetstream.MsgIDHeader, msgID(c.name, c.boot, e))
+	id := msgID(c.name, c.boot, e)
+	if rid, ok := ev.restartIDs[e.N]; ok && e.Type == fleet.EventRestarted {
+		id = rid
+	}
+	m.Header.Set(jetstream.MsgIDHeader, id)
 	return c.js.PublishMsgAsync(m)
+}
+
+// maxRestartIDs bounds the restart ids kept for restarts not published
+// (kept for a board another gateway owned, then not needed).
+const maxRestartIDs = 4096
+
+// noteLocked follows the local fleet's story of e's board for the
+// message id of its restarts (restartID). Called with ev.mu held.
+func (ev *events) noteLocked(e fleet.Event) {
+	switch e.Type {
+	case fleet.EventHappening:
+		ev.lastOf[e.Board] = msgID("", "", e)
+	case fleet.EventRestarted:
+		prev, ok := ev.lastOf[e.Board]
+		if !ok {
+			// Nothing of the board seen before: an id of this gateway's
+			// own (msgID).
+			ev.lastOf[e.Board] = msgID(ev.c.name, ev.c.boot, e)
+			return
+		}
+		if len(ev.restartIDs) >= maxRestartIDs {
+			for n := range ev.restartIDs {
+				if n+maxRestartIDs < e.N {
+					delete(ev.restartIDs, n)
+				}
+			}
+		}
+		id := restartID(e.Board, prev)
+		ev.restartIDs[e.N] = id
+		ev.lastOf[e.Board] = id
+	}
+}
+
+// restartID is the message id of a restart of board that came after the
+// happening or restart of message id prev. Every gateway that saw the
+// board's story up to the restart gives it the same id, so the restart
+// is stored once however many publish it: the board's owner and a
+// gateway taking it over that read the stream before the owner's copy
+// got there (each gateway's own id stored it twice). A gateway that saw
+// nothing of the board before publishes the restart under an id of its
+// own (msgID).
+func restartID(board, prev string) string {
+	h := sha256.Sum256([]byte(prev))
+	return "r/" + board + "/" + hex.EncodeToString(h[:12])
 }
 
 // msgID is the message id an event is published with; the engine drops
@@ -343,9 +401,10 @@ func (ev *events) publish(e fleet.Event) (jetstream.PubAckFuture, error) {
 // engine acknowledged the previous one (stored, or already there), so
 // the board's happenings still enter the stream in their order.
 //
-// Other events (states, online, offline, restarts) are this gateway's
-// own: gateway, boot and local number, which drops a repeat sent after
-// a lost acknowledgement.
+// Other events (states, online, offline) are this gateway's own:
+// gateway, boot and local number, which drops a repeat sent after a lost
+// acknowledgement; so are restarts of a board this gateway saw nothing
+// of before (others: restartID).
 func msgID(gateway, boot string, e fleet.Event) string {
 	if e.Type == fleet.EventHappening {
 		// The board's uptime at the happening tells its boots apart;

@@ -275,40 +275,71 @@ func (c *Cluster) watchGateways(ctx context.Context) {
 
 // watchBoards follows every board's record.
 func (c *Cluster) watchBoards(ctx context.Context) {
-	c.watch(ctx, c.kvBoards, func(e jetstream.KeyValueEntry, _ bool) {
-		id := idOf(e.Key())
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.boardsSeen = max(c.boardsSeen, e.Revision())
-		old := c.records[id]
-		if old != nil && old.rev >= e.Revision() {
-			return // this gateway's own write, already applied
-		}
-		if e.Operation() != jetstream.KeyValuePut {
-			c.records[id] = &record{rev: e.Revision(), gone: true}
-			c.signalOwn()
-			return
-		}
-		var r record
-		if json.Unmarshal(e.Value(), &r) != nil {
-			return
-		}
-		r.rev = e.Revision()
-		c.records[id] = &r
-		if old == nil || old.gone || old.View.Gateway != r.View.Gateway {
-			c.signalOwn()
-		}
-		if old != nil && old.View.Gateway == c.name && r.View.Gateway != c.name {
-			c.log.Info("cluster: board taken over by another gateway", "board", id, "gateway", r.View.Gateway)
-			c.poke()
-		}
-	}, func() {
+	c.watch(ctx, c.kvBoards, c.recordPut, func() {
 		c.mu.Lock()
 		c.loaded = true
 		c.mu.Unlock()
 		c.poke()
 		c.signalOwn()
 	}, watchStuck{every: c.o.Heartbeat, stuck: c.boardsWatchBehind})
+}
+
+// recordPut applies one entry of the records watch (initial: read when
+// the watch started).
+func (c *Cluster) recordPut(e jetstream.KeyValueEntry, initial bool) {
+	id := idOf(e.Key())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.boardsSeen = max(c.boardsSeen, e.Revision())
+	old := c.records[id]
+	if old != nil && old.rev >= e.Revision() {
+		return // this gateway's own write, already applied
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		c.records[id] = &record{rev: e.Revision(), gone: true}
+		c.signalOwn()
+		return
+	}
+	var r record
+	if json.Unmarshal(e.Value(), &r) != nil {
+		return
+	}
+	r.rev = e.Revision()
+	c.records[id] = &r
+	if !initial {
+		c.heardFromLocked(r.View.Gateway, r.Boot)
+	}
+	if old == nil || old.gone || old.View.Gateway != r.View.Gateway {
+		c.signalOwn()
+	}
+	if old != nil && old.View.Gateway == c.name && r.View.Gateway != c.name {
+		c.log.Info("cluster: board taken over by another gateway", "board", id, "gateway", r.View.Gateway)
+		c.poke()
+	}
+}
+
+// heardFromLocked counts a record that gateway name (run boot) has just
+// written as a heartbeat of it: a gateway that writes to the engine is
+// alive, whatever the heartbeats watch shows. After an engine node died,
+// two gateways whose heartbeat watches had stalled took each other for
+// dead while their records watches went on, and took two LAN boards from
+// each other about 140 times in a second, each takeover's record
+// answered by the other's. Called with c.mu held.
+func (c *Cluster) heardFromLocked(name, boot string) {
+	if name == "" || name == c.name || boot == "" {
+		return
+	}
+	g := c.gateways[name]
+	switch {
+	case g == nil:
+		g = &gwState{hb: Heartbeat{Name: name, Boot: boot}}
+		c.gateways[name] = g
+	case g.hb.Boot != boot:
+		// A run the heartbeats have not shown yet: its records say it
+		// restarted.
+		g.hb.Boot = boot
+	}
+	g.heard = c.clk.Now()
 }
 
 // boardsWatchBehind reports whether the records watcher has not shown a
@@ -440,11 +471,29 @@ func (c *Cluster) syncOnce(ctx context.Context) {
 		return
 	}
 	views := c.o.Local.Boards(fleet.Filter{})
-	now := c.clk.Now()
-	var writes []write
-	var adopt []write
 	c.mu.Lock()
-	standby := map[string]bool{}
+	writes, adopt, standby := c.planLocked(views, c.clk.Now())
+	if !maps.Equal(c.standby, standby) {
+		c.signalOwn()
+	}
+	c.standby = standby
+	c.mu.Unlock()
+	for _, w := range adopt {
+		if _, err := c.o.Local.SetLabels(w.id, w.rec.View.Labels); err != nil {
+			c.log.Warn("cluster: labels of a board taken over", "board", w.id, "err", err)
+		}
+	}
+	if len(writes) > 0 {
+		c.putRecords(ctx, writes)
+	}
+}
+
+// planLocked decides, for the boards of this gateway's fleet core
+// (views, as now), the records to write (the boards it owns whose record
+// changed, those it takes over, adopt the takeovers whose labels follow
+// the board) and the boards it stands by for. Called with c.mu held.
+func (c *Cluster) planLocked(views []fleet.BoardView, now time.Time) (writes, adopt []write, standby map[string]bool) {
+	standby = map[string]bool{}
 	for _, v := range views {
 		v.Gateway = c.name
 		r := c.records[v.ID]
@@ -484,19 +533,7 @@ func (c *Cluster) syncOnce(ctx context.Context) {
 		}
 		writes = append(writes, w)
 	}
-	if !maps.Equal(c.standby, standby) {
-		c.signalOwn()
-	}
-	c.standby = standby
-	c.mu.Unlock()
-	for _, w := range adopt {
-		if _, err := c.o.Local.SetLabels(w.id, w.rec.View.Labels); err != nil {
-			c.log.Warn("cluster: labels of a board taken over", "board", w.id, "err", err)
-		}
-	}
-	if len(writes) > 0 {
-		c.putRecords(ctx, writes)
-	}
+	return writes, adopt, standby
 }
 
 // restartedLocked reports whether the owner of record r has restarted
