@@ -107,11 +107,14 @@ type Options struct {
 	// Kinds are the happenings to enable (default HappeningKinds).
 	Kinds []string
 	// ReplayKept makes a master that starts hand over each board's kept
-	// happenings (GET /events) before the new ones, for a sink that drops
-	// what it had already (a gateway of a cluster compares them with the
-	// cluster's event stream): what a gateway killed after fetching them
-	// never published reaches the stream then. Without it a master starts
-	// with what the board still queues for the host.
+	// happenings (GET /events) of the last fleet.ReplayRecent of the
+	// board's uptime (their t_ms) before the new ones, for a sink that
+	// drops what it had already (a gateway of a cluster compares them with
+	// the cluster's event stream): what a gateway killed after fetching
+	// them never published reaches the stream then, and an idle board's
+	// older ones, which it keeps for good, do not come again as new (as
+	// lan.Options.ReplayKept). Without it a master starts with what the
+	// board still queues for the host.
 	ReplayKept bool
 	// GroupQuiet and GroupReread say when the members of a group frame
 	// are re-read (no member answers a group frame, so its state is read
