@@ -91,13 +91,13 @@ type board struct {
 	haveStatus bool
 
 	lastSeq     uint16 // last happening given to the sink
+	fetchFailed bool   // no fetch reply believed since one may have been lost: fetch by seq
+	doubts      int    // fetch replies doubted since happenings last reached the sink
+	groups      []int
 	// replayFloor (ms of the board's uptime, 0: none): the replay of kept
 	// happenings at the master's start (Options.ReplayKept) leaves out
 	// those older (their t_ms; fleet.ReplayFloor).
 	replayFloor int64
-	fetchFailed bool   // no fetch reply believed since one may have been lost: fetch by seq
-	doubts      int    // fetch replies doubted since happenings last reached the sink
-	groups      []int
 
 	clock boardClock
 
