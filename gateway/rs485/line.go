@@ -346,7 +346,13 @@ type result struct {
 
 func (j *job) finish(r result) { j.done <- r }
 
-// submit queues j and waits for its result.
+// submit queues j and waits for its result, or until ctx ends: a
+// command that cannot get the wire (timed sends keep it: a show's timed
+// actions closer together than their lead leave no room for a reply
+// wait) fails with ctx's error instead of holding its caller, a routed
+// request's worker on a clustered gateway among them, for as long as the
+// sends go on. The scheduler drops a command whose context ended
+// (runJob, fire) without sending it.
 func (l *Line) submit(ctx context.Context, j *job) result {
 	j.ctx = ctx
 	j.done = make(chan result, 1)
@@ -360,6 +366,8 @@ func (l *Line) submit(ctx context.Context, j *job) result {
 	select {
 	case r := <-j.done:
 		return r
+	case <-ctx.Done():
+		return result{err: ctx.Err()}
 	case <-l.closed:
 		// Run may have finished the job while closing.
 		select {
