@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,21 +87,7 @@ func TestRetryWaitBounded(t *testing.T) {
 	// updated.
 	bf.busy.Store(false)
 	freed := fake.Now()
-	ctx, stop := context.WithCancel(context.Background())
-	var adv sync.WaitGroup
-	adv.Go(func() {
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				fake.Advance(50 * time.Millisecond)
-			}
-		}
-	})
-	defer func() { stop(); adv.Wait() }()
+	defer fake.Run(50 * time.Millisecond)()
 	g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
 	b := boardRows(t, g, st.ID)[bs.ids[0]]
 	if b.Phase != rollout.PhaseSucceeded {

@@ -313,6 +313,23 @@ func runMaster(t *testing.T, line *simline.Line, name string, replay bool) (*rec
 	return sink, cancel, done
 }
 
+// twoFetched runs a master of board 3 on line until it has fetched two
+// happenings the board makes, then stops it (a gateway killed after
+// fetching them).
+func twoFetched(t *testing.T, line *simline.Line, b *testBoard) {
+	t.Helper()
+	sink, stop, done := runMaster(t, line, "master1", false)
+	sink.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
+	for i := range 2 {
+		b.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
+	}
+	sink.Wait(t, 5*time.Second, "two happenings", func(s *recSink) bool { return len(s.Hs["3"]) == 2 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReplayKept: with ReplayKept a master that starts hands over every
 // happening the board keeps, then the new ones, in order: a cluster
 // gateway killed after fetching happenings it never published gets them
@@ -321,16 +338,7 @@ func TestReplayKept(t *testing.T) {
 	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	b := startBoard(t, line, 3, nil)
-	sink1, stop1, done1 := runMaster(t, line, "master1", false)
-	sink1.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
-	for i := range 2 {
-		b.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
-	}
-	sink1.Wait(t, 5*time.Second, "two happenings", func(s *recSink) bool { return len(s.Hs["3"]) == 2 })
-	stop1()
-	if err := <-done1; err != nil {
-		t.Fatal(err)
-	}
+	twoFetched(t, line, b)
 	b.Emit("touch", map[string]any{"action": "down", "x": 9, "y": 1})
 	sink2, stop2, done2 := runMaster(t, line, "master2", true)
 	defer func() { stop2(); <-done2 }()
@@ -352,16 +360,7 @@ func TestReplayRecentOnly(t *testing.T) {
 	line := newLine(t, simline.Faults{})
 	clk := &jumpClock{}
 	b := startBoardOn(t, line, 3, nil, clk)
-	sink1, stop1, done1 := runMaster(t, line, "master1", false)
-	sink1.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
-	for i := range 2 {
-		b.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
-	}
-	sink1.Wait(t, 5*time.Second, "two happenings", func(s *recSink) bool { return len(s.Hs["3"]) == 2 })
-	stop1()
-	if err := <-done1; err != nil {
-		t.Fatal(err)
-	}
+	twoFetched(t, line, b)
 	// The board stays up five minutes more, then a happening no master
 	// fetched: the only one of the last minute.
 	clk.jump(5 * time.Minute)
