@@ -240,6 +240,28 @@ func (f *Fake) AdvanceWait(ctx context.Context, d time.Duration) error {
 	return f.WaitCallbacks(ctx)
 }
 
+// Run makes the fake time flow: it moves forward by step every 5 ms of
+// real time until stop is called (stop returns once it has). For tests
+// whose subject must see time pass across a span (a window opening, a
+// board's retries) rather than jump over it.
+func (f *Fake) Run(step time.Duration) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				f.Advance(step)
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
 // Advance moves the fake time forward by d, firing what falls due.
 func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
 

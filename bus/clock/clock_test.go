@@ -3,6 +3,7 @@ package clock
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,5 +145,30 @@ func TestWaitCallbacks(t *testing.T) {
 	}
 	if got := done.Load(); got != 12 {
 		t.Fatalf("after AdvanceWait: %d, want 12", got)
+	}
+}
+
+// TestFakeRun: Run makes the fake time flow until stop, which returns
+// once it no longer moves.
+func TestFakeRun(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := NewFake(start)
+	timer := f.NewTimer(3 * time.Second)
+	stop := f.Run(time.Second)
+	select {
+	case <-timer.C():
+	case <-time.After(10 * time.Second): // a generous bound: the time did not flow
+		t.Fatal("a 3 s timer did not fire while the fake time ran")
+	}
+	stop()
+	at := f.Now()
+	if at.Before(start.Add(3 * time.Second)) {
+		t.Fatalf("the time is %v after the timer fired", at.Sub(start))
+	}
+	for range 3 {
+		runtime.Gosched()
+	}
+	if !f.Now().Equal(at) {
+		t.Fatalf("the time moved after stop: %v then %v", at, f.Now())
 	}
 }

@@ -587,15 +587,55 @@ func (s *soak) rollouts(ctx context.Context, rng *rand.Rand) {
 			return nil
 		}) {
 			s.problem("rollout %s of %s not finished: %+v", id, version, ro)
+			s.logRolloutBoards(rng, id, version)
 			return
 		}
 		s.mu.Lock()
 		s.rolloutResults = append(s.rolloutResults, version+": "+ro.State)
 		s.mu.Unlock()
 		s.t.Logf("rollout of %s: %s", version, ro.State)
+		s.logRolloutBoards(rng, id, version)
 		if ro.State != "done" {
 			s.problem("rollout %s of %s: %s (%s) %v", id, version, ro.State, ro.Reason, ro.Progress.Phases)
 		}
+	}
+}
+
+// logRolloutBoards writes each board's part in rollout id to the log:
+// its phase, retries spent, next try and timeline (what a rollout that
+// took long, or did not finish, did on each board).
+func (s *soak) logRolloutBoards(rng *rand.Rand, id, version string) {
+	var rbs []struct {
+		Board    string `json:"board"`
+		Phase    string `json:"phase"`
+		Attempts int    `json:"attempts"`
+		NextTry  string `json:"next_try"`
+		Timeline []struct {
+			Time  time.Time `json:"time"`
+			Phase string    `json:"phase"`
+			Note  string    `json:"note"`
+		} `json:"timeline"`
+	}
+	if !s.retry(context.Background(), time.Minute, func() error {
+		g := s.live(rng)
+		if g == nil {
+			return fmt.Errorf("no gateway up")
+		}
+		code, b := g.rest(s.t, "GET", "/v1/rollouts/"+id+"/boards", nil)
+		if code != 200 {
+			return fmt.Errorf("%d %s", code, b)
+		}
+		return jsonUnmarshal(b, &rbs)
+	}) {
+		return
+	}
+	for _, b := range rbs {
+		var tl []string
+		for _, st := range b.Timeline {
+			tl = append(tl, st.Time.UTC().Format("15:04:05.000")+" "+st.Phase+" "+st.Note)
+		}
+		s.t.Logf("rollout of %s: %s (%s): %s, %d attempts, next try %q:\n\t%s", version, b.Board, s.names[b.Board],
+			b.Phase, b.Attempts, b.NextTry, strings.Join(tl, "\n\t"))
 	}
 }
 

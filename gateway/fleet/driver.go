@@ -86,6 +86,34 @@ type Happening struct {
 	Data json.RawMessage `json:"data"`
 }
 
+// ReplayRecent is how far back a driver's replay of the happenings a
+// board keeps reaches, when it hands them over at its start for a sink
+// that drops what it had already (lan.Options.ReplayKept,
+// rs485.Options.ReplayKept): what a gateway that stopped had fetched and
+// not published is that recent, and older ones (a board idle for a while
+// keeps its last happenings for good) would come again as new.
+const ReplayRecent = time.Minute
+
+// ReplayFloor is the oldest happening (its t_ms, the board's uptime in
+// ms) a replay hands over from a board up for uptime: ReplayRecent back,
+// and a second more since uptime is read in whole seconds. 0 takes every
+// one (a board up for less than that).
+func ReplayFloor(uptime time.Duration) int64 {
+	return max(0, (uptime - ReplayRecent - time.Second).Milliseconds())
+}
+
+// Before reports whether the happening carries the board's uptime (t_ms)
+// and it is below floor (ms): a replay leaves it out (ReplayFloor).
+func (h Happening) Before(floor int64) bool {
+	if floor <= 0 {
+		return false
+	}
+	var up struct {
+		TMs *int64 `json:"t_ms"`
+	}
+	return json.Unmarshal(h.Data, &up) == nil && up.TMs != nil && *up.TMs < floor
+}
+
 // Sink receives what drivers see. Its methods must not block for long:
 // drivers call them from their receive paths.
 type Sink interface {

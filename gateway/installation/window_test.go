@@ -76,21 +76,7 @@ func TestApplyWindow(t *testing.T) {
 	// From here the fake time runs at ten times real time, so the
 	// apply's own waits (a busy board's retry) go by; the window's edges
 	// are set, not run into.
-	ctx, stop := context.WithCancel(context.Background())
-	var adv sync.WaitGroup
-	adv.Go(func() {
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				fake.Advance(50 * time.Millisecond)
-			}
-		}
-	})
-	defer func() { stop(); adv.Wait() }()
+	defer fake.Run(50 * time.Millisecond)()
 	waitFor(t, 20*time.Second, "a board started in the window", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -295,7 +295,7 @@ func TestReplayKept(t *testing.T) {
 }
 
 // TestReplayRecentOnly: a replay of kept happenings (ReplayKept) leaves
-// out those older than replayRecent by the board's uptime (t_ms): a
+// out those older than fleet.ReplayRecent by the board's uptime (t_ms): a
 // board idle for a while keeps its last happenings for good, and a
 // clustered gateway that starts would have put them in its stream again
 // as new. Once the replay reaches a recent one, every later one passes.

@@ -37,15 +37,10 @@ type watcher struct {
 	// opened is when the current session's stream opened (zero: not yet).
 	opened time.Time
 	// replayFloor (ms of the board's uptime, 0: none): a replay of kept
-	// happenings (Options.ReplayKept) leaves out those older (their t_ms).
+	// happenings (Options.ReplayKept) leaves out those older (their t_ms;
+	// fleet.ReplayFloor).
 	replayFloor int64
 }
-
-// replayRecent is how far back a replay of kept happenings reaches
-// (Options.ReplayKept): what a gateway that stopped had not published is
-// that recent, and older ones (a board idle for a while keeps its last
-// ones for good) would come again as new.
-const replayRecent = time.Minute
 
 func (w *watcher) run(ctx context.Context) {
 	backoff := w.l.o.MinBackoff
@@ -155,9 +150,9 @@ func (w *watcher) open(ctx, sctx context.Context, backoff *time.Duration) (*http
 		req.Header.Set("Last-Event-ID", strconv.Itoa(int(w.lastSeq)))
 	case w.l.o.ReplayKept:
 		// Nothing of this boot seen yet: every happening it keeps of the
-		// last replayRecent.
+		// last fleet.ReplayRecent.
 		req.Header.Set("Last-Event-ID", "0")
-		w.replayFloor = max(0, (time.Duration(w.uptime)*time.Second - replayRecent - time.Second).Milliseconds())
+		w.replayFloor = fleet.ReplayFloor(time.Duration(w.uptime) * time.Second)
 	}
 	resp, err := w.l.openStream(sctx, req)
 	if err != nil {
@@ -285,12 +280,10 @@ func (w *watcher) dispatch(kind, id string, data []byte) {
 		return
 	}
 	seq := uint16(n)
+	h := fleet.Happening{Kind: kind, Seq: seq, Data: data}
 	if w.replayFloor > 0 {
-		var h struct {
-			TMs *int64 `json:"t_ms"`
-		}
-		if json.Unmarshal(data, &h) == nil && h.TMs != nil && *h.TMs < w.replayFloor {
-			return // kept from before replayRecent
+		if h.Before(w.replayFloor) {
+			return // kept from before fleet.ReplayRecent
 		}
 		w.replayFloor = 0 // the replay reached the recent ones
 	}
@@ -304,7 +297,8 @@ func (w *watcher) dispatch(kind, id string, data []byte) {
 		return // seen already
 	}
 	w.lastSeq = seq
-	w.sink.Happened(w.b.ref, []fleet.Happening{{Kind: kind, Seq: seq, Data: append(json.RawMessage(nil), data...)}})
+	h.Data = append(json.RawMessage(nil), data...)
+	w.sink.Happened(w.b.ref, []fleet.Happening{h})
 }
 
 // seqAfter reports whether happening number a comes after b (b 0: all do).

@@ -89,21 +89,7 @@ func TestStrictWindowOpens(t *testing.T) {
 	}
 	// The fake time now runs across the opening, 100 ms every 5 ms.
 	fake.Set(opens.Add(-2 * time.Second))
-	ctx, stop := context.WithCancel(context.Background())
-	var adv sync.WaitGroup
-	adv.Go(func() {
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				fake.Advance(100 * time.Millisecond)
-			}
-		}
-	})
-	defer func() { stop(); adv.Wait() }()
+	defer fake.Run(100 * time.Millisecond)()
 	g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
 	for _, b := range boardRows(t, g, st.ID) {
 		if b.Phase != rollout.PhaseSucceeded {

@@ -171,7 +171,8 @@ type Plan struct {
 	Soak       Duration   `json:"soak,omitempty"`
 	Thresholds Thresholds `json:"thresholds,omitzero"`
 	// Retries is how often a transient failure (unreachable, busy) of
-	// one board is tried again, waiting Backoff, 2*Backoff, ...
+	// one board is tried again, waiting Backoff, 2*Backoff, ... up to
+	// MaxBackoff (or Backoff when that is longer) between two tries.
 	Retries int      `json:"retries,omitempty"`
 	Backoff Duration `json:"backoff,omitempty"`
 	// Bandwidth caps the rollout's image bytes per second (0: none).
@@ -200,6 +201,13 @@ const (
 	MaxRetries         = 20
 	MaxWaves           = 100
 	MaxTimeout         = 24 * time.Hour
+	// MaxBackoff is the longest wait between two tries of a board (or
+	// the plan's Backoff when longer). Unbounded, the twelfth failure of
+	// a board whose line was busy for a while (a show's timed sends,
+	// gateways restarting) put its next try over half an hour away, long
+	// after the line was free again: the soak's rollout left two line
+	// boards pending for 15 minutes so.
+	MaxBackoff = time.Minute
 )
 
 // normalise fills defaults and checks everything that does not need the
@@ -621,4 +629,15 @@ func (s *Selection) formWaves(p *Plan, picked []string) error {
 		last = n
 	}
 	return nil
+}
+
+// retryWait is how long a board waits after its n-th transient failure
+// (n >= 1): Backoff, doubled at each failure, at most MaxBackoff (or
+// Backoff when that is longer).
+func (p *Plan) retryWait(n int) time.Duration {
+	d, ceiling := p.Backoff.D(), max(p.Backoff.D(), MaxBackoff)
+	for i := 1; i < n && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
 }

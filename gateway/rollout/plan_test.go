@@ -232,3 +232,31 @@ func TestHealthCheck(t *testing.T) {
 		t.Errorf("no health conditions: %v", errs)
 	}
 }
+
+// TestRetryWait: the wait after a board's n-th transient failure doubles
+// from Backoff and stops at MaxBackoff (or at Backoff when that is
+// longer), without overflowing for long backoffs.
+func TestRetryWait(t *testing.T) {
+	for _, tc := range []struct {
+		backoff time.Duration
+		n       int
+		want    time.Duration
+	}{
+		{time.Second, 1, time.Second},
+		{time.Second, 2, 2 * time.Second},
+		{time.Second, 6, 32 * time.Second},
+		{time.Second, 7, MaxBackoff},
+		{time.Second, 12, MaxBackoff},
+		{time.Second, MaxRetries, MaxBackoff},
+		{5 * time.Second, 4, 40 * time.Second},
+		{5 * time.Second, 5, MaxBackoff},
+		{2 * time.Minute, 1, 2 * time.Minute},
+		{2 * time.Minute, 5, 2 * time.Minute},
+		{MaxTimeout, MaxRetries, MaxTimeout},
+	} {
+		p := Plan{Backoff: Duration(tc.backoff)}
+		if got := p.retryWait(tc.n); got != tc.want {
+			t.Errorf("backoff %v, failure %d: wait %v, want %v", tc.backoff, tc.n, got, tc.want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package rollout_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,21 +80,7 @@ func TestMaintenanceWindow(t *testing.T) {
 	// middle of it, as a gateway whose clock leaps).
 	opens := day.Add(22 * time.Hour)
 	fake.Set(opens.Add(-2 * time.Second))
-	ctx, stop := context.WithCancel(context.Background())
-	var adv sync.WaitGroup
-	adv.Go(func() {
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				fake.Advance(100 * time.Millisecond)
-			}
-		}
-	})
-	defer func() { stop(); adv.Wait() }()
+	defer fake.Run(100 * time.Millisecond)()
 	st = g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
 	if st.Progress.Phases[rollout.PhaseSucceeded] != n {
 		t.Fatalf("progress %+v", st.Progress)

@@ -227,7 +227,7 @@ func (w *worker) retry(ctx context.Context, b *Board, cause error) error {
 		return w.end(ctx, b, phase, cause.Error())
 	}
 	b.Attempts++
-	b.NextTry = w.now().Add(p.Backoff.D() << (b.Attempts - 1)).UTC()
+	b.NextTry = w.now().Add(p.retryWait(b.Attempts)).UTC()
 	b.Error = cause.Error()
 	return w.e.save(ctx, w.r, b, fmt.Sprintf("attempt %d failed, next try at %s: %v", b.Attempts, b.NextTry.Format(time.TimeOnly), cause))
 }

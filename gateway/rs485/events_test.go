@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 	"github.com/holofleet/holofleet/bus/jsonline"
 	"github.com/holofleet/holofleet/bus/simline"
@@ -311,6 +313,23 @@ func runMaster(t *testing.T, line *simline.Line, name string, replay bool) (*rec
 	return sink, cancel, done
 }
 
+// twoFetched runs a master of board 3 on line until it has fetched two
+// happenings the board makes, then stops it (a gateway killed after
+// fetching them).
+func twoFetched(t *testing.T, line *simline.Line, b *testBoard) {
+	t.Helper()
+	sink, stop, done := runMaster(t, line, "master1", false)
+	sink.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
+	for i := range 2 {
+		b.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
+	}
+	sink.Wait(t, 5*time.Second, "two happenings", func(s *recSink) bool { return len(s.Hs["3"]) == 2 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReplayKept: with ReplayKept a master that starts hands over every
 // happening the board keeps, then the new ones, in order: a cluster
 // gateway killed after fetching happenings it never published gets them
@@ -319,16 +338,7 @@ func TestReplayKept(t *testing.T) {
 	t.Parallel()
 	line := newLine(t, simline.Faults{})
 	b := startBoard(t, line, 3, nil)
-	sink1, stop1, done1 := runMaster(t, line, "master1", false)
-	sink1.Wait(t, 20*time.Second, "events enabled", func(s *recSink) bool { return len(s.States["3"]) >= 5 })
-	for i := range 2 {
-		b.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
-	}
-	sink1.Wait(t, 5*time.Second, "two happenings", func(s *recSink) bool { return len(s.Hs["3"]) == 2 })
-	stop1()
-	if err := <-done1; err != nil {
-		t.Fatal(err)
-	}
+	twoFetched(t, line, b)
 	b.Emit("touch", map[string]any{"action": "down", "x": 9, "y": 1})
 	sink2, stop2, done2 := runMaster(t, line, "master2", true)
 	defer func() { stop2(); <-done2 }()
@@ -338,4 +348,45 @@ func TestReplayKept(t *testing.T) {
 	sink2.Mu.Lock()
 	defer sink2.Mu.Unlock()
 	fleettest.CheckOrder(t, sink2.Hs["3"], 1, 4)
+}
+
+// TestReplayRecentOnly: the replay of kept happenings at a master's start
+// (ReplayKept) hands over only those of the last fleet.ReplayRecent of
+// the board's uptime (their t_ms), as the LAN driver's does: an idle
+// board keeps its last happenings for good, and a clustered gateway that
+// starts would have put the older ones in its stream again as new.
+func TestReplayRecentOnly(t *testing.T) {
+	t.Parallel()
+	line := newLine(t, simline.Faults{})
+	clk := &jumpClock{}
+	b := startBoardOn(t, line, 3, nil, clk)
+	twoFetched(t, line, b)
+	// The board stays up five minutes more, then a happening no master
+	// fetched: the only one of the last minute.
+	clk.jump(5 * time.Minute)
+	b.Emit("touch", map[string]any{"action": "down", "x": 9, "y": 1})
+	sink2, stop2, done2 := runMaster(t, line, "master2", true)
+	defer func() { stop2(); <-done2 }()
+	sink2.Wait(t, 20*time.Second, "the recent one", func(s *recSink) bool { return len(s.Hs["3"]) >= 1 })
+	b.Emit("touch", map[string]any{"action": "up", "x": 9, "y": 1})
+	sink2.Wait(t, 5*time.Second, "a new one", func(s *recSink) bool { return len(s.Hs["3"]) >= 2 })
+	sink2.Mu.Lock()
+	defer sink2.Mu.Unlock()
+	fleettest.CheckOrder(t, sink2.Hs["3"], 3, 2)
+}
+
+// jumpClock is the real clock moved on by the jumps a test makes: a board
+// on it has been up that much longer. Timers run in real time.
+type jumpClock struct{ off atomic.Int64 }
+
+func (c *jumpClock) jump(d time.Duration) { c.off.Add(int64(d)) }
+
+func (c *jumpClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *jumpClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *jumpClock) NewTimer(d time.Duration) clock.Timer {
+	return clock.Real.NewTimer(d)
+}
+func (c *jumpClock) NewTicker(d time.Duration) clock.Ticker { return clock.Real.NewTicker(d) }
+func (c *jumpClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/firmware/link"
@@ -39,13 +40,19 @@ func presetLink(t testing.TB, dir string, addr int, groups []int) {
 // startBoard runs a board with address addr in groups on line.
 func startBoard(t testing.TB, line *simline.Line, addr int, groups []int) *testBoard {
 	t.Helper()
+	return startBoardOn(t, line, addr, groups, nil)
+}
+
+// startBoardOn is startBoard for a board on clock clk (nil: the real one).
+func startBoardOn(t testing.TB, line *simline.Line, addr int, groups []int, clk clock.Clock) *testBoard {
+	t.Helper()
 	name := "board" + strconv.Itoa(addr)
 	node, err := line.Attach(simline.NodeOptions{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := linkSettings(addr, groups)
-	p := boardtest.StartInProcess(t, boardtest.InProcOptions{Port: node, PortName: name, Link: &s})
+	p := boardtest.StartInProcess(t, boardtest.InProcOptions{Port: node, PortName: name, Link: &s, Clock: clk})
 	return &testBoard{InProc: p, addr: addr, node: node}
 }
 

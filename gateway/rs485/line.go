@@ -107,11 +107,14 @@ type Options struct {
 	// Kinds are the happenings to enable (default HappeningKinds).
 	Kinds []string
 	// ReplayKept makes a master that starts hand over each board's kept
-	// happenings (GET /events) before the new ones, for a sink that drops
-	// what it had already (a gateway of a cluster compares them with the
-	// cluster's event stream): what a gateway killed after fetching them
-	// never published reaches the stream then. Without it a master starts
-	// with what the board still queues for the host.
+	// happenings (GET /events) of the last fleet.ReplayRecent of the
+	// board's uptime (their t_ms) before the new ones, for a sink that
+	// drops what it had already (a gateway of a cluster compares them with
+	// the cluster's event stream): what a gateway killed after fetching
+	// them never published reaches the stream then, and an idle board's
+	// older ones, which it keeps for good, do not come again as new (as
+	// lan.Options.ReplayKept). Without it a master starts with what the
+	// board still queues for the host.
 	ReplayKept bool
 	// GroupQuiet and GroupReread say when the members of a group frame
 	// are re-read (no member answers a group frame, so its state is read
@@ -343,7 +346,13 @@ type result struct {
 
 func (j *job) finish(r result) { j.done <- r }
 
-// submit queues j and waits for its result.
+// submit queues j and waits for its result, or until ctx ends: a
+// command that cannot get the wire (timed sends keep it: a show's timed
+// actions closer together than their lead leave no room for a reply
+// wait) fails with ctx's error instead of holding its caller, a routed
+// request's worker on a clustered gateway among them, for as long as the
+// sends go on. The scheduler drops a command whose context ended
+// (runJob, fire) without sending it.
 func (l *Line) submit(ctx context.Context, j *job) result {
 	j.ctx = ctx
 	j.done = make(chan result, 1)
@@ -357,6 +366,8 @@ func (l *Line) submit(ctx context.Context, j *job) result {
 	select {
 	case r := <-j.done:
 		return r
+	case <-ctx.Done():
+		return result{err: ctx.Err()}
 	case <-l.closed:
 		// Run may have finished the job while closing.
 		select {

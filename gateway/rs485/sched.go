@@ -94,6 +94,10 @@ type board struct {
 	fetchFailed bool   // no fetch reply believed since one may have been lost: fetch by seq
 	doubts      int    // fetch replies doubted since happenings last reached the sink
 	groups      []int
+	// replayFloor (ms of the board's uptime, 0: none): the replay of kept
+	// happenings at the master's start (Options.ReplayKept) leaves out
+	// those older (their t_ms; fleet.ReplayFloor).
+	replayFloor int64
 
 	clock boardClock
 
@@ -332,6 +336,7 @@ func (l *Line) restarted(b *board) {
 // again, with the happenings it kept since it started.
 func (l *Line) forget(b *board) {
 	b.lastSeq, b.fresh, b.haveStatus, b.haveUptime, b.fetchFailed, b.doubts = 0, false, false, false, false, 0
+	b.replayFloor = 0 // every happening of the new boot is new
 	b.needs |= needStatus | needLink | needEvents | needReplay
 	b.dirty |= kAll
 	b.grouped = 0          // read now with the rest, not when the group frames settle
@@ -525,8 +530,13 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		}
 		switch {
 		case b.fresh && l.o.ReplayKept:
-			// Everything the board keeps, then what it queued.
+			// Everything the board keeps of the last fleet.ReplayRecent,
+			// then what it queued.
 			b.lastSeq, b.fresh = 0, false
+			b.replayFloor = 0
+			if b.haveUptime {
+				b.replayFloor = fleet.ReplayFloor(time.Duration(b.uptime)*time.Second + l.clk.Since(b.uptimeAt))
+			}
 			b.needs |= needReplay
 		case b.fresh:
 			// The happenings still queued for the host were never
@@ -542,6 +552,8 @@ func (l *Line) follow(ctx context.Context, b *board) {
 		if ok && rep.Status == http.StatusOK {
 			if _, good := l.happened(b, rep.Body); !good {
 				b.needs |= needReplay
+			} else {
+				b.replayFloor = 0 // what comes next is new
 			}
 		}
 	case b.needs&needFetch != 0:
@@ -724,10 +736,17 @@ func (l *Line) happened(b *board, body []byte) (int, bool) {
 	}
 	fresh := hs[:0]
 	for _, h := range hs {
-		if seqAfter(h.Seq, b.lastSeq) {
-			b.lastSeq = h.Seq
-			fresh = append(fresh, h)
+		if !seqAfter(h.Seq, b.lastSeq) {
+			continue
 		}
+		b.lastSeq = h.Seq
+		if b.replayFloor > 0 {
+			if h.Before(b.replayFloor) {
+				continue // kept from before fleet.ReplayRecent
+			}
+			b.replayFloor = 0 // the replay reached the recent ones
+		}
+		fresh = append(fresh, h)
 	}
 	l.log.Debug("rs485: happenings", "addr", b.addr, "got", len(hs), "new", len(fresh), "last", b.lastSeq, "pending", rep.Pending)
 	if len(fresh) > 0 {

@@ -142,8 +142,23 @@ func (l *Line) setNextFire() {
 }
 
 // budget is the time left before the earliest timed start (a very long
-// time when none is queued), and that job.
+// time when none is queued), and that job. Timed sends whose callers
+// gave up are dropped first (fire would drop them at their start): they
+// no longer keep the wire free.
 func (l *Line) budget(now time.Time) (time.Duration, *job) {
+	kept := l.sched.timed[:0]
+	for _, j := range l.sched.timed {
+		if err := j.ctx.Err(); err != nil {
+			j.finish(result{err: err})
+			continue
+		}
+		kept = append(kept, j)
+	}
+	if len(kept) < len(l.sched.timed) {
+		clear(l.sched.timed[len(kept):])
+		l.sched.timed = kept
+		l.setNextFire()
+	}
 	if len(l.sched.timed) == 0 {
 		return time.Duration(1<<63 - 1), nil
 	}

@@ -392,3 +392,42 @@ func BenchmarkTimedFire(b *testing.B) {
 	b.ReportMetric(us(errs[len(errs)*9/10]), "p90-late-µs")
 	b.ReportMetric(us(errs[len(errs)-1]), "max-late-µs")
 }
+
+// TestCommandWaitEndsWithContext: a command that cannot get the wire
+// before a timed send (its reply wait does not fit before the send's
+// start) fails with its context's error when that ends, instead of
+// holding its caller until the send has gone (a show's timed sends,
+// closer together than their lead, never left room: the caller waited
+// for as long as the show ran, a clustered gateway's routed request
+// worker with it).
+func TestCommandWaitEndsWithContext(t *testing.T) {
+	line := newLine(t, simline.Faults{})
+	startBoard(t, line, 1, nil)
+	l, sink := startMaster(t, line, Options{Addresses: addrs(1), ReplyWait: time.Hour})
+	sink.Wait(t, 30*time.Second, "the board", func(s *recSink) bool { return len(s.States) == 1 })
+	sendCtx, stopSend := context.WithCancel(context.Background())
+	defer stopSend()
+	fired := make(chan time.Time, 1)
+	go func() {
+		end, _ := l.GroupAt(sendCtx, 0, frame.EndRequest{}, time.Now().Add(time.Minute))
+		fired <- end
+	}()
+	waitTimed(t, l, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := l.Call(ctx, "1", "GET", "/scenes", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want the context's", err)
+	}
+	// A generous bound: the send is a minute away.
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("the command returned %v after its context ended", d)
+	}
+	stopSend()
+	<-fired
+	// The line goes on: a command now runs.
+	if _, err := l.Call(context.Background(), "1", "GET", "/scenes", nil); err != nil {
+		t.Fatal(err)
+	}
+}
