@@ -351,6 +351,9 @@ func (in *Installer) apply(ctx context.Context, d *Description, who, message str
 		if err := sh.CreateRevision(ctx, rev); err != nil {
 			return Revision{}, RunStatus{}, err
 		}
+		// Taken here at once: the watch may yet tell of an older
+		// revision another gateway made current a moment before.
+		in.takeCur(rev.N)
 		defer func() { go in.checkAll() }()
 	}
 	return in.startRunLocked(rev, d)
@@ -858,7 +861,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 		return
 	}
 	if state, ok := phaseState(b.Phase); ok && in.o.Shared != nil {
-		in.publish(BoardPlan{Board: id, State: state, Summary: firstNonEmpty(b.Error, b.Summary), Error: b.Error}, rev, runID)
+		in.publish(BoardPlan{Board: id, State: state, Summary: firstNonEmpty(b.Error, b.Summary), Error: b.Error}, rev, runID, b.Updated)
 	}
 	if in.o.Audit != nil && (diff == nil || !diff.Empty() || err != nil) {
 		reason := b.Summary

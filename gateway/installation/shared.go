@@ -38,6 +38,19 @@ type BoardState struct {
 	Checked  time.Time `json:"checked"`
 }
 
+// Newer reports whether finding s is newer than finding o on the same
+// board: checked against a newer revision, or against the same revision
+// by the same gateway later. A gateway's findings reach the cluster in
+// no set order (a run superseded by a newer revision may publish its
+// boards after the newer run did; a check that began before a board's
+// apply may end after it), so the cluster keeps the newer.
+func (s BoardState) Newer(o BoardState) bool {
+	if s.Revision != o.Revision {
+		return s.Revision > o.Revision
+	}
+	return s.Gateway != o.Gateway || !s.Checked.Before(o.Checked)
+}
+
 // Shared is what the installation keeps in a cluster of gateways.
 type Shared interface {
 	// Gateway is this gateway's name.
@@ -59,8 +72,9 @@ type Shared interface {
 	// each time it changes, until ctx ends (a slow reader gets the
 	// latest).
 	WatchCurrent(ctx context.Context) <-chan int
-	// PutBoard publishes this gateway's finding on one of its boards;
-	// Boards reads every gateway's findings.
+	// PutBoard publishes this gateway's finding on one of its boards,
+	// unless the finding kept is newer (see Newer); Boards reads every
+	// gateway's findings.
 	PutBoard(ctx context.Context, s BoardState) error
 	// DropBoard removes this gateway's finding on a board the current
 	// revision no longer assigns.
@@ -124,14 +138,17 @@ func (in *Installer) AddContent(ctx context.Context, sha string) error {
 	return in.o.Shared.ShareContent(ctx, sha, in.o.Contents)
 }
 
-// publish records this gateway's finding on a board in the cluster.
-func (in *Installer) publish(bp BoardPlan, rev, run int) {
+// publish records this gateway's finding on a board in the cluster: what
+// it saw at (when its check began, or when the board's apply ended). The
+// cluster keeps the newer of two findings (Shared.PutBoard), so a check
+// or a superseded run that publishes late does not hide a newer one.
+func (in *Installer) publish(bp BoardPlan, rev, run int, at time.Time) {
 	if in.o.Shared == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
-	s := BoardState{BoardPlan: bp, Gateway: in.o.Shared.Gateway(), Revision: rev, Run: run, Checked: in.o.Clock.Now().UTC()}
+	s := BoardState{BoardPlan: bp, Gateway: in.o.Shared.Gateway(), Revision: rev, Run: run, Checked: at.UTC()}
 	s.BoardPlan.Gateway = s.Gateway
 	if err := in.o.Shared.PutBoard(ctx, s); err != nil {
 		in.o.Log.Warn("installation: publishing a board's state to the cluster", "board", bp.Board, "err", err)
@@ -166,13 +183,21 @@ func (in *Installer) followLoop(ctx context.Context) {
 }
 
 // follow starts the run of revision n unless this gateway ran it; false
-// means try again later.
+// means try again later. A revision older than one this gateway took is
+// done with: the watch told of it late (two gateways applied at once, and
+// this one's newer revision started here first), and aborting the newer
+// run for it would leave the boards that run had not started on the
+// older revision.
 func (in *Installer) follow(ctx context.Context, n int) bool {
 	e := &in.eng
 	e.mu.Lock()
+	if in.superseded(n) {
+		e.mu.Unlock()
+		return true
+	}
 	if e.active != nil && e.active.r.Revision == n {
 		e.mu.Unlock()
-		in.sharedCur.Store(int64(n))
+		in.takeCur(n)
 		return true // this gateway's apply (or a run resumed at start)
 	}
 	e.mu.Unlock()
@@ -187,10 +212,14 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 		return false
 	}
 	if in.ranLocally(rev) {
-		in.sharedCur.Store(int64(n))
+		in.takeCur(n)
 		return true
 	}
 	e.mu.Lock()
+	if in.superseded(n) {
+		e.mu.Unlock()
+		return true
+	}
 	if e.active != nil {
 		abort := 0
 		if e.active.r.State != RunAborted {
@@ -216,10 +245,13 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if in.superseded(n) {
+		return true // a newer revision started here meanwhile
+	}
 	if e.active != nil {
 		return false
 	}
-	in.sharedCur.Store(int64(n))
+	in.takeCur(n)
 	if in.ranLocally(rev) {
 		return true
 	}
@@ -231,6 +263,24 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	go in.checkAll()
 	in.o.Log.Info("installation: applying the cluster's current revision to this gateway's boards", "revision", n, "run", st.ID, "boards", st.Boards, "by", rev.Who)
 	return true
+}
+
+// takeCur records that this gateway took the cluster's revision n (runs
+// or ran it). It only ever rises: a late word of an older revision does
+// not lower it.
+func (in *Installer) takeCur(n int) {
+	for {
+		cur := in.sharedCur.Load()
+		if int64(n) <= cur || in.sharedCur.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
+}
+
+// superseded reports whether revision n is older than one this gateway
+// took already.
+func (in *Installer) superseded(n int) bool {
+	return int64(n) < in.sharedCur.Load()
 }
 
 // ranLocally reports whether this gateway's store holds a run of
@@ -259,17 +309,17 @@ func phaseState(phase string) (string, bool) {
 }
 
 // mergeShared adds to st the boards other gateways own, from their
-// published findings, and publishes this gateway's. A finding against
-// an older revision than st's is reported drifted: the board is not
-// known to hold the current one yet.
-func (in *Installer) mergeShared(ctx context.Context, st *Status) error {
+// published findings, and publishes this gateway's (planned from at). A
+// finding against an older revision than st's is reported drifted: the
+// board is not known to hold the current one yet.
+func (in *Installer) mergeShared(ctx context.Context, st *Status, at time.Time) error {
 	sh := in.o.Shared
 	mine := map[string]bool{}
 	for i, bp := range st.Boards {
 		bp.Gateway = sh.Gateway()
 		st.Boards[i] = bp
 		mine[bp.Board] = true
-		in.publish(bp, st.Revision.N, in.latestRun())
+		in.publish(bp, st.Revision.N, in.latestRun(), at)
 	}
 	all, err := sh.Boards(ctx)
 	if err != nil {
