@@ -19,6 +19,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/installation"
 )
 
 // Names in the engine (see the package doc).
@@ -120,6 +121,9 @@ type Cluster struct {
 	gateways map[string]*gwState // gateway name -> its last heartbeat
 	written  map[string]time.Time
 	standby  map[string]bool // boards this gateway reaches but another owns
+	// install answers the other gateways' installation plans and
+	// exports (nil until the installer is made).
+	install installation.Local
 	loaded   bool            // the boards bucket's initial values are in
 	// gwLoaded: the gateways bucket's initial values (the heartbeats of
 	// the gateways alive now) are in. Until then every other gateway

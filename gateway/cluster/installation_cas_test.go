@@ -110,6 +110,16 @@ func twoInstallations(t *testing.T, ctx context.Context) []*cluster.Installation
 		}
 		ins = append(ins, c.Installation())
 	}
+	// The buckets are made one gateway after the other: two engine
+	// connections creating or updating the same stream at once trip a
+	// data race inside nats-server's own account accounting
+	// (jsAccount.reservedStorage against stream.updateWithAdvisory, seen
+	// under -race). The races these tests are about come after.
+	for _, in := range ins {
+		if _, _, err := in.Latest(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return ins
 }
 

@@ -201,6 +201,7 @@ func TestInstallationCluster(t *testing.T) {
 			t.Fatalf("board of %s: %v", owner[id], err)
 		}
 	}
+	planExportEverywhere(t, gw1, gw2, installDesc(ids, sha, int64(len(img)), 41), owner, sha)
 
 	// Two gateways apply at once, three times over: every revision
 	// number is stored once; a loser gets 409 and its message is nowhere.
@@ -360,6 +361,52 @@ func TestInstallationCluster(t *testing.T) {
 		if r.N == forged {
 			t.Fatalf("the forged revision is in the history: %+v", r)
 		}
+	}
+}
+
+// planExportEverywhere: a plan on one gateway covers every gateway's
+// boards, each planned by its owner (in sync, named with its gateway), and
+// an export on another gateway holds every board of the installation
+// once, with the files the boards hold.
+func planExportEverywhere(t *testing.T, planOn, exportOn *gwProc, desc map[string]any, owner map[string]string, sha string) {
+	t.Helper()
+	var plan struct {
+		Boards []struct {
+			Board   string `json:"board"`
+			State   string `json:"state"`
+			Summary string `json:"summary"`
+			Gateway string `json:"gateway"`
+		} `json:"boards"`
+	}
+	planOn.restJSON(t, "POST", "/v1/installation/plan", desc, &plan)
+	if len(plan.Boards) != len(owner) {
+		t.Fatalf("plan on %s: %d boards, want every board of the installation (%d): %+v", planOn.name, len(plan.Boards), len(owner), plan.Boards)
+	}
+	for _, b := range plan.Boards {
+		if b.State != "in_sync" || b.Gateway != owner[b.Board] {
+			t.Fatalf("plan on %s: board %s %s (%s) on %q, want in_sync on %q", planOn.name, b.Board, b.State, b.Summary, b.Gateway, owner[b.Board])
+		}
+	}
+	var ex struct {
+		Description struct {
+			Content map[string]struct {
+				SHA256 string `json:"sha256"`
+			} `json:"content"`
+			Assignments []map[string]any `json:"assignments"`
+		} `json:"description"`
+		Warnings []string `json:"warnings"`
+	}
+	exportOn.restJSON(t, "POST", "/v1/installation/export", nil, &ex)
+	if len(ex.Description.Assignments) != len(owner) {
+		t.Fatalf("export on %s: %d boards, want every board of the installation (%d): %+v; warnings %v", exportOn.name,
+			len(ex.Description.Assignments), len(owner), ex.Description.Assignments, ex.Warnings)
+	}
+	found := false
+	for _, c := range ex.Description.Content {
+		found = found || c.SHA256 == sha
+	}
+	if !found {
+		t.Fatalf("export on %s: the boards' image is not in its content: %+v", exportOn.name, ex.Description.Content)
 	}
 }
 

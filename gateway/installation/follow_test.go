@@ -2,12 +2,16 @@ package installation_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/installation"
 )
 
@@ -105,5 +109,59 @@ func TestFollowLateWordOfOlderRevision(t *testing.T) {
 	}
 	if n, _ := r.in.Findings(); n != rev.N {
 		t.Fatalf("the drift watcher checks against revision %d, want %d", n, rev.N)
+	}
+}
+
+// TestSectionsPutBackWhenRevisionTaken: in a cluster the gateway's own
+// sections (the DMX patch, the cue lists) are set before the revision is
+// stored by compare-and-set on its number; when another gateway took the
+// number meanwhile, the apply is refused and the patch and the lists are
+// put back as they were, nothing audited. The next apply stores and
+// audits them.
+func TestSectionsPutBackWhenRevisionTaken(t *testing.T) {
+	sh := newMemShared("gw2")
+	r := startSectionRig(t, nil, true, func(o *installation.Options) { o.Shared = sh })
+	id := r.boards[0].ID
+	keep := cue.List{Name: "keep", Cues: []cue.Cue{{Number: "1", Actions: []cue.Action{{Kind: "scene_end", Selector: fleetAll()}}}}}
+	if _, err := r.cues.Put(keep); err != nil {
+		t.Fatal(err)
+	}
+	d := r.parse(t, fmt.Sprintf(sectionsDesc, id, id))
+	// Another gateway stores the same number between this one's look at
+	// the latest revision and its compare-and-set.
+	sh.creating = func(rv installation.Revision) error {
+		sh.creating = nil
+		sh.revs[rv.N] = installation.Revision{N: rv.N, Who: "gw1", When: time.Now().UTC(), Description: rv.Description}
+		return nil
+	}
+	_, _, err := r.in.Apply(context.Background(), d, "test", "")
+	if !errors.Is(err, installation.ErrRevisionTaken) {
+		t.Fatalf("apply: %v, want ErrRevisionTaken", err)
+	}
+	if p := r.dmx.Patch(); len(p.Fixtures) != 0 || len(p.Universes) != 0 {
+		t.Fatalf("patch not put back: %+v", p)
+	}
+	if got := listNames(r.cues.Lists()); !cmp.Equal(got, []string{"keep"}) {
+		t.Fatalf("lists %v, want the old ones put back", got)
+	}
+	if a := r.audit.sections(); len(a) != 0 {
+		t.Fatalf("audited a change that was put back: %v", a)
+	}
+	rev, st := r.apply(t, d, "again")
+	if st.State != installation.RunDone {
+		t.Fatalf("run %+v", st)
+	}
+	if diff := cmp.Diff(d.DMX.Patch, r.dmx.Patch()); diff != "" {
+		t.Fatalf("live patch (-want +got):\n%s", diff)
+	}
+	if got := listNames(r.cues.Lists()); !cmp.Equal(got, []string{"demo"}) {
+		t.Fatalf("lists %v after the stored apply", got)
+	}
+	want := []string{
+		fmt.Sprintf("test dmx revision %d: dmx patch: 3 patch entries to add", rev.N),
+		fmt.Sprintf("test cues revision %d: cue lists: 1 cue list to add, 1 cue list to remove", rev.N),
+	}
+	if diff := cmp.Diff(want, r.audit.sections()); diff != "" {
+		t.Fatalf("audit (-want +got):\n%s", diff)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -85,6 +87,105 @@ type Shared interface {
 	// (ErrNotFound when no gateway shared it).
 	ShareContent(ctx context.Context, sha string, local *Contents) error
 	FetchContent(ctx context.Context, sha string, local *Contents) error
+	// PlanOthers has every other gateway of the cluster plan desc (a
+	// description as canonical JSON) over the boards it owns (Local's
+	// PlanOwn); each board of a gateway that cannot be asked and that
+	// desc assigns is reported unreachable, with why.
+	PlanOthers(ctx context.Context, desc []byte) ([]BoardPlan, error)
+	// ExportOthers has every other gateway export the boards it owns
+	// (Local's ExportOwn): a description of them each, their content
+	// shared with the cluster; the warnings name what could not be read,
+	// and the gateways that could not be asked.
+	ExportOthers(ctx context.Context) (descs [][]byte, warnings []string, err error)
+	// Serve answers the other gateways' plan and export requests with
+	// this gateway's installer.
+	Serve(l Local)
+}
+
+// Local is what a gateway of a cluster answers for the others: a plan of
+// a description over the boards it owns, an export of them.
+type Local interface {
+	PlanOwn(ctx context.Context, desc []byte) ([]BoardPlan, error)
+	ExportOwn(ctx context.Context) (desc []byte, warnings []string, err error)
+}
+
+var _ Local = (*Installer)(nil)
+
+// PlanOwn implements Local: Plan of desc over this gateway's boards.
+func (in *Installer) PlanOwn(ctx context.Context, desc []byte) ([]BoardPlan, error) {
+	d, err := FromJSON("plan", desc)
+	if err != nil {
+		return nil, err
+	}
+	return in.Plan(ctx, d), nil
+}
+
+// PlanInstallation is Plan over the whole installation: alone, the
+// same; in a cluster, this gateway's boards planned here and every other
+// gateway's planned by that gateway (asked through the cluster), each
+// with its gateway, by board id.
+func (in *Installer) PlanInstallation(ctx context.Context, d *Description) ([]BoardPlan, error) {
+	out := in.Plan(ctx, d)
+	sh := in.o.Shared
+	if sh == nil {
+		return out, nil
+	}
+	for i := range out {
+		out[i].Gateway = sh.Gateway()
+	}
+	others, err := sh.PlanOthers(ctx, d.JSON())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, bp := range out {
+		seen[bp.Board] = true
+	}
+	for _, bp := range others {
+		if !seen[bp.Board] {
+			seen[bp.Board] = true
+			out = append(out, bp)
+		}
+	}
+	slices.SortFunc(out, func(a, b BoardPlan) int { return strings.Compare(a.Board, b.Board) })
+	return out, nil
+}
+
+// ExportOwn implements Local: Export's reading of this gateway's own
+// boards, as a description (canonical JSON; nil when no board could be
+// read), its content shared with the cluster so that the asking gateway
+// can fetch it.
+func (in *Installer) ExportOwn(ctx context.Context) ([]byte, []string, error) {
+	x := newExportSet()
+	warnings := in.exportBoards(ctx, x)
+	if len(x.d.Profiles) == 0 {
+		return nil, warnings, nil
+	}
+	if err := in.shareContent(ctx, x.d); err != nil {
+		return nil, warnings, err
+	}
+	return x.d.JSON(), warnings, nil
+}
+
+// exportOthers adds to x the boards the other gateways of the cluster
+// own, as they exported them, their content fetched from the cluster.
+func (in *Installer) exportOthers(ctx context.Context, x *exportSet) ([]string, error) {
+	descs, warnings, err := in.o.Shared.ExportOthers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range descs {
+		od, err := FromJSON("export", raw)
+		if err == nil {
+			err = in.ensureContent(ctx, od)
+		}
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("another gateway's export: %v", err))
+			continue
+		}
+		x.merge(od)
+	}
+	return warnings, nil
 }
 
 // sharedTimeout bounds one request to the cluster.

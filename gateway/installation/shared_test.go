@@ -127,3 +127,10 @@ func (m *memShared) FetchContent(_ context.Context, sha string, local *installat
 	}
 	return fmt.Errorf("%w: content %s", installation.ErrNotFound, sha)
 }
+
+// A cluster of one: no other gateway to ask.
+func (m *memShared) PlanOthers(context.Context, []byte) ([]installation.BoardPlan, error) {
+	return nil, nil
+}
+func (m *memShared) ExportOthers(context.Context) ([][]byte, []string, error) { return nil, nil, nil }
+func (m *memShared) Serve(installation.Local)                                 {}
