@@ -370,14 +370,7 @@ func TestInstallationCluster(t *testing.T) {
 // once, with the files the boards hold.
 func planExportEverywhere(t *testing.T, planOn, exportOn *gwProc, desc map[string]any, owner map[string]string, sha string) {
 	t.Helper()
-	var plan struct {
-		Boards []struct {
-			Board   string `json:"board"`
-			State   string `json:"state"`
-			Summary string `json:"summary"`
-			Gateway string `json:"gateway"`
-		} `json:"boards"`
-	}
+	var plan installStatus // a plan's boards are listed as status lists them
 	planOn.restJSON(t, "POST", "/v1/installation/plan", desc, &plan)
 	if len(plan.Boards) != len(owner) {
 		t.Fatalf("plan on %s: %d boards, want every board of the installation (%d): %+v", planOn.name, len(plan.Boards), len(owner), plan.Boards)
@@ -396,7 +389,7 @@ func planExportEverywhere(t *testing.T, planOn, exportOn *gwProc, desc map[strin
 		} `json:"description"`
 		Warnings []string `json:"warnings"`
 	}
-	exportOn.restJSON(t, "POST", "/v1/installation/export", nil, &ex)
+	exportOn.restJSON(t, "POST", "/v1/installation/export", map[string]any{}, &ex)
 	if len(ex.Description.Assignments) != len(owner) {
 		t.Fatalf("export on %s: %d boards, want every board of the installation (%d): %+v; warnings %v", exportOn.name,
 			len(ex.Description.Assignments), len(owner), ex.Description.Assignments, ex.Warnings)
