@@ -124,7 +124,7 @@ type Cluster struct {
 	// install answers the other gateways' installation plans and
 	// exports (nil until the installer is made).
 	install installation.Local
-	loaded   bool            // the boards bucket's initial values are in
+	loaded  bool // the boards bucket's initial values are in
 	// gwLoaded: the gateways bucket's initial values (the heartbeats of
 	// the gateways alive now) are in. Until then every other gateway
 	// would look dead, and a board it owns would be taken from it.
