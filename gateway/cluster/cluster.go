@@ -121,10 +121,7 @@ type Cluster struct {
 	gateways map[string]*gwState // gateway name -> its last heartbeat
 	written  map[string]time.Time
 	standby  map[string]bool // boards this gateway reaches but another owns
-	// install answers the other gateways' installation plans and
-	// exports (nil until the installer is made).
-	install installation.Local
-	loaded  bool // the boards bucket's initial values are in
+	loaded   bool            // the boards bucket's initial values are in
 	// gwLoaded: the gateways bucket's initial values (the heartbeats of
 	// the gateways alive now) are in. Until then every other gateway
 	// would look dead, and a board it owns would be taken from it.
@@ -142,6 +139,10 @@ type Cluster struct {
 	arts    *Artifacts   // the firmware store (Artifacts), or nil
 	callers callers      // routed requests being served, by caller
 	co      *coordinator // rollouts (RunRollouts), or nil
+	// install answers the other gateways' installation plans and
+	// exports (Installation.Serve; nil until the installer is made).
+	// Guarded by mu.
+	install installation.Local
 
 	wake chan struct{} // asks the sync loop for a round now
 	// ownChanged tells Own's reader that ownership may have changed.
