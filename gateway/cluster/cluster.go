@@ -19,6 +19,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/installation"
 )
 
 // Names in the engine (see the package doc).
@@ -138,6 +139,10 @@ type Cluster struct {
 	arts    *Artifacts   // the firmware store (Artifacts), or nil
 	callers callers      // routed requests being served, by caller
 	co      *coordinator // rollouts (RunRollouts), or nil
+	// install answers the other gateways' installation plans and
+	// exports (Installation.Serve; nil until the installer is made).
+	// Guarded by mu.
+	install installation.Local
 
 	wake chan struct{} // asks the sync loop for a round now
 	// ownChanged tells Own's reader that ownership may have changed.

@@ -338,7 +338,10 @@ func (i *Installation) watchCurrent(ctx context.Context, send func(int)) {
 	}
 }
 
-// PutBoard implements installation.Shared.
+// PutBoard implements installation.Shared: the finding replaces the
+// one kept only when it is newer (installation.BoardState.Newer), by
+// compare-and-set on the record's revision, so that of two findings
+// published out of order the newer stays.
 func (i *Installation) PutBoard(ctx context.Context, s installation.BoardState) error {
 	_, st, err := i.buckets(ctx)
 	if err != nil {
@@ -348,8 +351,28 @@ func (i *Installation) PutBoard(ctx context.Context, s installation.BoardState) 
 	if err != nil {
 		return err
 	}
-	_, err = st.Put(ctx, key(s.Board), raw)
-	return err
+	k := key(s.Board)
+	for {
+		e, err := st.Get(ctx, k)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			_, err = st.Create(ctx, k, raw)
+		case err != nil:
+			return fmt.Errorf("cluster: reading installation finding %s: %w", k, err)
+		default:
+			var kept installation.BoardState
+			if i.open(sigBoardState, k, e.Value(), &kept) == nil && kept.Board == s.Board && !s.Newer(kept) {
+				return nil // a newer finding is kept
+			}
+			_, err = st.Update(ctx, k, raw, e.Revision())
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongLast(err) {
+			return fmt.Errorf("cluster: storing installation finding %s: %w", k, err)
+		}
+	}
 }
 
 // DropBoard implements installation.Shared.

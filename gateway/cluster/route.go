@@ -25,6 +25,9 @@ const (
 	opImage  = "image" // PUT /ota/image with an artifact of the cluster
 	opDo     = "do"
 	opLabels = "labels"
+	// The installation as code (installation_route.go).
+	opInstallPlan   = "install_plan"
+	opInstallExport = "install_export"
 )
 
 // rpcRequest is a routed request.
@@ -57,7 +60,9 @@ type rpcReply struct {
 	Reply   fleet.Reply      `json:"reply"`
 	Results []fleet.Result   `json:"results,omitempty"`
 	View    *fleet.BoardView `json:"view,omitempty"`
-	Err     *rpcError        `json:"err,omitempty"`
+	// Install is an installation plan or export (installation_route.go).
+	Install json.RawMessage `json:"install,omitempty"`
+	Err     *rpcError       `json:"err,omitempty"`
 }
 
 // rpcError is an error crossing gateways.
@@ -265,6 +270,8 @@ func (c *Cluster) handle(ctx context.Context, m *nats.Msg) rpcReply {
 			rep.View = &v
 			c.poke()
 		}
+	case opInstallPlan, opInstallExport:
+		rep.Install, err = c.installRouted(ctx, req)
 	default:
 		err = fmt.Errorf("%w: unknown routed operation %q", fleet.ErrBadReply, req.Op)
 	}
@@ -293,6 +300,12 @@ func routedAttrsOf(a *auth.Attributes, req rpcRequest) {
 		}
 	case opLabels:
 		a.Verb, a.Resource = auth.VerbUpdate, auth.ResBoards
+	case opInstallPlan:
+		a.Verb, a.Resource, a.Name = auth.VerbRead, auth.ResInstallation, "plan"
+	case opInstallExport:
+		// Reading the boards' files into the content stores, as the
+		// API's export: an admin's.
+		a.Verb, a.Resource, a.Name = auth.VerbCreate, auth.ResInstallation, "export"
 	default:
 		// The policy denies what it does not name.
 		a.Verb, a.Resource = auth.Verb(req.Op), auth.Resource("routed")

@@ -332,28 +332,46 @@ func (in *Installer) apply(ctx context.Context, d *Description, who, message str
 	if e.active != nil {
 		return Revision{}, RunStatus{}, fmt.Errorf("%w: run %d (revision %d) is %s; abort it first", ErrState, e.active.r.ID, e.active.r.Revision, e.active.r.State)
 	}
-	// The gateway's own sections first: they are set whole or put back,
-	// and a revision is stored only once they hold it.
-	if err := in.applySections(d, who, e.lastRev+1); err != nil {
-		return Revision{}, RunStatus{}, err
-	}
 	now := in.o.Clock.Now().UTC()
 	rev := Revision{N: e.lastRev + 1, Who: who, When: now, Message: message, RollbackOf: rollbackOf, Run: e.lastRun + 1, Description: d.JSON()}
-	if sh := in.o.Shared; sh != nil {
+	sh := in.o.Shared
+	if sh != nil {
 		// The cluster numbers the revisions: the next after the highest
-		// any gateway stored, taken by compare-and-set, so that two
+		// any gateway stored, taken by compare-and-set below, so that two
 		// gateways applying at once cannot both store it.
 		last, _, err := sh.Latest(ctx)
 		if err != nil {
 			return Revision{}, RunStatus{}, err
 		}
 		rev.N = max(last, e.lastRev) + 1
+	}
+	// The gateway's own sections first: they are set whole or put back,
+	// and a revision is stored only once they hold it. They are put back
+	// too when the revision is not stored (another gateway of the
+	// cluster took its number, the store failed), and audited once it is.
+	sections, err := in.applySections(d, who, rev.N)
+	if err != nil {
+		return Revision{}, RunStatus{}, err
+	}
+	if sh != nil {
 		if err := sh.CreateRevision(ctx, rev); err != nil {
+			sections.putBack()
 			return Revision{}, RunStatus{}, err
 		}
+		// Taken here at once: the watch may yet tell of an older
+		// revision another gateway made current a moment before.
+		in.takeCur(rev.N)
 		defer func() { go in.checkAll() }()
 	}
-	return in.startRunLocked(rev, d)
+	local, st, err := in.startRunLocked(rev, d)
+	if err != nil && sh == nil {
+		// Nothing stored: the revision is not there to hold them. (In
+		// a cluster it is, and this gateway runs it when it follows.)
+		sections.putBack()
+		return local, st, err
+	}
+	sections.audit(in.o.Audit)
+	return local, st, err
 }
 
 // startRunLocked starts the run of rev over this gateway's assigned
@@ -858,7 +876,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 		return
 	}
 	if state, ok := phaseState(b.Phase); ok && in.o.Shared != nil {
-		in.publish(BoardPlan{Board: id, State: state, Summary: firstNonEmpty(b.Error, b.Summary), Error: b.Error}, rev, runID)
+		in.publish(BoardPlan{Board: id, State: state, Summary: firstNonEmpty(b.Error, b.Summary), Error: b.Error}, rev, runID, b.Updated)
 	}
 	if in.o.Audit != nil && (diff == nil || !diff.Empty() || err != nil) {
 		reason := b.Summary

@@ -30,36 +30,20 @@ const MaxExportFile = 8 << 20
 // without files. The gateway's DMX patch and cue lists are exported as
 // the dmx and cuelists sections when their engines run (cuelists: [] when
 // there is none, so a restore leaves none).
+//
+// In a cluster every gateway's boards are exported: this gateway reads
+// the boards it owns, and asks each other gateway for its own (their
+// files come through the cluster's content store).
 func (in *Installer) Export(ctx context.Context) (*Description, []string, error) {
-	views := in.o.Fleet.Boards(fleet.Filter{})
-	slices.SortFunc(views, func(a, b fleet.BoardView) int { return strings.Compare(a.ID, b.ID) })
-	d := &Description{Version: Version, Name: "export", Content: map[string]Content{}, Profiles: map[string]Profile{}}
-	var warnings []string
-	byContent := map[string]string{} // sha -> content name
-	profiles := map[string]string{}  // canonical profile JSON -> name
-	for _, v := range views {
-		if !v.Online {
-			warnings = append(warnings, fmt.Sprintf("board %s: offline, not exported", v.ID))
-			continue
-		}
-		pr, warn, err := in.exportBoard(ctx, v, d, byContent)
-		warnings = append(warnings, warn...)
+	x := newExportSet()
+	d := x.d
+	warnings := in.exportBoards(ctx, x)
+	if in.o.Shared != nil {
+		warn, err := in.exportOthers(ctx, x)
 		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("board %s: not exported: %v", v.ID, err))
-			continue
+			return nil, warnings, err
 		}
-		key := string(js(pr))
-		name, ok := profiles[key]
-		if !ok {
-			name = fmt.Sprintf("profile-%d", len(profiles)+1)
-			profiles[key] = name
-			d.Profiles[name] = pr
-		}
-		a := Assignment{Profile: name, Board: v.ID}
-		if v.Address != 0 {
-			a = Assignment{Profile: name, Line: v.Line, Address: v.Address}
-		}
-		d.Assignments = append(d.Assignments, a)
+		warnings = append(warnings, warn...)
 	}
 	if len(d.Profiles) == 0 {
 		return nil, warnings, fmt.Errorf("%w: no board could be exported", ErrNotFound)
@@ -73,7 +57,87 @@ func (in *Installer) Export(ctx context.Context) (*Description, []string, error)
 	return back, warnings, nil
 }
 
-func (in *Installer) exportBoard(ctx context.Context, v fleet.BoardView, d *Description, byContent map[string]string) (Profile, []string, error) {
+// exportSet is an export being put together: boards holding the same
+// are given one profile, files holding the same bytes one content.
+type exportSet struct {
+	d         *Description
+	byContent map[string]string // sha -> content name
+	profiles  map[string]string // canonical profile JSON -> name
+}
+
+func newExportSet() *exportSet {
+	return &exportSet{d: &Description{Version: Version, Name: "export", Content: map[string]Content{}, Profiles: map[string]Profile{}},
+		byContent: map[string]string{}, profiles: map[string]string{}}
+}
+
+// content names the content of sha (size bytes), from base when new.
+func (x *exportSet) content(sha string, size int64, base string) string {
+	name, ok := x.byContent[sha]
+	if !ok {
+		name = contentName(base, x.d.Content)
+		x.byContent[sha] = name
+		x.d.Content[name] = Content{SHA256: sha, Size: size}
+	}
+	return name
+}
+
+// add assigns pr to a board (a's profile is set here).
+func (x *exportSet) add(pr Profile, a Assignment) {
+	key := string(js(pr))
+	name, ok := x.profiles[key]
+	if !ok {
+		name = fmt.Sprintf("profile-%d", len(x.profiles)+1)
+		x.profiles[key] = name
+		x.d.Profiles[name] = pr
+	}
+	a.Profile = name
+	x.d.Assignments = append(x.d.Assignments, a)
+}
+
+// merge adds the boards of another gateway's export o.
+func (x *exportSet) merge(o *Description) {
+	for _, a := range o.Assignments {
+		pr := o.Profiles[a.Profile]
+		files := make(map[string]string, len(pr.Files))
+		for p, cn := range pr.Files {
+			c := o.Content[cn]
+			files[p] = x.content(c.SHA256, c.Size, cn)
+		}
+		pr.Files = files
+		x.add(pr, a)
+	}
+}
+
+// exportBoards reads into x the boards this gateway owns (every board it
+// reaches, alone) and returns the warnings.
+func (in *Installer) exportBoards(ctx context.Context, x *exportSet) []string {
+	views := in.o.Fleet.Boards(fleet.Filter{})
+	slices.SortFunc(views, func(a, b fleet.BoardView) int { return strings.Compare(a.ID, b.ID) })
+	var warnings []string
+	for _, v := range views {
+		if !in.owns(v.ID) {
+			continue // its own gateway exports it
+		}
+		if !v.Online {
+			warnings = append(warnings, fmt.Sprintf("board %s: offline, not exported", v.ID))
+			continue
+		}
+		pr, warn, err := in.exportBoard(ctx, v, x)
+		warnings = append(warnings, warn...)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("board %s: not exported: %v", v.ID, err))
+			continue
+		}
+		a := Assignment{Board: v.ID}
+		if v.Address != 0 {
+			a = Assignment{Line: v.Line, Address: v.Address}
+		}
+		x.add(pr, a)
+	}
+	return warnings
+}
+
+func (in *Installer) exportBoard(ctx context.Context, v fleet.BoardView, x *exportSet) (Profile, []string, error) {
 	c := in.client(v.ID)
 	var warn []string
 	pr := Profile{Files: map[string]string{}, Scenes: map[string]Scene{}}
@@ -98,13 +162,7 @@ func (in *Installer) exportBoard(ctx context.Context, v fleet.BoardView, d *Desc
 		if err != nil {
 			return Profile{}, warn, err
 		}
-		name, ok := byContent[sha]
-		if !ok {
-			name = contentName(path.Base(e.Path), d.Content)
-			byContent[sha] = name
-			d.Content[name] = Content{SHA256: sha, Size: n}
-		}
-		pr.Files[e.Path] = name
+		pr.Files[e.Path] = x.content(sha, n, path.Base(e.Path))
 	}
 	raw, err := c.call(ctx, http.MethodGet, "/scenes", nil)
 	if err != nil {

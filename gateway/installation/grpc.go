@@ -88,8 +88,12 @@ func (g *grpcService) PlanInstallation(ctx context.Context, req *fleetv1.PlanIns
 	if err != nil {
 		return nil, grpcErr(err)
 	}
+	boards, err := g.in.PlanInstallation(ctx, d)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
 	out := &fleetv1.InstallationPlan{}
-	for _, b := range g.in.Plan(ctx, d) {
+	for _, b := range boards {
 		out.Boards = append(out.Boards, boardPB(b))
 	}
 	return out, nil

@@ -308,7 +308,11 @@ func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
 		if sections == nil {
 			sections = []SectionPlan{}
 		}
-		return map[string]any{"boards": h.in.Plan(r.Context(), d), "sections": sections}, nil
+		boards, err := h.in.PlanInstallation(r.Context(), d)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"boards": boards, "sections": sections}, nil
 	})
 }
 

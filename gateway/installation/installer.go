@@ -129,6 +129,9 @@ func New(o Options) (*Installer, error) {
 	if err := in.eng.init(in); err != nil {
 		return nil, err
 	}
+	if o.Shared != nil {
+		o.Shared.Serve(in)
+	}
 	return in, nil
 }
 

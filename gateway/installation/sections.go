@@ -393,38 +393,61 @@ func (in *Installer) checkSectionsApply(d *Description) error {
 	return errors.Join(errs...)
 }
 
+// sectionsSet is what applySections changed: putBack undoes it (the
+// revision was not stored after all), audit records it (it was).
+type sectionsSet struct {
+	undo   []func()
+	audits []auth.Record
+}
+
+// putBack sets what was changed back as it was (best effort), newest
+// first.
+func (s *sectionsSet) putBack() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+	s.undo, s.audits = nil, nil
+}
+
+func (s *sectionsSet) audit(a auth.Auditor) {
+	if a == nil {
+		return
+	}
+	for _, r := range s.audits {
+		a.Audit(r)
+	}
+}
+
 // applySections sets the description's gateway sections through the
 // DMX and cue engines' own APIs: the patch whole (only when it differs),
 // then each cue list added or changed, then the lists the description
 // does not name removed. When a step fails, what was set is put back as
-// it was (best effort) and the error is returned. Each section changed
-// is audited with who and the revision.
-func (in *Installer) applySections(d *Description, who string, rev int) error {
-	var audits []auth.Record
+// it was (best effort) and the error is returned. The caller audits what
+// was set (each section changed, with who and the revision) once the
+// revision is stored, or puts it back when it is not.
+func (in *Installer) applySections(d *Description, who string, rev int) (*sectionsSet, error) {
+	set := &sectionsSet{}
 	now := in.o.Clock.Now().UTC()
 	record := func(res auth.Resource, summary string) {
-		audits = append(audits, auth.Record{Time: now, Allowed: true, Code: auth.CodeOK, Reason: summary,
+		set.audits = append(set.audits, auth.Record{Time: now, Allowed: true, Code: auth.CodeOK, Reason: summary,
 			Attributes: auth.Attributes{Who: auth.Identity{Name: who}, Verb: auth.VerbUpdate, Resource: res,
 				Name: fmt.Sprintf("revision %d", rev), Operation: "installation.apply_section"}})
 	}
-	var undo []func()
-	fail := func(err error) error {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-		return fmt.Errorf("%w: %w", ErrSection, err)
+	fail := func(err error) (*sectionsSet, error) {
+		set.putBack()
+		return nil, fmt.Errorf("%w: %w", ErrSection, err)
 	}
 	if d.DMX != nil {
 		old, err := in.livePatch()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cs := diffPatch(d.DMX.Patch, old); len(cs) > 0 {
 			np := clonePatch(d.DMX.Patch)
 			if err := in.o.DMX.SetPatch(np); err != nil {
 				return fail(fmt.Errorf("dmx: setting the patch: %w", err))
 			}
-			undo = append(undo, func() { _ = in.o.DMX.SetPatch(old) })
+			set.undo = append(set.undo, func() { _ = in.o.DMX.SetPatch(old) })
 			record(auth.ResDMX, "dmx patch: "+sectionSummary("patch entry", cs))
 		}
 	}
@@ -451,27 +474,22 @@ func (in *Installer) applySections(d *Description, who string, rev int) error {
 					return fail(fmt.Errorf("cuelists: saving %s: %w", name, err))
 				}
 				if had {
-					undo = append(undo, func() { _, _ = in.o.Cues.Put(old) })
+					set.undo = append(set.undo, func() { _, _ = in.o.Cues.Put(old) })
 				} else {
-					undo = append(undo, func() { _ = in.o.Cues.Delete(name) })
+					set.undo = append(set.undo, func() { _ = in.o.Cues.Delete(name) })
 				}
 			case OpRemove:
 				if err := in.o.Cues.Delete(name); err != nil && !errors.Is(err, cue.ErrNoList) {
 					return fail(fmt.Errorf("cuelists: removing %s: %w", name, err))
 				}
-				undo = append(undo, func() { _, _ = in.o.Cues.Put(old) })
+				set.undo = append(set.undo, func() { _, _ = in.o.Cues.Put(old) })
 			}
 		}
 		if len(cs) > 0 {
 			record(auth.ResCues, "cue lists: "+sectionSummary("cue list", cs))
 		}
 	}
-	if in.o.Audit != nil {
-		for _, r := range audits {
-			in.o.Audit.Audit(r)
-		}
-	}
-	return nil
+	return set, nil
 }
 
 func clonePatch(p *dmx.Patch) *dmx.Patch {

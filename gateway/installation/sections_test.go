@@ -62,10 +62,13 @@ func (f failingCues) Put(l cue.List) (cue.List, error) {
 	return f.Engine.Put(l)
 }
 
-func startSectionRig(t *testing.T, cuesFor func(*cue.Engine) installation.CueEngine, withDMX bool) *sectionRig {
+func startSectionRig(t *testing.T, cuesFor func(*cue.Engine) installation.CueEngine, withDMX bool, tune ...func(*installation.Options)) *sectionRig {
 	t.Helper()
 	sr := &sectionRig{audit: &auditLog{}}
 	sr.rig = startRig(t, 1, nil, func(o *installation.Options) {
+		for _, f := range tune {
+			f(o)
+		}
 		o.Audit = sr.audit
 		var err error
 		if withDMX {

@@ -19,6 +19,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/fleet"
@@ -36,6 +38,19 @@ type BoardState struct {
 	Revision int       `json:"revision"`
 	Run      int       `json:"run,omitempty"`
 	Checked  time.Time `json:"checked"`
+}
+
+// Newer reports whether finding s is newer than finding o on the same
+// board: checked against a newer revision, or against the same revision
+// by the same gateway later. A gateway's findings reach the cluster in
+// no set order (a run superseded by a newer revision may publish its
+// boards after the newer run did; a check that began before a board's
+// apply may end after it), so the cluster keeps the newer.
+func (s BoardState) Newer(o BoardState) bool {
+	if s.Revision != o.Revision {
+		return s.Revision > o.Revision
+	}
+	return s.Gateway != o.Gateway || !s.Checked.Before(o.Checked)
 }
 
 // Shared is what the installation keeps in a cluster of gateways.
@@ -59,8 +74,9 @@ type Shared interface {
 	// each time it changes, until ctx ends (a slow reader gets the
 	// latest).
 	WatchCurrent(ctx context.Context) <-chan int
-	// PutBoard publishes this gateway's finding on one of its boards;
-	// Boards reads every gateway's findings.
+	// PutBoard publishes this gateway's finding on one of its boards,
+	// unless the finding kept is newer (see Newer); Boards reads every
+	// gateway's findings.
 	PutBoard(ctx context.Context, s BoardState) error
 	// DropBoard removes this gateway's finding on a board the current
 	// revision no longer assigns.
@@ -71,6 +87,105 @@ type Shared interface {
 	// (ErrNotFound when no gateway shared it).
 	ShareContent(ctx context.Context, sha string, local *Contents) error
 	FetchContent(ctx context.Context, sha string, local *Contents) error
+	// PlanOthers has every other gateway of the cluster plan desc (a
+	// description as canonical JSON) over the boards it owns (Local's
+	// PlanOwn); each board of a gateway that cannot be asked and that
+	// desc assigns is reported unreachable, with why.
+	PlanOthers(ctx context.Context, desc []byte) ([]BoardPlan, error)
+	// ExportOthers has every other gateway export the boards it owns
+	// (Local's ExportOwn): a description of them each, their content
+	// shared with the cluster; the warnings name what could not be read,
+	// and the gateways that could not be asked.
+	ExportOthers(ctx context.Context) (descs [][]byte, warnings []string, err error)
+	// Serve answers the other gateways' plan and export requests with
+	// this gateway's installer.
+	Serve(l Local)
+}
+
+// Local is what a gateway of a cluster answers for the others: a plan of
+// a description over the boards it owns, an export of them.
+type Local interface {
+	PlanOwn(ctx context.Context, desc []byte) ([]BoardPlan, error)
+	ExportOwn(ctx context.Context) (desc []byte, warnings []string, err error)
+}
+
+var _ Local = (*Installer)(nil)
+
+// PlanOwn implements Local: Plan of desc over this gateway's boards.
+func (in *Installer) PlanOwn(ctx context.Context, desc []byte) ([]BoardPlan, error) {
+	d, err := FromJSON("plan", desc)
+	if err != nil {
+		return nil, err
+	}
+	return in.Plan(ctx, d), nil
+}
+
+// PlanInstallation is Plan over the whole installation: alone, the
+// same; in a cluster, this gateway's boards planned here and every other
+// gateway's planned by that gateway (asked through the cluster), each
+// with its gateway, by board id.
+func (in *Installer) PlanInstallation(ctx context.Context, d *Description) ([]BoardPlan, error) {
+	out := in.Plan(ctx, d)
+	sh := in.o.Shared
+	if sh == nil {
+		return out, nil
+	}
+	for i := range out {
+		out[i].Gateway = sh.Gateway()
+	}
+	others, err := sh.PlanOthers(ctx, d.JSON())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, bp := range out {
+		seen[bp.Board] = true
+	}
+	for _, bp := range others {
+		if !seen[bp.Board] {
+			seen[bp.Board] = true
+			out = append(out, bp)
+		}
+	}
+	slices.SortFunc(out, func(a, b BoardPlan) int { return strings.Compare(a.Board, b.Board) })
+	return out, nil
+}
+
+// ExportOwn implements Local: Export's reading of this gateway's own
+// boards, as a description (canonical JSON; nil when no board could be
+// read), its content shared with the cluster so that the asking gateway
+// can fetch it.
+func (in *Installer) ExportOwn(ctx context.Context) ([]byte, []string, error) {
+	x := newExportSet()
+	warnings := in.exportBoards(ctx, x)
+	if len(x.d.Profiles) == 0 {
+		return nil, warnings, nil
+	}
+	if err := in.shareContent(ctx, x.d); err != nil {
+		return nil, warnings, err
+	}
+	return x.d.JSON(), warnings, nil
+}
+
+// exportOthers adds to x the boards the other gateways of the cluster
+// own, as they exported them, their content fetched from the cluster.
+func (in *Installer) exportOthers(ctx context.Context, x *exportSet) ([]string, error) {
+	descs, warnings, err := in.o.Shared.ExportOthers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range descs {
+		od, err := FromJSON("export", raw)
+		if err == nil {
+			err = in.ensureContent(ctx, od)
+		}
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("another gateway's export: %v", err))
+			continue
+		}
+		x.merge(od)
+	}
+	return warnings, nil
 }
 
 // sharedTimeout bounds one request to the cluster.
@@ -124,14 +239,17 @@ func (in *Installer) AddContent(ctx context.Context, sha string) error {
 	return in.o.Shared.ShareContent(ctx, sha, in.o.Contents)
 }
 
-// publish records this gateway's finding on a board in the cluster.
-func (in *Installer) publish(bp BoardPlan, rev, run int) {
+// publish records this gateway's finding on a board in the cluster: what
+// it saw at (when its check began, or when the board's apply ended). The
+// cluster keeps the newer of two findings (Shared.PutBoard), so a check
+// or a superseded run that publishes late does not hide a newer one.
+func (in *Installer) publish(bp BoardPlan, rev, run int, at time.Time) {
 	if in.o.Shared == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
-	s := BoardState{BoardPlan: bp, Gateway: in.o.Shared.Gateway(), Revision: rev, Run: run, Checked: in.o.Clock.Now().UTC()}
+	s := BoardState{BoardPlan: bp, Gateway: in.o.Shared.Gateway(), Revision: rev, Run: run, Checked: at.UTC()}
 	s.BoardPlan.Gateway = s.Gateway
 	if err := in.o.Shared.PutBoard(ctx, s); err != nil {
 		in.o.Log.Warn("installation: publishing a board's state to the cluster", "board", bp.Board, "err", err)
@@ -166,13 +284,21 @@ func (in *Installer) followLoop(ctx context.Context) {
 }
 
 // follow starts the run of revision n unless this gateway ran it; false
-// means try again later.
+// means try again later. A revision older than one this gateway took is
+// done with: the watch told of it late (two gateways applied at once, and
+// this one's newer revision started here first), and aborting the newer
+// run for it would leave the boards that run had not started on the
+// older revision.
 func (in *Installer) follow(ctx context.Context, n int) bool {
 	e := &in.eng
 	e.mu.Lock()
+	if in.superseded(n) {
+		e.mu.Unlock()
+		return true
+	}
 	if e.active != nil && e.active.r.Revision == n {
 		e.mu.Unlock()
-		in.sharedCur.Store(int64(n))
+		in.takeCur(n)
 		return true // this gateway's apply (or a run resumed at start)
 	}
 	e.mu.Unlock()
@@ -187,10 +313,14 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 		return false
 	}
 	if in.ranLocally(rev) {
-		in.sharedCur.Store(int64(n))
+		in.takeCur(n)
 		return true
 	}
 	e.mu.Lock()
+	if in.superseded(n) {
+		e.mu.Unlock()
+		return true
+	}
 	if e.active != nil {
 		abort := 0
 		if e.active.r.State != RunAborted {
@@ -216,10 +346,13 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if in.superseded(n) {
+		return true // a newer revision started here meanwhile
+	}
 	if e.active != nil {
 		return false
 	}
-	in.sharedCur.Store(int64(n))
+	in.takeCur(n)
 	if in.ranLocally(rev) {
 		return true
 	}
@@ -231,6 +364,24 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	go in.checkAll()
 	in.o.Log.Info("installation: applying the cluster's current revision to this gateway's boards", "revision", n, "run", st.ID, "boards", st.Boards, "by", rev.Who)
 	return true
+}
+
+// takeCur records that this gateway took the cluster's revision n (runs
+// or ran it). It only ever rises: a late word of an older revision does
+// not lower it.
+func (in *Installer) takeCur(n int) {
+	for {
+		cur := in.sharedCur.Load()
+		if int64(n) <= cur || in.sharedCur.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
+}
+
+// superseded reports whether revision n is older than one this gateway
+// took already.
+func (in *Installer) superseded(n int) bool {
+	return int64(n) < in.sharedCur.Load()
 }
 
 // ranLocally reports whether this gateway's store holds a run of
@@ -259,17 +410,17 @@ func phaseState(phase string) (string, bool) {
 }
 
 // mergeShared adds to st the boards other gateways own, from their
-// published findings, and publishes this gateway's. A finding against
-// an older revision than st's is reported drifted: the board is not
-// known to hold the current one yet.
-func (in *Installer) mergeShared(ctx context.Context, st *Status) error {
+// published findings, and publishes this gateway's (planned from at). A
+// finding against an older revision than st's is reported drifted: the
+// board is not known to hold the current one yet.
+func (in *Installer) mergeShared(ctx context.Context, st *Status, at time.Time) error {
 	sh := in.o.Shared
 	mine := map[string]bool{}
 	for i, bp := range st.Boards {
 		bp.Gateway = sh.Gateway()
 		st.Boards[i] = bp
 		mine[bp.Board] = true
-		in.publish(bp, st.Revision.N, in.latestRun())
+		in.publish(bp, st.Revision.N, in.latestRun(), at)
 	}
 	all, err := sh.Boards(ctx)
 	if err != nil {

@@ -34,17 +34,21 @@ func (in *Installer) Status(ctx context.Context) (Status, error) {
 	}
 	rev.Description = nil
 	st := Status{Revision: rev, Counts: map[string]int{}}
+	at := in.o.Clock.Now()
 	plans := in.Plan(ctx, d)
 	last := map[string]RunBoard{}
-	if rev.Run != 0 {
-		if bs, err := in.RunBoards(rev.Run); err == nil {
-			for _, b := range bs {
-				last[b.Board] = b
-			}
-		} else if !errors.Is(err, ErrNotFound) {
+	// The run that applied the revision here: in a cluster, a revision
+	// this gateway has not run yet names the applying gateway's run,
+	// which is not this gateway's run of that number.
+	if rs, err := in.RunStatus(rev.Run); rev.Run != 0 && err == nil && rs.Revision == rev.N {
+		bs, err := in.RunBoards(rev.Run)
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Status{}, err
 		}
-		if rs, err := in.RunStatus(rev.Run); err == nil && !rs.Finished {
+		for _, b := range bs {
+			last[b.Board] = b
+		}
+		if !rs.Finished {
 			st.Run = &rs
 		}
 	}
@@ -66,7 +70,7 @@ func (in *Installer) Status(ctx context.Context) (Status, error) {
 	}
 	st.Boards = plans
 	if in.o.Shared != nil {
-		if err := in.mergeShared(ctx, &st); err != nil {
+		if err := in.mergeShared(ctx, &st, at); err != nil {
 			return Status{}, err
 		}
 		slices.SortFunc(st.Boards, func(a, b BoardPlan) int { return strings.Compare(a.Board, b.Board) })

@@ -231,7 +231,7 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 	late := !heal && bp.State == StateDrifted && in.uncovered(rev.N, id)
 	heal = heal || late
 	if in.o.Shared != nil && (prev.State != bp.State || prev.Summary != bp.Summary || now.Sub(prev.Checked) >= in.o.CheckEvery) {
-		in.publish(bp, rev.N, 0)
+		in.publish(bp, rev.N, 0, now)
 	}
 	if prev.State != bp.State {
 		in.o.Log.Info("installation: board state", "board", id, "state", bp.State, "was", prev.State, "summary", bp.Summary)
