@@ -183,14 +183,21 @@ func TestAlertsFireInDemo(t *testing.T) {
 	body = must(postJSON("/v1/rollouts", `{"name":"alert-test","artifact":"`+sha[1]+
 		`","target":{"boards":["`+ids[1]+`"]},"thresholds":{"wave_failure":0.5},"timeouts":{"transfer":"1ns"}}`))
 	failed := rolloutID.FindStringSubmatch(body)
-	// A rollout that cannot progress: its strict window opens tomorrow,
-	// so its board (2) waits, the rollout running, nothing sent.
-	from := time.Now().Add(24 * time.Hour).UTC()
+	// A rollout that cannot progress: its plan asks for boards up for
+	// 100 hours, so its board (2) waits at the gate, the rollout
+	// running, nothing sent.
 	body = must(postJSON("/v1/rollouts", `{"name":"stall-test","artifact":"`+sha[1]+`","target":{"boards":["`+ids[2]+
-		`"]},"window":{"strict":true,"intervals":[{"from":"`+from.Format(time.RFC3339)+`","to":"`+from.Add(time.Hour).Format(time.RFC3339)+`"}]}}`))
+		`"]},"health":{"min_uptime":"100h"}}`))
 	stalled := rolloutID.FindStringSubmatch(body)
-	if failed == nil || stalled == nil {
-		t.Fatalf("rollouts: %v %v", failed, stalled)
+	// A rollout that waits as planned: its strict window opens tomorrow,
+	// so its board (the LAN board never killed) waits, the rollout running, nothing sent; no one
+	// is to be paged for that.
+	from := time.Now().Add(24 * time.Hour).UTC()
+	body = must(postJSON("/v1/rollouts", `{"name":"window-test","artifact":"`+sha[1]+`","target":{"boards":["`+boardID(otherBoard.URL)+
+		`"]},"window":{"strict":true,"intervals":[{"from":"`+from.Format(time.RFC3339)+`","to":"`+from.Add(time.Hour).Format(time.RFC3339)+`"}]}}`))
+	windowed := rolloutID.FindStringSubmatch(body)
+	if failed == nil || stalled == nil || windowed == nil {
+		t.Fatalf("rollouts: %v %v %v", failed, stalled, windowed)
 	}
 	rolloutState := func(id string) string {
 		_, body := get(t, base+"/v1/rollouts/"+id, "")
@@ -201,6 +208,10 @@ func TestAlertsFireInDemo(t *testing.T) {
 		return r.State
 	}
 	waitFor(t, "the rollout paused by its failure threshold", 45*time.Second, func() bool { return rolloutState(failed[1]) == "paused" })
+	waitFor(t, "the stalled rollout's board held at the gate", 45*time.Second, func() bool {
+		_, body := get(t, base+"/v1/rollouts/"+stalled[1]+"/boards", "")
+		return strings.Contains(body, `"waiting"`)
+	})
 
 	// The installation: board 2 holds a brightness; wait until the
 	// gateway has seen it in sync.
@@ -427,7 +438,7 @@ func TestAlertsFireInDemo(t *testing.T) {
 
 	// What a failure's log shows of the run.
 	diag := dumpFamilies(after, "holo_dmx_") + dumpFamilies(after, "holo_gateway_installation_") + dumpFamilies(after, "holo_gateway_rollout_boards")
-	for _, r := range []string{failed[1], stalled[1]} {
+	for _, r := range []string{failed[1], stalled[1], windowed[1]} {
 		_, body := get(t, base+"/v1/rollouts/"+r+"/boards", "")
 		diag += "rollout " + r + ": " + body + "\n"
 	}
@@ -480,6 +491,8 @@ func TestAlertsFireInDemo(t *testing.T) {
 					expect("HoloMQTTSpoolGrowing", "warning", "20m", nil),
 					expect("HoloRolloutFailed", "warning", "20m", map[string]string{"rollout": failed[1]}),
 					expect("HoloRolloutStalled", "warning", "20m", map[string]string{"rollout": stalled[1]}),
+					// Not the rollout waiting for its window (only the
+					// stalled one is expected).
 					expect("HoloInstallationDrifted", "warning", "20m", nil),
 					expect("HoloFiresLate", "warning", "20m", nil),
 					// One-off events: their alerts hold for 10 minutes.
