@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -83,13 +84,7 @@ func TestAlertsFireInDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a simulated installation")
 	}
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool is not installed (CI installs the Debian package prometheus)")
-		}
-		t.Skip("promtool is not installed (apt-get install prometheus)")
-	}
+	promtool := promtoolBin(t)
 	t.Parallel()
 
 	lanBoard := boardtest.StartInProcess(t, boardtest.InProcOptions{})
@@ -453,81 +448,56 @@ func TestAlertsFireInDemo(t *testing.T) {
 		t.Fatalf("the stopped gateway still answers /metrics: %s", resp.Status)
 	}
 
-	dir := t.TempDir()
-	writeAlertsWithoutAnnotations(t, filepath.Join(monitoringDir, "alerts.yml"), filepath.Join(dir, "alerts.yml"))
-	copyFileTo(t, filepath.Join(monitoringDir, "rules.yml"), filepath.Join(dir, "rules.yml"))
-
 	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
 	steps := int((20 * time.Minute) / step)
 	dmxStep := max(atBefore.Sub(atDMXStart).Round(time.Second), time.Second)
-	expect := func(name, severity, at string, extra map[string]string) map[string]any {
-		l := map[string]string{"severity": severity, "job": alertJob, "instance": alertInstance}
-		for k, v := range extra {
-			l[k] = v
-		}
-		return map[string]any{"alertname": name, "eval_time": at, "exp_alerts": []any{map[string]any{"exp_labels": l}}}
-	}
+	expect := expectAlert
 	// The scrapes that succeeded (one a step from the first to the stop),
 	// then the failed ones from the stop on, for ten minutes.
 	upSteps := int(atDown.Sub(atBefore) / step)
 	downAt := time.Duration(upSteps+1) * step
 	up := map[string]string{"series": fmt.Sprintf(`up{instance=%q, job=%q}`, alertInstance, alertJob),
 		"values": fmt.Sprintf("1+0x%d 0+0x%d", upSteps, int(10*time.Minute/step))}
-	test := map[string]any{
-		"rule_files":          []string{"rules.yml", "alerts.yml"},
-		"evaluation_interval": step.String(),
-		"tests": []any{
-			map[string]any{
-				"name": "the demo after a failed rollout, a stalled one, a board killed, the line flooded, the broker lost, " +
-					"a board changed by hand, a desk gone silent, another one flooding the line and fires asked too late",
-				"interval":     step.String(),
-				"input_series": promtoolSeries(before, after, steps, oneOff, growing),
-				"alert_rule_test": []any{
-					expect("HoloBoardOffline", "warning", "20m", map[string]string{"board": killed}),
-					expect("HoloBoardsOfflineMany", "critical", "20m", nil),
-					expect("HoloLineErrors", "warning", "20m", map[string]string{"line": demo.LineName}),
-					expect("HoloLineErrorsHigh", "critical", "20m", map[string]string{"line": demo.LineName}),
-					expect("HoloMQTTDisconnected", "warning", "20m", nil),
-					expect("HoloMQTTSpoolGrowing", "warning", "20m", nil),
-					expect("HoloRolloutFailed", "warning", "20m", map[string]string{"rollout": failed[1]}),
-					expect("HoloRolloutStalled", "warning", "20m", map[string]string{"rollout": stalled[1]}),
-					// Not the rollout waiting for its window (only the
-					// stalled one is expected).
-					expect("HoloInstallationDrifted", "warning", "20m", nil),
-					expect("HoloFiresLate", "warning", "20m", nil),
-					// One-off events: their alerts hold for 10 minutes.
-					expect("HoloDMXSourceLost", "warning", "5m", nil),
-					expect("HoloCueFireFailed", "warning", "5m", map[string]string{"list": "alerts"}),
-				},
-			},
-			map[string]any{
-				"name":         "the demo while a desk asks more of the line than its DMX share",
-				"interval":     dmxStep.String(),
-				"input_series": promtoolSeries(dmxStart, before, int((20*time.Minute)/dmxStep), oneOff, growing),
-				"alert_rule_test": []any{
-					expect("HoloDMXLineShareSaturated", "warning", "20m", map[string]string{"line": demo.LineName}),
-				},
-			},
-			map[string]any{
-				"name":            "the demo gateway stopped",
-				"interval":        step.String(),
-				"input_series":    []any{up},
-				"alert_rule_test": []any{expect("HoloGatewayDown", "critical", fmt.Sprintf("%ds", int((downAt+3*time.Minute)/time.Second)), nil)},
+	runPromtool(t, promtool, step, []any{
+		map[string]any{
+			"name": "the demo after a failed rollout, a stalled one, a board killed, the line flooded, the broker lost, " +
+				"a board changed by hand, a desk gone silent, another one flooding the line and fires asked too late",
+			"interval":     step.String(),
+			"input_series": promtoolSeries(before, after, steps, oneOff, growing),
+			"alert_rule_test": []any{
+				expect("HoloBoardOffline", "warning", "20m", map[string]string{"board": killed}),
+				expect("HoloBoardsOfflineMany", "critical", "20m", nil),
+				expect("HoloLineErrors", "warning", "20m", map[string]string{"line": demo.LineName}),
+				expect("HoloLineErrorsHigh", "critical", "20m", map[string]string{"line": demo.LineName}),
+				expect("HoloMQTTDisconnected", "warning", "20m", nil),
+				expect("HoloMQTTSpoolGrowing", "warning", "20m", nil),
+				expect("HoloRolloutFailed", "warning", "20m", map[string]string{"rollout": failed[1]}),
+				expect("HoloRolloutStalled", "warning", "20m", map[string]string{"rollout": stalled[1]}),
+				// Not the rollout waiting for its window (only the
+				// stalled one is expected).
+				expect("HoloInstallationDrifted", "warning", "20m", nil),
+				expect("HoloFiresLate", "warning", "20m", nil),
+				// One-off events: their alerts hold for 10 minutes.
+				expect("HoloDMXSourceLost", "warning", "5m", nil),
+				expect("HoloCueFireFailed", "warning", "5m", map[string]string{"list": "alerts"}),
 			},
 		},
-	}
-	raw, err := yaml.Marshal(test)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testFile := filepath.Join(dir, "demo.yml")
-	if err := os.WriteFile(testFile, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(promtool, "test", "rules", "demo.yml")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("promtool test rules on the demo's series: %v\n%s", err, out)
+		map[string]any{
+			"name":         "the demo while a desk asks more of the line than its DMX share",
+			"interval":     dmxStep.String(),
+			"input_series": promtoolSeries(dmxStart, before, int((20*time.Minute)/dmxStep), oneOff, growing),
+			"alert_rule_test": []any{
+				expect("HoloDMXLineShareSaturated", "warning", "20m", map[string]string{"line": demo.LineName}),
+			},
+		},
+		map[string]any{
+			"name":            "the demo gateway stopped",
+			"interval":        step.String(),
+			"input_series":    []any{up},
+			"alert_rule_test": []any{expect("HoloGatewayDown", "critical", fmt.Sprintf("%ds", int((downAt+3*time.Minute)/time.Second)), nil)},
+		},
+	})
+	if t.Failed() {
 		t.Logf("at the second scrape:\n%s", diag)
 	}
 }
@@ -788,4 +758,174 @@ func copyFileTo(t *testing.T, from, to string) {
 	if err := os.WriteFile(to, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAlertsFireWhenBrokerStops runs a demo gateway bridged to a real
+// Mosquitto with a small spool (--mqtt-spool-max 60), stops the broker,
+// and fires scenes on the boards: their happenings wait in the spool,
+// fill it, and the next ones are dropped. Two scrapes once drops have
+// begun become promtool series as in TestAlertsFireInDemo (the drop
+// counter goes on at its measured pace: with the broker still gone every
+// happening is dropped), over which HoloMQTTDisconnected and
+// HoloMQTTMessagesDropped fire.
+func TestAlertsFireWhenBrokerStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a simulated installation")
+	}
+	promtool := promtoolBin(t)
+	t.Parallel()
+	port := freePort(t)
+	broker := startMosquitto(t, port)
+	base, _, _ := startStoppable(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2", "--demo-groups", "1",
+		"--mqtt", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--mqtt-spool-max", "60")
+	sumOf := func(fams map[string]*dto.MetricFamily, name string) float64 {
+		s := 0.0
+		for _, m := range fams[name].GetMetric() {
+			s += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+		return s
+	}
+	waitFor(t, "the bridge connected to Mosquitto", 30*time.Second, func() bool {
+		fams, _ := scrapeFamilies(t, base)
+		return sumOf(fams, "holo_mqtt_connected") == 1
+	})
+	waitFor(t, "the demo boards online", 30*time.Second, func() bool {
+		_, body := get(t, base+"/v1/boards?online=true", "")
+		return strings.Count(body, `"id"`) >= 2
+	})
+	// The broker stops, as systemctl stop mosquitto would.
+	if err := broker.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = broker.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Go(func() { // scenes on group 1, ten a second
+		for colour := 0; ctx.Err() == nil; colour++ {
+			resp, err := http.Post(base+"/v1/actions", "application/json", strings.NewReader(
+				fmt.Sprintf(`{"selector":{"groups":[1]},"kind":"scene_apply","body":{"scene":{"leds":{"mode":"solid","colour":"#%06x"}}}}`, colour*997)))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	var before, after map[string]*dto.MetricFamily
+	var atBefore, atAfter time.Time
+	waitFor(t, "the bridge disconnected and dropping", 60*time.Second, func() bool {
+		before, atBefore = scrapeFamilies(t, base)
+		return sumOf(before, "holo_mqtt_connected") == 0 && sumOf(before, "holo_mqtt_dropped_total") > 0
+	})
+	waitFor(t, "more drops, 2 s on", 60*time.Second, func() bool {
+		after, atAfter = scrapeFamilies(t, base)
+		return atAfter.Sub(atBefore) >= 2*time.Second && sumOf(after, "holo_mqtt_dropped_total") > sumOf(before, "holo_mqtt_dropped_total")
+	})
+	cancel()
+	t.Logf("between the scrapes (%v): spool %.0f -> %.0f, dropped %.0f -> %.0f", atAfter.Sub(atBefore).Round(time.Millisecond),
+		sumOf(before, "holo_mqtt_spool_messages"), sumOf(after, "holo_mqtt_spool_messages"),
+		sumOf(before, "holo_mqtt_dropped_total"), sumOf(after, "holo_mqtt_dropped_total"))
+	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
+	runPromtool(t, promtool, step, []any{map[string]any{
+		"name":         "the demo with its MQTT broker stopped and a small spool",
+		"interval":     step.String(),
+		"input_series": promtoolSeries(before, after, int((20*time.Minute)/step), oneOff, nil),
+		"alert_rule_test": []any{
+			expectAlert("HoloMQTTDisconnected", "warning", "20m", nil),
+			expectAlert("HoloMQTTMessagesDropped", "critical", "20m", nil),
+		},
+	}})
+}
+
+// expectAlert is a promtool alert_rule_test entry: alert name fires at at
+// with the demo's job and instance, its severity and the extra labels.
+func expectAlert(name, severity, at string, extra map[string]string) map[string]any {
+	l := map[string]string{"severity": severity, "job": alertJob, "instance": alertInstance}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return map[string]any{"alertname": name, "eval_time": at, "exp_alerts": []any{map[string]any{"exp_labels": l}}}
+}
+
+// runPromtool runs promtool test rules with the shipped rules (alerts
+// without their annotations) over tests, evaluated every step.
+func runPromtool(t *testing.T, promtool string, step time.Duration, tests []any) {
+	t.Helper()
+	dir := t.TempDir()
+	writeAlertsWithoutAnnotations(t, filepath.Join(monitoringDir, "alerts.yml"), filepath.Join(dir, "alerts.yml"))
+	copyFileTo(t, filepath.Join(monitoringDir, "rules.yml"), filepath.Join(dir, "rules.yml"))
+	raw, err := yaml.Marshal(map[string]any{
+		"rule_files":          []string{"rules.yml", "alerts.yml"},
+		"evaluation_interval": step.String(),
+		"tests":               tests,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "demo.yml"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(promtool, "test", "rules", "demo.yml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules on the demo's series: %v\n%s", err, out)
+	}
+}
+
+// promtoolBin finds promtool (Debian package prometheus); absent, the
+// test is skipped, except in CI, which installs it.
+func promtoolBin(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed (CI installs the Debian package prometheus)")
+		}
+		t.Skip("promtool is not installed (apt-get install prometheus)")
+	}
+	return p
+}
+
+// freePort is a loopback TCP port free now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startMosquitto runs a private Mosquitto on port until the test ends.
+func startMosquitto(t *testing.T, port int) *exec.Cmd {
+	t.Helper()
+	bin, err := exec.LookPath("mosquitto")
+	if err != nil {
+		bin = "/usr/sbin/mosquitto"
+		if _, err := os.Stat(bin); err != nil {
+			t.Skip("mosquitto is not installed")
+		}
+	}
+	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\n", port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-c", conf)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "mosquitto listening", 10*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return cmd
 }
