@@ -19,9 +19,9 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
-	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/policy"
+	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
 
 // defaultBrokerPort is the embedded broker's port when --mqtt-port is not

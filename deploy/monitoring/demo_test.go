@@ -541,7 +541,8 @@ var oneOff = map[string]bool{
 // growing are the gauges that grow as long as their condition holds: they
 // go on at the pace measured between the scrapes.
 var growing = map[string]bool{
-	"holo_mqtt_spool_messages": true,
+	"holo_mqtt_spool_messages":            true,
+	"holo_gateway_cluster_events_pending": true,
 }
 
 // startStoppable runs the holo-gateway binary with args and returns its
@@ -549,6 +550,14 @@ var growing = map[string]bool{
 // systemd would, and waits for its clean exit; the test's end stops it
 // too.
 func startStoppable(t *testing.T, args ...string) (string, *syncBuffer, func()) {
+	t.Helper()
+	base, out, stop, _ := startProcess(t, args...)
+	return base, out, stop
+}
+
+// startProcess is startStoppable that also returns a kill (SIGKILL, as a
+// crash; the exit is not checked).
+func startProcess(t *testing.T, args ...string) (string, *syncBuffer, func(), func()) {
 	t.Helper()
 	bin := gatewayBinary(t)
 	out, errb := &syncBuffer{}, &syncBuffer{}
@@ -574,11 +583,17 @@ func startStoppable(t *testing.T, args ...string) (string, *syncBuffer, func()) 
 			}
 		})
 	}
+	kill := func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			<-done
+		})
+	}
 	t.Cleanup(stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := apiLine.FindStringSubmatch(out.String()); m != nil {
-			return m[1], out, stop
+			return m[1], out, stop, kill
 		}
 		select {
 		case err := <-done:
@@ -587,7 +602,7 @@ func startStoppable(t *testing.T, args ...string) (string, *syncBuffer, func()) 
 		}
 	}
 	t.Fatalf("no banner:\n%s", out.String())
-	return "", nil, nil
+	return "", nil, nil, nil
 }
 
 // scrapeFamilies scrapes base/metrics and parses it.
