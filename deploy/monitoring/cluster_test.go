@@ -1,15 +1,10 @@
 package monitoring_test
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,22 +51,9 @@ func TestAlertsFireInCluster(t *testing.T) {
 	}
 	base, _, _ := startStoppable(t, gw("gw1")...)
 	_, _, _, kill2 := startProcess(t, gw("gw2")...)
-	sumOf := func(fams map[string]*dto.MetricFamily, name, label string) float64 {
-		s := 0.0
-		for _, m := range fams[name].GetMetric() {
-			ok := label == ""
-			for _, l := range m.GetLabel() {
-				ok = ok || fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()) == label
-			}
-			if ok {
-				s += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-		return s
-	}
 	waitFor(t, "gw1 hears gw2 and a coordinator is elected", 60*time.Second, func() bool {
 		fams, _ := scrapeFamilies(t, base)
-		return sumOf(fams, "holo_gateway_cluster_gateway_up", `peer="gw2"`) == 1
+		return familySum(fams, "holo_gateway_cluster_gateway_up", `peer="gw2"`) == 1
 	})
 
 	// gw2 crashes; then the engine stops while scenes fire on gw1's
@@ -79,43 +61,27 @@ func TestAlertsFireInCluster(t *testing.T) {
 	kill2()
 	waitFor(t, "gw1 takes gw2 for dead", 30*time.Second, func() bool {
 		fams, _ := scrapeFamilies(t, base)
-		return sumOf(fams, "holo_gateway_cluster_gateway_up", `peer="gw2"`) == 0
+		return familySum(fams, "holo_gateway_cluster_gateway_up", `peer="gw2"`) == 0
 	})
 	if err := natsCmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	<-natsDone
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() {
-		for colour := 0; ctx.Err() == nil; colour++ {
-			resp, err := http.Post(base+"/v1/actions", "application/json", strings.NewReader(
-				fmt.Sprintf(`{"selector":{"groups":[1]},"kind":"scene_apply","body":{"scene":{"leds":{"mode":"solid","colour":"#%06x"}}}}`, colour*997)))
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	})
+	stopScenes := fireScenes(t, base)
 	var before, after map[string]*dto.MetricFamily
 	var atBefore, atAfter time.Time
 	waitFor(t, "gw1 partitioned, without a coordinator, its events waiting", 60*time.Second, func() bool {
 		before, atBefore = scrapeFamilies(t, base)
-		return sumOf(before, "holo_gateway_cluster_partitioned", "") == 1 && sumOf(before, "holo_gateway_cluster_coordinator", "") == 0 &&
-			sumOf(before, "holo_gateway_cluster_events_pending", "") > 0
+		return familySum(before, "holo_gateway_cluster_partitioned", "") == 1 && familySum(before, "holo_gateway_cluster_coordinator", "") == 0 &&
+			familySum(before, "holo_gateway_cluster_events_pending", "") > 0
 	})
 	waitFor(t, "more than 1000 events waiting, 2 s on", 90*time.Second, func() bool {
 		after, atAfter = scrapeFamilies(t, base)
-		return atAfter.Sub(atBefore) >= 2*time.Second && sumOf(after, "holo_gateway_cluster_events_pending", "") > 1000
+		return atAfter.Sub(atBefore) >= 2*time.Second && familySum(after, "holo_gateway_cluster_events_pending", "") > 1000
 	})
-	cancel()
+	stopScenes()
 	t.Logf("between the scrapes (%v): events pending %.0f -> %.0f", atAfter.Sub(atBefore).Round(time.Millisecond),
-		sumOf(before, "holo_gateway_cluster_events_pending", ""), sumOf(after, "holo_gateway_cluster_events_pending", ""))
+		familySum(before, "holo_gateway_cluster_events_pending", ""), familySum(after, "holo_gateway_cluster_events_pending", ""))
 	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
 	runPromtool(t, promtool, step, []any{map[string]any{
 		"name":         "a cluster gateway after its peer crashed and the engine stopped",

@@ -226,19 +226,9 @@ func TestAlertsFireInDemo(t *testing.T) {
 	waitFor(t, "board 2 in sync with the installation", 45*time.Second, func() bool { return installState() == "in_sync" })
 
 	// A cue list aimed at the LAN board, and an sACN desk driving group 1.
-	must(func() (int, string) {
-		req, _ := http.NewRequest("PUT", base+"/v1/cuelists/alerts", strings.NewReader(
-			`{"name":"alerts","cues":[{"number":"1","actions":[{"kind":"leds","selector":{"boards":["`+killed+`"]},"body":{"mode":"off"}}]},`+
-				`{"number":"2","actions":[{"kind":"leds","selector":{"boards":["`+killed+`"]},"body":{"mode":"off"}}]}]}`))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}())
+	must(request(t, "PUT", base+"/v1/cuelists/alerts", "", "application/json", strings.NewReader(
+		`{"name":"alerts","cues":[{"number":"1","actions":[{"kind":"leds","selector":{"boards":["`+killed+`"]},"body":{"mode":"off"}}]},`+
+			`{"number":"2","actions":[{"kind":"leds","selector":{"boards":["`+killed+`"]},"body":{"mode":"off"}}]}]}`)))
 	must(postJSON("/v1/cuelists/alerts/go?asap=true", `{}`))
 	// Two sACN desks on universe 1 (group 1's fixture), of one priority:
 	// A goes on, B sends a few looks, then goes silent.
@@ -793,16 +783,9 @@ func TestAlertsFireWhenBrokerStops(t *testing.T) {
 	broker := startMosquitto(t, port)
 	base, _, _ := startStoppable(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2", "--demo-groups", "1",
 		"--mqtt", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--mqtt-spool-max", "60")
-	sumOf := func(fams map[string]*dto.MetricFamily, name string) float64 {
-		s := 0.0
-		for _, m := range fams[name].GetMetric() {
-			s += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-		return s
-	}
 	waitFor(t, "the bridge connected to Mosquitto", 30*time.Second, func() bool {
 		fams, _ := scrapeFamilies(t, base)
-		return sumOf(fams, "holo_mqtt_connected") == 1
+		return familySum(fams, "holo_mqtt_connected", "") == 1
 	})
 	waitFor(t, "the demo boards online", 30*time.Second, func() bool {
 		_, body := get(t, base+"/v1/boards?online=true", "")
@@ -813,37 +796,21 @@ func TestAlertsFireWhenBrokerStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = broker.Wait()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() { // scenes on group 1, ten a second
-		for colour := 0; ctx.Err() == nil; colour++ {
-			resp, err := http.Post(base+"/v1/actions", "application/json", strings.NewReader(
-				fmt.Sprintf(`{"selector":{"groups":[1]},"kind":"scene_apply","body":{"scene":{"leds":{"mode":"solid","colour":"#%06x"}}}}`, colour*997)))
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	})
+	stopScenes := fireScenes(t, base)
 	var before, after map[string]*dto.MetricFamily
 	var atBefore, atAfter time.Time
 	waitFor(t, "the bridge disconnected and dropping", 60*time.Second, func() bool {
 		before, atBefore = scrapeFamilies(t, base)
-		return sumOf(before, "holo_mqtt_connected") == 0 && sumOf(before, "holo_mqtt_dropped_total") > 0
+		return familySum(before, "holo_mqtt_connected", "") == 0 && familySum(before, "holo_mqtt_dropped_total", "") > 0
 	})
 	waitFor(t, "more drops, 2 s on", 60*time.Second, func() bool {
 		after, atAfter = scrapeFamilies(t, base)
-		return atAfter.Sub(atBefore) >= 2*time.Second && sumOf(after, "holo_mqtt_dropped_total") > sumOf(before, "holo_mqtt_dropped_total")
+		return atAfter.Sub(atBefore) >= 2*time.Second && familySum(after, "holo_mqtt_dropped_total", "") > familySum(before, "holo_mqtt_dropped_total", "")
 	})
-	cancel()
+	stopScenes()
 	t.Logf("between the scrapes (%v): spool %.0f -> %.0f, dropped %.0f -> %.0f", atAfter.Sub(atBefore).Round(time.Millisecond),
-		sumOf(before, "holo_mqtt_spool_messages"), sumOf(after, "holo_mqtt_spool_messages"),
-		sumOf(before, "holo_mqtt_dropped_total"), sumOf(after, "holo_mqtt_dropped_total"))
+		familySum(before, "holo_mqtt_spool_messages", ""), familySum(after, "holo_mqtt_spool_messages", ""),
+		familySum(before, "holo_mqtt_dropped_total", ""), familySum(after, "holo_mqtt_dropped_total", ""))
 	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
 	runPromtool(t, promtool, step, []any{map[string]any{
 		"name":         "the demo with its MQTT broker stopped and a small spool",

@@ -8,7 +8,9 @@ package monitoring_test
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,9 +18,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The holo-gateway binary, built once per test binary (TestMain starts the
@@ -101,11 +106,18 @@ var (
 // noBroker is an MQTT URL nothing answers on.
 const noBroker = "tcp://127.0.0.1:1"
 
-func get(t *testing.T, url, token string) (int, string) {
+// request sends one HTTP request and returns its status and body.
+func request(t *testing.T, method, url, token, ctype string, body io.Reader) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -116,15 +128,55 @@ func get(t *testing.T, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	return request(t, "GET", url, token, "", nil)
+}
+
 func post(t *testing.T, url, ctype string, body []byte) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, ctype, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	return request(t, "POST", url, "", ctype, bytes.NewReader(body))
+}
+
+// fireScenes applies a scene of a new colour to group 1 ten times a second
+// until the returned stop is called (or the test ends), as a show would.
+func fireScenes(t *testing.T, base string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for colour := 0; ctx.Err() == nil; colour++ {
+			resp, err := http.Post(base+"/v1/actions", "application/json", strings.NewReader(
+				fmt.Sprintf(`{"selector":{"groups":[1]},"kind":"scene_apply","body":{"scene":{"leds":{"mode":"solid","colour":"#%06x"}}}}`, colour*997)))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
+}
+
+// familySum adds up the values of family name's series (those with label,
+// name="value", when it is not empty).
+func familySum(fams map[string]*dto.MetricFamily, name, label string) float64 {
+	s := 0.0
+	for _, m := range fams[name].GetMetric() {
+		ok := label == ""
+		for _, l := range m.GetLabel() {
+			ok = ok || fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()) == label
+		}
+		if ok {
+			s += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return s
 }
 
 // waitFor polls cond until it holds, failing the test after d.
