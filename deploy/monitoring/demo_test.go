@@ -178,11 +178,12 @@ func TestAlertsFireInDemo(t *testing.T) {
 	body = must(postJSON("/v1/rollouts", `{"name":"alert-test","artifact":"`+sha[1]+
 		`","target":{"boards":["`+ids[1]+`"]},"thresholds":{"wave_failure":0.5},"timeouts":{"transfer":"1ns"}}`))
 	failed := rolloutID.FindStringSubmatch(body)
-	// A rollout that cannot progress: its plan asks for boards up for
-	// 100 hours, so its board (2) waits at the gate, the rollout
-	// running, nothing sent.
-	body = must(postJSON("/v1/rollouts", `{"name":"stall-test","artifact":"`+sha[1]+`","target":{"boards":["`+ids[2]+
-		`"]},"health":{"min_uptime":"100h"}}`))
+	// A rollout that cannot progress: its board (2) is labelled
+	// show=live, held out of every rollout until someone lifts the label
+	// (the gate reads the label, asking the board nothing, so the line's
+	// noise below cannot fail it), the rollout running, nothing sent.
+	must(request(t, "PATCH", base+"/v1/boards/"+ids[2]+"/labels", "", "application/json", strings.NewReader(`{"show":"live"}`)))
+	body = must(postJSON("/v1/rollouts", `{"name":"stall-test","artifact":"`+sha[1]+`","target":{"boards":["`+ids[2]+`"]}}`))
 	stalled := rolloutID.FindStringSubmatch(body)
 	// A rollout that waits as planned: its strict window opens tomorrow,
 	// so its board (the LAN board never killed) waits, the rollout running, nothing sent; no one
@@ -205,7 +206,7 @@ func TestAlertsFireInDemo(t *testing.T) {
 	waitFor(t, "the rollout paused by its failure threshold", 45*time.Second, func() bool { return rolloutState(failed[1]) == "paused" })
 	waitFor(t, "the stalled rollout's board held at the gate", 45*time.Second, func() bool {
 		_, body := get(t, base+"/v1/rollouts/"+stalled[1]+"/boards", "")
-		return strings.Contains(body, `"waiting"`)
+		return strings.Contains(body, `"waiting":"show: labelled show=live"`)
 	})
 
 	// The installation: board 2 holds a brightness; wait until the

@@ -3,7 +3,7 @@
 // here run holo-gateway demo processes, make the alerts' conditions true,
 // scrape /metrics, and let promtool evaluate the shipped rules over the
 // scraped series. The unit tests of the rules (tests/*.yml) are run by
-// deploy's TestPromtoolRules.
+// deploy's TestAlertRulesPromtool.
 package monitoring_test
 
 import (
