@@ -21,6 +21,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 	"github.com/holofleet/holofleet/gateway/mqtt/layout"
 	"github.com/holofleet/holofleet/gateway/mqtt/policy"
+	"github.com/holofleet/holofleet/gateway/mqtt/spool"
 )
 
 // defaultBrokerPort is the embedded broker's port when --mqtt-port is not
@@ -39,6 +40,7 @@ type mqttFlags struct {
 	ca, cert, key  string
 	clientID       string
 	channel        string // release channel the HA update entities offer
+	spoolMax       int    // most messages waiting for the broker (0: the spool's defaults)
 	off            bool
 	// Access control.
 	anonymous       setString // none|viewer|operator|admin: the embedded broker's clients without credentials
@@ -89,6 +91,8 @@ func addMQTTFlags(fs *flag.FlagSet, f *mqttFlags) {
 	fs.StringVar(&f.key, "mqtt-key", "", "client key (PEM) for the broker")
 	fs.StringVar(&f.clientID, "mqtt-client-id", "", "MQTT client id (default holo-gateway-<base>-<random>)")
 	fs.StringVar(&f.channel, "mqtt-update-channel", mqtt.DefaultUpdateChannel, "release channel the Home Assistant update entities offer and install")
+	fs.IntVar(&f.spoolMax, "mqtt-spool-max", 0, fmt.Sprintf("most messages waiting for the broker, in memory and spilled under --data (default %d: %d in memory, %d on disk); beyond it new ones are dropped and counted in holo_mqtt_dropped_total",
+		spool.DefaultMem+spool.DefaultDisk, spool.DefaultMem, spool.DefaultDisk))
 	fs.BoolVar(&f.off, "no-mqtt", false, "run without the MQTT bridge")
 	fs.Var(&f.anonymous, "mqtt-anonymous", "role of embedded-broker clients without credentials: none, viewer, operator or admin (default none; operator in demo mode, admin with --insecure-lab); loopback only unless --mqtt-allow-anonymous-remote")
 	fs.BoolVar(&f.anonymousRemote, "mqtt-allow-anonymous-remote", false, "let clients without credentials in when the embedded broker listens beyond loopback (warns)")
@@ -167,6 +171,9 @@ func (f mqttFlags) check(brokerURL string) error {
 	}
 	if f.off {
 		return nil
+	}
+	if f.spoolMax < 0 {
+		return fmt.Errorf("%w: --mqtt-spool-max %d: give a number of messages above 0 (or 0 for the default)", errUsage, f.spoolMax)
 	}
 	if u, err := url.Parse(brokerURL); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {
@@ -300,6 +307,7 @@ func newMQTT(_ context.Context, e *env) (component, error) {
 		CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, ClientID: f.clientID, Base: f.base, HAPrefix: f.haPrefix,
 		DB: e.db, Version: buildinfo.Version, Log: e.log.With("component", "mqtt"), Registerer: e.registerer,
 		UpdateChannel: f.channel, Accept: accept, InstallationStates: e.installStates}
+	o.SpoolMem, o.SpoolDisk = spool.Split(f.spoolMax)
 	// The rollouts component ran first: the bridge follows its engine
 	// and installs from its store.
 	if e.rollouts != nil {

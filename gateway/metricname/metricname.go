@@ -179,6 +179,7 @@ const (
 	GatewayRolloutState          = "holo_gateway_rollout_state"
 	GatewayRolloutWave           = "holo_gateway_rollout_wave"
 	GatewayRolloutWaves          = "holo_gateway_rollout_waves"
+	GatewayRolloutWindowOpen     = "holo_gateway_rollout_window_open"
 )
 
 // Timed fires (gateway/metrics/fires.go).
@@ -303,6 +304,7 @@ var All = []string{
 	GatewayRolloutState,
 	GatewayRolloutWave,
 	GatewayRolloutWaves,
+	GatewayRolloutWindowOpen,
 	GatewayFireEarlyTotal,
 	GatewayFireLatenessSeconds,
 	GatewayFireSkewSeconds,

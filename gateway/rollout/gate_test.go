@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/holofleet/holofleet/bus/buildinfo"
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/metricname"
 	"github.com/holofleet/holofleet/gateway/rollout"
 )
 
@@ -82,6 +85,10 @@ func TestStrictWindowOpens(t *testing.T) {
 			t.Fatalf("board %s is %s outside a strict window", id, p)
 		}
 	}
+	// The metric an alert reads to tell a planned wait from a stall.
+	if v := windowOpenGauge(t, g.eng, st.ID); v != 0 {
+		t.Errorf("%s = %v before the window opens, want 0", metricname.GatewayRolloutWindowOpen, v)
+	}
 	for i := range bs.urls {
 		if b, _ := httpGet(bs.urls[i] + "/api/v1/ota/image"); !strings.Contains(string(b), `"idle"`) {
 			t.Fatalf("board %d got an image outside the window: %s", i, b)
@@ -91,6 +98,9 @@ func TestStrictWindowOpens(t *testing.T) {
 	fake.Set(opens.Add(-2 * time.Second))
 	defer fake.Run(100 * time.Millisecond)()
 	g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
+	if v := windowOpenGauge(t, g.eng, st.ID); v != 1 {
+		t.Errorf("%s = %v in the window, want 1", metricname.GatewayRolloutWindowOpen, v)
+	}
 	for _, b := range boardRows(t, g, st.ID) {
 		if b.Phase != rollout.PhaseSucceeded {
 			t.Fatalf("board %s %s %s", b.Board, b.Phase, b.Error)
@@ -233,4 +243,30 @@ func TestHealthConditions(t *testing.T) {
 	if b := boardRows(t, g, st.ID)[bs.ids[0]]; b.Phase != rollout.PhaseSkipped || done.Progress.Failed != 0 {
 		t.Fatalf("board %s, progress %+v", b.Phase, done.Progress)
 	}
+}
+
+// windowOpenGauge is the engine's holo_gateway_rollout_window_open for
+// rollout id.
+func windowOpenGauge(t *testing.T, eng *rollout.Engine, id string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(eng.Collector())
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != metricname.GatewayRolloutWindowOpen {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "rollout" && l.GetValue() == id {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s for rollout %s", metricname.GatewayRolloutWindowOpen, id)
+	return 0
 }

@@ -56,11 +56,26 @@ type Options struct {
 	DB *store.DB
 	// Mem bounds the messages kept in memory (default DefaultMem).
 	Mem int
-	// Disk bounds the messages kept in the bucket (default DefaultDisk).
+	// Disk bounds the messages kept in the bucket (default DefaultDisk;
+	// negative: none, the queue never spills and holds at most Mem).
 	Disk int
 	// Chunk is how many messages one bucket write carries (default
 	// DefaultChunk).
 	Chunk int
+}
+
+// Split gives the Mem and Disk of a queue that holds at most max messages
+// in all: up to DefaultMem in memory, the rest in the bucket. A max of 0
+// or less gives the defaults (0, 0).
+func Split(max int) (mem, disk int) {
+	switch {
+	case max <= 0:
+		return 0, 0
+	case max <= DefaultMem:
+		return max, -1
+	default:
+		return DefaultMem, max - DefaultMem
+	}
 }
 
 // Stats are the queue's counters.
@@ -92,7 +107,9 @@ type Queue struct {
 // left in the bucket (those go out first).
 func Open(o Options) (*Queue, error) {
 	o.Mem = defaults.Positive(o.Mem, DefaultMem)
-	o.Disk = defaults.Positive(o.Disk, DefaultDisk)
+	if o.Disk >= 0 {
+		o.Disk = defaults.Positive(o.Disk, DefaultDisk)
+	}
 	o.Chunk = defaults.Positive(o.Chunk, DefaultChunk)
 	q := &Queue{o: o, ready: make(chan struct{}, 1)}
 	if o.DB == nil {

@@ -114,6 +114,44 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestSplit: a total bound (holo-gateway --mqtt-spool-max) gives a queue
+// that keeps exactly that many messages, in memory or spilled, and drops
+// the next one.
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct{ max, mem, disk int }{
+		{0, 0, 0},
+		{-5, 0, 0},
+		{1, 1, -1},
+		{50, 50, -1},
+		{DefaultMem, DefaultMem, -1},
+		{DefaultMem + 1, DefaultMem, 1},
+		{DefaultMem + DefaultDisk, DefaultMem, DefaultDisk},
+	} {
+		mem, disk := Split(tc.max)
+		if mem != tc.mem || disk != tc.disk {
+			t.Errorf("Split(%d) = %d, %d; want %d, %d", tc.max, mem, disk, tc.mem, tc.disk)
+		}
+	}
+	for _, max := range []int{50, DefaultMem + 300} {
+		mem, disk := Split(max)
+		q, err := Open(Options{DB: openDB(t), Mem: mem, Disk: disk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range max {
+			if err := q.Push(msg(i)); err != nil {
+				t.Fatalf("max %d: push %d: %v", max, i, err)
+			}
+		}
+		if err := q.Push(msg(max)); !errors.Is(err, ErrFull) {
+			t.Errorf("max %d: push past the bound: %v", max, err)
+		}
+		if st := q.Stats(); st.Dropped != 1 || st.Len != max {
+			t.Errorf("max %d: stats %+v", max, st)
+		}
+	}
+}
+
 // FuzzSpool runs push/pop scripts and compares with a slice.
 func FuzzSpool(f *testing.F) {
 	f.Add([]byte{1, 1, 1, 0, 1, 2, 2, 1, 1, 1, 1, 1, 0, 0, 0})

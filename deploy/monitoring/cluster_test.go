@@ -1,0 +1,120 @@
+package monitoring_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/holofleet/holofleet/gateway/cluster"
+)
+
+// TestAlertsFireInCluster runs two demo gateways (eight simulated boards
+// each) joined through a real NATS server (nats-server with JetStream),
+// then kills one gateway (SIGKILL, as a crash) and stops the NATS server
+// while scenes keep firing on the other's boards. Two scrapes of the
+// surviving gateway become promtool series as in TestAlertsFireInDemo,
+// over which fire HoloClusterGatewayDown (it has taken the killed one for
+// dead), HoloClusterPartitioned (cut off from the engine),
+// HoloClusterCoordinator (no gateway holds the rollout lease) and
+// HoloClusterEventsBacklog (its boards' events wait for the engine).
+func TestAlertsFireInCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	promtool := promtoolBin(t)
+	nats := natsServerBin(t)
+	t.Parallel()
+
+	port := freePort(t)
+	natsCmd := exec.Command(nats, "-n", "alerts", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", t.TempDir())
+	if err := natsCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	natsDone := make(chan struct{})
+	go func() { _ = natsCmd.Wait(); close(natsDone) }()
+	t.Cleanup(func() { _ = natsCmd.Process.Kill(); <-natsDone })
+	creds := filepath.Join(t.TempDir(), "cluster.creds")
+	if err := (cluster.Credentials{Secret: "alerts-test-secret"}).Write(creds, "test engine"); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	gw := func(name string) []string {
+		return []string{"demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "8", "--demo-groups", "1", "--no-mqtt",
+			"--name", name, "--cluster", url, "--cluster-credentials", creds, "--cluster-listen", "127.0.0.1:0",
+			"--cluster-heartbeat", "500ms", "--cluster-dead-after", "3s", "--cluster-lease", "3s"}
+	}
+	base, _, _ := startStoppable(t, gw("gw1")...)
+	_, _, _, kill2 := startProcess(t, gw("gw2")...)
+	waitFor(t, "gw1 hears gw2 and a coordinator is elected", 60*time.Second, func() bool {
+		fams, _ := scrapeFamilies(t, base)
+		return familySum(fams, "holo_gateway_cluster_gateway_up", `peer="gw2"`) == 1
+	})
+
+	// gw2 crashes; then the engine stops while scenes fire on gw1's
+	// boards (8 boards, 10 scenes a second).
+	kill2()
+	waitFor(t, "gw1 takes gw2 for dead", 30*time.Second, func() bool {
+		fams, _ := scrapeFamilies(t, base)
+		return familySum(fams, "holo_gateway_cluster_gateway_up", `peer="gw2"`) == 0
+	})
+	if err := natsCmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-natsDone
+	stopScenes := fireScenes(t, base)
+	var before, after map[string]*dto.MetricFamily
+	var atBefore, atAfter time.Time
+	waitFor(t, "gw1 partitioned, without a coordinator, its events waiting", 60*time.Second, func() bool {
+		before, atBefore = scrapeFamilies(t, base)
+		return familySum(before, "holo_gateway_cluster_partitioned", "") == 1 && familySum(before, "holo_gateway_cluster_coordinator", "") == 0 &&
+			familySum(before, "holo_gateway_cluster_events_pending", "") > 0
+	})
+	waitFor(t, "more than 1000 events waiting, 2 s on", 90*time.Second, func() bool {
+		after, atAfter = scrapeFamilies(t, base)
+		return atAfter.Sub(atBefore) >= 2*time.Second && familySum(after, "holo_gateway_cluster_events_pending", "") > 1000
+	})
+	stopScenes()
+	t.Logf("between the scrapes (%v): events pending %.0f -> %.0f", atAfter.Sub(atBefore).Round(time.Millisecond),
+		familySum(before, "holo_gateway_cluster_events_pending", ""), familySum(after, "holo_gateway_cluster_events_pending", ""))
+	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
+	runPromtool(t, promtool, step, []any{map[string]any{
+		"name":         "a cluster gateway after its peer crashed and the engine stopped",
+		"interval":     step.String(),
+		"input_series": promtoolSeries(before, after, int((20*time.Minute)/step), oneOff, growing),
+		"alert_rule_test": []any{
+			expectAlert("HoloClusterPartitioned", "critical", "20m", map[string]string{"gateway": "gw1"}),
+			map[string]any{"alertname": "HoloClusterGatewayDown", "eval_time": "20m", "exp_alerts": []any{map[string]any{
+				"exp_labels": map[string]string{"severity": "critical", "job": alertJob, "peer": "gw2"}}}},
+			map[string]any{"alertname": "HoloClusterCoordinator", "eval_time": "20m", "exp_alerts": []any{map[string]any{
+				"exp_labels": map[string]string{"severity": "warning", "job": alertJob}}}},
+			expectAlert("HoloClusterEventsBacklog", "warning", "20m", map[string]string{"gateway": "gw1"}),
+		},
+	}})
+}
+
+// natsServerBin is the Debian nats-server; tests needing it skip without
+// it, except in CI, which installs it.
+func natsServerBin(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("HOLO_NATS_SERVER"), "/usr/sbin/nats-server", "/usr/bin/nats-server"} {
+		if p != "" {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+	}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("nats-server is not installed (CI installs the Debian package nats-server)")
+	}
+	t.Skip("nats-server is not installed (apt-get install nats-server)")
+	return ""
+}

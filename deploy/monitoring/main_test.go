@@ -1,0 +1,206 @@
+// Package monitoring_test shows that the mixin in deploy/monitoring
+// (rules.yml, alerts.yml) fires on what real gateways export: the tests
+// here run holo-gateway demo processes, make the alerts' conditions true,
+// scrape /metrics, and let promtool evaluate the shipped rules over the
+// scraped series. The unit tests of the rules (tests/*.yml) are run by
+// deploy's TestAlertRulesPromtool.
+package monitoring_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// The holo-gateway binary, built once per test binary (TestMain starts the
+// build at once).
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildOut  []byte
+)
+
+func buildGateway() {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "holo-alerts")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "holo-gateway")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/holo-gateway")
+		cmd.Dir = filepath.Join("..", "..")
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+}
+
+// gatewayBinary is the holo-gateway the tests run: $HOLO_GATEWAY_BIN, or
+// one built from this tree.
+func gatewayBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("HOLO_GATEWAY_BIN"); p != "" {
+		return p
+	}
+	buildGateway()
+	if buildErr != nil {
+		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	building := !testing.Short() && os.Getenv("HOLO_GATEWAY_BIN") == "" && flag.Lookup("test.run").Value.String() != "^$"
+	if building {
+		go buildGateway()
+	}
+	code := m.Run()
+	if building {
+		buildGateway() // waits for a build under way
+		if binPath != "" {
+			os.RemoveAll(filepath.Dir(binPath))
+		}
+	}
+	os.Exit(code)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Lines of holo-gateway's banner.
+var (
+	apiLine  = regexp.MustCompile(`API:\s+(http://\S+)`)
+	sacnLine = regexp.MustCompile(`sacn:\s+udp (\S+)`)
+)
+
+// noBroker is an MQTT URL nothing answers on.
+const noBroker = "tcp://127.0.0.1:1"
+
+// request sends one HTTP request and returns its status and body.
+func request(t *testing.T, method, url, token, ctype string, body io.Reader) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	return request(t, "GET", url, token, "", nil)
+}
+
+func post(t *testing.T, url, ctype string, body []byte) (int, string) {
+	t.Helper()
+	return request(t, "POST", url, "", ctype, bytes.NewReader(body))
+}
+
+// fireScenes applies a scene of a new colour to group 1 ten times a second
+// until the returned stop is called (or the test ends), as a show would.
+func fireScenes(t *testing.T, base string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for colour := 0; ctx.Err() == nil; colour++ {
+			resp, err := http.Post(base+"/v1/actions", "application/json", strings.NewReader(
+				fmt.Sprintf(`{"selector":{"groups":[1]},"kind":"scene_apply","body":{"scene":{"leds":{"mode":"solid","colour":"#%06x"}}}}`, colour*997)))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
+}
+
+// familySum adds up the values of family name's series (those with label,
+// name="value", when it is not empty).
+func familySum(fams map[string]*dto.MetricFamily, name, label string) float64 {
+	s := 0.0
+	for _, m := range fams[name].GetMetric() {
+		ok := label == ""
+		for _, l := range m.GetLabel() {
+			ok = ok || fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()) == label
+		}
+		if ok {
+			s += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return s
+}
+
+// waitFor polls cond until it holds, failing the test after d.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func udpConn(t *testing.T, addr string) *net.UDPConn {
+	t.Helper()
+	ua, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp4", nil, ua)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
