@@ -1,7 +1,6 @@
 package installation
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,10 +145,6 @@ type runMem struct {
 	boards  map[string]*RunBoard
 	working map[string]bool
 	desc    *Description
-	// queued: the run's records (its revision, start, boards and end)
-	// are queued for the disk and not waited for, because its description
-	// is the one already current (see apply).
-	queued bool
 }
 
 func (e *engine) init(in *Installer) error {
@@ -358,42 +353,13 @@ func (in *Installer) apply(ctx context.Context, d *Description, who, message str
 		}
 		defer func() { go in.checkAll() }()
 	}
-	// A description that is the current one already (a re-apply, to
-	// repair drift or just to check) is stored and run all the same, but
-	// its records are not waited for: a crash that lost them would leave
-	// the gateway holding the same description, so it loses nothing the
-	// boards or a restart depend on, and the apply does not pay the disk
-	// syncs that a listing round does not (docs/installation.md).
-	return in.startRunLocked(rev, d, in.o.Shared == nil && in.isCurrent(d))
-}
-
-// isCurrent reports whether d is the current revision's description.
-func (in *Installer) isCurrent(d *Description) bool {
-	_, cur, err := in.currentCached()
-	return err == nil && bytes.Equal(cur.JSON(), d.JSON())
-}
-
-// writeRun writes a run's records: at once, waiting for the disk, or
-// queued when the run is queued (its writes land in order, and reads
-// through the journal see them before they do).
-func (in *Installer) writeRun(queued bool, kv map[string]any) error {
-	if !queued {
-		return in.st.Batch(kv)
-	}
-	saved := in.j.Add(kv)
-	go func() {
-		if err := <-saved; err != nil {
-			in.o.Log.Error("installation: recording a re-apply's run", "err", err)
-		}
-	}()
-	return nil
+	return in.startRunLocked(rev, d)
 }
 
 // startRunLocked starts the run of rev over this gateway's assigned
 // boards, storing the revision (a copy, in a cluster), the run and its
-// boards at once (queued: without waiting for the disk). e.mu is held and
-// no run is active.
-func (in *Installer) startRunLocked(rev Revision, d *Description, queued bool) (Revision, RunStatus, error) {
+// boards at once. e.mu is held and no run is active.
+func (in *Installer) startRunLocked(rev Revision, d *Description) (Revision, RunStatus, error) {
 	e := &in.eng
 	ts, errs, _ := in.Targets(d)
 	now := in.o.Clock.Now().UTC()
@@ -417,7 +383,7 @@ func (in *Installer) startRunLocked(rev Revision, d *Description, queued bool) (
 	local := rev
 	local.Run = run.ID
 	kv := map[string]any{revKey(rev.N): local, runKey(run.ID): run, currentKey: rev.N}
-	rm := &runMem{r: run, boards: map[string]*RunBoard{}, working: map[string]bool{}, desc: d, queued: queued}
+	rm := &runMem{r: run, boards: map[string]*RunBoard{}, working: map[string]bool{}, desc: d}
 	for w, wave := range run.Waves {
 		for _, id := range wave {
 			b := &RunBoard{Run: run.ID, Board: id, Wave: w, Phase: PhasePending, Updated: now}
@@ -428,7 +394,7 @@ func (in *Installer) startRunLocked(rev Revision, d *Description, queued bool) (
 			kv[runBoardKey(run.ID, id)] = b
 		}
 	}
-	if err := in.writeRun(queued, kv); err != nil {
+	if err := in.st.Batch(kv); err != nil {
 		return Revision{}, RunStatus{}, err
 	}
 	e.lastRev, e.lastRun, e.active = rev.N, run.ID, rm
@@ -803,9 +769,8 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 		started[id] = &b
 	}
 	if len(kv) > 0 {
-		// Written before acted on: state changes and cancellations (a
-		// queued run's queued before, in order).
-		if err := in.writeRun(rm.queued, kv); err != nil {
+		// Written before acted on: state changes and cancellations.
+		if err := in.j.Write(context.Background(), kv); err != nil {
 			e.mu.Unlock()
 			return err
 		}

@@ -122,12 +122,8 @@ func New(o Options) (*Installer, error) {
 	o.Settle = defaults.Positive(o.Settle, DefaultSettle)
 	o.HealRetry = defaults.Positive(o.HealRetry, DefaultHealRetry)
 	o.StartSettle = defaults.Positive(o.StartSettle, 10*time.Second)
-	// Every record goes through the journal, which reads its own writes:
-	// records queued without waiting (a re-apply's run) read back at once,
-	// and a write waited for lands after them.
-	in := &Installer{o: o}
+	in := &Installer{o: o, st: o.Store}
 	in.j = store.NewJournal(o.Store)
-	in.st = in.j
 	in.cache, _ = o.Fleet.(StateCache)
 	in.watch.init()
 	if err := in.eng.init(in); err != nil {

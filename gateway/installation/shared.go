@@ -223,7 +223,7 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	if in.ranLocally(rev) {
 		return true
 	}
-	_, st, err := in.startRunLocked(rev, d, false)
+	_, st, err := in.startRunLocked(rev, d)
 	if err != nil {
 		in.o.Log.Error("installation: starting the run of the cluster's revision", "revision", n, "err", err)
 		return false
