@@ -115,3 +115,103 @@ func TestJournalOnBucket(t *testing.T) {
 		}
 	}
 }
+
+// heldBucket is a Bucket whose transactions wait until released.
+type heldBucket struct {
+	*Bucket
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h heldBucket) Batch(kv map[string]any) error {
+	h.entered <- struct{}{}
+	<-h.release
+	return h.Bucket.Batch(kv)
+}
+
+// TestJournalReadsItsWrites: what was queued and is not on disk yet is
+// what Get and Scan read (a queued nil hides the key), in either order
+// and within bounds; once written, the store reads the same. Batch goes
+// after what was queued before it.
+func TestJournalReadsItsWrites(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "j.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	bk := db.Bucket("j")
+	if err := bk.Batch(map[string]any{"a": 1, "c": 3, "e": 5}); err != nil {
+		t.Fatal(err)
+	}
+	h := heldBucket{bk, make(chan struct{}, 4), make(chan struct{})}
+	j := NewJournal(h)
+	scan := func(from, to string, reverse bool, limit int) string {
+		t.Helper()
+		var out []string
+		err := j.Scan(from, to, reverse, func(k string, raw []byte) (bool, error) {
+			out = append(out, k+"="+string(raw))
+			return len(out) < limit, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(out)
+	}
+	get := func(k string) string {
+		t.Helper()
+		var v int
+		ok, err := j.Get(k, &v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return "absent"
+		}
+		return fmt.Sprint(v)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct{ got, want string }{
+			{get("b"), "2"}, {get("c"), "30"}, {get("e"), "absent"}, {get("a"), "1"}, {get("z"), "absent"},
+			{scan("", "", false, 99), "[a=1 b=2 c=30 f=6]"},
+			{scan("", "", true, 99), "[f=6 c=30 b=2 a=1]"},
+			{scan("b", "d", false, 99), "[b=2 c=30]"},
+			{scan("b", "f", true, 99), "[c=30 b=2]"},
+			{scan("", "", false, 2), "[a=1 b=2]"},
+			{scan("", "", true, 1), "[f=6]"},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: got %s, want %s", when, c.got, c.want)
+			}
+		}
+	}
+	done := j.Add(map[string]any{"b": 2, "c": 30, "e": nil, "f": 6})
+	<-h.entered // being written
+	check("queued")
+	later := make(chan error, 1)
+	go func() { later <- j.Batch(map[string]any{"c": 31}) }()
+	h.release <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	<-h.entered
+	select {
+	case err := <-later:
+		t.Fatalf("Batch returned %v before its transaction was written", err)
+	default:
+	}
+	h.release <- struct{}{}
+	if err := <-later; err != nil {
+		t.Fatal(err)
+	}
+	if get("c") != "31" {
+		t.Fatalf("c = %s after Batch, want 31", get("c"))
+	}
+	back := j.Add(map[string]any{"c": 30})
+	<-h.entered
+	h.release <- struct{}{}
+	if err := <-back; err != nil {
+		t.Fatal(err)
+	}
+	check("written")
+}

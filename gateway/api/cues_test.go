@@ -18,6 +18,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/nettest"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
@@ -286,7 +287,7 @@ func TestCueGRPC(t *testing.T) {
 // working from reflection alone: save as admin, GO as operator, a
 // viewer's GO refused, the state read back.
 func TestCueGrpcurl(t *testing.T) {
-	grpcurl, run := grpcurlCmd(t)
+	grpcurl, run := nettest.Grpcurl(t)
 	g, _, fl, _ := cueGateway(t)
 	bearer := func(role string) string { return "authorization: Bearer " + g.secrets[role] }
 	if d := run("-H", bearer("viewer"), g.addr, "describe", "holo.fleet.v1.CueService"); !strings.Contains(d, "rpc GoCue") {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/nettest"
 )
 
 // TestProbes: /healthz is 200 while the server answers; /readyz is 200
@@ -195,7 +196,7 @@ func TestReflection(t *testing.T) {
 // health check. Without grpcurl on PATH it is skipped, except in CI.
 func TestGrpcurl(t *testing.T) {
 	g := startGateway(t)
-	grpcurl, run := grpcurlCmd(t)
+	grpcurl, run := nettest.Grpcurl(t)
 	// Outside demo mode reflection needs a token (docs/gateway-api.md).
 	if out, err := grpcurl(g.addr, "list"); err == nil || !strings.Contains(out, "Unauthenticated") {
 		t.Errorf("grpcurl list without a token: %v\n%s", err, out)
@@ -217,43 +218,4 @@ func TestGrpcurl(t *testing.T) {
 	if b := run("-H", viewer, g.addr, "holo.fleet.v1.FleetService/ListBoards"); !strings.Contains(b, "holo-b1") {
 		t.Errorf("grpcurl ListBoards:\n%s", b)
 	}
-}
-
-// grpcurlCmd returns functions running grpcurl -plaintext with args: the
-// first returns its output and error, the second its output and fails
-// the test on an error. It skips the test where grpcurl is not installed
-// (fails it in CI).
-func grpcurlCmd(t *testing.T) (try func(args ...string) (string, error), run func(args ...string) string) {
-	t.Helper()
-	bin, err := exec.LookPath("grpcurl")
-	if err != nil {
-		// Where `go install` puts it, when that is not on PATH.
-		if out, gerr := exec.Command("go", "env", "GOPATH").Output(); gerr == nil {
-			p := filepath.Join(strings.TrimSpace(string(out)), "bin", "grpcurl")
-			if _, serr := os.Stat(p); serr == nil {
-				bin, err = p, nil
-			}
-		}
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3)")
-		}
-		t.Skip("grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3; CI installs it)")
-	}
-	try = func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, bin, append([]string{"-plaintext"}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	run = func(args ...string) string {
-		t.Helper()
-		out, err := try(args...)
-		if err != nil {
-			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
-	return try, run
 }

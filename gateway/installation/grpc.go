@@ -69,6 +69,18 @@ func boardPB(b BoardPlan) *fleetv1.InstallationBoard {
 	return out
 }
 
+func sectionsPB(sps []SectionPlan) []*fleetv1.InstallationSection {
+	var out []*fleetv1.InstallationSection
+	for _, sp := range sps {
+		s := &fleetv1.InstallationSection{Section: sp.Section, State: sp.State, Summary: sp.Summary, Error: sp.Error}
+		for _, c := range sp.Changes {
+			s.Changes = append(s.Changes, &fleetv1.InstallationSectionChange{Op: c.Op, Item: c.Item, Why: c.Why})
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 func revisionPB(r Revision) *fleetv1.InstallationRevision {
 	return &fleetv1.InstallationRevision{N: int32(r.N), Who: r.Who, When: timestamppb.New(r.When), Message: r.Message,
 		RollbackOf: int32(r.RollbackOf), Run: int32(r.Run), DescriptionJson: string(r.Description)}
@@ -92,7 +104,7 @@ func (g *grpcService) PlanInstallation(ctx context.Context, req *fleetv1.PlanIns
 	if err != nil {
 		return nil, grpcErr(err)
 	}
-	out := &fleetv1.InstallationPlan{}
+	out := &fleetv1.InstallationPlan{Sections: sectionsPB(g.in.PlanSections(d))}
 	for _, b := range boards {
 		out.Boards = append(out.Boards, boardPB(b))
 	}
@@ -127,7 +139,7 @@ func (g *grpcService) GetInstallationStatus(ctx context.Context, _ *fleetv1.GetI
 	if err != nil {
 		return nil, grpcErr(err)
 	}
-	out := &fleetv1.InstallationStatus{Revision: revisionPB(st.Revision), Counts: map[string]int32{}}
+	out := &fleetv1.InstallationStatus{Revision: revisionPB(st.Revision), Counts: map[string]int32{}, Sections: sectionsPB(st.Sections)}
 	if st.Run != nil {
 		out.Run = runPB(*st.Run)
 	}

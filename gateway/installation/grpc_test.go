@@ -28,36 +28,9 @@ func TestGRPC(t *testing.T) {
 	aud := &memAudit{}
 	r := startRig(t, 2, nil, func(o *installation.Options) { o.Audit = aud })
 	r.label(t)
-	tokens, err := auth.Open(r.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, _ := tokens.Create("ada", auth.RoleAdmin)
-	viewer, _, _ := tokens.Create("vic", auth.RoleViewer)
-	op, _, _ := tokens.Create("otto", auth.RoleOperator)
-	reg := prometheus.NewRegistry()
-	srv, err := api.New(api.Config{Fleet: r.fleet, Tokens: tokens, Guard: &auth.Guard{Tokens: tokens, Audit: aud},
-		Registerer: reg, Gatherer: reg, Installation: r.in.GRPC()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(ctx, ln) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c := fleetv1.NewInstallationServiceClient(conn)
-	as := func(tok string) context.Context {
-		return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
-	}
+	g := serveGRPC(t, r, aud)
+	c, as := g.client, g.as
+	admin, viewer, op := g.tokens["admin"], g.tokens["viewer"], g.tokens["operator"]
 	code := func(err error) codes.Code { return status.Code(err) }
 
 	d := r.parse(t, desc(false, "image")) // content into the store, as holoctl's upload does
@@ -134,4 +107,56 @@ func TestGRPC(t *testing.T) {
 	if applied != 1 || denied != 1 {
 		t.Errorf("audit of ApplyInstallation: %d allowed, %d denied; want 1 and 1", applied, denied)
 	}
+}
+
+// grpcAPI is the gateway's real API server (gRPC with its door) in front
+// of a rig's installer, on a port of its own, with a token per role.
+type grpcAPI struct {
+	addr   string
+	client fleetv1.InstallationServiceClient
+	// tokens are bearer secrets by role: admin (ada), viewer (vic),
+	// operator (otto).
+	tokens map[string]string
+}
+
+// as is a context carrying tok as the bearer token.
+func (g *grpcAPI) as(tok string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+}
+
+func serveGRPC(t *testing.T, r *rig, aud auth.Auditor) *grpcAPI {
+	t.Helper()
+	tokens, err := auth.Open(r.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &grpcAPI{tokens: map[string]string{}}
+	for name, role := range map[string]auth.Role{"ada": auth.RoleAdmin, "vic": auth.RoleViewer, "otto": auth.RoleOperator} {
+		secret, _, err := tokens.Create(name, role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.tokens[role.String()] = secret
+	}
+	reg := prometheus.NewRegistry()
+	srv, err := api.New(api.Config{Fleet: r.fleet, Tokens: tokens, Guard: &auth.Guard{Tokens: tokens, Audit: aud},
+		Registerer: reg, Gatherer: reg, Installation: r.in.GRPC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(ctx, ln) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	g.addr, g.client = ln.Addr().String(), fleetv1.NewInstallationServiceClient(conn)
+	return g
 }

@@ -2,18 +2,23 @@ package installation_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/cue"
 	"github.com/holofleet/holofleet/gateway/dmx"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/installation"
+	"github.com/holofleet/holofleet/gateway/nettest"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
 // sectionRig is a rig with the gateway's real DMX and cue engines (the
@@ -325,4 +330,94 @@ func TestSectionsRefusedWhole(t *testing.T) {
 			t.Fatalf("audited a change that was put back: %v", a)
 		}
 	})
+}
+
+// TestSectionsOverGRPC: PlanInstallation and GetInstallationStatus carry
+// the gateway sections as REST does: the plan lists what an apply would
+// change in the patch and the lists; after an apply over gRPC the status
+// shows them in sync, and drifted (with what differs) once the patch is
+// changed behind the installation's back. grpcurl, working from
+// reflection alone, reads the same.
+func TestSectionsOverGRPC(t *testing.T) {
+	r := startSectionRig(t, nil, true)
+	g := serveGRPC(t, r.rig, r.audit)
+	viewer, admin := g.as(g.tokens["viewer"]), g.as(g.tokens["admin"])
+	id := r.boards[0].ID
+	if _, err := r.cues.Put(cue.List{Name: "old", Cues: []cue.Cue{{Number: "1", Actions: []cue.Action{{Kind: "scene_end", Selector: fleetAll()}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	text := string(r.parse(t, fmt.Sprintf(sectionsDesc, id, id)).JSON())
+
+	plan, err := g.client.PlanInstallation(viewer, &fleetv1.PlanInstallationRequest{Description: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*fleetv1.InstallationSection{
+		{Section: "dmx", State: installation.StateDrifted, Summary: "3 patch entries to add", Changes: []*fleetv1.InstallationSectionChange{
+			{Op: "add", Item: "fixture universe 1 address 1", Why: `"door" holo -> group 1`},
+			{Op: "add", Item: "fixture universe 2 address 1", Why: "rgb -> board " + id},
+			{Op: "add", Item: "universe 2", Why: "loss release"}}},
+		{Section: "cuelists", State: installation.StateDrifted, Summary: "1 cue list to add, 1 cue list to remove", Changes: []*fleetv1.InstallationSectionChange{
+			{Op: "add", Item: "cue list demo", Why: "2 cues"},
+			{Op: "remove", Item: "cue list old", Why: "1 cue, not in the description"}}},
+	}
+	if diff := cmp.Diff(want, plan.Sections, protocmp.Transform()); diff != "" {
+		t.Fatalf("plan sections (-want +got):\n%s", diff)
+	}
+	if len(plan.Boards) != 1 || plan.Boards[0].Board != id {
+		t.Fatalf("plan boards: %v", plan.Boards)
+	}
+
+	ap, err := g.client.ApplyInstallation(admin, &fleetv1.ApplyInstallationRequest{Description: text, Message: "sections over gRPC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitRun(t, int(ap.Run.Id))
+	st, err := g.client.GetInstallationStatus(viewer, &fleetv1.GetInstallationStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSync := []*fleetv1.InstallationSection{
+		{Section: "dmx", State: installation.StateInSync, Summary: "in sync"},
+		{Section: "cuelists", State: installation.StateInSync, Summary: "in sync"},
+	}
+	if diff := cmp.Diff(inSync, st.Sections, protocmp.Transform()); diff != "" {
+		t.Fatalf("status sections after the apply (-want +got):\n%s", diff)
+	}
+
+	// The patch changed behind the installation's back: drifted, with how.
+	p := *r.dmx.Patch()
+	p.Universes = nil
+	if err := r.dmx.SetPatch(&p); err != nil {
+		t.Fatal(err)
+	}
+	st, err = g.client.GetInstallationStatus(viewer, &fleetv1.GetInstallationStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drift := []*fleetv1.InstallationSection{
+		{Section: "dmx", State: installation.StateDrifted, Summary: "1 patch entry to add",
+			Changes: []*fleetv1.InstallationSectionChange{{Op: "add", Item: "universe 2", Why: "loss release"}}},
+		{Section: "cuelists", State: installation.StateInSync, Summary: "in sync"},
+	}
+	if diff := cmp.Diff(drift, st.Sections, protocmp.Transform()); diff != "" {
+		t.Fatalf("status sections after drift (-want +got):\n%s", diff)
+	}
+
+	// The real grpcurl reads the same through reflection.
+	_, run := nettest.Grpcurl(t)
+	bearer := "authorization: Bearer " + g.tokens["viewer"]
+	out := run("-H", bearer, g.addr, "holo.fleet.v1.InstallationService/GetInstallationStatus")
+	for _, w := range []string{`"section": "dmx"`, `"state": "drifted"`, `"item": "universe 2"`, `"why": "loss release"`, `"section": "cuelists"`} {
+		if !strings.Contains(out, w) {
+			t.Errorf("grpcurl status lacks %s:\n%s", w, out)
+		}
+	}
+	req, _ := json.Marshal(map[string]string{"description": text})
+	out = run("-H", bearer, "-d", string(req), g.addr, "holo.fleet.v1.InstallationService/PlanInstallation")
+	for _, w := range []string{`"section": "dmx"`, `"summary": "1 patch entry to add"`, `"section": "cuelists"`, `"summary": "in sync"`} {
+		if !strings.Contains(out, w) {
+			t.Errorf("grpcurl plan lacks %s:\n%s", w, out)
+		}
+	}
 }

@@ -3,6 +3,9 @@
 // listening, then listen again on the same address. Tests put it between
 // a client under test (the gateway's LAN driver, its MQTT bridge) and a
 // real server to take the network away and give it back at chosen moments.
+//
+// It also runs grpcurl (Grpcurl), a real gRPC client no one here wrote,
+// for tests of the gateway's gRPC services through reflection alone.
 package nettest
 
 import (

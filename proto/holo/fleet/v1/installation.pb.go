@@ -84,8 +84,11 @@ func (x *PlanInstallationRequest) GetFile() string {
 }
 
 type InstallationPlan struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Boards        []*InstallationBoard   `protobuf:"bytes,1,rep,name=boards,proto3" json:"boards,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Boards []*InstallationBoard   `protobuf:"bytes,1,rep,name=boards,proto3" json:"boards,omitempty"`
+	// sections are the gateway sections the description holds, after the
+	// boards; one it leaves out is not listed.
+	Sections      []*InstallationSection `protobuf:"bytes,2,rep,name=sections,proto3" json:"sections,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -127,6 +130,159 @@ func (x *InstallationPlan) GetBoards() []*InstallationBoard {
 	return nil
 }
 
+func (x *InstallationPlan) GetSections() []*InstallationSection {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+// InstallationSection is one gateway section of a description (the DMX
+// patch, the cue lists) against the gateway's live state.
+type InstallationSection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// section: dmx or cuelists.
+	Section string `protobuf:"bytes,1,opt,name=section,proto3" json:"section,omitempty"`
+	// state: in_sync, drifted, or failed (this gateway cannot hold it).
+	State         string                       `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Summary       string                       `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	Error         string                       `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Changes       []*InstallationSectionChange `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstallationSection) Reset() {
+	*x = InstallationSection{}
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstallationSection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstallationSection) ProtoMessage() {}
+
+func (x *InstallationSection) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstallationSection.ProtoReflect.Descriptor instead.
+func (*InstallationSection) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InstallationSection) GetSection() string {
+	if x != nil {
+		return x.Section
+	}
+	return ""
+}
+
+func (x *InstallationSection) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *InstallationSection) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *InstallationSection) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *InstallationSection) GetChanges() []*InstallationSectionChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+// InstallationSectionChange is one fixture, universe loss rule or cue
+// list to add, change or remove.
+type InstallationSectionChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// op: add, change or remove.
+	Op string `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	// item names it: "fixture universe 2 address 1", "universe 2",
+	// "cue list demo".
+	Item string `protobuf:"bytes,2,opt,name=item,proto3" json:"item,omitempty"`
+	// why says what differs ("cue 2 changed; cue 3 added").
+	Why           string `protobuf:"bytes,3,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstallationSectionChange) Reset() {
+	*x = InstallationSectionChange{}
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstallationSectionChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstallationSectionChange) ProtoMessage() {}
+
+func (x *InstallationSectionChange) ProtoReflect() protoreflect.Message {
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstallationSectionChange.ProtoReflect.Descriptor instead.
+func (*InstallationSectionChange) Descriptor() ([]byte, []int) {
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InstallationSectionChange) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *InstallationSectionChange) GetItem() string {
+	if x != nil {
+		return x.Item
+	}
+	return ""
+}
+
+func (x *InstallationSectionChange) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
+}
+
 // InstallationBoard is one board's state and what would change on it.
 type InstallationBoard struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -149,7 +305,7 @@ type InstallationBoard struct {
 
 func (x *InstallationBoard) Reset() {
 	*x = InstallationBoard{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[2]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -161,7 +317,7 @@ func (x *InstallationBoard) String() string {
 func (*InstallationBoard) ProtoMessage() {}
 
 func (x *InstallationBoard) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[2]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -174,7 +330,7 @@ func (x *InstallationBoard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationBoard.ProtoReflect.Descriptor instead.
 func (*InstallationBoard) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{2}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *InstallationBoard) GetBoard() string {
@@ -259,7 +415,7 @@ type InstallationChange struct {
 
 func (x *InstallationChange) Reset() {
 	*x = InstallationChange{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[3]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -271,7 +427,7 @@ func (x *InstallationChange) String() string {
 func (*InstallationChange) ProtoMessage() {}
 
 func (x *InstallationChange) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[3]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -284,7 +440,7 @@ func (x *InstallationChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationChange.ProtoReflect.Descriptor instead.
 func (*InstallationChange) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{3}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *InstallationChange) GetKind() string {
@@ -341,7 +497,7 @@ type ApplyInstallationRequest struct {
 
 func (x *ApplyInstallationRequest) Reset() {
 	*x = ApplyInstallationRequest{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[4]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +509,7 @@ func (x *ApplyInstallationRequest) String() string {
 func (*ApplyInstallationRequest) ProtoMessage() {}
 
 func (x *ApplyInstallationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[4]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +522,7 @@ func (x *ApplyInstallationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyInstallationRequest.ProtoReflect.Descriptor instead.
 func (*ApplyInstallationRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{4}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApplyInstallationRequest) GetDescription() string {
@@ -400,7 +556,7 @@ type InstallationApplied struct {
 
 func (x *InstallationApplied) Reset() {
 	*x = InstallationApplied{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[5]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +568,7 @@ func (x *InstallationApplied) String() string {
 func (*InstallationApplied) ProtoMessage() {}
 
 func (x *InstallationApplied) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[5]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +581,7 @@ func (x *InstallationApplied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationApplied.ProtoReflect.Descriptor instead.
 func (*InstallationApplied) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{5}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InstallationApplied) GetRevision() *InstallationRevision {
@@ -459,7 +615,7 @@ type InstallationRevision struct {
 
 func (x *InstallationRevision) Reset() {
 	*x = InstallationRevision{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[6]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +627,7 @@ func (x *InstallationRevision) String() string {
 func (*InstallationRevision) ProtoMessage() {}
 
 func (x *InstallationRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[6]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +640,7 @@ func (x *InstallationRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationRevision.ProtoReflect.Descriptor instead.
 func (*InstallationRevision) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{6}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InstallationRevision) GetN() int32 {
@@ -559,7 +715,7 @@ type InstallationRun struct {
 
 func (x *InstallationRun) Reset() {
 	*x = InstallationRun{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[7]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +727,7 @@ func (x *InstallationRun) String() string {
 func (*InstallationRun) ProtoMessage() {}
 
 func (x *InstallationRun) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[7]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +740,7 @@ func (x *InstallationRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationRun.ProtoReflect.Descriptor instead.
 func (*InstallationRun) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{7}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *InstallationRun) GetId() int32 {
@@ -678,7 +834,7 @@ type InstallationRunBoard struct {
 
 func (x *InstallationRunBoard) Reset() {
 	*x = InstallationRunBoard{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[8]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +846,7 @@ func (x *InstallationRunBoard) String() string {
 func (*InstallationRunBoard) ProtoMessage() {}
 
 func (x *InstallationRunBoard) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[8]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +859,7 @@ func (x *InstallationRunBoard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationRunBoard.ProtoReflect.Descriptor instead.
 func (*InstallationRunBoard) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{8}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *InstallationRunBoard) GetBoard() string {
@@ -758,7 +914,7 @@ type InstallationRunDetail struct {
 
 func (x *InstallationRunDetail) Reset() {
 	*x = InstallationRunDetail{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[9]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +926,7 @@ func (x *InstallationRunDetail) String() string {
 func (*InstallationRunDetail) ProtoMessage() {}
 
 func (x *InstallationRunDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[9]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +939,7 @@ func (x *InstallationRunDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationRunDetail.ProtoReflect.Descriptor instead.
 func (*InstallationRunDetail) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{9}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InstallationRunDetail) GetRun() *InstallationRun {
@@ -808,7 +964,7 @@ type GetInstallationStatusRequest struct {
 
 func (x *GetInstallationStatusRequest) Reset() {
 	*x = GetInstallationStatusRequest{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[10]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +976,7 @@ func (x *GetInstallationStatusRequest) String() string {
 func (*GetInstallationStatusRequest) ProtoMessage() {}
 
 func (x *GetInstallationStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[10]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,23 +989,26 @@ func (x *GetInstallationStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInstallationStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetInstallationStatusRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{10}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{12}
 }
 
 type InstallationStatus struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Revision *InstallationRevision  `protobuf:"bytes,1,opt,name=revision,proto3" json:"revision,omitempty"`
 	// run is the unfinished run, if any.
-	Run           *InstallationRun     `protobuf:"bytes,2,opt,name=run,proto3" json:"run,omitempty"`
-	Boards        []*InstallationBoard `protobuf:"bytes,3,rep,name=boards,proto3" json:"boards,omitempty"`
-	Counts        map[string]int32     `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Run    *InstallationRun     `protobuf:"bytes,2,opt,name=run,proto3" json:"run,omitempty"`
+	Boards []*InstallationBoard `protobuf:"bytes,3,rep,name=boards,proto3" json:"boards,omitempty"`
+	Counts map[string]int32     `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// sections are the current revision's gateway sections against the
+	// live patch and cue lists.
+	Sections      []*InstallationSection `protobuf:"bytes,5,rep,name=sections,proto3" json:"sections,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InstallationStatus) Reset() {
 	*x = InstallationStatus{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[11]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +1020,7 @@ func (x *InstallationStatus) String() string {
 func (*InstallationStatus) ProtoMessage() {}
 
 func (x *InstallationStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[11]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1033,7 @@ func (x *InstallationStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationStatus.ProtoReflect.Descriptor instead.
 func (*InstallationStatus) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{11}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InstallationStatus) GetRevision() *InstallationRevision {
@@ -905,6 +1064,13 @@ func (x *InstallationStatus) GetCounts() map[string]int32 {
 	return nil
 }
 
+func (x *InstallationStatus) GetSections() []*InstallationSection {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
 type ListInstallationRevisionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -913,7 +1079,7 @@ type ListInstallationRevisionsRequest struct {
 
 func (x *ListInstallationRevisionsRequest) Reset() {
 	*x = ListInstallationRevisionsRequest{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[12]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1091,7 @@ func (x *ListInstallationRevisionsRequest) String() string {
 func (*ListInstallationRevisionsRequest) ProtoMessage() {}
 
 func (x *ListInstallationRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[12]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1104,7 @@ func (x *ListInstallationRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInstallationRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListInstallationRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{12}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{14}
 }
 
 type ListInstallationRevisionsResponse struct {
@@ -950,7 +1116,7 @@ type ListInstallationRevisionsResponse struct {
 
 func (x *ListInstallationRevisionsResponse) Reset() {
 	*x = ListInstallationRevisionsResponse{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[13]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1128,7 @@ func (x *ListInstallationRevisionsResponse) String() string {
 func (*ListInstallationRevisionsResponse) ProtoMessage() {}
 
 func (x *ListInstallationRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[13]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1141,7 @@ func (x *ListInstallationRevisionsResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ListInstallationRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListInstallationRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{13}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListInstallationRevisionsResponse) GetRevisions() []*InstallationRevision {
@@ -994,7 +1160,7 @@ type GetInstallationRevisionRequest struct {
 
 func (x *GetInstallationRevisionRequest) Reset() {
 	*x = GetInstallationRevisionRequest{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[14]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1172,7 @@ func (x *GetInstallationRevisionRequest) String() string {
 func (*GetInstallationRevisionRequest) ProtoMessage() {}
 
 func (x *GetInstallationRevisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[14]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1185,7 @@ func (x *GetInstallationRevisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInstallationRevisionRequest.ProtoReflect.Descriptor instead.
 func (*GetInstallationRevisionRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{14}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetInstallationRevisionRequest) GetN() int32 {
@@ -1039,7 +1205,7 @@ type RollbackInstallationRequest struct {
 
 func (x *RollbackInstallationRequest) Reset() {
 	*x = RollbackInstallationRequest{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[15]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1217,7 @@ func (x *RollbackInstallationRequest) String() string {
 func (*RollbackInstallationRequest) ProtoMessage() {}
 
 func (x *RollbackInstallationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[15]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1230,7 @@ func (x *RollbackInstallationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackInstallationRequest.ProtoReflect.Descriptor instead.
 func (*RollbackInstallationRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{15}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RollbackInstallationRequest) GetRevision() int32 {
@@ -1090,7 +1256,7 @@ type GetInstallationRunRequest struct {
 
 func (x *GetInstallationRunRequest) Reset() {
 	*x = GetInstallationRunRequest{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[16]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1268,7 @@ func (x *GetInstallationRunRequest) String() string {
 func (*GetInstallationRunRequest) ProtoMessage() {}
 
 func (x *GetInstallationRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[16]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1281,7 @@ func (x *GetInstallationRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInstallationRunRequest.ProtoReflect.Descriptor instead.
 func (*GetInstallationRunRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{16}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetInstallationRunRequest) GetId() int32 {
@@ -1137,7 +1303,7 @@ type ControlInstallationRunRequest struct {
 
 func (x *ControlInstallationRunRequest) Reset() {
 	*x = ControlInstallationRunRequest{}
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[17]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1315,7 @@ func (x *ControlInstallationRunRequest) String() string {
 func (*ControlInstallationRunRequest) ProtoMessage() {}
 
 func (x *ControlInstallationRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holo_fleet_v1_installation_proto_msgTypes[17]
+	mi := &file_holo_fleet_v1_installation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1328,7 @@ func (x *ControlInstallationRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControlInstallationRunRequest.ProtoReflect.Descriptor instead.
 func (*ControlInstallationRunRequest) Descriptor() ([]byte, []int) {
-	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{17}
+	return file_holo_fleet_v1_installation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ControlInstallationRunRequest) GetId() int32 {
@@ -1193,9 +1359,20 @@ const file_holo_fleet_v1_installation_proto_rawDesc = "" +
 	" holo/fleet/v1/installation.proto\x12\rholo.fleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"O\n" +
 	"\x17PlanInstallationRequest\x12 \n" +
 	"\vdescription\x18\x01 \x01(\tR\vdescription\x12\x12\n" +
-	"\x04file\x18\x02 \x01(\tR\x04file\"L\n" +
+	"\x04file\x18\x02 \x01(\tR\x04file\"\x8c\x01\n" +
 	"\x10InstallationPlan\x128\n" +
-	"\x06boards\x18\x01 \x03(\v2 .holo.fleet.v1.InstallationBoardR\x06boards\"\xa2\x02\n" +
+	"\x06boards\x18\x01 \x03(\v2 .holo.fleet.v1.InstallationBoardR\x06boards\x12>\n" +
+	"\bsections\x18\x02 \x03(\v2\".holo.fleet.v1.InstallationSectionR\bsections\"\xb9\x01\n" +
+	"\x13InstallationSection\x12\x18\n" +
+	"\asection\x18\x01 \x01(\tR\asection\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
+	"\asummary\x18\x03 \x01(\tR\asummary\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12B\n" +
+	"\achanges\x18\x05 \x03(\v2(.holo.fleet.v1.InstallationSectionChangeR\achanges\"Q\n" +
+	"\x19InstallationSectionChange\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
+	"\x04item\x18\x02 \x01(\tR\x04item\x12\x10\n" +
+	"\x03why\x18\x03 \x01(\tR\x03why\"\xa2\x02\n" +
 	"\x11InstallationBoard\x12\x14\n" +
 	"\x05board\x18\x01 \x01(\tR\x05board\x12\x18\n" +
 	"\aprofile\x18\x02 \x01(\tR\aprofile\x12\x14\n" +
@@ -1255,12 +1432,13 @@ const file_holo_fleet_v1_installation_proto_rawDesc = "" +
 	"\x15InstallationRunDetail\x120\n" +
 	"\x03run\x18\x01 \x01(\v2\x1e.holo.fleet.v1.InstallationRunR\x03run\x12;\n" +
 	"\x06boards\x18\x02 \x03(\v2#.holo.fleet.v1.InstallationRunBoardR\x06boards\"\x1e\n" +
-	"\x1cGetInstallationStatusRequest\"\xc3\x02\n" +
+	"\x1cGetInstallationStatusRequest\"\x83\x03\n" +
 	"\x12InstallationStatus\x12?\n" +
 	"\brevision\x18\x01 \x01(\v2#.holo.fleet.v1.InstallationRevisionR\brevision\x120\n" +
 	"\x03run\x18\x02 \x01(\v2\x1e.holo.fleet.v1.InstallationRunR\x03run\x128\n" +
 	"\x06boards\x18\x03 \x03(\v2 .holo.fleet.v1.InstallationBoardR\x06boards\x12E\n" +
-	"\x06counts\x18\x04 \x03(\v2-.holo.fleet.v1.InstallationStatus.CountsEntryR\x06counts\x1a9\n" +
+	"\x06counts\x18\x04 \x03(\v2-.holo.fleet.v1.InstallationStatus.CountsEntryR\x06counts\x12>\n" +
+	"\bsections\x18\x05 \x03(\v2\".holo.fleet.v1.InstallationSectionR\bsections\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\"\n" +
@@ -1300,65 +1478,70 @@ func file_holo_fleet_v1_installation_proto_rawDescGZIP() []byte {
 	return file_holo_fleet_v1_installation_proto_rawDescData
 }
 
-var file_holo_fleet_v1_installation_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_holo_fleet_v1_installation_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_holo_fleet_v1_installation_proto_goTypes = []any{
 	(*PlanInstallationRequest)(nil),           // 0: holo.fleet.v1.PlanInstallationRequest
 	(*InstallationPlan)(nil),                  // 1: holo.fleet.v1.InstallationPlan
-	(*InstallationBoard)(nil),                 // 2: holo.fleet.v1.InstallationBoard
-	(*InstallationChange)(nil),                // 3: holo.fleet.v1.InstallationChange
-	(*ApplyInstallationRequest)(nil),          // 4: holo.fleet.v1.ApplyInstallationRequest
-	(*InstallationApplied)(nil),               // 5: holo.fleet.v1.InstallationApplied
-	(*InstallationRevision)(nil),              // 6: holo.fleet.v1.InstallationRevision
-	(*InstallationRun)(nil),                   // 7: holo.fleet.v1.InstallationRun
-	(*InstallationRunBoard)(nil),              // 8: holo.fleet.v1.InstallationRunBoard
-	(*InstallationRunDetail)(nil),             // 9: holo.fleet.v1.InstallationRunDetail
-	(*GetInstallationStatusRequest)(nil),      // 10: holo.fleet.v1.GetInstallationStatusRequest
-	(*InstallationStatus)(nil),                // 11: holo.fleet.v1.InstallationStatus
-	(*ListInstallationRevisionsRequest)(nil),  // 12: holo.fleet.v1.ListInstallationRevisionsRequest
-	(*ListInstallationRevisionsResponse)(nil), // 13: holo.fleet.v1.ListInstallationRevisionsResponse
-	(*GetInstallationRevisionRequest)(nil),    // 14: holo.fleet.v1.GetInstallationRevisionRequest
-	(*RollbackInstallationRequest)(nil),       // 15: holo.fleet.v1.RollbackInstallationRequest
-	(*GetInstallationRunRequest)(nil),         // 16: holo.fleet.v1.GetInstallationRunRequest
-	(*ControlInstallationRunRequest)(nil),     // 17: holo.fleet.v1.ControlInstallationRunRequest
-	nil,                                       // 18: holo.fleet.v1.InstallationRun.PhasesEntry
-	nil,                                       // 19: holo.fleet.v1.InstallationStatus.CountsEntry
-	(*timestamppb.Timestamp)(nil),             // 20: google.protobuf.Timestamp
+	(*InstallationSection)(nil),               // 2: holo.fleet.v1.InstallationSection
+	(*InstallationSectionChange)(nil),         // 3: holo.fleet.v1.InstallationSectionChange
+	(*InstallationBoard)(nil),                 // 4: holo.fleet.v1.InstallationBoard
+	(*InstallationChange)(nil),                // 5: holo.fleet.v1.InstallationChange
+	(*ApplyInstallationRequest)(nil),          // 6: holo.fleet.v1.ApplyInstallationRequest
+	(*InstallationApplied)(nil),               // 7: holo.fleet.v1.InstallationApplied
+	(*InstallationRevision)(nil),              // 8: holo.fleet.v1.InstallationRevision
+	(*InstallationRun)(nil),                   // 9: holo.fleet.v1.InstallationRun
+	(*InstallationRunBoard)(nil),              // 10: holo.fleet.v1.InstallationRunBoard
+	(*InstallationRunDetail)(nil),             // 11: holo.fleet.v1.InstallationRunDetail
+	(*GetInstallationStatusRequest)(nil),      // 12: holo.fleet.v1.GetInstallationStatusRequest
+	(*InstallationStatus)(nil),                // 13: holo.fleet.v1.InstallationStatus
+	(*ListInstallationRevisionsRequest)(nil),  // 14: holo.fleet.v1.ListInstallationRevisionsRequest
+	(*ListInstallationRevisionsResponse)(nil), // 15: holo.fleet.v1.ListInstallationRevisionsResponse
+	(*GetInstallationRevisionRequest)(nil),    // 16: holo.fleet.v1.GetInstallationRevisionRequest
+	(*RollbackInstallationRequest)(nil),       // 17: holo.fleet.v1.RollbackInstallationRequest
+	(*GetInstallationRunRequest)(nil),         // 18: holo.fleet.v1.GetInstallationRunRequest
+	(*ControlInstallationRunRequest)(nil),     // 19: holo.fleet.v1.ControlInstallationRunRequest
+	nil,                                       // 20: holo.fleet.v1.InstallationRun.PhasesEntry
+	nil,                                       // 21: holo.fleet.v1.InstallationStatus.CountsEntry
+	(*timestamppb.Timestamp)(nil),             // 22: google.protobuf.Timestamp
 }
 var file_holo_fleet_v1_installation_proto_depIdxs = []int32{
-	2,  // 0: holo.fleet.v1.InstallationPlan.boards:type_name -> holo.fleet.v1.InstallationBoard
-	3,  // 1: holo.fleet.v1.InstallationBoard.changes:type_name -> holo.fleet.v1.InstallationChange
-	6,  // 2: holo.fleet.v1.InstallationApplied.revision:type_name -> holo.fleet.v1.InstallationRevision
-	7,  // 3: holo.fleet.v1.InstallationApplied.run:type_name -> holo.fleet.v1.InstallationRun
-	20, // 4: holo.fleet.v1.InstallationRevision.when:type_name -> google.protobuf.Timestamp
-	18, // 5: holo.fleet.v1.InstallationRun.phases:type_name -> holo.fleet.v1.InstallationRun.PhasesEntry
-	7,  // 6: holo.fleet.v1.InstallationRunDetail.run:type_name -> holo.fleet.v1.InstallationRun
-	8,  // 7: holo.fleet.v1.InstallationRunDetail.boards:type_name -> holo.fleet.v1.InstallationRunBoard
-	6,  // 8: holo.fleet.v1.InstallationStatus.revision:type_name -> holo.fleet.v1.InstallationRevision
-	7,  // 9: holo.fleet.v1.InstallationStatus.run:type_name -> holo.fleet.v1.InstallationRun
-	2,  // 10: holo.fleet.v1.InstallationStatus.boards:type_name -> holo.fleet.v1.InstallationBoard
-	19, // 11: holo.fleet.v1.InstallationStatus.counts:type_name -> holo.fleet.v1.InstallationStatus.CountsEntry
-	6,  // 12: holo.fleet.v1.ListInstallationRevisionsResponse.revisions:type_name -> holo.fleet.v1.InstallationRevision
-	0,  // 13: holo.fleet.v1.InstallationService.PlanInstallation:input_type -> holo.fleet.v1.PlanInstallationRequest
-	4,  // 14: holo.fleet.v1.InstallationService.ApplyInstallation:input_type -> holo.fleet.v1.ApplyInstallationRequest
-	10, // 15: holo.fleet.v1.InstallationService.GetInstallationStatus:input_type -> holo.fleet.v1.GetInstallationStatusRequest
-	12, // 16: holo.fleet.v1.InstallationService.ListInstallationRevisions:input_type -> holo.fleet.v1.ListInstallationRevisionsRequest
-	14, // 17: holo.fleet.v1.InstallationService.GetInstallationRevision:input_type -> holo.fleet.v1.GetInstallationRevisionRequest
-	15, // 18: holo.fleet.v1.InstallationService.RollbackInstallation:input_type -> holo.fleet.v1.RollbackInstallationRequest
-	16, // 19: holo.fleet.v1.InstallationService.GetInstallationRun:input_type -> holo.fleet.v1.GetInstallationRunRequest
-	17, // 20: holo.fleet.v1.InstallationService.ControlInstallationRun:input_type -> holo.fleet.v1.ControlInstallationRunRequest
-	1,  // 21: holo.fleet.v1.InstallationService.PlanInstallation:output_type -> holo.fleet.v1.InstallationPlan
-	5,  // 22: holo.fleet.v1.InstallationService.ApplyInstallation:output_type -> holo.fleet.v1.InstallationApplied
-	11, // 23: holo.fleet.v1.InstallationService.GetInstallationStatus:output_type -> holo.fleet.v1.InstallationStatus
-	13, // 24: holo.fleet.v1.InstallationService.ListInstallationRevisions:output_type -> holo.fleet.v1.ListInstallationRevisionsResponse
-	6,  // 25: holo.fleet.v1.InstallationService.GetInstallationRevision:output_type -> holo.fleet.v1.InstallationRevision
-	5,  // 26: holo.fleet.v1.InstallationService.RollbackInstallation:output_type -> holo.fleet.v1.InstallationApplied
-	9,  // 27: holo.fleet.v1.InstallationService.GetInstallationRun:output_type -> holo.fleet.v1.InstallationRunDetail
-	7,  // 28: holo.fleet.v1.InstallationService.ControlInstallationRun:output_type -> holo.fleet.v1.InstallationRun
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 0: holo.fleet.v1.InstallationPlan.boards:type_name -> holo.fleet.v1.InstallationBoard
+	2,  // 1: holo.fleet.v1.InstallationPlan.sections:type_name -> holo.fleet.v1.InstallationSection
+	3,  // 2: holo.fleet.v1.InstallationSection.changes:type_name -> holo.fleet.v1.InstallationSectionChange
+	5,  // 3: holo.fleet.v1.InstallationBoard.changes:type_name -> holo.fleet.v1.InstallationChange
+	8,  // 4: holo.fleet.v1.InstallationApplied.revision:type_name -> holo.fleet.v1.InstallationRevision
+	9,  // 5: holo.fleet.v1.InstallationApplied.run:type_name -> holo.fleet.v1.InstallationRun
+	22, // 6: holo.fleet.v1.InstallationRevision.when:type_name -> google.protobuf.Timestamp
+	20, // 7: holo.fleet.v1.InstallationRun.phases:type_name -> holo.fleet.v1.InstallationRun.PhasesEntry
+	9,  // 8: holo.fleet.v1.InstallationRunDetail.run:type_name -> holo.fleet.v1.InstallationRun
+	10, // 9: holo.fleet.v1.InstallationRunDetail.boards:type_name -> holo.fleet.v1.InstallationRunBoard
+	8,  // 10: holo.fleet.v1.InstallationStatus.revision:type_name -> holo.fleet.v1.InstallationRevision
+	9,  // 11: holo.fleet.v1.InstallationStatus.run:type_name -> holo.fleet.v1.InstallationRun
+	4,  // 12: holo.fleet.v1.InstallationStatus.boards:type_name -> holo.fleet.v1.InstallationBoard
+	21, // 13: holo.fleet.v1.InstallationStatus.counts:type_name -> holo.fleet.v1.InstallationStatus.CountsEntry
+	2,  // 14: holo.fleet.v1.InstallationStatus.sections:type_name -> holo.fleet.v1.InstallationSection
+	8,  // 15: holo.fleet.v1.ListInstallationRevisionsResponse.revisions:type_name -> holo.fleet.v1.InstallationRevision
+	0,  // 16: holo.fleet.v1.InstallationService.PlanInstallation:input_type -> holo.fleet.v1.PlanInstallationRequest
+	6,  // 17: holo.fleet.v1.InstallationService.ApplyInstallation:input_type -> holo.fleet.v1.ApplyInstallationRequest
+	12, // 18: holo.fleet.v1.InstallationService.GetInstallationStatus:input_type -> holo.fleet.v1.GetInstallationStatusRequest
+	14, // 19: holo.fleet.v1.InstallationService.ListInstallationRevisions:input_type -> holo.fleet.v1.ListInstallationRevisionsRequest
+	16, // 20: holo.fleet.v1.InstallationService.GetInstallationRevision:input_type -> holo.fleet.v1.GetInstallationRevisionRequest
+	17, // 21: holo.fleet.v1.InstallationService.RollbackInstallation:input_type -> holo.fleet.v1.RollbackInstallationRequest
+	18, // 22: holo.fleet.v1.InstallationService.GetInstallationRun:input_type -> holo.fleet.v1.GetInstallationRunRequest
+	19, // 23: holo.fleet.v1.InstallationService.ControlInstallationRun:input_type -> holo.fleet.v1.ControlInstallationRunRequest
+	1,  // 24: holo.fleet.v1.InstallationService.PlanInstallation:output_type -> holo.fleet.v1.InstallationPlan
+	7,  // 25: holo.fleet.v1.InstallationService.ApplyInstallation:output_type -> holo.fleet.v1.InstallationApplied
+	13, // 26: holo.fleet.v1.InstallationService.GetInstallationStatus:output_type -> holo.fleet.v1.InstallationStatus
+	15, // 27: holo.fleet.v1.InstallationService.ListInstallationRevisions:output_type -> holo.fleet.v1.ListInstallationRevisionsResponse
+	8,  // 28: holo.fleet.v1.InstallationService.GetInstallationRevision:output_type -> holo.fleet.v1.InstallationRevision
+	7,  // 29: holo.fleet.v1.InstallationService.RollbackInstallation:output_type -> holo.fleet.v1.InstallationApplied
+	11, // 30: holo.fleet.v1.InstallationService.GetInstallationRun:output_type -> holo.fleet.v1.InstallationRunDetail
+	9,  // 31: holo.fleet.v1.InstallationService.ControlInstallationRun:output_type -> holo.fleet.v1.InstallationRun
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_holo_fleet_v1_installation_proto_init() }
@@ -1372,7 +1555,7 @@ func file_holo_fleet_v1_installation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holo_fleet_v1_installation_proto_rawDesc), len(file_holo_fleet_v1_installation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

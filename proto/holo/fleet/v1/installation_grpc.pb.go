@@ -44,15 +44,17 @@ const (
 // Roles: viewer plans and reads; operator also pauses and aborts a run;
 // admin also applies, rolls back and resumes a run.
 type InstallationServiceClient interface {
-	// PlanInstallation tells, per board, what applying a description would
-	// change (viewer). Nothing is written.
+	// PlanInstallation tells, per board and per gateway section (the DMX
+	// patch, the cue lists), what applying a description would change
+	// (viewer). Nothing is written.
 	PlanInstallation(ctx context.Context, in *PlanInstallationRequest, opts ...grpc.CallOption) (*InstallationPlan, error)
 	// ApplyInstallation stores a description as the next revision and
 	// starts applying it (admin). FAILED_PRECONDITION while a run is
 	// unfinished.
 	ApplyInstallation(ctx context.Context, in *ApplyInstallationRequest, opts ...grpc.CallOption) (*InstallationApplied, error)
-	// GetInstallationStatus checks every assigned board against the
-	// current revision (viewer). NOT_FOUND before any apply.
+	// GetInstallationStatus checks every assigned board and the gateway
+	// sections against the current revision (viewer). NOT_FOUND before any
+	// apply.
 	GetInstallationStatus(ctx context.Context, in *GetInstallationStatusRequest, opts ...grpc.CallOption) (*InstallationStatus, error)
 	// ListInstallationRevisions lists the revisions, newest first, without
 	// their descriptions (viewer).
@@ -166,15 +168,17 @@ func (c *installationServiceClient) ControlInstallationRun(ctx context.Context, 
 // Roles: viewer plans and reads; operator also pauses and aborts a run;
 // admin also applies, rolls back and resumes a run.
 type InstallationServiceServer interface {
-	// PlanInstallation tells, per board, what applying a description would
-	// change (viewer). Nothing is written.
+	// PlanInstallation tells, per board and per gateway section (the DMX
+	// patch, the cue lists), what applying a description would change
+	// (viewer). Nothing is written.
 	PlanInstallation(context.Context, *PlanInstallationRequest) (*InstallationPlan, error)
 	// ApplyInstallation stores a description as the next revision and
 	// starts applying it (admin). FAILED_PRECONDITION while a run is
 	// unfinished.
 	ApplyInstallation(context.Context, *ApplyInstallationRequest) (*InstallationApplied, error)
-	// GetInstallationStatus checks every assigned board against the
-	// current revision (viewer). NOT_FOUND before any apply.
+	// GetInstallationStatus checks every assigned board and the gateway
+	// sections against the current revision (viewer). NOT_FOUND before any
+	// apply.
 	GetInstallationStatus(context.Context, *GetInstallationStatusRequest) (*InstallationStatus, error)
 	// ListInstallationRevisions lists the revisions, newest first, without
 	// their descriptions (viewer).

@@ -1,7 +1,9 @@
 // The installation as code: the revision applied last, every assigned
 // board's state (in sync, drifted and how, applying, unreachable, failed
-// and why), the run applying a revision with its brakes, and the history
-// with rollback. Applying again and rolling back show the plan first.
+// and why), the gateway sections the revision holds (the DMX patch, the
+// cue lists: in sync, or drifted and how), the run applying a revision
+// with its brakes, and the history with rollback. Applying again and
+// rolling back show the plan first, sections included.
 // Descriptions are written and applied with holoctl (docs/installation.md).
 
 import { h, clear, setText, button } from '../dom.js';
@@ -21,6 +23,13 @@ export function diffLines(d) {
   return out;
 }
 
+// sectionLines turns a gateway section's changes into the same lines.
+export function sectionLines(sec) {
+  return ((sec && sec.changes) || []).map((c) => ({ mark: { add: '+', change: '~', remove: '-' }[c.op] || '~', text: c.item + (c.why ? ` (${c.why})` : '') }));
+}
+
+const SECTION_TITLE = { dmx: 'DMX patch', cuelists: 'Cue lists' };
+
 export function mount(main, ctx) {
   const { api, store, session } = ctx;
   const revEl = h('p', { id: 'inst-revision', class: 'summary' });
@@ -28,6 +37,9 @@ export function mount(main, ctx) {
   const countsEl = h('p', { id: 'inst-counts', class: 'muted', role: 'status' });
   const tbody = h('tbody');
   const histBody = h('tbody');
+  const secBody = h('tbody');
+  const secCard = h('section', { class: 'card wide', hidden: true }, h('h2', { text: 'Gateway sections' }), h('div', { class: 'scroll' },
+    h('table', { class: 'grid', id: 'inst-sections' }, h('thead', null, h('tr', null, ['Section', 'State', 'What'].map((t) => h('th', { text: t })))), secBody)));
   const out = h('output', { class: 'result', role: 'status', id: 'inst-out' });
   const actions = h('div', { class: 'row', role: 'toolbar', 'aria-label': 'Installation actions' });
   const open = new Set(); // boards whose diff is shown
@@ -39,6 +51,7 @@ export function mount(main, ctx) {
     h('h1', { text: 'Installation' }), revEl, actions, runEl, out, countsEl,
     h('section', { class: 'card wide' }, h('h2', { text: 'Boards' }), h('div', { class: 'scroll' },
       h('table', { class: 'grid', id: 'inst-boards' }, h('thead', null, h('tr', null, ['Board', 'Profile', 'State', 'What'].map((t) => h('th', { text: t })))), tbody))),
+    secCard,
     h('section', { class: 'card wide' }, h('h2', { text: 'History' }), h('div', { class: 'scroll' },
       h('table', { class: 'grid', id: 'inst-history' }, h('thead', null, h('tr', null, ['Revision', 'When', 'Who', 'Message', ''].map((t) => h('th', { text: t })))), histBody)))));
 
@@ -54,11 +67,15 @@ export function mount(main, ctx) {
     } catch (e) { say(`Cannot plan revision ${n}: ${e.text || e.message}`); return; }
     const boards = plan.boards || [];
     const changing = boards.filter((b) => b.state !== 'in_sync');
+    const sections = (plan.sections || []).filter((sec) => sec.state !== 'in_sync');
     const body = h('div', { class: 'inst-plan', id: 'inst-plan' },
       h('p', { text: changing.length ? `${plural(changing.length, 'board')} of ${boards.length} would change:` : `Every one of ${plural(boards.length, 'board')} already holds revision ${n}.` }),
       changing.map((b) => h('div', { class: 'inst-plan-board', dataset: { board: b.board } },
         h('strong', { text: `${name(b.board)} (${b.profile || '-'}): ${b.summary}` }),
-        h('pre', { class: 'diff', text: diffLines(b.diff).map((l) => `${l.mark} ${l.text}`).join('\n') }))));
+        h('pre', { class: 'diff', text: diffLines(b.diff).map((l) => `${l.mark} ${l.text}`).join('\n') }))),
+      sections.map((sec) => h('div', { class: 'inst-plan-section', dataset: { section: sec.section, state: sec.state } },
+        h('strong', { text: `${SECTION_TITLE[sec.section] || sec.section}: ${sec.summary}` }),
+        h('pre', { class: 'diff', text: sectionLines(sec).map((l) => `${l.mark} ${l.text}`).join('\n') }))));
     ctx.dialog(`${verb} revision ${n}`, body, [[verb, async () => {
       try {
         const r = await api.post('/v1/installation/rollback', { revision: n, message: `${verb.toLowerCase()} ${n} from the console` });
@@ -116,6 +133,28 @@ export function mount(main, ctx) {
       if (open.has(b.board) && lines.length) {
         tbody.appendChild(h('tr', { class: 'inst-diff' }, h('td', { colspan: '4' },
           h('pre', { class: 'diff', id: 'diff-' + b.board, text: lines.map((l) => `${l.mark} ${l.text}`).join('\n') }))));
+      }
+    }
+    renderSections(status.sections || []);
+  }
+
+  // renderSections lists the revision's gateway sections; the card is
+  // hidden when the revision holds none.
+  function renderSections(sections) {
+    clear(secBody);
+    secCard.hidden = !sections.length;
+    for (const sec of sections) {
+      const lines = sectionLines(sec);
+      const key = 'section:' + sec.section;
+      secBody.appendChild(h('tr', { dataset: { section: sec.section, state: sec.state }, class: 'phase-' + (STATE_CLASS[sec.state] || 'idle') },
+        h('td', { text: SECTION_TITLE[sec.section] || sec.section }),
+        h('td', { class: 'phase' }, h('span', { class: 'pill ' + (STATE_CLASS[sec.state] || 'idle'), text: sec.state.replace('_', ' ') })),
+        h('td', null, lines.length
+          ? button(open.has(key) ? 'Hide' : sec.summary, () => { if (open.has(key)) open.delete(key); else open.add(key); render(); }, { class: 'ghost small', dataset: { sectionDiff: sec.section }, 'aria-expanded': String(open.has(key)) })
+          : h('span', { text: sec.error || sec.summary }))));
+      if (open.has(key) && lines.length) {
+        secBody.appendChild(h('tr', { class: 'inst-diff' }, h('td', { colspan: '3' },
+          h('pre', { class: 'diff', id: 'section-diff-' + sec.section, text: lines.map((l) => `${l.mark} ${l.text}`).join('\n') }))));
       }
     }
   }
