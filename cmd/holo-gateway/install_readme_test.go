@@ -222,6 +222,7 @@ func TestREADMEInstallationWalk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Skip("the README's walk uses jq")
 	}
@@ -229,16 +230,31 @@ func TestREADMEInstallationWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmds := readmeInstallBlock(t)
+	// holoctl builds while the demo's boards come up.
 	bin := filepath.Join(t.TempDir(), "holoctl")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/holoctl")
 	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build holoctl: %v\n%s", err, out)
-	}
-	cmds := readmeInstallBlock(t)
+	var buildOut []byte
+	built := make(chan error, 1)
+	go func() {
+		var err error
+		buildOut, err = build.CombinedOutput()
+		built <- err
+	}()
+	t.Cleanup(func() {
+		if built != nil {
+			<-built
+		}
+	})
 
 	base, _ := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--mqtt", noBroker)
 	ids := demoBoards(t, base, 8)
+	err = <-built
+	built = nil
+	if err != nil {
+		t.Fatalf("go build holoctl: %v\n%s", err, buildOut)
+	}
 	group := map[int][]string{} // the demo puts odd addresses in group 1, even in group 2
 	for a, id := range ids {
 		group[2-a%2] = append(group[2-a%2], id)
