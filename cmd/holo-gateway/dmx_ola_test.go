@@ -40,6 +40,7 @@ func TestDMXWithOLA(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo and olad")
 	}
+	t.Parallel()
 	if os.Getenv(olaNetnsEnv) == "" {
 		olaOuter(t)
 		return
