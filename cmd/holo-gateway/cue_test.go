@@ -17,6 +17,7 @@ func TestCueDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	oscsend, _ := needLiblo(t)
 	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "2", "--mqtt", noBroker, "--osc", "127.0.0.1:0")

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -64,10 +63,10 @@ func TestDMXWithNPMSACN(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	node, nodePath := npmSACN(t)
 	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "1", "--mqtt", noBroker)
-	waitFor(t, "the whole banner", 20*time.Second, func() bool { return strings.Contains(out.String(), "Ctrl-C stops.") })
 	m := sacnLine.FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("banner:\n%s", out.String())

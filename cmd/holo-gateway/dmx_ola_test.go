@@ -40,6 +40,7 @@ func TestDMXWithOLA(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo and olad")
 	}
+	t.Parallel()
 	if os.Getenv(olaNetnsEnv) == "" {
 		olaOuter(t)
 		return
@@ -202,9 +203,8 @@ exec setpriv --reuid=%d --regid=%d --clear-groups olad -c %s --no-http --no-regi
 		return devs["ArtNet"] != "" && devs["E1.31"] != ""
 	})
 
-	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
+	base, _ := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "1", "--mqtt", noBroker, "--sacn", "0.0.0.0:5568", "--artnet", "0.0.0.0:6454")
-	waitFor(t, "the whole banner", 20*time.Second, func() bool { return strings.Contains(out.String(), "Ctrl-C stops.") })
 	var sources func() []struct{ Protocol, Name, Address string }
 	t.Cleanup(func() {
 		if !t.Failed() {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +60,33 @@ func udpConn(t *testing.T, addr string) *net.UDPConn {
 	return c
 }
 
+// desk sends to addr the packet that packet makes of a sequence number
+// every 100 ms, as a lighting desk refreshes its universes, until stop is
+// called or the test ends. A desk that sent once would be dropped after
+// the source loss time (2.5 s for sACN), which a loaded machine may take
+// between two steps of a test.
+func desk(t *testing.T, addr string, packet func(seq uint8) []byte) (stop func()) {
+	t.Helper()
+	c := udpConn(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for seq := uint8(1); ; seq++ {
+			_, _ = c.Write(packet(seq))
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+		}
+	})
+	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
+	t.Cleanup(stop)
+	return stop
+}
+
 // TestDMXDemo: the demo comes patched: sACN on universe 1 drives group
 // 1's fixture, Art-Net Port-Address 1 (universe 2) drives board 1's; an
 // ArtPoll finds the gateway; the patch view lists both sources.
@@ -65,10 +94,9 @@ func TestDMXDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "1", "--mqtt", noBroker)
-	// The banner is written line by line: wait for its end.
-	waitFor(t, "the whole banner", 20*time.Second, func() bool { return strings.Contains(out.String(), "Ctrl-C stops.") })
 	ms, ma := sacnLine.FindStringSubmatch(out.String()), artnetLine.FindStringSubmatch(out.String())
 	if ms == nil || ma == nil || !strings.Contains(out.String(), "universe 1 address 1-11 holo -> group 1") ||
 		!strings.Contains(out.String(), "universe 2 address 12-22 holo -> line demo address 2") {
@@ -76,13 +104,12 @@ func TestDMXDemo(t *testing.T) {
 	}
 	ids := demoBoards(t, base, 2)
 
-	sc := udpConn(t, ms[1])
 	slots := make([]byte, 512)
 	copy(slots, []byte{255, 255, 0, 0, 0})
-	pkt, _ := sacn.AppendData(nil, sacn.Data{CID: [16]byte{7}, SourceName: "test desk", Priority: 100, Sequence: 1, Universe: 1, Slots: slots})
-	if _, err := sc.Write(pkt); err != nil {
-		t.Fatal(err)
-	}
+	desk(t, ms[1], func(seq uint8) []byte {
+		pkt, _ := sacn.AppendData(nil, sacn.Data{CID: [16]byte{7}, SourceName: "test desk", Priority: 100, Sequence: seq, Universe: 1, Slots: slots})
+		return pkt
+	})
 	for _, id := range ids {
 		waitFor(t, id+" red", 10*time.Second, func() bool { return boardLEDs(t, base, id)["colour"] == "#ff0000" })
 	}
@@ -98,8 +125,10 @@ func TestDMXDemo(t *testing.T) {
 	if r, err := artnet.DecodePollReply(buf[:n]); err != nil || r.ShortName != "holo-gateway" || len(r.Ports) != 2 {
 		t.Fatalf("%+v %v", r, err)
 	}
-	pkt, _ = artnet.AppendDmx(nil, artnet.Dmx{Sequence: 1, PortAddress: 1, Slots: []byte{255, 0, 255, 0, 0, 0}})
-	ac.Write(pkt)
+	desk(t, ma[1], func(seq uint8) []byte {
+		pkt, _ := artnet.AppendDmx(nil, artnet.Dmx{Sequence: seq, PortAddress: 1, Slots: []byte{255, 0, 255, 0, 0, 0}})
+		return pkt
+	})
 	waitFor(t, "board 1 green", 10*time.Second, func() bool { return boardLEDs(t, base, ids[1])["colour"] == "#00ff00" })
 	if got := boardLEDs(t, base, ids[2])["colour"]; got != "#ff0000" {
 		t.Errorf("board 2 is %v, want the group's red", got)

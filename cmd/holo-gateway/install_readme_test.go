@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/holofleet/holofleet/bus/testbin"
 )
 
 // readmeInstallBlock returns the commands of the README's installation
@@ -217,11 +219,13 @@ func countState(m map[string]string, state string) int {
 // REST (each seen starting on its four boards in the fleet's events), a
 // file deleted on a board behind the gateway's back reported as drift and
 // repaired, the export, every board wiped by hand, and the restore from
-// the export. holoctl is the one the README runs (built once here).
+// the export. holoctl is the one the README runs (built once, and kept
+// between runs by bus/testbin).
 func TestREADMEInstallationWalk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Skip("the README's walk uses jq")
 	}
@@ -229,15 +233,11 @@ func TestREADMEInstallationWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "holoctl")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/holoctl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build holoctl: %v\n%s", err, out)
-	}
 	cmds := readmeInstallBlock(t)
-
 	base, _ := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--mqtt", noBroker)
+	// holoctl (kept between runs by bus/testbin) while the demo's boards
+	// come up.
+	bin := testbin.Build(t, "./cmd/holoctl", false)
 	ids := demoBoards(t, base, 8)
 	group := map[int][]string{} // the demo puts odd addresses in group 1, even in group 2
 	for a, id := range ids {

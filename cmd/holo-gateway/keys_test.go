@@ -67,6 +67,7 @@ func TestTrustedKeyFlag(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a simulated installation")
 	}
+	t.Parallel()
 	ks := sigtest.NewKeys(t)
 	dir := t.TempDir()
 	pub := ks.Trusted.WritePub(t, dir, "release.pem.pub")

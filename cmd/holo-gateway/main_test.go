@@ -35,16 +35,29 @@ func (s *syncBuffer) String() string {
 
 var apiLine = regexp.MustCompile(`API:\s+(http://\S+)`)
 
-// start runs holo-gateway with args until the test ends and returns its
-// API base URL and its output.
 // TestMain gives the gateways the tests start an embedded broker on a free
 // port unless a test says otherwise: no test binds a fixed port, so the
-// suite passes while `make run` holds the default ones.
+// suite passes while `make run` holds the default ones. Their rollouts
+// ask again about a board waiting for a show every 100 ms instead of
+// every 10 s (TestShowGuards waits for the gate to open, not for the
+// period, which gateway/rollout's tests cover).
+//
+// Every test that starts a gateway owns its data directory and ports and
+// runs in parallel with the others (t.Parallel); those that set the
+// environment, the working directory or defaultBrokerPort run first, one
+// at a time, as the testing package runs tests that are not parallel.
 func TestMain(m *testing.M) {
 	defaultBrokerPort = 0
+	rolloutRecheck = 100 * time.Millisecond
 	os.Exit(m.Run())
 }
 
+// bannerEnd is the banner's last line: the gateway writes its banner
+// line by line, so a test reads it once this is there.
+const bannerEnd = "Ctrl-C stops."
+
+// start runs holo-gateway with args until the test ends and returns its
+// API base URL and its output, the whole banner written.
 func start(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,8 +80,11 @@ func start(t *testing.T, args ...string) (string, *syncBuffer) {
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := apiLine.FindStringSubmatch(out.String()); m != nil {
-			return m[1], out
+		if o := out.String(); strings.Contains(o, bannerEnd) {
+			if m := apiLine.FindStringSubmatch(o); m != nil {
+				return m[1], out
+			}
+			t.Fatalf("no API line in the banner:\n%s", o)
 		}
 		select {
 		case code := <-done:
@@ -96,6 +112,7 @@ func get(t *testing.T, url, token string) (int, string) {
 }
 
 func TestTokenOfflineThenServe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"token", "create", "--data", dir, "--role", "viewer", "--name", "ro"}, &out, &errb); code != 0 {
@@ -135,6 +152,7 @@ func TestTokenOfflineThenServe(t *testing.T) {
 // file whose path the banner names (default DATA/admin-token, or
 // --admin-token-file), never to stdout or stderr.
 func TestFirstStartWritesAdminToken(t *testing.T) {
+	t.Parallel()
 	for _, custom := range []bool{false, true} {
 		dir := t.TempDir()
 		want := filepath.Join(dir, AdminTokenFile)
@@ -170,6 +188,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a simulated installation")
 	}
+	t.Parallel()
 	base, banner := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2", "--demo-groups", "1")
 	if !strings.Contains(banner.String(), "loopback need no token") {
 		t.Errorf("banner does not tell about demo auth:\n%s", banner.String())

@@ -23,6 +23,7 @@ func TestManyGateways(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two simulated installations")
 	}
+	t.Parallel()
 	br, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Anonymous: auth.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)

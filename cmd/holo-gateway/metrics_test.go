@@ -120,6 +120,7 @@ func takeDemoScrape(t *testing.T) (string, string) {
 }
 
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	body := demoScrape(t)
 	// Per-board series carry the board id; a board in one group has its
 	// group, and command latency is by transport and kind.
@@ -324,6 +325,7 @@ var prometheusOwn = map[string]bool{"ALERTS": true, "up": true}
 // exports, or one the MQTT bridge and rollouts are to export
 // (pending-metrics.txt).
 func TestDashboards(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(dashboardsDir, "*.json"))
 	if err != nil || len(files) < 7 {
 		t.Fatalf("dashboards: %v %v", files, err)
@@ -449,6 +451,7 @@ func TestQueryNames(t *testing.T) {
 }
 
 func TestLogFormat(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"--data", t.TempDir(), "--log-format", "xml"}, &out, &errb); code != 2 {
 		t.Errorf("--log-format xml: exit %d, want 2", code)

@@ -27,6 +27,7 @@ func TestDemoMQTT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	_, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "1", "--mqtt-port", "0", "--mqtt-base", "demo-holo", "--ha-prefix", "demo-ha")
 	m := mqttLine.FindStringSubmatch(out.String())
@@ -184,6 +185,7 @@ func holdDefaultBrokerPort(t *testing.T) {
 // TestMQTTAcceptDefault: with an external broker the bridge takes
 // commands as an operator unless told; the banner says so.
 func TestMQTTAcceptDefault(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want string

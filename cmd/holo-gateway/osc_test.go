@@ -87,6 +87,7 @@ func TestOSCDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	oscsend, oscdump := needLiblo(t)
 	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "1", "--mqtt", noBroker, "--osc", "127.0.0.1:0")
@@ -134,9 +135,10 @@ func TestOSCDemo(t *testing.T) {
 		}
 		close(lines)
 	}()
-	expect := func(what string, match func(string) bool) string {
+	// within returns the first line match takes within d, or "".
+	within := func(what string, d time.Duration, match func(string) bool) string {
 		t.Helper()
-		timeout := time.After(10 * time.Second)
+		timeout := time.After(d)
 		for {
 			select {
 			case l, ok := <-lines:
@@ -147,9 +149,17 @@ func TestOSCDemo(t *testing.T) {
 					return l
 				}
 			case <-timeout:
-				t.Fatalf("oscdump saw no %s", what)
+				return ""
 			}
 		}
+	}
+	expect := func(what string, match func(string) bool) string {
+		t.Helper()
+		l := within(what, 10*time.Second, match)
+		if l == "" {
+			t.Fatalf("oscdump saw no %s", what)
+		}
+		return l
 	}
 	send := func(args ...string) {
 		t.Helper()
@@ -158,9 +168,18 @@ func TestOSCDemo(t *testing.T) {
 			t.Fatalf("oscsend %v: %v %s", args, err, b)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // oscdump binds
-	send("/holo/replyPort", "i", strconv.Itoa(dumpPort))
-	expect("the replyPort reply", func(l string) bool { return strings.HasPrefix(l, "/reply/holo/replyPort s ") })
+	// oscdump binds its port in its own time, and a reply sent before is
+	// lost: ask until one reaches it (a later repeat is skipped below).
+	isReplyPort := func(l string) bool { return strings.HasPrefix(l, "/reply/holo/replyPort s ") }
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		send("/holo/replyPort", "i", strconv.Itoa(dumpPort))
+		if within("the replyPort reply", 200*time.Millisecond, isReplyPort) != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("oscdump saw no replyPort reply")
+		}
+	}
 
 	send("/holo/group/1/leds/colour", "s", "#ff0000")
 	l := expect("the leds reply", func(l string) bool { return strings.HasPrefix(l, "/reply/holo/group/1/leds/colour s ") })

@@ -36,6 +36,7 @@ func waitReady(t *testing.T, base string, want int) api.Probe {
 // ready, and says mqtt is why; one with MQTT off is ready once its store
 // and drivers are.
 func TestReadyz(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--insecure-lab", "--mqtt", noBroker)
 	if code, body := get(t, base+"/healthz", ""); code != 200 || !strings.Contains(body, `"ok"`) {
 		t.Errorf("healthz: %d %s", code, body)
@@ -56,6 +57,7 @@ func TestReadyz(t *testing.T) {
 // TestReadyzWithBroker: with the embedded broker the bridge connects and
 // the gateway becomes ready.
 func TestReadyzWithBroker(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--insecure-lab", "--mqtt-port", "0")
 	p := waitReady(t, base, 200)
 	if p.Checks["mqtt"] != "ok" {
@@ -106,6 +108,7 @@ func TestDriverStates(t *testing.T) {
 // as the container's HEALTHCHECK does: 0 when alive, 0 with --ready only
 // when ready, 1 otherwise, 2 for a bad command line.
 func TestHealthCommand(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--mqtt", noBroker)
 	waitReady(t, base, 503)
 	for _, tc := range []struct {

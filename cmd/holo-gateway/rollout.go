@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/holofleet/holofleet/gateway/artifact"
 	"github.com/holofleet/holofleet/gateway/cluster"
@@ -12,6 +13,12 @@ import (
 // firmwarePrefix is where the API listener serves images and release
 // manifests to boards (artifact.Store.Handler).
 const firmwarePrefix = "/firmware/"
+
+// rolloutRecheck is how often a rollout asks again whether a board
+// waiting at its gate (a show on it) may start; 0 is
+// rollout.DefaultRecheck. The package's tests shorten it (TestMain), so
+// that a test of the gate waits for the gate, not for the period.
+var rolloutRecheck time.Duration
 
 // newRollouts builds the firmware store (<data>/artifacts and the
 // gateway's store, trusting --trusted-key) and the rollout engine, serves images and channel
@@ -29,7 +36,7 @@ func newRollouts(_ context.Context, e *env) (component, error) {
 		return component{}, err
 	}
 	eng, err = rollout.New(rollout.Options{DB: e.db, Fleet: e.fleet, Artifacts: arts, Log: e.log.With("component", "rollouts"),
-		ShowGuards: e.shows.guards(e.fleet)})
+		ShowGuards: e.shows.guards(e.fleet), Recheck: rolloutRecheck})
 	if err != nil {
 		return component{}, err
 	}
@@ -52,7 +59,12 @@ func newClusterRollouts(e *env) (component, error) {
 		return component{}, err
 	}
 	shared := e.cluster.Artifacts(arts)
-	e.cluster.RunRollouts(cluster.RolloutOptions{Tune: func(o *rollout.Options) { o.ShowGuards = e.shows.guards(o.Fleet) }})
+	e.cluster.RunRollouts(cluster.RolloutOptions{Tune: func(o *rollout.Options) {
+		o.ShowGuards = e.shows.guards(o.Fleet)
+		if rolloutRecheck > 0 {
+			o.Recheck = rolloutRecheck
+		}
+	}})
 	e.handle(firmwarePrefix, arts.Handler(firmwarePrefix))
 	e.artifacts, e.rollouts = shared, e.cluster.Rollouts()
 	return component{name: "rollouts",

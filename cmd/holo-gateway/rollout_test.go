@@ -12,6 +12,7 @@ func TestFirmwareAPIWired(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a simulated installation")
 	}
+	t.Parallel()
 	base, _ := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "1", "--demo-groups", "1")
 	for _, p := range []string{"/v1/artifacts", "/v1/channels", "/v1/rollouts"} {
 		if code, body := get(t, base+p, ""); code != 200 || strings.TrimSpace(body) != "[]" {

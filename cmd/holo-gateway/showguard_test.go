@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,9 +43,9 @@ func TestShowGuards(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
+	t.Parallel()
 	base, out := start(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2",
 		"--demo-groups", "2", "--mqtt", noBroker)
-	waitFor(t, "the whole banner", 20*time.Second, func() bool { return strings.Contains(out.String(), "Ctrl-C stops.") })
 	ma := artnetLine.FindStringSubmatch(out.String())
 	if ma == nil {
 		t.Fatalf("no Art-Net line in the banner:\n%s", out.String())
@@ -70,22 +68,9 @@ func TestShowGuards(t *testing.T) {
 		t.Fatalf("GO: %d %s", code, body)
 	}
 	// The desk sends universe 3 every 100 ms until told to stop.
-	desk := udpConn(t, ma[1])
-	ctx, stopDesk := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { stopDesk(); wg.Wait() }()
-	wg.Go(func() {
-		tk := time.NewTicker(100 * time.Millisecond)
-		defer tk.Stop()
-		for seq := uint8(1); ; seq++ {
-			pkt, _ := artnet.AppendDmx(nil, artnet.Dmx{Sequence: seq, PortAddress: 2, Slots: []byte{255, 0, 0, 255, 0, 0}})
-			desk.Write(pkt)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-			}
-		}
+	stopDesk := desk(t, ma[1], func(seq uint8) []byte {
+		pkt, _ := artnet.AppendDmx(nil, artnet.Dmx{Sequence: seq, PortAddress: 2, Slots: []byte{255, 0, 0, 255, 0, 0}})
+		return pkt
 	})
 	waitFor(t, "the desk heard", 10*time.Second, func() bool {
 		_, body := get(t, base+"/v1/dmx/patch", "")
@@ -155,6 +140,5 @@ func TestShowGuards(t *testing.T) {
 	}
 	// The desk stops; after its source's loss time B starts.
 	stopDesk()
-	wg.Wait()
 	waitFor(t, "board B started once the desk stopped", 60*time.Second, started(b))
 }

@@ -18,6 +18,7 @@ import (
 // requests by method and code, command latency and failures by transport
 // and kind, MQTT commands by result), and promtool accepts the scrape.
 func TestFreshScrapeHasZeroSeries(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--insecure-lab", "--mqtt-port", "0")
 	_, body := get(t, base+"/metrics", "")
 	var want []string

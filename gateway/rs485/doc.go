@@ -26,9 +26,15 @@
 //     happenings it reported pending, re-reading a resource whose state
 //     changed, and last, once every Options.ClockEvery after a poll, one
 //     GET /time to measure its clock (see clock.go);
-//  3. the initial discovery sweep (a native PING to every address of
+//  3. a PING again, with Options.PollWait, to an address whose board
+//     answered a discovery PING after its wait (its reply was heard during
+//     a later exchange): a busy board, or a simulated one on a loaded
+//     host, is found then rather than when a sweep next comes to its
+//     address, which took the whole initial sweep and then a slow sweep's
+//     round;
+//  4. the initial discovery sweep (a native PING to every address of
 //     Options.Addresses, with the short Options.DiscoverWait);
-//  4. the poll cycle: one native STATUS (every Options.PingEvery-th poll a
+//  5. the poll cycle: one native STATUS (every Options.PingEvery-th poll a
 //     PING, for the uptime, followed at once by a STATUS so that a change
 //     is still seen in that cycle) to each board known and online, in
 //     address order, then one PING to a single address that is unknown or lost
@@ -41,7 +47,7 @@
 //	command (Call...)   Options.ReplyWait (2 s)   Options.Retries (2)
 //	poll (STATUS/PING)  Options.PollWait          1
 //	follow-up           Options.PollWait          1 (event fetch from the queue, GET /time: none)
-//	discovery PING      Options.DiscoverWait      none
+//	discovery PING      Options.DiscoverWait      none (a late answer: once more, with PollWait)
 //
 // The spec lets a board take up to 2 s to answer a request, so commands
 // wait that long. Polls and discovery wait much less (defaults: 100 ms

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -84,7 +85,7 @@ func (l *Line) nativeOnce(ctx context.Context, addr frame.Address, req frame.Req
 				return false // a request (our echo, another master): not a reply
 			}
 			if f.Addr != addr || f.Seq != seq || f.Type != want {
-				l.st.stray.Add(1)
+				l.strayReply(f)
 				return false
 			}
 			hdr, body, perr = frame.ParseReply(f)
@@ -104,6 +105,22 @@ func (l *Line) nativeOnce(ctx context.Context, addr frame.Address, req frame.Req
 		return hdr, nil, fmt.Errorf("%w: %v %v: %v", fleet.ErrBadReply, addr, req.Type(), perr)
 	}
 	return hdr, body, nil
+}
+
+// strayReply counts a reply frame that is not the awaited one. A PING
+// reply from an address where no board answers is a board that answered
+// a discovery PING after its wait (a busy board, a loaded host): the
+// address is asked again next (sched.late), not when the sweep comes back
+// to it.
+func (l *Line) strayReply(f frame.Frame) {
+	l.st.stray.Add(1)
+	a := int(f.Addr)
+	if f.Type != frame.TypePing.Reply() || slices.Contains(l.sched.late, a) || !slices.Contains(l.o.Addresses, a) {
+		return
+	}
+	if b := l.boards[a]; b == nil || !b.present {
+		l.sched.late = append(l.sched.late, a)
+	}
 }
 
 // lineHeard counts a line that is not the awaited reply.
@@ -170,7 +187,7 @@ func (l *Line) lineExchange(ctx context.Context, req jsonline.Request, wait time
 			return true
 		case stream.Frame:
 			if len(it.Data) >= frame.HeaderLen && frame.Type(it.Data[2]).IsReply() {
-				l.st.stray.Add(1)
+				l.strayReply(frame.Frame{Addr: frame.Address(it.Data[0]), Seq: it.Data[1], Type: frame.Type(it.Data[2])})
 			}
 		case stream.TooLong:
 			l.st.badReply.Add(1)

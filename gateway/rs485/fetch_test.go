@@ -23,9 +23,15 @@ import (
 // n-th plain fetch hands the queue over and its reply never comes) and of
 // error replies (refuse: the first recovery fetch, GET /events or
 // /link/events?after=, gets 404, as a garbled request line does).
+//
+// With lateFirstPing it answers its first PING only once the master has
+// sent its next request to another address: after the master's wait, as
+// a busy board does. pings lists the addresses of every PING it heard on
+// the line, in order.
 type scriptBoard struct {
-	addr      int
-	loseFetch int
+	addr          int
+	loseFetch     int
+	lateFirstPing bool
 
 	mu      sync.Mutex
 	kept    []string // happening JSON; seq is index+1
@@ -33,6 +39,9 @@ type scriptBoard struct {
 	fetches int      // plain GET /link/events so far
 	refused bool
 	log     []string
+	pings   []int
+	late    []byte // the first PING's reply, held until the master moves on
+	pinged  bool
 }
 
 func (sb *scriptBoard) emit(n int) {
@@ -102,13 +111,24 @@ func (sb *scriptBoard) start(t *testing.T, line *simline.Line) {
 			pending := sb.queue
 			switch it.Kind {
 			case stream.Frame:
-				if len(it.Data) < 3 || int(it.Data[0]) != sb.addr || frame.Type(it.Data[2]).IsReply() {
+				if len(it.Data) < 3 || frame.Type(it.Data[2]).IsReply() {
+					break
+				}
+				if frame.Type(it.Data[2]) == frame.TypePing {
+					sb.pings = append(sb.pings, int(it.Data[0]))
+				}
+				if int(it.Data[0]) != sb.addr {
+					out, sb.late = sb.late, nil
 					break
 				}
 				h := frame.Header{Pending: uint8(pending)}
 				switch typ := frame.Type(it.Data[2]); typ {
 				case frame.TypePing:
 					out, _ = frame.AppendReply(out, frame.Address(sb.addr), it.Data[1], typ, h, &frame.PingReply{Protocol: 1, UptimeS: 5})
+					if sb.lateFirstPing && !sb.pinged {
+						out, sb.late = nil, out
+					}
+					sb.pinged = true
 				case frame.TypeStatus:
 					blk := frame.StatusBlock{Seq: uint16(len(sb.kept))}
 					out, _ = frame.AppendReply(out, frame.Address(sb.addr), it.Data[1], typ, h, &frame.StatusReply{Block: blk})

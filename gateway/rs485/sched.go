@@ -123,6 +123,7 @@ type scheduler struct {
 	queue      []*job
 	timed      []*job
 	sweep      []int // initial discovery left
+	late       []int // addresses whose PING reply came after its wait
 	cycle      []int // boards left in this poll cycle
 	cycleStart time.Time
 	started    bool
@@ -194,10 +195,18 @@ func (l *Line) step(ctx context.Context) bool {
 		l.follow(ctx, b)
 		return true
 	}
+	if len(s.late) > 0 {
+		a := s.late[0]
+		s.late = s.late[1:]
+		if b := l.boards[a]; b == nil || !b.present {
+			l.probe(ctx, a, l.o.PollWait)
+			return true
+		}
+	}
 	if len(s.sweep) > 0 {
 		a := s.sweep[0]
 		s.sweep = s.sweep[1:]
-		l.probe(ctx, a)
+		l.probe(ctx, a, l.o.DiscoverWait)
 		return true
 	}
 	if len(s.cycle) > 0 {
@@ -233,7 +242,7 @@ func (l *Line) slowProbe(ctx context.Context) bool {
 		a := l.o.Addresses[s.probeAt%n]
 		s.probeAt++
 		if b := l.boards[a]; b == nil || !b.present {
-			l.probe(ctx, a)
+			l.probe(ctx, a, l.o.DiscoverWait)
 			return true
 		}
 	}
@@ -257,9 +266,10 @@ func (l *Line) setPresent(b *board, present bool) {
 	l.mu.Unlock()
 }
 
-// probe pings an address; an answer makes (or brings back) a board.
-func (l *Line) probe(ctx context.Context, a int) {
-	hdr, body, err := l.native(ctx, frame.Address(a), &frame.PingRequest{}, l.o.DiscoverWait, 0)
+// probe pings an address, waiting wait; an answer makes (or brings back)
+// a board.
+func (l *Line) probe(ctx context.Context, a int, wait time.Duration) {
+	hdr, body, err := l.native(ctx, frame.Address(a), &frame.PingRequest{}, wait, 0)
 	if err != nil {
 		return
 	}
