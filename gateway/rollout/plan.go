@@ -552,6 +552,8 @@ func pickBoards(p *Plan, views []fleet.BoardView, busy func(id string) string) (
 			refuse(v.ID, fmt.Sprintf("runs firmware %q, the target asks for %q", v.Firmware, t.Firmware))
 		case t.OnlineOnly && !v.Online:
 			refuse(v.ID, "offline: "+v.OfflineReason)
+		case v.URL == "" && v.Line != "":
+			refuse(v.ID, lineOnly(v.Line))
 		case busy(v.ID) != "":
 			refuse(v.ID, "in active rollout "+busy(v.ID))
 		default:
@@ -561,6 +563,15 @@ func pickBoards(p *Plan, views []fleet.BoardView, busy func(id string) string) (
 	}
 	slices.Sort(picked)
 	return sel, picked
+}
+
+// lineOnly is why a board reached only over an RS485 line is left out:
+// the host link serves no firmware update (board-api.md, "Not served
+// over the link"), so such a board can only fail its transfer, and a
+// selection of several would trip the failure threshold of a rollout
+// that could otherwise go on (docs/rollouts.md).
+func lineOnly(line string) string {
+	return "reached only over line " + line + ": firmware is not sent over the host link; give the board a LAN address"
 }
 
 // refusedWhy is why board id was refused, or "".

@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,9 @@ func TestSelectWaves(t *testing.T) {
 		{"online only", `{"target":{"all":true,"online_only":true}}`, []int{8}, 2},
 		{"firmware", `{"target":{"all":true,"firmware":"0.9"}}`, nil, 10},
 		{"unknown board", `{"target":{"boards":["b01","zz"]}}`, []int{1}, 1},
+		// b06 and b07 are on a line only (views gives them no URL) and
+		// b08 on a line and the LAN: only the line-only boards are left out.
+		{"line only", `{"target":{"all":true}}`, []int{8}, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -47,7 +51,11 @@ func TestSelectWaves(t *testing.T) {
 			if err := p.normalise(); err != nil {
 				t.Fatal(err)
 			}
-			sel, err := selectBoards(&p, views(10), func(string) string { return "" })
+			vs := views(10)
+			if c.name == "line only" {
+				vs[6].Line, vs[7].Line, vs[8].Line, vs[8].URL = "line0", "line0", "line0", "http://b08"
+			}
+			sel, err := selectBoards(&p, vs, func(string) string { return "" })
 			if c.want == nil {
 				if err == nil {
 					t.Fatalf("selected %v", sel)
@@ -63,6 +71,11 @@ func TestSelectWaves(t *testing.T) {
 			}
 			if d := cmp.Diff(got, c.want); d != "" || len(sel.Refused) != c.ref {
 				t.Fatalf("waves (-got +want):\n%s refused %v", d, sel.Refused)
+			}
+			for _, r := range sel.Refused {
+				if c.name == "line only" && (r.Board != "b06" && r.Board != "b07" || !strings.Contains(r.Reason, "reached only over line line0")) {
+					t.Errorf("refused %s: %q, want b06 and b07 as line-only", r.Board, r.Reason)
+				}
 			}
 		})
 	}
