@@ -187,6 +187,9 @@ type Log struct {
 	q       chan queued
 	syncs   chan chan struct{}
 	dropped atomic.Uint64
+	// unwritten counts records lost because the store failed to write
+	// them (a full or failing disk) since the last batch written.
+	unwritten atomic.Uint64
 
 	// The writer's state (Run's goroutine only, after Open).
 	last      uint64 // last key written, as a number
@@ -224,7 +227,7 @@ func Open(o Options) (*Log, error) {
 		}, []string{"outcome"}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricname.GatewayAuditDroppedTotal,
-			Help: "Audit records lost because the write queue was full.",
+			Help: "Audit records lost: the write queue was full, or the store failed to write them.",
 		}),
 		aggregated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricname.GatewayAuditAggregatedTotal,
@@ -477,9 +480,12 @@ func (l *Log) Sync(ctx context.Context) error {
 // write stores a batch in one transaction, with a "dropped" record first
 // when records were lost since the last batch.
 func (l *Log) write(batch []queued) error {
-	if n := l.dropped.Swap(0); n > 0 {
+	full, failed := l.dropped.Swap(0), l.unwritten.Swap(0)
+	marker := 0
+	if full+failed > 0 {
+		marker = 1
 		batch = append([]queued{{Entry: Entry{Time: l.o.Now().UTC(), Outcome: OutcomeDropped, Code: auth.CodeResourceExhausted,
-			Reason: fmt.Sprintf("%d records dropped: the audit queue was full", n)}}}, batch...)
+			Reason: lostReason(full, failed)}}}, batch...)
 	}
 	if len(batch) == 0 {
 		return nil
@@ -497,7 +503,7 @@ func (l *Log) write(batch []queued) error {
 		*last = k
 		m[key(k)] = e.Entry
 	}
-	for _, b := range []struct {
+	for i, b := range []struct {
 		b    *store.Bucket
 		puts map[string]any
 		n    *int
@@ -506,12 +512,27 @@ func (l *Log) write(batch []queued) error {
 			continue
 		}
 		if err := b.b.Batch(b.puts); err != nil {
+			// The records are gone: counted, so the alert on lost
+			// records fires, and told by the next "dropped" record
+			// written, which stands for the lost marker too.
+			lost := len(b.puts)
+			if i == 0 {
+				l.dropped.Add(full)
+				failed += uint64(lost - marker)
+				lost -= marker
+			} else {
+				failed = uint64(lost)
+			}
+			l.unwritten.Add(failed)
+			l.lost.Add(float64(lost))
 			return fmt.Errorf("audit: write %d records: %w", len(b.puts), err)
 		}
 		*b.n += len(b.puts)
-	}
-	for _, e := range batch {
-		l.written.WithLabelValues(e.Outcome).Inc()
+		for _, e := range batch {
+			if e.anon == (i == 1) {
+				l.written.WithLabelValues(e.Outcome).Inc()
+			}
+		}
 	}
 	if err := l.trim(); err != nil {
 		return err
@@ -520,6 +541,19 @@ func (l *Log) write(batch []queued) error {
 		return l.prune()
 	}
 	return nil
+}
+
+// lostReason is the reason of the "dropped" record standing for records
+// lost to a full queue and to failed writes.
+func lostReason(full, failed uint64) string {
+	var why []string
+	if full > 0 {
+		why = append(why, fmt.Sprintf("%d records dropped: the audit queue was full", full))
+	}
+	if failed > 0 {
+		why = append(why, fmt.Sprintf("%d records lost: the store failed to write them", failed))
+	}
+	return strings.Join(why, "; ")
 }
 
 func key(n uint64) string { return fmt.Sprintf("%016x", n) }
