@@ -154,6 +154,7 @@ func (ev *events) queue(ctx context.Context, e fleet.Event) {
 		return
 	}
 	if !ev.c.ownsLocal(e.Board) {
+		ev.standDownLocked(e.Board) // what it queued comes before e
 		ev.keepLocked(e)
 		ev.mu.Unlock()
 		return

@@ -53,7 +53,7 @@ func TestWindowFailedInTheMiddle(t *testing.T) {
 	}
 	f.sent, f.inFlight = 3, 3 // sent again: 2, 3, 4
 	ev.mu.Unlock()
-	ev.acked(ackResult{board: "b", pos: 1})             // stored only now: after 3 and 4
+	ev.acked(ackResult{board: "b", pos: 1})            // stored only now: after 3 and 4
 	ev.acked(ackResult{board: "b", pos: 2, dup: true}) // stored before
 	ev.acked(ackResult{board: "b", pos: 3, dup: true})
 	ev.mu.Lock()
@@ -85,6 +85,15 @@ func TestStandDownFromLostBoard(t *testing.T) {
 	}
 	if k := ev.standby["lan-1"]; len(k) != 2 || k[0].Seq != 1 || k[1].Seq != 2 {
 		t.Fatalf("kept %+v, want happenings 1 and 2", k)
+	}
+	// A board's next event that comes before the send loop stood down
+	// is kept after what was queued.
+	ev.appendLocked("lan-1", happening("lan-1", 3, now))
+	ev.mu.Unlock()
+	ev.queue(context.Background(), happening("lan-1", 4, now))
+	ev.mu.Lock()
+	if k := ev.standby["lan-1"]; len(k) != 4 || k[2].Seq != 3 || k[3].Seq != 4 || len(ev.queues["lan-1"]) != 0 {
+		t.Fatalf("kept %+v, queued %d; want happenings 1 to 4, none queued", k, len(ev.queues["lan-1"]))
 	}
 }
 
