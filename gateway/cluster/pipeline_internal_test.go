@@ -146,10 +146,11 @@ func publishAll(ctx context.Context, t testing.TB, ev *events, n int) {
 // TestWindowKeepsOrder: a board's events published many at a time are
 // stored once each, in their order.
 func TestWindowKeepsOrder(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ev := ownedPublisher(ctx, t, boardWindow)
-	const n = 500
+	const n = 200
 	publishAll(ctx, t, ev, n)
 	cons, err := ev.streamOf().OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 	if err != nil {
