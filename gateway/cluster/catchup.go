@@ -24,8 +24,9 @@ import (
 
 const (
 	// standbyKeep bounds the events kept per board this gateway does not
-	// own.
-	standbyKeep = 256
+	// own, which are otherwise those of the last catchUpMargin: a minute
+	// of a board at 34 happenings a second (the show's rate is 10).
+	standbyKeep = 2048
 	// catchUpMargin is how far back a takeover looks: kept events older
 	// are dropped, and the stream is read from then (less catchUpSlack:
 	// the gateways' clocks differ a little, and a line master that starts
@@ -38,8 +39,10 @@ const (
 )
 
 // keepLocked keeps a restart or happening of a board this gateway does
-// not own: the newest standbyKeep, across restarts (catchUp drops those
-// older than catchUpMargin). The happenings before a restart are kept
+// not own: those of the last catchUpMargin before it (by the events'
+// times), at most standbyKeep, across restarts. Keeping the last 256
+// only, a takeover of a board 10-30 s behind with its publishes found the
+// old owner's backlog older than what it kept (the soak's gaps). The happenings before a restart are kept
 // too: the board's owner may not have published the last of them when
 // the board restarted (it was behind), and a takeover of the restarted
 // board must publish them before the restart. Keeping only the new
@@ -52,9 +55,11 @@ func (ev *events) keepLocked(e fleet.Event) {
 		return
 	}
 	q := append(ev.standby[e.Board], e)
-	if len(q) > standbyKeep {
-		q = q[len(q)-standbyKeep:]
+	old := 0
+	for old < len(q) && q[old].Time.Before(e.Time.Add(-catchUpMargin)) {
+		old++
 	}
+	q = q[max(old, len(q)-standbyKeep):]
 	ev.standby[e.Board] = q
 }
 

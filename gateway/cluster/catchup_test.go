@@ -81,9 +81,23 @@ func TestMissing(t *testing.T) {
 	}
 }
 
-// TestKeepLocked: what a standby gateway keeps of a board holds at most
-// standbyKeep events, the newest, restarts among them.
+// TestKeepLocked: what a standby gateway keeps of a board holds the
+// last catchUpMargin of its happenings (a minute at the show's 10 a
+// second: 600, where it kept 256, and a takeover of a board whose owner
+// was 30 s behind lost the older ones), at most standbyKeep events, the
+// newest, restarts among them.
 func TestKeepLocked(t *testing.T) {
+	t.Run("a minute", func(t *testing.T) {
+		ev := &events{standby: map[string][]fleet.Event{}}
+		t0 := time.Now()
+		for i := range 900 { // 90 s at 10 a second
+			ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventHappening, Seq: uint16(i + 1), Time: t0.Add(time.Duration(i) * 100 * time.Millisecond)})
+		}
+		q := ev.standby["b"]
+		if len(q) != 601 || q[0].Seq != 300 || q[len(q)-1].Seq != 900 {
+			t.Fatalf("kept %d events, %d to %d; want the last minute: 601, 300 to 900", len(q), q[0].Seq, q[len(q)-1].Seq)
+		}
+	})
 	ev := &events{standby: map[string][]fleet.Event{}}
 	for i := range standbyKeep + 10 {
 		ev.keepLocked(fleet.Event{Board: "b", Type: fleet.EventHappening, Seq: uint16(i + 1)})

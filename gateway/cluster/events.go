@@ -7,8 +7,10 @@ package cluster
 // with after = the last N it got (SSE Last-Event-ID) on any gateway, also
 // across restarts, as far back as the stream keeps events.
 //
-// Publishing keeps each board's order: a board has at most one event in
-// flight, the next leaves when the engine acknowledged the previous one.
+// Publishing keeps each board's order: up to boardWindow events of a
+// board are in flight at once, on one connection in their order; after
+// a failed publish the board's unacknowledged events go again from the
+// first (send).
 // Events wait in memory while the engine cannot be reached (up to
 // maxQueued; older ones are dropped then, counted) and leave when it is
 // back, each with a message id the engine uses to drop a repeat.
@@ -34,9 +36,12 @@ import (
 const (
 	// maxQueued bounds the events waiting for the engine.
 	maxQueued = 1 << 18
-	// maxInFlight bounds the events published and not yet acknowledged
-	// (one per board at most).
+	// maxInFlight bounds the events published and not yet acknowledged.
 	maxInFlight = 1024
+	// boardWindow bounds one board's events published and not yet
+	// acknowledged: one at a time kept up with about 10 a second per
+	// board on a loaded machine (make bench: BenchmarkPublishWindow).
+	boardWindow = 32
 	// watchQueue is how many events may wait for one watcher before it
 	// is cut off (as fleet.DefaultWatcherQueue).
 	watchQueue = fleet.DefaultWatcherQueue
@@ -66,6 +71,11 @@ type events struct {
 	// restartIDs the message ids of restarts by their local number.
 	lastOf     map[string]string
 	restartIDs map[uint64]string
+	// flights holds the publishing state of the boards' queues (send).
+	flights map[string]*flight
+	// window is how many events of a board may be in flight at once.
+	window     int
+	outOfOrder uint64
 	queued     int
 	lost       uint64
 	kick       chan struct{}
@@ -78,7 +88,7 @@ type events struct {
 
 func newEvents(c *Cluster) *events {
 	return &events{c: c, queues: map[string][]fleet.Event{}, standby: map[string][]fleet.Event{}, told: map[string]bool{},
-		catching: map[string][]fleet.Event{}, lastOf: map[string]string{}, restartIDs: map[uint64]string{},
+		catching: map[string][]fleet.Event{}, flights: map[string]*flight{}, window: boardWindow, lastOf: map[string]string{}, restartIDs: map[uint64]string{},
 		kick: make(chan struct{}, 1)}
 }
 
@@ -144,6 +154,7 @@ func (ev *events) queue(ctx context.Context, e fleet.Event) {
 		return
 	}
 	if !ev.c.ownsLocal(e.Board) {
+		ev.standDownLocked(e.Board) // what it queued comes before e
 		ev.keepLocked(e)
 		ev.mu.Unlock()
 		return
@@ -231,64 +242,96 @@ func (ev *events) dropOldestLocked() {
 			worst = b
 		}
 	}
-	q := ev.queues[worst]
-	ev.queues[worst] = q[1:]
+	ev.popLocked(worst)
+	ev.lost++
+}
+
+// popLocked takes the head of board id's queue off it (acknowledged, or
+// dropped). Called with ev.mu held.
+func (ev *events) popLocked(id string) {
+	q := ev.queues[id]
+	if q[0].Type == fleet.EventRestarted {
+		delete(ev.restartIDs, q[0].N)
+	}
 	if len(q) == 1 {
-		delete(ev.queues, worst)
+		delete(ev.queues, id)
+	} else {
+		ev.queues[id] = q[1:]
 	}
 	ev.queued--
-	ev.lost++
+	if f := ev.flights[id]; f != nil {
+		delete(f.acked, f.base)
+		f.base++
+		if f.sent > 0 {
+			f.sent--
+		}
+	}
+}
+
+// flight is the publishing state of one board's queue. Positions count
+// the board's queued events from the first this run (the head of the
+// queue is at base), so an acknowledgement still finds its event after
+// events before it left the queue.
+type flight struct {
+	base uint64 // position of the head of the queue
+	// sent is how many events from the head are published: in flight,
+	// or acknowledged while one before them is not yet.
+	sent     int
+	inFlight int
+	acked    map[uint64]bool
+	// failed: a publish of the window failed; nothing more is sent
+	// until every one in flight is answered, then the window is sent
+	// again from the head (the engine drops the repeats by message id).
+	failed  bool
+	retryAt time.Time
+	// ahead is the furthest position acknowledged before the last
+	// failure: a later acknowledgement of an event before it that is
+	// not a repeat was stored out of order.
+	ahead uint64
+}
+
+// flightLocked returns board id's publishing state. Called with ev.mu held.
+func (ev *events) flightLocked(id string) *flight {
+	f := ev.flights[id]
+	if f == nil {
+		f = &flight{acked: map[uint64]bool{}}
+		ev.flights[id] = f
+	}
+	return f
 }
 
 // ackResult is the outcome of one publish.
 type ackResult struct {
 	board string
-	n     uint64
+	pos   uint64
+	dup   bool
 	err   error
 }
 
-// send publishes the queued events, one in flight per board.
+// send publishes the queued events, up to ev.window of a board in
+// flight at once. They leave on one connection in their order and the
+// engine stores them in that order; a publish that fails stops the
+// board's window: once every publish in flight is answered, the board's
+// unacknowledged events are sent again from the first, and those the
+// engine stored already (their acknowledgement lost, or a later one of
+// the window) it drops by message id. Before a board's events leave,
+// the board must still be this gateway's: when it is no longer (another
+// gateway took it over), its queue is kept as a standby gateway's is
+// (catchup.go) and no longer sent, so that two gateways never send a
+// board's backlog at once.
 func (ev *events) send(ctx context.Context) {
 	c := ev.c
-	inFlight := map[string]bool{}
-	retryAt := map[string]time.Time{}
+	total := 0
 	results := make(chan ackResult, maxInFlight)
 	var waiters sync.WaitGroup
 	defer waiters.Wait()
 	tick := time.NewTicker(retryAfter)
 	defer tick.Stop()
 	for {
-		// Start the head of every idle board's queue.
 		if ok, _ := c.eng.Connected(); ok {
 			now := time.Now()
 			ev.mu.Lock()
-			for b, q := range ev.queues {
-				if len(inFlight) >= maxInFlight {
-					break
-				}
-				if inFlight[b] || len(q) == 0 || now.Before(retryAt[b]) {
-					continue
-				}
-				e := q[0]
-				fut, err := ev.publish(e)
-				if err != nil {
-					retryAt[b] = now.Add(retryAfter)
-					continue
-				}
-				inFlight[b] = true
-				waiters.Go(func() {
-					var r ackResult
-					select {
-					case <-fut.Ok():
-						r = ackResult{board: b, n: e.N}
-					case err := <-fut.Err():
-						r = ackResult{board: b, n: e.N, err: err}
-					case <-ctx.Done():
-						r = ackResult{board: b, n: e.N, err: ctx.Err()}
-					}
-					results <- r
-				})
-			}
+			ev.startLocked(ctx, now, &total, results, &waiters)
 			ev.mu.Unlock()
 		}
 		select {
@@ -297,30 +340,120 @@ func (ev *events) send(ctx context.Context) {
 		case <-ev.kick:
 		case <-tick.C:
 		case r := <-results:
-			delete(inFlight, r.board)
-			if r.err != nil {
-				retryAt[r.board] = time.Now().Add(retryAfter)
-				c.log.Debug("cluster: event not published yet", "board", r.board, "err", r.err)
-				continue
+			total--
+			ev.acked(r)
+		}
+	}
+}
+
+// startLocked publishes what the boards' windows let out, and stands
+// down from the boards this gateway no longer owns. total counts the
+// publishes in flight; each one's outcome goes to results. Called with
+// ev.mu held.
+func (ev *events) startLocked(ctx context.Context, now time.Time, total *int, results chan<- ackResult, waiters *sync.WaitGroup) {
+	for b := range ev.queues {
+		if *total >= maxInFlight {
+			return
+		}
+		if !ev.c.ownsLocal(b) {
+			ev.standDownLocked(b)
+			continue
+		}
+		f := ev.flightLocked(b)
+		if f.failed || now.Before(f.retryAt) {
+			continue
+		}
+		q := ev.queues[b]
+		for f.sent < len(q) && f.inFlight < ev.window && *total < maxInFlight {
+			fut, err := ev.publish(q[f.sent])
+			if err != nil {
+				f.retryAt = now.Add(retryAfter)
+				break
 			}
-			delete(retryAt, r.board)
-			ev.mu.Lock()
-			if q := ev.queues[r.board]; len(q) > 0 && q[0].N == r.n {
-				if q[0].Type == fleet.EventRestarted {
-					delete(ev.restartIDs, q[0].N)
+			pos := f.base + uint64(f.sent)
+			f.sent++
+			f.inFlight++
+			*total++
+			waiters.Go(func() {
+				r := ackResult{board: b, pos: pos}
+				select {
+				case a := <-fut.Ok():
+					r.dup = a.Duplicate
+				case err := <-fut.Err():
+					r.err = err
+				case <-ctx.Done():
+					r.err = ctx.Err()
 				}
-				if len(q) == 1 {
-					delete(ev.queues, r.board)
-				} else {
-					ev.queues[r.board] = q[1:]
-				}
-				ev.queued--
-			}
-			ev.pending.Store(uint64(ev.queued))
-			ev.mu.Unlock()
+				results <- r
+			})
+		}
+	}
+}
+
+// acked takes in the outcome of one publish.
+func (ev *events) acked(r ackResult) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	f := ev.flightLocked(r.board)
+	f.inFlight--
+	switch {
+	case r.pos < f.base:
+		// Its event left the queue meanwhile (dropped, or kept when the
+		// board was taken over).
+	case r.err != nil:
+		f.failed = true
+		ev.c.log.Debug("cluster: event not published yet", "board", r.board, "err", r.err)
+	default:
+		if !r.dup && r.pos < f.ahead {
+			ev.outOfOrder++
+			ev.c.log.Warn("cluster: a board's event stored after a later one (its first publish failed)", "board", r.board)
+		}
+		f.acked[r.pos] = true
+		for f.acked[f.base] && len(ev.queues[r.board]) > 0 {
+			ev.popLocked(r.board)
 			ev.pub.Add(1)
 		}
 	}
+	if f.failed && f.inFlight == 0 {
+		for p := range f.acked {
+			f.ahead = max(f.ahead, p+1)
+		}
+		clear(f.acked)
+		f.sent = 0
+		f.failed = false
+		f.retryAt = time.Now().Add(retryAfter)
+	}
+	if f.inFlight == 0 && len(ev.queues[r.board]) == 0 {
+		delete(ev.flights, r.board)
+	}
+	ev.pending.Store(uint64(ev.queued))
+	ev.kickSend()
+}
+
+// standDownLocked stops publishing board id, which this gateway no
+// longer owns: its queued happenings and restarts are kept as a standby
+// gateway keeps them (for a takeover back), the rest dropped; those in
+// flight are answered and forgotten. Called with ev.mu held.
+func (ev *events) standDownLocked(id string) {
+	q := ev.queues[id]
+	if len(q) == 0 {
+		return
+	}
+	ev.c.log.Info("cluster: a board's queued events kept, not sent: another gateway owns it", "board", id, "events", len(q))
+	delete(ev.queues, id)
+	ev.queued -= len(q)
+	if f := ev.flights[id]; f != nil {
+		f.base += uint64(len(q))
+		f.sent = 0
+		clear(f.acked)
+		if f.inFlight == 0 {
+			delete(ev.flights, id)
+		}
+	}
+	for _, e := range q {
+		ev.keepLocked(e)
+	}
+	ev.pending.Store(uint64(ev.queued))
 }
 
 // publish sends one event with its message id (msgID), which lets the
@@ -397,9 +530,10 @@ func restartID(board, prev string) string {
 // owner for a moment (one has not yet read the record that took the
 // board from it), or a gateway taking a board over that publishes what
 // it kept of the board without having read to the end of what the
-// stream holds. Each gateway sends a board's next event only once the
-// engine acknowledged the previous one (stored, or already there), so
-// the board's happenings still enter the stream in their order.
+// stream holds. Each gateway sends a board's events in their order on one
+// connection, and after a failed publish sends the unacknowledged ones
+// again from the first (send), so the board's happenings still enter the
+// stream in their order.
 //
 // Other events (states, online, offline) are this gateway's own:
 // gateway, boot and local number, which drops a repeat sent after a lost
