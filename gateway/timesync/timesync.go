@@ -32,6 +32,12 @@
 //	+ MaxDrift times the age of that sample (a board's crystal is off by
 //	  up to 50 ppm, so an old sample loses its edge).
 //
+// Bounds goes further: each leg of each sample bounds the offset on its
+// own side (at most t2 - t1, at least t3 - t4), aged at MaxDrift, and the
+// estimate is the middle of the tightest of those bounds, so two samples
+// that each waited on a different leg are together as sharp as a quick
+// one.
+//
 // Outliers (a sample that waited on the wire or in a queue) have long
 // delays and are passed over. A sample whose interval does not meet the
 // estimate's at all means the board's clock stepped (it restarted, and its
