@@ -168,7 +168,10 @@ func TestShowOnRealBoards(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := eng.Watch(ctx)
-	at := map[string]time.Time{}
+	// at is each cue's moment as its GO scheduled it (the state a GO
+	// returns lists the chain it started); fired the cues whose fired
+	// event came.
+	at, fired := map[string]time.Time{}, map[string]bool{}
 	for _, wantStandby := range []cue.Number{"5", "9", ""} {
 		st, err := eng.Go("ten", false)
 		if err != nil {
@@ -177,16 +180,37 @@ func TestShowOnRealBoards(t *testing.T) {
 		if st.Standby != wantStandby {
 			t.Fatalf("standby after GO: %q, want %q", st.Standby, wantStandby)
 		}
-		// The GO's chain has fired when nothing runs any more.
+		for _, r := range st.Running {
+			at[string(r.Cue)] = r.FiresAt
+		}
+		// The GO's chain has fired when nothing runs any more. Fires run
+		// side by side and may end out of order (one fleet call slow
+		// under load): an event's last fired cue is the one of the
+		// latest moment fired so far, which is the event's own cue or
+		// one of a later moment, and fired for the moment its GO set.
 		for {
 			ev := <-events
-			if ev.Type == cue.EventFired {
-				at[string(ev.Cue)] = ev.State.Last.At
-				if l := ev.State.Last; l.Failed != 0 || len(l.Errors) != 0 || l.Boards == 0 {
-					t.Fatalf("cue %s: %+v", ev.Cue, l)
-				}
+			if ev.Type != cue.EventFired {
+				continue
 			}
-			if ev.Type == cue.EventFired && len(ev.State.Running) == 0 {
+			l := ev.State.Last
+			if l == nil {
+				t.Fatalf("cue %s fired: no last fired cue in %+v", ev.Cue, ev.State)
+			}
+			fired[string(ev.Cue)] = true
+			own, ok := at[string(ev.Cue)]
+			switch {
+			case !ok:
+				t.Fatalf("cue %s fired, not in the chains the GOs started: %v", ev.Cue, at)
+			case l.Cue == ev.Cue && !l.At.Equal(own):
+				t.Fatalf("cue %s fired for %v, its GO set %v", ev.Cue, l.At, own)
+			case l.Cue != ev.Cue && (l.At.Before(own) || !l.At.Equal(at[string(l.Cue)])):
+				t.Fatalf("cue %s (moment %v) fired; the last fired is cue %s for %v (its GO set %v)", ev.Cue, own, l.Cue, l.At, at[string(l.Cue)])
+			}
+			if l.Failed != 0 || len(l.Errors) != 0 || l.Boards == 0 {
+				t.Fatalf("cue %s: %+v", l.Cue, l)
+			}
+			if len(ev.State.Running) == 0 {
 				break
 			}
 		}
@@ -207,8 +231,8 @@ func TestShowOnRealBoards(t *testing.T) {
 			t.Errorf("cue %s at %v, cue %s at %v: want %v apart", gap.from, at[gap.from], gap.to, at[gap.to], gap.d)
 		}
 	}
-	if len(at) != 10 {
-		t.Fatalf("%d cues fired: %v", len(at), at)
+	if len(at) != 10 || len(fired) != 10 {
+		t.Fatalf("%d cues scheduled, %d fired: %v", len(at), len(fired), fired)
 	}
 	// Cue 10 addressed every group last.
 	for _, id := range r.ids {

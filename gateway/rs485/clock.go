@@ -33,6 +33,40 @@ type boardClock struct {
 	told    fleet.Told // what the board was told last
 }
 
+// take feeds s to the filter and returns the estimate at s's end from
+// both legs of the recent samples (timesync.Filter.Bounds: the window's
+// 8 samples, 4 minutes at the default period). On a loaded host most
+// line samples wait on one leg or the other, by more than the drift of
+// the alignment a board holds: an estimate from the newest sample alone
+// then seldom beats that alignment (fleet.Told), the board is not told
+// again, and its clips drift apart from the others' at its crystal's
+// rate (73 ms in 10 minutes at ±50 ppm). Each leg's bound is as sharp
+// as a quick sample's whenever that leg did not wait, so the estimate
+// from the sharpest of each stays within a few ms and keeps following
+// the crystal as samples come.
+func (c *boardClock) take(s timesync.Sample) (timesync.Estimate, bool, error) {
+	_, stepped, err := c.filter.Add(s)
+	e, _ := c.filter.Bounds(s.T4)
+	return e, stepped, err
+}
+
+// worthTelling reports whether e is to be told to the board (PUT /time):
+// it takes alignments and e is sharper than the one it holds, aged
+// (fleet.Told: a blurred estimate never replaces a sharp one). It then
+// keeps e as the one to tell.
+func (c *boardClock) worthTelling(e timesync.Estimate) bool {
+	if c.noAlign || !c.told.Sharper(e.Uncertainty, e.At) {
+		return false
+	}
+	c.tell = e
+	return true
+}
+
+// toldIt notes that the board took the estimate told.
+func (c *boardClock) toldIt() {
+	c.told = fleet.Told{UncertaintyUS: c.tell.Uncertainty, AtUS: c.tell.At, Set: true}
+}
+
 // lineTimes are the timings of one JSON-line exchange: the gateway's time
 // when the reply's last byte was taken off the line, and the bytes each
 // way on the wire.
@@ -81,13 +115,7 @@ func (l *Line) measureClock(ctx context.Context, b *board) {
 		return
 	}
 	s := clockSample(t1, tm, tr, l.wireTime)
-	// Each estimate is the newest sample's: the line's round trip is the
-	// same every time (the wire times are taken out), so an older sample
-	// is no sharper, only staler, by its age times the crystal's error
-	// (1.5 ms after 30 s at 50 ppm, which would cost clips that stay
-	// together).
-	b.clock.filter.MaxAge = l.o.ClockEvery / 2
-	e, stepped, err := b.clock.filter.Add(s)
+	e, stepped, err := b.clock.take(s)
 	if err != nil {
 		l.log.Debug("rs485: clock sample", "addr", b.addr, "board", b.id, "err", err)
 		return
@@ -100,8 +128,7 @@ func (l *Line) measureClock(ctx context.Context, b *board) {
 			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: l.name})
 		// A blurred estimate (a reply that waited in either direction) is
 		// not told over a sharper one the board holds (fleet.Told).
-		if !b.clock.noAlign && b.clock.told.Sharper(e.Uncertainty, e.At) {
-			b.clock.tell = e
+		if b.clock.worthTelling(e) {
 			b.needs |= needAlign
 		}
 	}
@@ -125,7 +152,7 @@ func (l *Line) tellClock(ctx context.Context, b *board) {
 	}
 	switch rep.Status {
 	case http.StatusOK:
-		b.clock.told = fleet.Told{UncertaintyUS: b.clock.tell.Uncertainty, AtUS: b.clock.tell.At, Set: true}
+		b.clock.toldIt()
 	case http.StatusNotFound, http.StatusMethodNotAllowed:
 		b.clock.noAlign = true
 		l.log.Debug("rs485: board has no PUT /time (clip-sync); its clips play on its own clock", "addr", b.addr, "board", b.id)

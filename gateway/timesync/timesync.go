@@ -32,6 +32,12 @@
 //	+ MaxDrift times the age of that sample (a board's crystal is off by
 //	  up to 50 ppm, so an old sample loses its edge).
 //
+// Bounds goes further: each leg of each sample bounds the offset on its
+// own side (at most t2 - t1, at least t3 - t4), aged at MaxDrift, and the
+// estimate is the middle of the tightest of those bounds, so two samples
+// that each waited on a different leg are together as sharp as a quick
+// one.
+//
 // Outliers (a sample that waited on the wire or in a queue) have long
 // delays and are passed over. A sample whose interval does not meet the
 // estimate's at all means the board's clock stepped (it restarted, and its
@@ -244,4 +250,39 @@ func (s *Stamper) Now() int64 { return s.unix + s.clk.Since(s.start).Microsecond
 // Time converts a gateway time in µs back to a time.Time on the clock.
 func (s *Stamper) Time(us int64) time.Time {
 	return s.start.Add(time.Duration(us-s.unix) * time.Microsecond)
+}
+
+// Bounds is the estimate at gateway time now (µs) from both legs of every
+// sample in the window: a sample bounds the board's offset from above by
+// t2 - t1 (the request cannot arrive before it was sent) and from below
+// by t3 - t4 (nor the reply before the board sent it), each widened by
+// MaxDrift times the sample's age at now. The offset is the middle of
+// the tightest of those bounds, the uncertainty their half-width; it is
+// Estimate's at now when that is tighter (or the bounds do not meet).
+//
+// A sample that waited on one leg only (a loaded host: a request read
+// late, a reply taken off the line late) is blurred as a whole, but its
+// other leg's bound is as sharp as a quick sample's: so a board reached
+// through a noisy path is known from the sharpest request leg and the
+// sharpest reply leg of its recent samples, which are seldom the same
+// exchange, and its estimate follows its drift as new samples come.
+func (f *Filter) Bounds(now int64) (Estimate, bool) {
+	e, ok := f.estimateAt(now)
+	if !ok {
+		return e, false
+	}
+	hi, lo := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, k := range f.s {
+		age := abs(now - (k.T1 + (k.T4-k.T1)/2))
+		drift := int64(math.Ceil(float64(age) * MaxDrift))
+		hi = min(hi, k.T2-k.T1+drift) // |differences| < limit (Measure)
+		lo = max(lo, k.T3-k.T4-drift)
+	}
+	if lo > hi {
+		return e, true
+	}
+	if u := (hi - lo + 1) / 2; u < e.Uncertainty {
+		e.Offset, e.Uncertainty = lo+floorHalf(hi-lo), u
+	}
+	return e, true
 }

@@ -173,3 +173,51 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestBounds: each leg of a sample bounds the offset on its own side, so
+// samples that each waited on one leg, the request in one and the reply
+// in the other, together give an estimate as sharp as one quick sample,
+// widened by the crystal's drift over each sample's age; without a
+// usable pair it is Estimate's.
+func TestBounds(t *testing.T) {
+	const offset, s = 5_000_000, int64(1_000_000)
+	for _, tc := range []struct {
+		name      string
+		samples   []Sample
+		now       int64
+		off, unc  int64
+		sameAsEst bool
+	}{
+		{name: "one sample", samples: []Sample{exchange(0, offset, 20_000, 100, 200)}, now: 20_300, sameAsEst: true},
+		{name: "request waited, then the reply", samples: []Sample{
+			exchange(0, offset, 20_000, 100, 200),
+			exchange(s, offset, 200, 100, 20_000),
+		}, now: s + 20_300, off: offset, unc: 200 + 51}, // the older sample's leg aged 1 s at 50 ppm
+		{name: "both legs waited", samples: []Sample{
+			exchange(0, offset, 20_000, 100, 20_000),
+			exchange(s, offset, 20_000, 100, 20_000),
+		}, now: s + 40_100, sameAsEst: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f Filter
+			for _, smp := range tc.samples {
+				if _, _, err := f.Add(smp); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e, ok := f.Bounds(tc.now)
+			est, _ := f.estimateAt(tc.now)
+			switch {
+			case !ok:
+				t.Fatal("no estimate")
+			case tc.sameAsEst && e != est:
+				t.Fatalf("got %+v, want Estimate's %+v", e, est)
+			case !tc.sameAsEst && (abs(e.Offset-tc.off) > 51 || e.Uncertainty > tc.unc || e.Uncertainty >= est.Uncertainty):
+				t.Fatalf("got %+v (Estimate %+v), want %d ± at most %d", e, est, tc.off, tc.unc)
+			}
+			if d := e.Offset - offset; abs(d) > e.Uncertainty {
+				t.Fatalf("the truth is %d µs off the estimate %+v", d, e)
+			}
+		})
+	}
+}
