@@ -9,32 +9,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/bus/testbin"
 )
 
-// syncBuffer is a bytes.Buffer safe to write from the command while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer = testbin.Output
 
 func waitOutput(t *testing.T, out *syncBuffer, want string) {
 	t.Helper()

@@ -2,7 +2,6 @@ package security
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,10 +12,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/holofleet/holofleet/bus/testbin"
 )
 
 // gatewayBin is the holo-gateway binary the MQTT tests run
@@ -29,23 +29,8 @@ func gatewayBin(t *testing.T) string {
 	return gatewayBinary(t)
 }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer = testbin.Output
 
 // gateway is a running holo-gateway process.
 type gateway struct {

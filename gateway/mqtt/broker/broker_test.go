@@ -1,20 +1,19 @@
 package broker_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/bus/testbin"
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/mqtt/broker"
 	"github.com/holofleet/holofleet/gateway/mqtt/policy"
@@ -43,22 +42,8 @@ type fixture struct {
 	log     *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer = testbin.Output
 
 // start runs a broker on a free loopback port with the tokens viewer,
 // operator and admin, the gateway's policy for the roots holo and
