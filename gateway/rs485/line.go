@@ -487,10 +487,12 @@ func (l *Line) Group(ctx context.Context, group int, req frame.Request) error {
 		default:
 		}
 		err := l.send(wire, false)
-		l.wire.Unlock()
 		if err == nil {
+			// Marked before the wire is free: the members' next poll
+			// comes after the mark (checkMissed's baseline).
 			l.mark(a, kindsOfNative(req.Type()), groupSend{req: req})
 		}
+		l.wire.Unlock()
 		return err
 	}
 	return l.submit(ctx, &job{kind: jobGroup, addr: a, req: req}).err
