@@ -80,6 +80,10 @@
 // back at the latest while frames keep coming. A desk or a chase sending
 // a group a look every few frames costs each member one re-read a
 // second, not one per look (TestGroupRereadsMerged).
+// A member that missed a group scene start (its first status block after
+// it shows no new happening, where a scene_started would be) is sent the
+// same start addressed, once (repair.go, docs/fire.md,
+// TestGroupSceneMissedRepaired).
 //
 // A board that misses Options.MissLimit polls in a row is reported Lost and
 // is then only probed by the slow sweep; when it answers again it is Seen

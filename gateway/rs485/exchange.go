@@ -292,13 +292,13 @@ func (l *Line) runJob(ctx context.Context, j *job) {
 			err = l.send(wire, false)
 		}
 		if err == nil {
-			l.afterGroup(j.addr, kindsOfNative(j.req.Type()))
+			l.afterGroup(j.addr, kindsOfNative(j.req.Type()), groupSend{req: j.req})
 		}
 		j.finish(result{err: err})
 	case jobGroupLine:
 		err := l.send(jsonline.AppendRequest(l.wbuf[:0], j.line), true)
 		if err == nil {
-			l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path))
+			l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path), groupSend{line: &j.line})
 		}
 		j.finish(result{err: err})
 	}

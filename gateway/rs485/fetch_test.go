@@ -2,8 +2,10 @@ package rs485
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,10 +30,20 @@ import (
 // sent its next request to another address: after the master's wait, as
 // a busy board does. pings lists the addresses of every PING it heard on
 // the line, in order.
+//
+// It starts scenes (a SCENE frame, POST /scenes/apply) sent to it or to
+// one of its groups, each giving a scene_started happening; missGroupScene
+// is the n-th scene start sent to a group that it misses (lost on the
+// line). scenes lists the starts it took: "group" or "addressed".
 type scriptBoard struct {
-	addr          int
-	loseFetch     int
-	lateFirstPing bool
+	addr           int
+	loseFetch      int
+	lateFirstPing  bool
+	groups         []int
+	missGroupScene int
+
+	groupScenes int // scene starts sent to its groups so far
+	scenes      []string
 
 	mu      sync.Mutex
 	kept    []string // happening JSON; seq is index+1
@@ -53,6 +65,23 @@ func (sb *scriptBoard) emit(n int) {
 	}
 }
 
+// startScene takes a scene start (by: "group" or "addressed"), unless it
+// is the group one the script misses. sb.mu held.
+func (sb *scriptBoard) startScene(by string) {
+	if by == "group" {
+		sb.groupScenes++
+		if sb.groupScenes == sb.missGroupScene {
+			return
+		}
+	}
+	sb.scenes = append(sb.scenes, by)
+	sb.kept = append(sb.kept, fmt.Sprintf(`{"event":"scene_started","seq":%d,"name":"poster","slot":3}`, len(sb.kept)+1))
+	sb.queue++
+}
+
+// inGroup reports whether sb is a member of group g.
+func (sb *scriptBoard) inGroup(g int) bool { return slices.Contains(sb.groups, g) }
+
 // events is a fetch reply body with the kept happenings after seq after.
 func (sb *scriptBoard) events(after int) string {
 	return fmt.Sprintf(`{"seq":%d,"lost":0,"pending":%d,"events":[%s]}`,
@@ -67,7 +96,11 @@ func (sb *scriptBoard) answer(req jsonline.Request) (int, string, bool) {
 	case req.Method == "PATCH" && path == "/link/events":
 		return 200, fmt.Sprintf(`{"kinds":[],"push":false,"seq":%d,"pending":%d}`, len(sb.kept), sb.queue), true
 	case path == "/link" && req.Method == "GET":
-		return 200, `{"running":{"groups":[]}}`, true
+		groups, _ := json.Marshal(append([]int{}, sb.groups...))
+		return 200, fmt.Sprintf(`{"running":{"groups":%s}}`, groups), true
+	case path == "/scenes/apply" && req.Method == "POST":
+		sb.startScene("addressed")
+		return 200, `{}`, true
 	case path == "/link/events" && query == "":
 		sb.fetches++
 		from := len(sb.kept) - sb.queue
@@ -117,12 +150,24 @@ func (sb *scriptBoard) start(t *testing.T, line *simline.Line) {
 				if frame.Type(it.Data[2]) == frame.TypePing {
 					sb.pings = append(sb.pings, int(it.Data[0]))
 				}
+				if a := frame.Address(it.Data[0]); a.IsGroup() && sb.inGroup(a.Group()) {
+					if frame.Type(it.Data[2]) == frame.TypeScene {
+						sb.startScene("group")
+					}
+					break
+				}
 				if int(it.Data[0]) != sb.addr {
 					out, sb.late = sb.late, nil
 					break
 				}
+				if frame.Type(it.Data[2]) == frame.TypeScene {
+					sb.startScene("addressed")
+					pending = sb.queue
+				}
 				h := frame.Header{Pending: uint8(pending)}
 				switch typ := frame.Type(it.Data[2]); typ {
+				case frame.TypeScene:
+					out, _ = frame.AppendReply(out, frame.Address(sb.addr), it.Data[1], typ, h, &frame.Empty{})
 				case frame.TypePing:
 					out, _ = frame.AppendReply(out, frame.Address(sb.addr), it.Data[1], typ, h, &frame.PingReply{Protocol: 1, UptimeS: 5})
 					if sb.lateFirstPing && !sb.pinged {
@@ -135,6 +180,12 @@ func (sb *scriptBoard) start(t *testing.T, line *simline.Line) {
 				}
 			case stream.Line:
 				req, err := jsonline.ParseRequest(it.Data)
+				if err == nil && req.Addr.Kind == jsonline.GroupAddr && sb.inGroup(int(req.Addr.N)) {
+					if req.Method == "POST" && req.Path == "/scenes/apply" {
+						sb.startScene("group")
+					}
+					break
+				}
 				if err != nil || int(req.Addr.N) != sb.addr || req.Addr.Kind != jsonline.BoardAddr {
 					break
 				}

@@ -179,6 +179,7 @@ type counters struct {
 	bytesOut, framesOut, linesOut atomic.Uint64
 	timeouts, retries, polls      atomic.Uint64
 	badReply, stray               atomic.Uint64
+	repaired                      atomic.Uint64 // group scene starts re-sent to a member that missed them
 	fired                         atomic.Uint64 // timed sends written
 	busy                          atomic.Int64
 }
@@ -298,6 +299,10 @@ func (l *Line) Stats() fleet.LineStats {
 // nothing the master was waiting for (late replies, wrong seq or tag,
 // other boards' traffic).
 func (l *Line) Stray() uint64 { return l.st.stray.Load() }
+
+// Repaired is the count of group scene starts a member missed and was
+// sent addressed (checkMissed).
+func (l *Line) Repaired() uint64 { return l.st.repaired.Load() }
 
 // Boards lists the addresses of the boards online now, in order.
 func (l *Line) Boards() []int {
@@ -482,10 +487,12 @@ func (l *Line) Group(ctx context.Context, group int, req frame.Request) error {
 		default:
 		}
 		err := l.send(wire, false)
-		l.wire.Unlock()
 		if err == nil {
-			l.mark(a, kindsOfNative(req.Type()))
+			// Marked before the wire is free: the members' next poll
+			// comes after the mark (checkMissed's baseline).
+			l.mark(a, kindsOfNative(req.Type()), groupSend{req: req})
 		}
+		l.wire.Unlock()
 		return err
 	}
 	return l.submit(ctx, &job{kind: jobGroup, addr: a, req: req}).err
@@ -496,25 +503,28 @@ func (l *Line) Group(ctx context.Context, group int, req frame.Request) error {
 type groupMark struct {
 	addr  frame.Address
 	kinds kinds
+	send  groupSend
 }
 
-func (l *Line) mark(a frame.Address, k kinds) {
+func (l *Line) mark(a frame.Address, k kinds, s groupSend) {
 	if k == 0 {
 		return
 	}
 	l.marks.Lock()
-	l.marks.list = append(l.marks.list, groupMark{a, k})
+	l.marks.list = append(l.marks.list, groupMark{a, k, s})
 	l.marks.Unlock()
 }
 
-// applyMarks runs in the scheduler.
+// applyMarks runs in the scheduler, before any exchange it starts once
+// it holds the wire: a frame Group wrote while it waited for the wire is
+// marked before the members' next poll reads them.
 func (l *Line) applyMarks() {
 	l.marks.Lock()
 	list := l.marks.list
 	l.marks.list = nil
 	l.marks.Unlock()
 	for _, m := range list {
-		l.afterGroup(m.addr, m.kinds)
+		l.afterGroup(m.addr, m.kinds, m.send)
 	}
 }
 

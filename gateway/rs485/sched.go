@@ -89,6 +89,9 @@ type board struct {
 
 	status     frame.StatusBlock
 	haveStatus bool
+	// missCheck: a group scene start to check the next status block for
+	// (repair.go).
+	missCheck *missCheck
 
 	lastSeq     uint16 // last happening given to the sink
 	fetchFailed bool   // no fetch reply believed since one may have been lost: fetch by seq
@@ -152,6 +155,7 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 			continue
 		case p.step:
 			l.wire.Lock()
+			l.applyMarks()
 			did := l.step(ctx)
 			l.wire.Unlock()
 			if did {
@@ -185,6 +189,7 @@ func (l *Line) drainCmds() {
 func (l *Line) lockedJob(ctx context.Context, j *job) {
 	l.wire.Lock()
 	defer l.wire.Unlock()
+	l.applyMarks()
 	l.runJob(ctx, j)
 }
 
@@ -409,6 +414,7 @@ func (l *Line) poll(ctx context.Context, a int) {
 		b.needs |= needPolled
 	case *frame.StatusReply:
 		l.gotStatus(b, m.Block)
+		l.checkMissed(b)
 	}
 	b.dirty |= b.recheck
 	b.recheck = 0
@@ -805,6 +811,7 @@ func next(s uint16) uint16 {
 // afterNative marks what a native command may have changed on a board,
 // to be re-read after its next poll.
 func (l *Line) afterNative(addr int, t frame.Type) {
+	l.superseded(addr, kindsOfNative(t))
 	if b := l.boards[addr]; b != nil && b.present {
 		b.recheck |= kindsOfNative(t)
 	}
@@ -812,6 +819,7 @@ func (l *Line) afterNative(addr int, t frame.Type) {
 
 // afterCall reports the state a changing call's reply carries.
 func (l *Line) afterCall(addr int, req jsonline.Request, rep jsonline.Reply) {
+	l.superseded(addr, kindsOfPath(req.Method, req.Path))
 	b := l.boards[addr]
 	if b == nil || !b.present || req.Method == http.MethodGet || rep.Status >= 300 {
 		return
@@ -839,13 +847,14 @@ func (l *Line) afterCall(addr int, req jsonline.Request, rep jsonline.Reply) {
 // afterGroup marks the members of a group to be re-read (they do not
 // answer group frames): after their next poll with a negative GroupQuiet,
 // else when groupedDue says.
-func (l *Line) afterGroup(a frame.Address, k kinds) {
+func (l *Line) afterGroup(a frame.Address, k kinds, s groupSend) {
 	if k == 0 {
 		return
 	}
 	now := l.clk.Now()
 	for _, b := range l.boards {
 		if b.present && (a.IsBroadcast() || slices.Contains(b.groups, a.Group())) {
+			l.watchGroup(b, k, s)
 			if l.o.GroupQuiet < 0 {
 				b.recheck |= k
 				continue

@@ -236,6 +236,7 @@ func (l *Line) fire(ctx context.Context, j *job) {
 	}
 	l.wire.Lock()
 	defer l.wire.Unlock()
+	l.applyMarks()
 	jctx, cancel := context.WithCancel(j.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	defer func() { stop(); cancel() }()
@@ -251,9 +252,9 @@ func (l *Line) fire(ctx context.Context, j *job) {
 	}
 	switch j.kind {
 	case jobGroup:
-		l.afterGroup(j.addr, kindsOfNative(j.req.Type()))
+		l.afterGroup(j.addr, kindsOfNative(j.req.Type()), groupSend{req: j.req})
 	case jobGroupLine:
-		l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path))
+		l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path), groupSend{line: &j.line})
 	}
 	l.st.fired.Add(1)
 	j.finish(result{end: began.Add(l.wireTime(len(j.wire)))})
