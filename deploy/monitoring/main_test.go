@@ -9,14 +9,11 @@ package monitoring_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -28,57 +25,14 @@ import (
 	"github.com/holofleet/holofleet/bus/testbin"
 )
 
-// The holo-gateway binary, built once per test binary (TestMain starts the
-// build at once).
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildOut  []byte
-)
-
-func buildGateway() {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "holo-alerts")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "holo-gateway")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/holo-gateway")
-		cmd.Dir = filepath.Join("..", "..")
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
-}
-
 // gatewayBinary is the holo-gateway the tests run: $HOLO_GATEWAY_BIN, or
-// one built from this tree.
+// one built from this tree (testbin keeps it between runs).
 func gatewayBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("HOLO_GATEWAY_BIN"); p != "" {
 		return p
 	}
-	buildGateway()
-	if buildErr != nil {
-		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
-}
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	building := !testing.Short() && os.Getenv("HOLO_GATEWAY_BIN") == "" && flag.Lookup("test.run").Value.String() != "^$"
-	if building {
-		go buildGateway()
-	}
-	code := m.Run()
-	if building {
-		buildGateway() // waits for a build under way
-		if binPath != "" {
-			os.RemoveAll(filepath.Dir(binPath))
-		}
-	}
-	os.Exit(code)
+	return testbin.Build(t, "./cmd/holo-gateway", false)
 }
 
 // syncBuffer collects a process's output while the test reads it.
