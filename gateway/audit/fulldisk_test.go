@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,9 +53,9 @@ func TestFullDiskCountedAndSaid(t *testing.T) {
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2m"); err != nil {
 		t.Fatal("mount a tmpfs:", err)
 	}
-	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	db := openDB(t, filepath.Join(dir, "gw.db"))
-	defer db.Close()
+	t.Cleanup(func() { db.Close() }) // after the log has stopped (cleanups run last first)
 	clk := &clock{t: t0.Add(time.Minute)}
 	l := running(t, Options{DB: db, Now: clk.now})
 	l.Audit(rec(0, "a", auth.RoleAdmin, true, auth.CodeOK))
@@ -91,9 +92,13 @@ func TestFullDiskCountedAndSaid(t *testing.T) {
 		l.Audit(r)
 	}
 	sync1(t, l)
-	if n := testutil.ToFloat64(l.lost); n != 20 {
-		all, _ := l.Query(Filter{})
-		t.Fatalf("lost counter %v after writes to a full disk, want 20 (%d records stored)", n, len(all))
+	// The promise: every record is either stored or counted as lost. How
+	// many of the 20 bbolt still fits in pages it had free before the disk
+	// filled differs from run to run, so the test does not fix the split.
+	lostN := int(testutil.ToFloat64(l.lost))
+	stored, _ := l.Query(Filter{Token: "b"})
+	if lostN == 0 || lostN+len(stored) != 20 {
+		t.Fatalf("lost counter %d and %d stored after 20 writes to a full disk, want all 20 accounted for and some lost", lostN, len(stored))
 	}
 
 	// Room again: the next batch says what was lost.
@@ -103,14 +108,14 @@ func TestFullDiskCountedAndSaid(t *testing.T) {
 	l.Audit(rec(30*time.Second, "c", auth.RoleAdmin, true, auth.CodeOK))
 	sync1(t, l)
 	got, err := l.Query(Filter{Outcome: OutcomeDropped})
-	if err != nil || len(got) != 1 || !strings.Contains(got[0].Reason, "20 records lost: the store failed to write them") {
+	if err != nil || len(got) != 1 || !strings.Contains(got[0].Reason, fmt.Sprintf("%d records lost: the store failed to write them", lostN)) {
 		t.Fatalf("dropped record: %+v %v", got, err)
 	}
 	all, _ := l.Query(Filter{})
-	if len(all) != 3 { // a, the dropped record, c
-		t.Errorf("%d records, want a, the dropped record and c", len(all))
+	if len(all) != 3+len(stored) { // a, the b stored, the dropped record, c
+		t.Errorf("%d records, want a, %d b, the dropped record and c", len(all), len(stored))
 	}
-	if n := testutil.ToFloat64(l.lost); n != 20 {
-		t.Errorf("lost counter %v, want still 20", n)
+	if n := int(testutil.ToFloat64(l.lost)); n != lostN {
+		t.Errorf("lost counter %v, want still %d", n, lostN)
 	}
 }
