@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
@@ -35,6 +36,9 @@ const (
 	DefaultClockSamples = 3
 	// DefaultClockParallel is how many boards are measured at once.
 	DefaultClockParallel = 8
+	// clockRetryPause is the least pause before each of the extra
+	// exchanges of a round whose estimate missed ClockTarget (measure).
+	clockRetryPause = 10 * time.Millisecond
 	// clockSettle is how many rounds after a board comes online (or
 	// restarts) run at ClockEvery whatever their estimate: the second one
 	// checks the first against it (a step restarts the window).
@@ -240,7 +244,13 @@ func (l *LAN) clockPeriod(e timesync.Estimate, got bool, rounds int) time.Durati
 
 // measure runs a round of ClockSamples exchanges with b, reports the
 // estimate, and returns when the next round is due (ok false: never,
-// until the board restarts).
+// until the board restarts). A round whose estimate is less sharp than
+// ClockTarget takes up to ClockSamples more exchanges, each after a pause
+// of 10-20 ms: exchanges one after the other tend to wait alike (a host
+// busy with a timed fire's moment, a burst on the network), and a board
+// whose estimate misses the target is not told fire moments
+// (fleet.DefaultFireUncertainty): the gateway calls it at the moment, a
+// round trip late, until its next round (ClockEvery later).
 func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (next time.Time, ok bool) {
 	b.clock.mu.Lock()
 	defer b.clock.mu.Unlock()
@@ -267,7 +277,15 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 			c.Close()
 		}
 	}()
-	for range l.o.ClockSamples {
+	for i := 0; i < l.o.ClockSamples || (got && e.Uncertainty > l.o.ClockTarget.Microseconds() && i < 2*l.o.ClockSamples); i++ {
+		if i >= l.o.ClockSamples {
+			// A blurred round: its samples waited alike (a busy
+			// moment of the host or the network, such as a timed
+			// fire's); a few more, a pause apart, mostly do not.
+			if clock.Sleep(ctx, l.o.Clock, clockRetryPause+rand.N(clockRetryPause)) != nil {
+				break
+			}
+		}
 		if c == nil {
 			var err error
 			if c, err = l.dial(ctx, b.u); err != nil {

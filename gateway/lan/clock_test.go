@@ -1,10 +1,18 @@
 package lan
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/holofleet/holofleet/bus/clock"
+	"github.com/holofleet/holofleet/gateway/fleet"
 	"github.com/holofleet/holofleet/gateway/timesync"
 )
 
@@ -187,4 +195,72 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// firstClock is a sink that keeps the first clock estimate of each
+// board and what mark said then.
+type firstClock struct {
+	*recSink
+	mark func() int64
+	mu   sync.Mutex
+	got  map[string]fleet.BoardClock
+	at   map[string]int64
+}
+
+func (s *firstClock) Clock(ref fleet.Ref, c fleet.BoardClock) {
+	s.mu.Lock()
+	if _, ok := s.got[ref.Addr]; !ok {
+		s.got[ref.Addr], s.at[ref.Addr] = c, s.mark()
+	}
+	s.mu.Unlock()
+	s.recSink.Clock(ref, c)
+}
+
+// TestClockBlurredRoundRetakes: a round whose exchanges all wait (here a
+// proxy holds the board's first three GET /time 100 ms before passing
+// them on) takes more, and its estimate comes from those that did not
+// wait: the board is aligned within the target at once, rather than
+// fired by the gateway (a round trip late) until its next round.
+// Without the extra exchanges the estimate of that round is at least
+// half the wait blurred (50 ms).
+func TestClockBlurredRoundRetakes(t *testing.T) {
+	const hold = 100 * time.Millisecond
+	tb := startBoard(t, "", "127.0.0.1:0")
+	target, err := url.Parse(tb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times atomic.Int64 // GET /time requests passed on
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1 // event streams as they come
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/time" {
+			if times.Add(1) <= 3 {
+				time.Sleep(hold)
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	l := New(Options{ClockEvery: time.Second, ClockSamples: 3, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	sink := &firstClock{recSink: newRecSink(), mark: times.Load, got: map[string]fleet.BoardClock{}, at: map[string]int64{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, sink) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := l.Add(front.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.Wait(t, 20*time.Second, "a clock estimate", func(s *recSink) bool { return s.ClockN[front.URL] >= 1 })
+	sink.mu.Lock()
+	c, n := sink.got[front.URL], sink.at[front.URL]
+	sink.mu.Unlock()
+	if n <= 3 || n > 6 {
+		t.Fatalf("the first round took %d exchanges; want 4-6 (3, and up to 3 more as it was blurred)", n)
+	}
+	if c.UncertaintyUS >= (hold / 2).Microseconds() {
+		t.Fatalf("first estimate ± %d µs: as blurred as the held exchanges", c.UncertaintyUS)
+	}
+	t.Logf("first round: %d exchanges, ± %d µs", n, c.UncertaintyUS)
 }

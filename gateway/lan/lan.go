@@ -125,6 +125,8 @@ type Options struct {
 	// sharp enough, and otherwise as rarely as keeps its uncertainty,
 	// aged at the crystal tolerance, within ClockTarget, at most
 	// ClockMaxEvery apart (defaults 5 s, 2 ms, 30 s; see clockPeriod). A
+	// round whose estimate misses ClockTarget takes up to ClockSamples
+	// more exchanges, 10-20 ms apart (measure). A
 	// negative ClockEvery turns alignment off. Estimates go to the sink
 	// when it is a fleet.ClockSink.
 	ClockEvery    time.Duration
