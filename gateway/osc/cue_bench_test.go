@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,11 +56,23 @@ func BenchmarkCueGo(b *testing.B) {
 				b.Fatal(err)
 			}
 			r.osc.o.Cues = eng
+			// Boards told ahead whose clock was not aligned well enough
+			// (fleet.DefaultFireUncertainty) are called at the moment
+			// instead, a round trip late.
+			var gwFired atomic.Int64
+			r.f.ObserveFire(func(rep fleet.FireReport) {
+				for _, c := range rep.Changes {
+					if c.How == fleet.FireGateway {
+						gwFired.Add(1)
+					}
+				}
+			})
 			c := r.oscConn(b)
 			buf := make([]byte, MaxPacket)
 			red := func(px color.RGBA) bool { return px.R > 0 && px.B == 0 }
 			blue := func(px color.RGBA) bool { return px.B > 0 && px.R == 0 }
 			var errs, skews []time.Duration
+			var byWay [2][]time.Duration // signed errors: [0] line boards, [1] LAN boards
 			n := 0
 			one := func() {
 				n++
@@ -71,12 +84,17 @@ func BenchmarkCueGo(b *testing.B) {
 				send(b, c, addr)
 				at := readMoment(b, c, buf, addr)
 				var first, last time.Time
-				for _, s := range r.strips {
+				for i, s := range r.strips {
 					w, ok := s.Await(start, match, 5*time.Second)
 					if !ok {
 						b.Fatal("a strip did not change")
 					}
 					errs = append(errs, w.At.Sub(at))
+					way := 0
+					if i >= r.lineBoards {
+						way = 1
+					}
+					byWay[way] = append(byWay[way], w.At.Sub(at))
 					if first.IsZero() || w.At.Before(first) {
 						first = w.At
 					}
@@ -106,7 +124,17 @@ func BenchmarkCueGo(b *testing.B) {
 			b.ReportMetric(float64(quantile(abs, .5).Microseconds()), "error-p50-µs")
 			b.ReportMetric(float64(quantile(abs, .99).Microseconds()), "error-p99-µs")
 			b.ReportMetric(float64(quantile(skews, .99).Microseconds()), "skew-p99-µs")
+			for way, name := range []string{"line", "lan"} {
+				if len(byWay[way]) == 0 {
+					continue
+				}
+				// Signed: a transport late (or early) as a whole against
+				// the other is an offset between them, not jitter.
+				b.ReportMetric(float64(quantile(byWay[way], .5).Microseconds()), name+"-error-p50-µs")
+				b.ReportMetric(float64(quantile(byWay[way], .99).Microseconds()), name+"-error-p99-µs")
+			}
 			b.ReportMetric(float64(quantile(wake, .99).Microseconds()), "wakeup-p99-µs")
+			b.ReportMetric(float64(gwFired.Load()), "gateway-fired")
 			b.ReportMetric(float64(quantile(skews, .99))/float64(max(quantile(wake, .99), time.Microsecond))/1.2, "cue-skew-p99-vs-wakeup-ratio")
 		})
 	}

@@ -34,7 +34,10 @@ type benchRig struct {
 	boards []*boardtest.InProc
 	strips []*boardtest.StripWatch
 	ids    []string
-	osc    *Server
+	// lineBoards: the first lineBoards of boards, strips and ids are on
+	// lines, the others on the LAN.
+	lineBoards int
+	osc        *Server
 }
 
 // rigShape is how many boards a benchRig has where: Lines lines of
@@ -114,11 +117,19 @@ func newShapedRig(b *testing.B, shape rigShape) *benchRig {
 	done := make(chan error, 1)
 	go func() { done <- r.f.Run(ctx) }()
 	b.Cleanup(func() { cancel(); <-done })
+	// Ready: every board online in its group, and every LAN board's
+	// clock aligned well enough to be told fire moments (its first clock
+	// round comes within the LAN driver's ClockEvery, 5 s, of it coming
+	// online; until then a timed fire calls it at the moment, a round
+	// trip late), as in a show's steady state.
+	r.lineBoards = shape.Lines * shape.PerLine
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ok := 0
-		for _, id := range r.ids {
-			if v, err := r.f.Board(id); err == nil && v.Online && len(v.Groups) == 1 {
+		for i, id := range r.ids {
+			v, err := r.f.Board(id)
+			if err == nil && v.Online && len(v.Groups) == 1 && (i < r.lineBoards ||
+				v.Clock != nil && time.Duration(v.Clock.UncertaintyUS)*time.Microsecond <= fleet.DefaultFireUncertainty) {
 				ok++
 			}
 		}
