@@ -37,8 +37,8 @@ import (
 // offset between them, not jitter), and gateway-fired: LAN changes the
 // gateway called at the moment, the board's clock not aligned well
 // enough to be told it (0 now that the rig waits for the LAN boards'
-// first clock round; before, the first dozen GOs of a run each had a
-// board a round trip late, and they made the fleet's skew p99).
+// first clock round; before, the first dozen GOs of a run, of 200,
+// each had LAN boards called a round trip late, in the skew's tail).
 func BenchmarkCueGo(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
