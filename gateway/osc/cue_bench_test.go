@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,11 +35,14 @@ import (
 // boards, all in the cue's group (two timed group frames and 8 timed LAN
 // calls for one moment). Per transport, line-error and lan-error (p50,
 // p99, signed: one transport late as a whole against the other is an
-// offset between them, not jitter), and gateway-fired: LAN changes the
-// gateway called at the moment, the board's clock not aligned well
-// enough to be told it (0 now that the rig waits for the LAN boards'
-// first clock round; before, the first dozen GOs of a run, of 200,
-// each had LAN boards called a round trip late, in the skew's tail).
+// offset between them, not jitter), frame-end (p50, p99, signed: a line's
+// frame's last byte against the moment, by the line's measure, which a
+// line board's change follows by its decoding and applying), and
+// gateway-fired: LAN changes the gateway called at the moment, the
+// board's clock not aligned well enough to be told it (0 now that the
+// rig waits for the LAN boards' first clock round; before, the first
+// dozen GOs of a run, of 200, each had LAN boards called a round trip
+// late, in the skew's tail).
 func BenchmarkCueGo(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -65,11 +69,21 @@ func BenchmarkCueGo(b *testing.B) {
 			// Boards told ahead whose clock was not aligned well enough
 			// (fleet.DefaultFireUncertainty) are called at the moment
 			// instead, a round trip late.
+			// A line's frame end against the moment (the gateway's own
+			// part of a line board's error: the board decodes and
+			// applies after it).
 			var gwFired atomic.Int64
+			var wireMu sync.Mutex
+			var wire []time.Duration
 			r.f.ObserveFire(func(rep fleet.FireReport) {
+				wireMu.Lock()
+				defer wireMu.Unlock()
 				for _, c := range rep.Changes {
-					if c.How == fleet.FireGateway {
+					switch c.How {
+					case fleet.FireGateway:
 						gwFired.Add(1)
+					case fleet.FireLine:
+						wire = append(wire, c.Lateness(rep.At))
 					}
 				}
 			})
@@ -141,6 +155,12 @@ func BenchmarkCueGo(b *testing.B) {
 			}
 			b.ReportMetric(float64(quantile(wake, .99).Microseconds()), "wakeup-p99-µs")
 			b.ReportMetric(float64(gwFired.Load()), "gateway-fired")
+			wireMu.Lock()
+			if len(wire) > 0 {
+				b.ReportMetric(float64(quantile(wire, .5).Microseconds()), "frame-end-p50-µs")
+				b.ReportMetric(float64(quantile(wire, .99).Microseconds()), "frame-end-p99-µs")
+			}
+			wireMu.Unlock()
 			b.ReportMetric(float64(quantile(skews, .99))/float64(max(quantile(wake, .99), time.Microsecond))/1.2, "cue-skew-p99-vs-wakeup-ratio")
 		})
 	}
