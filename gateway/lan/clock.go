@@ -36,6 +36,13 @@ const (
 	DefaultClockSamples = 3
 	// DefaultClockParallel is how many boards are measured at once.
 	DefaultClockParallel = 8
+	// clockFirst is how soon a board coming online (or restarting) is
+	// measured, at the latest: until then it has no estimate, and a
+	// timed fire calls it at the moment, a round trip late, instead of
+	// telling it the moment ahead (a show started with the gateway).
+	// The rounds of boards coming online together are spread over it,
+	// and ClockParallel of them run at once whatever it is.
+	clockFirst = time.Second
 	// clockRetryPause is the least pause before each of the extra
 	// exchanges of a round whose estimate missed ClockTarget (measure).
 	clockRetryPause = 10 * time.Millisecond
@@ -128,13 +135,14 @@ func (l *LAN) clockAt(b *lanBoard, at time.Time) {
 	}
 }
 
-// clockSoon queues a round of b within ClockEvery, at a random moment so
-// that boards coming online together are not measured in one burst.
+// clockSoon queues a round of b within clockFirst (ClockEvery if
+// shorter), at a random moment so that boards coming online together are
+// not measured in one burst.
 func (l *LAN) clockSoon(b *lanBoard) {
 	if l.o.ClockEvery <= 0 {
 		return // alignment off
 	}
-	l.clockAt(b, l.o.Clock.Now().Add(rand.N(l.o.ClockEvery)))
+	l.clockAt(b, l.o.Clock.Now().Add(rand.N(min(l.o.ClockEvery, clockFirst))))
 }
 
 // due takes the first board whose round is due off the queue, or tells how
@@ -153,7 +161,7 @@ func (l *LAN) due() (b *lanBoard, wait time.Duration) {
 }
 
 // syncClocks runs the measuring rounds of the online boards until ctx
-// ends: each board is measured within ClockEvery of coming online (or
+// ends: each board is measured within clockFirst of coming online (or
 // restarting), then again after the period clockPeriod gives.
 func (l *LAN) syncClocks(ctx context.Context, sink fleet.Sink) {
 	cs, ok := sink.(fleet.ClockSink)

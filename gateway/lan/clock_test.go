@@ -264,3 +264,18 @@ func TestClockBlurredRoundRetakes(t *testing.T) {
 	}
 	t.Logf("first round: %d exchanges, ± %d µs", n, c.UncertaintyUS)
 }
+
+// TestClockFirstRoundSoon: a board coming online is measured within a
+// second, however long the period between rounds: until its first round
+// a timed fire calls it at the moment, a round trip late, instead of
+// telling it the moment ahead, so a show started with the gateway would
+// have it late for up to a period (ClockEvery, 5 s by default). A day
+// here: without the bound its first round would come within a day.
+func TestClockFirstRoundSoon(t *testing.T) {
+	tb := startBoard(t, "", "127.0.0.1:0")
+	l, sink := startLAN(t, Options{ClockEvery: 24 * time.Hour})
+	if err := l.Add(tb.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	sink.Wait(t, 20*time.Second, "a clock estimate", func(s *recSink) bool { return s.ClockN[tb.URL] >= 1 })
+}

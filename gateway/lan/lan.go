@@ -120,8 +120,8 @@ type Options struct {
 	StreamIdle time.Duration
 	// Clock alignment: a round of ClockSamples exchanges of GET /time
 	// measures a board, at most ClockParallel boards at once (defaults 3
-	// and 8). A board is measured within ClockEvery of coming online or
-	// restarting, every ClockEvery while its estimate settles or is not
+	// and 8). A board is measured within a second (ClockEvery if
+	// shorter) of coming online or restarting, every ClockEvery while its estimate settles or is not
 	// sharp enough, and otherwise as rarely as keeps its uncertainty,
 	// aged at the crystal tolerance, within ClockTarget, at most
 	// ClockMaxEvery apart (defaults 5 s, 2 ms, 30 s; see clockPeriod). A

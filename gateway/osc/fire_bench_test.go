@@ -119,9 +119,9 @@ func newShapedRig(b *testing.B, shape rigShape) *benchRig {
 	b.Cleanup(func() { cancel(); <-done })
 	// Ready: every board online in its group, and every LAN board's
 	// clock aligned well enough to be told fire moments (its first clock
-	// round comes within the LAN driver's ClockEvery, 5 s, of it coming
-	// online; until then a timed fire calls it at the moment, a round
-	// trip late), as in a show's steady state.
+	// round comes within a second of it coming online; until then a
+	// timed fire calls it at the moment, a round trip late), as in a
+	// show's steady state.
 	r.lineBoards = shape.Lines * shape.PerLine
 	deadline := time.Now().Add(60 * time.Second)
 	for {
