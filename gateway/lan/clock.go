@@ -64,6 +64,10 @@ type clockState struct {
 	noAlign bool
 	told    fleet.Told // what the board was told last (PUT /time)
 	rounds  int        // rounds with an estimate since the last reset
+	// blurred: the last round's estimate missed ClockTarget even with
+	// its extra exchanges (measure): the network does not give sharper,
+	// and the next round takes none.
+	blurred bool
 
 	// next and index belong to the schedule (clockQueue.mu): when the
 	// board's next round is due, and its place in the queue (-1: not
@@ -258,7 +262,9 @@ func (l *LAN) clockPeriod(e timesync.Estimate, got bool, rounds int) time.Durati
 // busy with a timed fire's moment, a burst on the network), and a board
 // whose estimate misses the target is not told fire moments
 // (fleet.DefaultFireUncertainty): the gateway calls it at the moment, a
-// round trip late, until its next round (ClockEvery later).
+// round trip late, until its next round (ClockEvery later). A round after
+// one that missed the target even so takes none: on a network that never
+// gives sharper, they would only double the exchanges.
 func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (next time.Time, ok bool) {
 	b.clock.mu.Lock()
 	defer b.clock.mu.Unlock()
@@ -268,6 +274,7 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 		b.clock.noAlign = false
 		b.clock.told = fleet.Told{}
 		b.clock.rounds = 0
+		b.clock.blurred = false
 	}
 	if b.clock.noTime {
 		return time.Time{}, false
@@ -285,7 +292,8 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 			c.Close()
 		}
 	}()
-	for i := 0; i < l.o.ClockSamples || (got && e.Uncertainty > l.o.ClockTarget.Microseconds() && i < 2*l.o.ClockSamples); i++ {
+	target := l.o.ClockTarget.Microseconds()
+	for i := 0; i < l.o.ClockSamples || (got && e.Uncertainty > target && !b.clock.blurred && i < 2*l.o.ClockSamples); i++ {
 		if i >= l.o.ClockSamples {
 			// A blurred round: its samples waited alike (a busy
 			// moment of the host or the network, such as a timed
@@ -328,6 +336,7 @@ func (l *LAN) measure(ctx context.Context, b *lanBoard, cs fleet.ClockSink) (nex
 		return time.Time{}, false
 	}
 	if got && ctx.Err() == nil {
+		b.clock.blurred = e.Uncertainty > target
 		b.clock.rounds++
 		cs.Clock(b.ref, fleet.BoardClock{OffsetUS: e.Offset, UncertaintyUS: e.Uncertainty,
 			SyncedAt: l.stamp.Time(e.At), Epoch: l.stamp.Time(-e.Offset), Via: "lan"})

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,23 +198,70 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-// firstClock is a sink that keeps the first clock estimate of each
-// board and what mark said then.
-type firstClock struct {
+// markedClock is a sink that keeps every clock estimate, with what mark
+// said when it came.
+type markedClock struct {
 	*recSink
-	mark func() int64
-	mu   sync.Mutex
-	got  map[string]fleet.BoardClock
-	at   map[string]int64
+	mark  func() int64
+	mu    sync.Mutex
+	got   []fleet.BoardClock
+	marks []int64
 }
 
-func (s *firstClock) Clock(ref fleet.Ref, c fleet.BoardClock) {
+func (s *markedClock) Clock(ref fleet.Ref, c fleet.BoardClock) {
 	s.mu.Lock()
-	if _, ok := s.got[ref.Addr]; !ok {
-		s.got[ref.Addr], s.at[ref.Addr] = c, s.mark()
-	}
+	s.got, s.marks = append(s.got, c), append(s.marks, s.mark())
 	s.mu.Unlock()
 	s.recSink.Clock(ref, c)
+}
+
+// heldTime is a real board behind a proxy that holds the GET /time
+// requests hold() says before passing them on (it is given their count,
+// from 1), and counts them; with a driver measuring it with o, whose
+// estimates go to a markedClock marked with that count.
+func heldTime(t *testing.T, o Options, hold func(n int64) time.Duration) *markedClock {
+	t.Helper()
+	tb := startBoard(t, "", "127.0.0.1:0")
+	target, err := url.Parse(tb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times atomic.Int64 // GET /time requests passed on
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1 // event streams as they come
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/time" {
+			time.Sleep(hold(times.Add(1)))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	o.MinBackoff, o.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
+	l := New(o)
+	sink := &markedClock{recSink: newRecSink(), mark: times.Load}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, sink) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := l.Add(front.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	return sink
+}
+
+// estimates waits for n estimates and returns the first n with their
+// marks.
+func (s *markedClock) estimates(t *testing.T, n int) ([]fleet.BoardClock, []int64) {
+	t.Helper()
+	s.Wait(t, 20*time.Second, "clock estimates", func(r *recSink) bool {
+		for _, k := range r.ClockN {
+			return k >= n
+		}
+		return false
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got[:n], s.marks[:n]
 }
 
 // TestClockBlurredRoundRetakes: a round whose exchanges all wait (here a
@@ -225,44 +273,35 @@ func (s *firstClock) Clock(ref fleet.Ref, c fleet.BoardClock) {
 // half the wait blurred (50 ms).
 func TestClockBlurredRoundRetakes(t *testing.T) {
 	const hold = 100 * time.Millisecond
-	tb := startBoard(t, "", "127.0.0.1:0")
-	target, err := url.Parse(tb.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var times atomic.Int64 // GET /time requests passed on
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.FlushInterval = -1 // event streams as they come
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/time" {
-			if times.Add(1) <= 3 {
-				time.Sleep(hold)
-			}
+	sink := heldTime(t, Options{ClockEvery: time.Second, ClockSamples: 3}, func(n int64) time.Duration {
+		if n <= 3 {
+			return hold
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
-
-	l := New(Options{ClockEvery: time.Second, ClockSamples: 3, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-	sink := &firstClock{recSink: newRecSink(), mark: times.Load, got: map[string]fleet.BoardClock{}, at: map[string]int64{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx, sink) }()
-	t.Cleanup(func() { cancel(); <-done })
-	if err := l.Add(front.URL, ""); err != nil {
-		t.Fatal(err)
-	}
-	sink.Wait(t, 20*time.Second, "a clock estimate", func(s *recSink) bool { return s.ClockN[front.URL] >= 1 })
-	sink.mu.Lock()
-	c, n := sink.got[front.URL], sink.at[front.URL]
-	sink.mu.Unlock()
-	if n <= 3 || n > 6 {
+		return 0
+	})
+	got, marks := sink.estimates(t, 1)
+	if n := marks[0]; n <= 3 || n > 6 {
 		t.Fatalf("the first round took %d exchanges; want 4-6 (3, and up to 3 more as it was blurred)", n)
 	}
-	if c.UncertaintyUS >= (hold / 2).Microseconds() {
-		t.Fatalf("first estimate ± %d µs: as blurred as the held exchanges", c.UncertaintyUS)
+	if u := got[0].UncertaintyUS; u >= (hold / 2).Microseconds() {
+		t.Fatalf("first estimate ± %d µs: as blurred as the held exchanges", u)
 	}
-	t.Logf("first round: %d exchanges, ± %d µs", n, c.UncertaintyUS)
+	t.Logf("first round: %d exchanges, ± %d µs", marks[0], got[0].UncertaintyUS)
+}
+
+// TestClockBlurredNetworkNoExtra: where every exchange waits (a network
+// that never gives a sharp sample), a round takes its extra exchanges
+// once, and the rounds after take none: they would double the traffic
+// for nothing.
+func TestClockBlurredNetworkNoExtra(t *testing.T) {
+	sink := heldTime(t, Options{ClockEvery: 100 * time.Millisecond, ClockSamples: 2}, func(int64) time.Duration { return 20 * time.Millisecond })
+	got, marks := sink.estimates(t, 3)
+	if got[0].UncertaintyUS <= (2 * time.Millisecond).Microseconds() {
+		t.Fatalf("the held exchanges gave ± %d µs: not blurred", got[0].UncertaintyUS)
+	}
+	if want := []int64{4, 6, 8}; !slices.Equal(marks, want) {
+		t.Fatalf("exchanges after each round: %v; want %v (2 and 2 more, then 2 a round)", marks, want)
+	}
 }
 
 // TestClockFirstRoundSoon: a board coming online is measured within a
