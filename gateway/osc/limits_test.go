@@ -265,8 +265,11 @@ func TestReplyRatePerHost(t *testing.T) {
 	for range 8 {
 		p.send("/holo/thump")
 	}
-	waitFor(t, "8 thumps handled", func() bool {
-		return testutil.ToFloat64(r.s.m.messages.WithLabelValues(ClassSession, StatusOK)) == 8
+	// A message is counted before its reply is sent or dropped: wait for
+	// the replies' outcomes too.
+	waitFor(t, "8 thumps handled and answered or dropped", func() bool {
+		return testutil.ToFloat64(r.s.m.messages.WithLabelValues(ClassSession, StatusOK)) == 8 &&
+			testutil.ToFloat64(r.s.m.replies.WithLabelValues("sent"))+testutil.ToFloat64(r.s.m.replies.WithLabelValues("rate")) == 8
 	})
 	if v := testutil.ToFloat64(r.s.m.replies.WithLabelValues("rate")); v != 3 {
 		t.Errorf("%v replies dropped for the rate, want 3", v)
