@@ -1,6 +1,7 @@
 package dmx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,10 +80,15 @@ type Engine struct {
 
 	wake chan struct{}
 
-	mu       sync.Mutex
-	patch    *Patch
-	unis     map[int]*universe
-	targets  map[string]*target
+	mu      sync.Mutex
+	patch   *Patch
+	unis    map[int]*universe
+	targets map[string]*target
+	// order is the targets' keys in the order decide starts their sends:
+	// group fixtures first (their frames wait for a line's wire, and
+	// started together they go out back to back: rs485's group batch),
+	// then the rest, each part by key.
+	order    []string
 	latched  map[int]latch
 	lastSync map[string]time.Time
 	buckets  map[string]*bucket
@@ -152,6 +158,15 @@ func (e *Engine) setPatch(p *Patch) {
 		}
 		e.targets[k] = t
 	}
+	rank := func(k string) int {
+		if e.targets[k].fx.Group != 0 {
+			return 0
+		}
+		return 1
+	}
+	e.order = slices.SortedFunc(maps.Keys(e.targets), func(a, b string) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
+	})
 	e.latched = map[int]latch{}
 }
 

@@ -475,3 +475,26 @@ func TestRetryNotReached(t *testing.T) {
 		t.Errorf("failed %v", n)
 	}
 }
+
+// TestGroupFixturesFirst: a look's group fixtures are started before
+// the boards patched one by one, so that the group frames reach each
+// line together and go out back to back.
+func TestGroupFixturesFirst(t *testing.T) {
+	p := &Patch{Fixtures: []Fixture{
+		{Universe: 1, Address: 1, Profile: ProfileRGB, Board: "0a"},
+		{Universe: 1, Address: 6, Profile: ProfileRGB, Group: 5},
+		{Universe: 1, Address: 11, Profile: ProfileRGB, Label: "zone=bar"},
+		{Universe: 2, Address: 1, Profile: ProfileRGB, Group: 2},
+	}}
+	e, err := New(Options{Fleet: newFakeFleet(), Patch: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, k := range e.order {
+		kinds = append(kinds, e.targets[k].fx.Kind())
+	}
+	if want := []string{"group", "group", "board", "board"}; !cmp.Equal(kinds, want) {
+		t.Fatalf("targets started in the order %v (%v), want %v", kinds, e.order, want)
+	}
+}

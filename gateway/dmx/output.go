@@ -2,7 +2,6 @@ package dmx
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -164,7 +163,7 @@ func (e *Engine) decide(boards []fleet.BoardView) []job {
 	defer e.mu.Unlock()
 	var jobs []job
 	var again time.Duration
-	for _, k := range slices.Sorted(maps.Keys(e.targets)) {
+	for _, k := range e.order {
 		t := e.targets[k]
 		if t.busy || t.pending == nil {
 			continue

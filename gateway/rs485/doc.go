@@ -20,7 +20,10 @@
 // Between exchanges the scheduler picks the next one in this order:
 //
 //  1. commands from callers (Call, Native, Group, GroupCall), first come
-//     first served;
+//     first served, except that group frames (Group) queued together go
+//     out back to back in one write when the first of them is reached
+//     (TestGroupFramesBackToBack): a lighting desk's look for several
+//     group fixtures on the line waits for the wire once;
 //  2. follow-ups for a board: reading GET /info and GET /link of a board
 //     just found, enabling its happenings (PATCH /link/events), fetching
 //     happenings it reported pending, re-reading a resource whose state

@@ -286,15 +286,7 @@ func (l *Line) runJob(ctx context.Context, j *job) {
 		l.afterCall(int(j.addr), j.line, rep)
 		j.finish(result{reply: fleet.Reply{Status: rep.Status, Body: rep.Body}})
 	case jobGroup:
-		l.seq++
-		wire, err := frame.AppendRequest(l.wbuf[:0], j.addr, l.seq, j.req)
-		if err == nil {
-			err = l.send(wire, false)
-		}
-		if err == nil {
-			l.afterGroup(j.addr, kindsOfNative(j.req.Type()), groupSend{req: j.req})
-		}
-		j.finish(result{err: err})
+		l.groupBatch(j)
 	case jobGroupLine:
 		err := l.send(jsonline.AppendRequest(l.wbuf[:0], j.line), true)
 		if err == nil {
@@ -303,6 +295,60 @@ func (l *Line) runJob(ctx context.Context, j *job) {
 		j.finish(result{err: err})
 	}
 }
+
+// groupBatch writes group frame j and every other group frame queued
+// now (untimed, its caller still waiting) back to back in one write, in
+// the order they came: a desk's look for several group fixtures on the
+// line reaches every member after one wait for the wire, not one wait
+// per fixture (BenchmarkDMXToChange). A frame is taken along only when
+// the batch still ends before the next timed send (timed.go), so the
+// batch never runs into one. Commands queued between them go after the
+// batch, which holds the wire for the frames' wire time only.
+func (l *Line) groupBatch(j *job) {
+	batch := []*job{j}
+	l.drainCmds()
+	l.seq++
+	wire, err := frame.AppendRequest(l.wbuf[:0], j.addr, l.seq, j.req)
+	if err != nil {
+		j.finish(result{err: err})
+		return
+	}
+	q := l.sched.queue[:0]
+	for _, o := range l.sched.queue {
+		if o.kind != jobGroup || len(batch) == maxGroupBatch {
+			q = append(q, o)
+			continue
+		}
+		if err := o.ctx.Err(); err != nil {
+			o.finish(result{err: err})
+			continue
+		}
+		more, err := frame.AppendRequest(wire, o.addr, l.seq+1, o.req)
+		if err != nil || !l.fitsQueued(l.wireTime(len(more))) {
+			q = append(q, o)
+			continue
+		}
+		l.seq++
+		wire = more
+		batch = append(batch, o)
+	}
+	clear(l.sched.queue[len(q):])
+	l.sched.queue = q
+	err = l.send(wire, false)
+	if err == nil {
+		l.st.framesOut.Add(uint64(len(batch) - 1)) // send counted one
+	}
+	for _, b := range batch {
+		if err == nil {
+			l.afterGroup(b.addr, kindsOfNative(b.req.Type()), groupSend{req: b.req})
+		}
+		b.finish(result{err: err})
+	}
+}
+
+// maxGroupBatch bounds the group frames one write carries (the write
+// buffer holds this many largest frames).
+const maxGroupBatch = 8
 
 // unanswered counts a command that got no reply to any of its tries
 // (each waiting the full reply wait) as a missed poll of its board: while

@@ -170,6 +170,12 @@ func (l *Line) budget(now time.Time) (time.Duration, *job) {
 // now, ends before the next timed start.
 func (l *Line) fits(cost time.Duration) bool {
 	l.drainCmds()
+	return l.fitsQueued(cost)
+}
+
+// fitsQueued is fits against the timed sends already taken off the
+// channel.
+func (l *Line) fitsQueued(cost time.Duration) bool {
 	if len(l.sched.timed) == 0 {
 		return true
 	}
