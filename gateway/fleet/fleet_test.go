@@ -380,6 +380,25 @@ func TestCallRouting(t *testing.T) {
 			}
 		}
 	}
+	// While timed sends keep the line busy, a board also on the LAN is
+	// called there; one on the line only waits for the line.
+	s.line.busy.Store(true)
+	for _, tc := range []struct {
+		id, method, path    string
+		lineCalls, lanCalls int
+	}{
+		{"both", "PATCH", "/leds", 0, 1},
+		{"both", "GET", "/scenes", 0, 1},
+		{"lineonly", "POST", "/scenes/apply", 1, 0},
+	} {
+		if _, err := s.f.Call(ctx, tc.id, tc.method, tc.path, []byte(`{}`)); err != nil {
+			t.Errorf("busy line: %s %s %s: %v", tc.id, tc.method, tc.path, err)
+		}
+		if lc, nc := s.line.takeCalls(), s.lan.takeCalls(); len(lc) != tc.lineCalls || len(nc) != tc.lanCalls {
+			t.Errorf("busy line: %s %s %s: %d line calls, %d LAN calls; want %d, %d", tc.id, tc.method, tc.path, len(lc), len(nc), tc.lineCalls, tc.lanCalls)
+		}
+	}
+	s.line.busy.Store(false)
 	// A GET that fails on the line is tried over the LAN.
 	s.line.put("1", nil)
 	s.line.mu.Lock()
