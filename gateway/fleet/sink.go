@@ -150,12 +150,23 @@ func (f *Fleet) Happened(ref Ref, hs []Happening) {
 	if b == nil {
 		return
 	}
+	var dropped []uint16
 	for _, h := range hs {
 		if !b.window.add(h.Seq) {
 			f.st.duplicates++
+			dropped = append(dropped, h.Seq)
 			continue
 		}
 		f.emitLocked(b, Event{Type: EventHappening, Kind: h.Kind, Seq: h.Seq, Data: slices.Clone(h.Data)})
+	}
+	if len(dropped) > 0 {
+		// Repeats are the rule for a board reached two ways; a number
+		// far behind the newest that was never put on the stream (a
+		// restart neither place told) would be lost here: the debug
+		// log says which were dropped, to follow a happening that
+		// never reached the stream.
+		f.log.Debug("fleet: happenings dropped as repeats", append(refAttrs(b.rec.ID, ref, "seen already, or far behind the newest"),
+			"first", dropped[0], "last", dropped[len(dropped)-1], "n", len(dropped), "newest", b.window.newest, "epoch", b.epoch)...)
 	}
 }
 
