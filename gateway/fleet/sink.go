@@ -142,13 +142,31 @@ func (f *Fleet) detachLocked(ref Ref, reason string) {
 }
 
 // Happened implements Sink: new happenings go on the stream once each,
-// whichever place reported them and however often.
+// whichever place reported them and however often. A place that has not
+// yet reported the board's latest restart, which another place reported
+// less than restartMerge ago, reports the old boot's last happenings (or
+// the new boot's, which the other place reports too): they are dropped.
+// Before, they were numbered in the new boot (the soak's "seq 1 after
+// 19" of a line board also on the LAN, restarted by a rollout every few
+// seconds: the LAN's old-boot tail came after the line's restart) and the
+// new boot's own happenings of those numbers were then dropped as repeats
+// (gaps). A place still behind after restartMerge missed the restart: its
+// numbers are taken as the latest boot's.
 func (f *Fleet) Happened(ref Ref, hs []Happening) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.attributeLocked(ref, len(hs))
 	if b == nil {
 		return
+	}
+	if st := b.refs[ref]; st != nil && st.epoch < b.epoch {
+		if f.clk.Now().Sub(b.epochAt) < restartMerge {
+			f.st.duplicates += uint64(len(hs))
+			f.log.Debug("fleet: happenings of a boot before the board's restart dropped", append(refAttrs(b.rec.ID, ref,
+				"its restart not yet reported here"), "n", len(hs), "epoch", b.epoch)...)
+			return
+		}
+		st.epoch = b.epoch
 	}
 	var dropped []uint16
 	for _, h := range hs {
