@@ -20,6 +20,22 @@ func happening(b string, seq uint16, t time.Time) fleet.Event {
 		Data: json.RawMessage(fmt.Sprintf(`{"seq":%d,"t_ms":%d}`, seq, seq))}
 }
 
+// windowInFlight returns the events of a gateway with happenings 1-4 of
+// board "b" published and none answered, and the board's flight.
+func windowInFlight() (*events, *flight) {
+	c := &Cluster{name: "gw1", log: slog.New(slog.DiscardHandler)}
+	ev := newEvents(c)
+	c.ev = ev
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	for i := range 4 {
+		ev.appendLocked("b", happening("b", uint16(i+1), time.Now()))
+	}
+	f := ev.flightLocked("b")
+	f.sent, f.inFlight = 4, 4 // as startLocked leaves them
+	return ev, f
+}
+
 // TestWindowFailedInTheMiddle: when a publish of a board's window fails
 // while those after it are acknowledged, nothing more of the board is
 // sent until every publish of the window is answered; then the board's
@@ -27,16 +43,7 @@ func happening(b string, seq uint16, t time.Time) fleet.Event {
 // the repeats by message id), and an event stored after a later one is
 // counted.
 func TestWindowFailedInTheMiddle(t *testing.T) {
-	c := &Cluster{name: "gw1", log: slog.New(slog.DiscardHandler)}
-	ev := newEvents(c)
-	c.ev = ev
-	ev.mu.Lock()
-	for i := range 4 {
-		ev.appendLocked("b", happening("b", uint16(i+1), time.Now()))
-	}
-	f := ev.flightLocked("b")
-	f.sent, f.inFlight = 4, 4 // as startLocked leaves them
-	ev.mu.Unlock()
+	ev, f := windowInFlight()
 
 	ev.acked(ackResult{board: "b", pos: 1, err: jetstream.ErrAsyncPublishTimeout})
 	ev.acked(ackResult{board: "b", pos: 0})
@@ -194,16 +201,7 @@ func BenchmarkPublishWindow(b *testing.B) {
 // events were stored on the new connection, and then went again after
 // them (the soak's reorders at an engine node's kill).
 func TestConnectionChangeSendsWindowAgain(t *testing.T) {
-	c := &Cluster{name: "gw1", log: slog.New(slog.DiscardHandler)}
-	ev := newEvents(c)
-	c.ev = ev
-	ev.mu.Lock()
-	for i := range 4 {
-		ev.appendLocked("b", happening("b", uint16(i+1), time.Now()))
-	}
-	f := ev.flightLocked("b")
-	f.sent, f.inFlight = 4, 4 // as startLocked leaves them
-	ev.mu.Unlock()
+	ev, f := windowInFlight()
 	ev.acked(ackResult{board: "b", pos: 0}) // seq 1 stored; 2-4 not answered
 	ev.mu.Lock()
 	ev.resendLocked() // the connection dropped
