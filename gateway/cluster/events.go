@@ -74,7 +74,10 @@ type events struct {
 	// flights holds the publishing state of the boards' queues (send).
 	flights map[string]*flight
 	// window is how many events of a board may be in flight at once.
-	window     int
+	window int
+	// gen counts the engine connection's changes: answers to publishes
+	// of an earlier connection are ignored (resendLocked).
+	gen        uint64
 	outOfOrder uint64
 	queued     int
 	lost       uint64
@@ -303,6 +306,7 @@ func (ev *events) flightLocked(id string) *flight {
 // ackResult is the outcome of one publish.
 type ackResult struct {
 	board string
+	gen   uint64 // ev.gen when it was sent
 	pos   uint64
 	dup   bool
 	err   error
@@ -327,8 +331,17 @@ func (ev *events) send(ctx context.Context) {
 	defer waiters.Wait()
 	tick := time.NewTicker(retryAfter)
 	defer tick.Stop()
+	wasUp, seen := true, c.eng.reconnects.Load()
 	for {
-		if ok, _ := c.eng.Connected(); ok {
+		ok, changed := c.eng.Connected()
+		if n := c.eng.reconnects.Load(); (wasUp && !ok) || n != seen {
+			ev.mu.Lock()
+			ev.resendLocked()
+			ev.mu.Unlock()
+			seen = n
+		}
+		wasUp = ok
+		if ok {
 			now := time.Now()
 			ev.mu.Lock()
 			ev.startLocked(ctx, now, &total, results, &waiters)
@@ -337,6 +350,7 @@ func (ev *events) send(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
 		case <-ev.kick:
 		case <-tick.C:
 		case r := <-results:
@@ -344,6 +358,46 @@ func (ev *events) send(ctx context.Context) {
 			ev.acked(r)
 		}
 	}
+}
+
+// resendLocked gives up on every publish in flight when the engine
+// connection drops or comes back: each board's events go again from the
+// first unacknowledged one, in order, before any later one. Before, the
+// publishes sent on the lost connection waited for their acknowledgement
+// (publishAckWait, 10 s) while the board's next events, sent on the new
+// connection, were stored; the lost ones then went again after them (a
+// happening stored after the next: the soak's reorders at an engine
+// node's kill). The engine drops those it stored already by message id.
+// The old publishes' answers are ignored (their generation). Called with
+// ev.mu held.
+func (ev *events) resendLocked() {
+	ev.gen++
+	n := 0
+	for b, f := range ev.flights {
+		if f.inFlight == 0 && f.sent == 0 {
+			continue
+		}
+		n += f.inFlight
+		ev.restartLocked(f)
+		if len(ev.queues[b]) == 0 {
+			delete(ev.flights, b)
+		}
+	}
+	if n > 0 {
+		ev.c.log.Info("cluster: engine connection changed: publishing the boards' unacknowledged events again, in order", "in_flight", n)
+	}
+}
+
+// restartLocked sends board f's window again from the head of its queue
+// once retryAfter has passed. Called with ev.mu held.
+func (ev *events) restartLocked(f *flight) {
+	for p := range f.acked {
+		f.ahead = max(f.ahead, p+1)
+	}
+	clear(f.acked)
+	f.sent, f.inFlight = 0, 0
+	f.failed = false
+	f.retryAt = time.Now().Add(retryAfter)
 }
 
 // startLocked publishes what the boards' windows let out, and stands
@@ -370,12 +424,12 @@ func (ev *events) startLocked(ctx context.Context, now time.Time, total *int, re
 				f.retryAt = now.Add(retryAfter)
 				break
 			}
-			pos := f.base + uint64(f.sent)
+			pos, gen := f.base+uint64(f.sent), ev.gen
 			f.sent++
 			f.inFlight++
 			*total++
 			waiters.Go(func() {
-				r := ackResult{board: b, pos: pos}
+				r := ackResult{board: b, gen: gen, pos: pos}
 				select {
 				case a := <-fut.Ok():
 					r.dup = a.Duplicate
@@ -394,6 +448,9 @@ func (ev *events) startLocked(ctx context.Context, now time.Time, total *int, re
 func (ev *events) acked(r ackResult) {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
+	if r.gen != ev.gen {
+		return // sent before the connection changed: sent again since (resendLocked)
+	}
 	f := ev.flightLocked(r.board)
 	f.inFlight--
 	switch {
@@ -415,13 +472,7 @@ func (ev *events) acked(r ackResult) {
 		}
 	}
 	if f.failed && f.inFlight == 0 {
-		for p := range f.acked {
-			f.ahead = max(f.ahead, p+1)
-		}
-		clear(f.acked)
-		f.sent = 0
-		f.failed = false
-		f.retryAt = time.Now().Add(retryAfter)
+		ev.restartLocked(f)
 	}
 	if f.inFlight == 0 && len(ev.queues[r.board]) == 0 {
 		delete(ev.flights, r.board)

@@ -20,6 +20,22 @@ func happening(b string, seq uint16, t time.Time) fleet.Event {
 		Data: json.RawMessage(fmt.Sprintf(`{"seq":%d,"t_ms":%d}`, seq, seq))}
 }
 
+// windowInFlight returns the events of a gateway with happenings 1-4 of
+// board "b" published and none answered, and the board's flight.
+func windowInFlight() (*events, *flight) {
+	c := &Cluster{name: "gw1", log: slog.New(slog.DiscardHandler)}
+	ev := newEvents(c)
+	c.ev = ev
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	for i := range 4 {
+		ev.appendLocked("b", happening("b", uint16(i+1), time.Now()))
+	}
+	f := ev.flightLocked("b")
+	f.sent, f.inFlight = 4, 4 // as startLocked leaves them
+	return ev, f
+}
+
 // TestWindowFailedInTheMiddle: when a publish of a board's window fails
 // while those after it are acknowledged, nothing more of the board is
 // sent until every publish of the window is answered; then the board's
@@ -27,16 +43,7 @@ func happening(b string, seq uint16, t time.Time) fleet.Event {
 // the repeats by message id), and an event stored after a later one is
 // counted.
 func TestWindowFailedInTheMiddle(t *testing.T) {
-	c := &Cluster{name: "gw1", log: slog.New(slog.DiscardHandler)}
-	ev := newEvents(c)
-	c.ev = ev
-	ev.mu.Lock()
-	for i := range 4 {
-		ev.appendLocked("b", happening("b", uint16(i+1), time.Now()))
-	}
-	f := ev.flightLocked("b")
-	f.sent, f.inFlight = 4, 4 // as startLocked leaves them
-	ev.mu.Unlock()
+	ev, f := windowInFlight()
 
 	ev.acked(ackResult{board: "b", pos: 1, err: jetstream.ErrAsyncPublishTimeout})
 	ev.acked(ackResult{board: "b", pos: 0})
@@ -183,5 +190,41 @@ func BenchmarkPublishWindow(b *testing.B) {
 			publishAll(ctx, b, ev, b.N)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
+	}
+}
+
+// TestConnectionChangeSendsWindowAgain: when the engine connection drops
+// or comes back, a board's publishes still in flight are given up at once
+// and its events go again from the first unacknowledged one, before any
+// later event; answers to the old publishes are ignored. Before, the old
+// publishes waited 10 s for their acknowledgement while the board's next
+// events were stored on the new connection, and then went again after
+// them (the soak's reorders at an engine node's kill).
+func TestConnectionChangeSendsWindowAgain(t *testing.T) {
+	ev, f := windowInFlight()
+	ev.acked(ackResult{board: "b", pos: 0}) // seq 1 stored; 2-4 not answered
+	ev.mu.Lock()
+	ev.resendLocked() // the connection dropped
+	if f.sent != 0 || f.inFlight != 0 || f.failed || len(ev.queues["b"]) != 3 || ev.queues["b"][0].Seq != 2 {
+		t.Fatalf("after the connection changed: sent %d, in flight %d, failed %v, queued %d; want the window again from seq 2",
+			f.sent, f.inFlight, f.failed, len(ev.queues["b"]))
+	}
+	f.sent, f.inFlight = 3, 3 // sent again: 2, 3, 4
+	ev.mu.Unlock()
+	// The old connection's answers come late: ignored.
+	ev.acked(ackResult{board: "b", pos: 1, err: jetstream.ErrAsyncPublishTimeout})
+	ev.acked(ackResult{board: "b", pos: 3})
+	ev.mu.Lock()
+	if f.failed || f.inFlight != 3 || len(ev.queues["b"]) != 3 {
+		t.Fatalf("an old answer counted: failed %v, in flight %d, queued %d", f.failed, f.inFlight, len(ev.queues["b"]))
+	}
+	ev.mu.Unlock()
+	ev.acked(ackResult{board: "b", gen: 1, pos: 1})
+	ev.acked(ackResult{board: "b", gen: 1, pos: 2, dup: true})
+	ev.acked(ackResult{board: "b", gen: 1, pos: 3})
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if len(ev.queues["b"]) != 0 || ev.outOfOrder != 0 {
+		t.Fatalf("queued %d, out of order %d; want everything published in order", len(ev.queues["b"]), ev.outOfOrder)
 	}
 }

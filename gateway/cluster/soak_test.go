@@ -185,7 +185,8 @@ type soakEvent struct {
 
 // soakBoardLog is what the event check keeps of one board.
 type soakBoardLog struct {
-	last       uint16 // the last happening's seq (0: none since the start or a restart)
+	last       uint16    // the last happening's seq (0: none since the start or a restart)
+	lastAt     time.Time // when the watch read the last happening
 	happenings int
 	restarts   int
 }
@@ -849,7 +850,7 @@ func (s *soak) take(e soakEvent) {
 				s.reorders = append(s.reorders, fmt.Sprintf("reorder: board %s (%s): seq %d after %d (event %d, read %s)", e.Board, s.names[e.Board], e.Seq, bl.last, n, time.Now().UTC().Format("15:04:05.000")))
 			}
 		}
-		bl.last = e.Seq
+		bl.last, bl.lastAt = e.Seq, time.Now()
 	}
 }
 
@@ -892,7 +893,7 @@ func (s *soak) drain(ctx context.Context, rng *rand.Rand) {
 	if !ok {
 		return
 	}
-	s.retry(ctx, time.Minute, func() error {
+	if s.retry(ctx, time.Minute, func() error {
 		now := counts()
 		if len(now) < s.boards {
 			return fmt.Errorf("events of %d boards seen, want %d", len(now), s.boards)
@@ -903,7 +904,79 @@ func (s *soak) drain(ctx context.Context, rng *rand.Rand) {
 			}
 		}
 		return nil
-	})
+	}) {
+		return
+	}
+	now := counts()
+	for id := range s.names {
+		if now[id] <= before[id] {
+			s.explainMiss(id)
+		}
+	}
+}
+
+// explainMiss writes to the report where board id's happening of the
+// drain's action stopped: what the board itself keeps after the last
+// happening the event watch read (none: the board never made it; some:
+// a gateway did not fetch or publish them), and how each gateway sees
+// the board (its owner, online, transports) and its events still
+// waiting for the engine.
+func (s *soak) explainMiss(id string) {
+	s.mu.Lock()
+	var last uint16
+	var lastAt string
+	if bl := s.boardLogs[id]; bl != nil {
+		last, lastAt = bl.last, bl.lastAt.UTC().Format("15:04:05.000")
+	}
+	s.mu.Unlock()
+	var lines []string
+	var url string
+	for _, g := range s.gws {
+		var b boardJSON
+		if err := httpJSON(g.base()+"/v1/boards/"+id, &b); err != nil {
+			lines = append(lines, fmt.Sprintf("%s: %v", g.name, err))
+			continue
+		}
+		url = b.URL
+		lines = append(lines, fmt.Sprintf("%s: owner %s, online %v %s, transports %v; %s", g.name, b.Gateway, b.Online,
+			b.OfflineReason, b.Transports, g.metricLines("holo_gateway_cluster_events_")))
+	}
+	if url != "" {
+		var kept struct {
+			Seq    uint16 `json:"seq"`
+			Lost   int    `json:"lost"`
+			Events []struct {
+				Event string `json:"event"`
+				Seq   uint16 `json:"seq"`
+				TMs   int64  `json:"t_ms"`
+			} `json:"events"`
+		}
+		if err := httpJSON(fmt.Sprintf("%s/api/v1/events?after=%d", url, last), &kept); err != nil {
+			lines = append(lines, fmt.Sprintf("the board: %v", err))
+		} else {
+			lines = append(lines, fmt.Sprintf("the board: latest seq %d, %d kept after %d (lost %d): %+v", kept.Seq, len(kept.Events), last, kept.Lost, kept.Events))
+		}
+	}
+	s.problem("drain: board %s (%s): no happening after seq %d (read %s) reached the watch:\n  %s", id, s.names[id], last, lastAt,
+		strings.Join(lines, "\n  "))
+}
+
+// metricLines returns the gateway's metrics whose names start with
+// prefix, on one line ("" when they cannot be read).
+func (g *gwProc) metricLines(prefix string) string {
+	resp, err := client.Get(g.base() + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // checkBoots: each board booted each rolled-out version once, in order

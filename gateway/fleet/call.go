@@ -30,13 +30,21 @@ type route struct {
 	via  string
 }
 
+// timedBusy is a line that tells when timed sends keep its wire
+// (rs485.Line): a command would wait for a gap between them.
+type timedBusy interface {
+	TimedBusy() bool
+}
+
 // routesLocked lists the ways to run method on path on board b, best
 // first: the line for paths the link serves, else the LAN (and the line
-// after the LAN when both serve it). Only places that reach the board now
-// are listed.
+// after the LAN when both serve it). A line whose wire timed sends keep
+// (a show's timed actions) comes after the LAN: a rollout or a console
+// reaches a board that is on both without waiting for a gap in the show.
+// Only places that reach the board now are listed.
 func (f *Fleet) routesLocked(b *boardState, method, path string) ([]route, error) {
 	served := jsonline.Served(method, path)
-	var lineRoutes, lanRoutes []route
+	var lineRoutes, lanRoutes, busyRoutes []route
 	onLineOnly := false
 	refs := slices.Collect(maps.Keys(b.refs))
 	slices.SortFunc(refs, func(a, b Ref) int { return cmp.Compare(a.String(), b.String()) })
@@ -51,9 +59,14 @@ func (f *Fleet) routesLocked(b *boardState, method, path string) ([]route, error
 		}
 		if _, isLine := f.lines[ref.Driver]; isLine {
 			onLineOnly = true
-			if served {
-				lineRoutes = append(lineRoutes, route{d, ref.Addr, ViaRS485})
+			if !served {
+				continue
 			}
+			if tb, ok := d.(timedBusy); ok && tb.TimedBusy() {
+				busyRoutes = append(busyRoutes, route{d, ref.Addr, ViaRS485})
+				continue
+			}
+			lineRoutes = append(lineRoutes, route{d, ref.Addr, ViaRS485})
 			continue
 		}
 		lanRoutes = append(lanRoutes, route{d, ref.Addr, ViaLAN})
@@ -62,7 +75,7 @@ func (f *Fleet) routesLocked(b *boardState, method, path string) ([]route, error
 		onLineOnly = false
 	}
 	if served {
-		return append(lineRoutes, lanRoutes...), nil
+		return slices.Concat(lineRoutes, lanRoutes, busyRoutes), nil
 	}
 	if onLineOnly {
 		return nil, fmt.Errorf("%w: %s %s: board %s is reachable only over RS485", ErrNotOverLink, method, path, b.rec.ID)

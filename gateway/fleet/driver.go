@@ -27,6 +27,13 @@ var (
 	ErrNoReply = fault.New(fault.Unavailable, "fleet: board did not reply")
 	// ErrUnreachable: no driver can reach the board now.
 	ErrUnreachable = fault.New(fault.Unavailable, "fleet: board unreachable")
+	// ErrLineBusy: a command to a board on an RS485 line gave up (its
+	// context ended) before it was sent, because timed sends kept the
+	// wire: a show's timed actions closer together than the command's
+	// reply wait leave it no room (docs/fire.md). The error also wraps
+	// the context's. Nothing reached the board; a caller that can wait
+	// (a rollout) waits for the line instead of counting a failure.
+	ErrLineBusy = fault.New(fault.Unavailable, "fleet: RS485 line busy with timed sends")
 	// ErrUnknownBoard: no board has that id.
 	ErrUnknownBoard = fault.New(fault.NotFound, "fleet: unknown board")
 	// ErrUnknownGroup: no board is in that group.

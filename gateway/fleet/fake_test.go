@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,7 +116,10 @@ type fakeLine struct {
 	*fakeDriver
 	gmu  sync.Mutex
 	sent []groupSent
+	busy atomic.Bool // TimedBusy: timed sends keep the wire
 }
+
+func (l *fakeLine) TimedBusy() bool { return l.busy.Load() }
 
 func newFakeLine(name string) *fakeLine { return &fakeLine{fakeDriver: newFakeDriver(name)} }
 

@@ -142,7 +142,16 @@ func (f *Fleet) detachLocked(ref Ref, reason string) {
 }
 
 // Happened implements Sink: new happenings go on the stream once each,
-// whichever place reported them and however often.
+// whichever place reported them and however often. A place that has not
+// yet reported the board's latest restart, which another place reported
+// less than restartMerge ago, reports the old boot's last happenings (or
+// the new boot's, which the other place reports too): they are dropped.
+// Before, they were numbered in the new boot (the soak's "seq 1 after
+// 19" of a line board also on the LAN, restarted by a rollout every few
+// seconds: the LAN's old-boot tail came after the line's restart) and the
+// new boot's own happenings of those numbers were then dropped as repeats
+// (gaps). A place still behind after restartMerge missed the restart: its
+// numbers are taken as the latest boot's.
 func (f *Fleet) Happened(ref Ref, hs []Happening) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -150,12 +159,32 @@ func (f *Fleet) Happened(ref Ref, hs []Happening) {
 	if b == nil {
 		return
 	}
+	if st := b.refs[ref]; st != nil && st.epoch < b.epoch {
+		if f.clk.Now().Sub(b.epochAt) < restartMerge {
+			f.st.duplicates += uint64(len(hs))
+			f.log.Debug("fleet: happenings of a boot before the board's restart dropped", append(refAttrs(b.rec.ID, ref,
+				"its restart not yet reported here"), "n", len(hs), "epoch", b.epoch)...)
+			return
+		}
+		st.epoch = b.epoch
+	}
+	var dropped []uint16
 	for _, h := range hs {
 		if !b.window.add(h.Seq) {
 			f.st.duplicates++
+			dropped = append(dropped, h.Seq)
 			continue
 		}
 		f.emitLocked(b, Event{Type: EventHappening, Kind: h.Kind, Seq: h.Seq, Data: slices.Clone(h.Data)})
+	}
+	if len(dropped) > 0 {
+		// Repeats are the rule for a board reached two ways; a number
+		// far behind the newest that was never put on the stream (a
+		// restart neither place told) would be lost here: the debug
+		// log says which were dropped, to follow a happening that
+		// never reached the stream.
+		f.log.Debug("fleet: happenings dropped as repeats", append(refAttrs(b.rec.ID, ref, "seen already, or far behind the newest"),
+			"first", dropped[0], "last", dropped[len(dropped)-1], "n", len(dropped), "newest", b.window.newest, "epoch", b.epoch)...)
 	}
 }
 

@@ -41,6 +41,12 @@ const (
 	LabelShowLive = "live"
 )
 
+// WaitLineBusy is what a pending board waits for (Board.Waiting) when it
+// is reached only over an RS485 line whose wire timed sends keep (a show
+// firing timed actions faster than a command's reply wait): the call was
+// never sent (fleet.ErrLineBusy) and spends no retry.
+const WaitLineBusy = "line: its RS485 line is busy with timed sends"
+
 // DefaultRecheck is how often a waiting board is asked again.
 const DefaultRecheck = 10 * time.Second
 

@@ -1,6 +1,7 @@
 package rollout_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -20,20 +21,76 @@ type busyFleet struct {
 	rollout.Fleet
 	board string
 	busy  atomic.Bool
+	// err is what a busy board's calls fail with (nil: fleet.ErrNoReply).
+	err error
+}
+
+// failed is the error of a call to id, nil when it goes through.
+func (f *busyFleet) failed(id, method, path string) error {
+	if id != f.board || !f.busy.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %s: the line is busy", cmp.Or[error](f.err, fleet.ErrNoReply), method, path)
 }
 
 func (f *busyFleet) Call(ctx context.Context, id, method, path string, body []byte) (fleet.Reply, error) {
-	if id == f.board && f.busy.Load() {
-		return fleet.Reply{}, fmt.Errorf("%w: %s %s: the line is busy", fleet.ErrNoReply, method, path)
+	if err := f.failed(id, method, path); err != nil {
+		return fleet.Reply{}, err
 	}
 	return f.Fleet.Call(ctx, id, method, path, body)
 }
 
 func (f *busyFleet) CallRaw(ctx context.Context, id, method, path, ct string, body io.Reader, n int64) (fleet.Reply, error) {
-	if id == f.board && f.busy.Load() {
-		return fleet.Reply{}, fmt.Errorf("%w: %s %s: the line is busy", fleet.ErrNoReply, method, path)
+	if err := f.failed(id, method, path); err != nil {
+		return fleet.Reply{}, err
 	}
 	return f.Fleet.CallRaw(ctx, id, method, path, ct, body, n)
+}
+
+// TestLineBusyWaitsWithoutRetries: a board reached only over an RS485
+// line that a show's timed sends keep busy (its calls fail as
+// fleet.ErrLineBusy: never sent) waits at the gate, saying so, and spends
+// none of its retries however long the show goes on; once the line is
+// free it is updated. Before, each such call spent a retry (the soak's
+// line boards stayed pending, their retries spent, for as long as the
+// show ran). Time runs on a fake clock.
+func TestLineBusyWaitsWithoutRetries(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 3, 9, 22, 0, 0, 0, time.UTC))
+	bs := startBoards(t, 1)
+	var bf *busyFleet
+	g := startGateway(t, t.TempDir(), bs.urls, func(o *rollout.Options) {
+		bf = &busyFleet{Fleet: o.Fleet, board: bs.ids[0], err: fleet.ErrLineBusy}
+		bf.busy.Store(true)
+		o.Fleet, o.Clock, o.Kick, o.Settle = bf, fake, time.Hour, time.Nanosecond
+	})
+	g.waitOnline(t, 1)
+	a := g.add(t, testImage(t, "2.0.0", 30000))
+	st, err := g.eng.Create(context.Background(), rollout.Plan{Artifact: a.SHA256, Target: rollout.Target{All: true},
+		Retries: 1, Backoff: rollout.Duration(time.Second),
+		Timeouts: rollout.Timeouts{Restart: rollout.Duration(time.Hour), Confirm: rollout.Duration(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for n := range 5 { // five rechecks: more than the plan's retries
+		b := waitBoard(t, g, st.ID, bs.ids[0], fmt.Sprintf("wait %d", n), func(b rollout.Board) bool {
+			return b.Waiting == rollout.WaitLineBusy && b.NextTry.After(last)
+		})
+		if b.Phase != rollout.PhasePending || b.Attempts != 0 {
+			t.Fatalf("wait %d: board %s after %d attempts (%s), want pending after none", n, b.Phase, b.Attempts, b.Error)
+		}
+		last = b.NextTry
+		fake.Set(b.NextTry)
+	}
+	bf.busy.Store(false)
+	defer fake.Run(50 * time.Millisecond)()
+	g.waitState(t, st.ID, 60*time.Second, rollout.StateDone)
+	if b := boardRows(t, g, st.ID)[bs.ids[0]]; b.Phase != rollout.PhaseSucceeded || b.Attempts != 0 {
+		t.Fatalf("board %s after %d attempts (%s)", b.Phase, b.Attempts, b.Error)
+	}
+	if boots := bs.bootsOf(0); len(boots) != 2 || boots[1] != "2.0.0" {
+		t.Errorf("the board booted %v", boots)
+	}
 }
 
 // TestRetryWaitBounded: a board whose calls fail again and again (its

@@ -169,7 +169,18 @@ func (w *worker) drive(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting {
+			if errors.Is(err, fleet.ErrLineBusy) {
+				// Timed sends (a show) keep the board's line and it is on
+				// no other way: nothing was sent, no retry is spent. A
+				// pending board waits at the gate; one past it asks again.
+				if b.Phase == PhasePending {
+					if herr := w.hold(ctx, w.board(), WaitLineBusy); !errors.Is(herr, errHold) {
+						return herr
+					}
+					return nil
+				}
+				wait, err = true, nil
+			} else if errors.Is(err, errTransient) && b.Phase != PhaseRestarting && b.Phase != PhaseReverting {
 				if !w.e.settling(err) {
 					return w.retry(ctx, w.board(), err)
 				}

@@ -261,9 +261,10 @@ func (l *Line) call(ctx context.Context, req jsonline.Request, wait time.Duratio
 // runJob runs one command from a caller.
 func (l *Line) runJob(ctx context.Context, j *job) {
 	if err := j.ctx.Err(); err != nil {
-		j.finish(result{err: err})
+		j.finish(result{err: j.gaveUp(err)})
 		return
 	}
+	j.began.Store(true)
 	// The caller's context bounds the wait; the line's ends everything.
 	jctx, cancel := context.WithCancel(j.ctx)
 	stop := context.AfterFunc(ctx, cancel)

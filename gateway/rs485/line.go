@@ -339,6 +339,11 @@ type job struct {
 	// leave the wire, the bytes, and when writing them starts.
 	at, start time.Time
 	wire      []byte
+	// passed: the scheduler left the command queued because it would
+	// not have ended before a timed send's start; began: it took the
+	// wire. A caller giving up on a passed command that never began
+	// gets fleet.ErrLineBusy.
+	passed, began atomic.Bool
 }
 
 type result struct {
@@ -350,6 +355,16 @@ type result struct {
 }
 
 func (j *job) finish(r result) { j.done <- r }
+
+// gaveUp is the error of a command whose caller's context ended (err)
+// before its result: fleet.ErrLineBusy (wrapping err) when timed sends
+// kept it from the wire, else err.
+func (j *job) gaveUp(err error) error {
+	if j.passed.Load() && !j.began.Load() {
+		return fmt.Errorf("%w: %w", fleet.ErrLineBusy, err)
+	}
+	return err
+}
 
 // submit queues j and waits for its result, or until ctx ends: a
 // command that cannot get the wire (timed sends keep it: a show's timed
@@ -372,7 +387,7 @@ func (l *Line) submit(ctx context.Context, j *job) result {
 	case r := <-j.done:
 		return r
 	case <-ctx.Done():
-		return result{err: ctx.Err()}
+		return result{err: j.gaveUp(ctx.Err())}
 	case <-l.closed:
 		// Run may have finished the job while closing.
 		select {

@@ -144,6 +144,9 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 		l.drainCmds()
 		budget, next := l.budget(l.clk.Now())
 		p := pick(budget, next != nil, len(l.sched.queue), l.queuedCost, l.stepCost())
+		if next != nil {
+			l.passOver(budget)
+		}
 		switch {
 		case p.fire:
 			l.fire(ctx, next)

@@ -131,6 +131,26 @@ func (l *Line) queued(j *job) {
 	l.setNextFire()
 }
 
+// passOver marks the queued commands that do not end before the next
+// timed start, budget away (they wait: job.passed).
+func (l *Line) passOver(budget time.Duration) {
+	for _, j := range l.sched.queue {
+		if l.jobCost(j) >= budget {
+			j.passed.Store(true)
+		}
+	}
+}
+
+// TimedBusy reports whether timed sends keep the wire now: one is queued
+// to start sooner than a command's longest exchange (its request and the
+// whole reply wait) would end, so a command would wait for a gap. The
+// fleet reaches a board that is also on the LAN over the LAN meanwhile
+// (a show's timed actions every 100 ms leave no gap of a reply wait).
+func (l *Line) TimedBusy() bool {
+	t := l.nextFire.Load()
+	return t != nil && !l.clk.Now().Add(l.wireTime(jsonline.MaxLine)+l.o.ReplyWait).Before(*t)
+}
+
 // setNextFire publishes the earliest timed start for Group's fast path.
 func (l *Line) setNextFire() {
 	if len(l.sched.timed) == 0 {

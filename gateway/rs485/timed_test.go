@@ -413,12 +413,18 @@ func TestCommandWaitEndsWithContext(t *testing.T) {
 		fired <- end
 	}()
 	waitTimed(t, l, nil)
+	// An hour's reply wait does not fit before the send a minute away:
+	// the line tells the fleet it is busy (a board also on the LAN is
+	// reached there), and the command, never sent, fails as ErrLineBusy.
+	if !l.TimedBusy() {
+		t.Error("TimedBusy false with a timed send queued inside the reply wait")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	began := time.Now()
 	_, err := l.Call(ctx, "1", "GET", "/scenes", nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err %v, want the context's", err)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, fleet.ErrLineBusy) {
+		t.Fatalf("err %v, want the context's and fleet.ErrLineBusy", err)
 	}
 	// A generous bound: the send is a minute away.
 	if d := time.Since(began); d > 10*time.Second {
@@ -429,5 +435,14 @@ func TestCommandWaitEndsWithContext(t *testing.T) {
 	// The line goes on: a command now runs.
 	if _, err := l.Call(context.Background(), "1", "GET", "/scenes", nil); err != nil {
 		t.Fatal(err)
+	}
+	if l.TimedBusy() {
+		t.Error("TimedBusy true with no timed send queued")
+	}
+	// A command that had the wire and got no answer is not a busy line.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if _, err := l.Call(ctx2, "9", "GET", "/scenes", nil); err == nil || errors.Is(err, fleet.ErrLineBusy) {
+		t.Errorf("a call to an absent board: err %v, want one that is not fleet.ErrLineBusy", err)
 	}
 }
