@@ -128,6 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	isGRPC := r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
 	if !isGRPC {
 		restRequestID(w, r)
+		r = r.WithContext(auth.WithRequestID(r.Context(), r.Header.Get(RequestIDHeader)))
 	}
 	if !s.front(w, r, isGRPC) {
 		return

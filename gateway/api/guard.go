@@ -355,7 +355,7 @@ func (g *gate) admit(ctx context.Context, c *call, method string, req any) (cont
 			}
 		}
 		c.attrs.Who = id
-		return auth.WithIdentity(ctx, id), &auth.Pending{}, release, nil
+		return auth.WithRequestID(auth.WithIdentity(ctx, id), c.attrs.RequestID), &auth.Pending{}, release, nil
 	}
 	if err != nil {
 		return g.refuse(ctx, c, codes.Unauthenticated, err)
@@ -383,7 +383,7 @@ func (g *gate) admit(ctx context.Context, c *call, method string, req any) (cont
 		}
 	}
 	ctx, cancel := g.guard.Bind(ctx, id)
-	ctx = auth.WithIdentity(ctx, id)
+	ctx = auth.WithRequestID(auth.WithIdentity(ctx, id), c.attrs.RequestID)
 	return ctx, p, func() { cancel(); release() }, nil
 }
 

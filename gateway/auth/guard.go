@@ -60,6 +60,26 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the request id a surface gave the
+// request (its audit records' and its log's RequestID), so that work the
+// request sets off elsewhere (a request routed to another gateway of a
+// cluster, a revision it stores) is recorded under the same id.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the request id a surface attached to ctx ("" when
+// none).
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
 // Caller is what a surface knows of a request before any check: the
 // credentials it carried and where it came from.
 type Caller struct {

@@ -195,6 +195,7 @@ type gwProc struct {
 	join       string // the embedded engine's join URL
 	admin      string // the first admin token's secret (without --insecure-lab)
 	token      string // the bearer token rest sends ("" none)
+	requestID  string // the X-Request-Id rest sends ("" none: the gateway makes one)
 	out, log   *syncBuf
 	// logDir, when set, keeps every run's log in logDir/<name>.log (the
 	// soak's report directory): a kill would lose it.
@@ -388,6 +389,9 @@ func (g *gwProc) rest(t testing.TB, method, path string, body any) (int, []byte)
 	}
 	if g.token != "" {
 		req.Header.Set("Authorization", "Bearer "+g.token)
+	}
+	if g.requestID != "" {
+		req.Header.Set("X-Request-Id", g.requestID)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

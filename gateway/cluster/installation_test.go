@@ -189,12 +189,24 @@ func TestInstallationCluster(t *testing.T) {
 	var started struct {
 		Revision revisionJSON `json:"revision"`
 	}
-	gw1.restJSON(t, "POST", "/v1/installation/apply?message=first", installDesc(ids, sha, int64(len(img)), 41), &started)
+	// The description's gateway sections are the installation's: a cue
+	// list applied on gw1 is set on every gateway.
+	first := installDesc(ids, sha, int64(len(img)), 41)
+	first["cuelists"] = []map[string]any{{"name": "cluster-show", "cues": []map[string]any{{"number": 1,
+		"actions": []map[string]any{{"kind": "leds", "selector": map[string]any{"all": true}, "body": map[string]any{"mode": "off"}}}}}}}
+	gw1.restJSON(t, "POST", "/v1/installation/apply?message=first", first, &started)
 	if started.Revision.N != 1 {
 		t.Fatalf("first apply: revision %d, want 1", started.Revision.N)
 	}
 	for _, g := range tc.gws {
 		statusAll(t, g, 1, owner, 30*time.Second)
+		eventually(t, 30*time.Second, g.name+" holds the revision's cue list", func() error {
+			_, b := g.rest(t, "GET", "/v1/cuelists/cluster-show", nil)
+			if !strings.Contains(string(b), `"cluster-show"`) {
+				return fmt.Errorf("GET /v1/cuelists/cluster-show: %s", b)
+			}
+			return nil
+		})
 	}
 	for _, id := range ids {
 		if err := boardHolds(urlOf[id], 41); err != nil {

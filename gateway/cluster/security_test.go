@@ -385,3 +385,90 @@ func makeCA(t *testing.T, dir string) (caFile, certFile, keyFile string) {
 	}
 	return write("ca.pem", "CERTIFICATE", caDER), write("engine.pem", "CERTIFICATE", der), write("engine.key", "EC PRIVATE KEY", kder)
 }
+
+// TestRoutedInstallationCarriesTheCaller: what an installation request
+// made on one gateway asks of another (an export of its boards, the run
+// of a new revision on them) is decided and audited on that gateway for
+// the caller who made it, with the request id the caller's gateway gave
+// it, not as the routing gateway's own work; and a routed export for a
+// viewer is refused by the owner itself and audited with the viewer.
+func TestRoutedInstallationCarriesTheCaller(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs gateway processes")
+	}
+	s := startSite(t, 0, 1)
+	gw1 := startGatewayAuth(t, "gw1", "embedded", s, true)
+	gw2 := startGatewayAuth(t, "gw2", gw1.join, nil, true)
+	gw1.token, gw2.token = gw1.admin, gw2.admin
+	var board string
+	eventually(t, 30*time.Second, "gw2 lists gw1's board", func() error {
+		bs := gw2.boards(t, "")
+		if len(bs) != 1 || !bs[0].Online || bs[0].Gateway != "gw1" {
+			return fmt.Errorf("boards %+v", bs)
+		}
+		board = bs[0].ID
+		return nil
+	})
+	tokens := map[string]string{}
+	for name, role := range map[string]string{"ada": "admin", "vera": "viewer"} {
+		var made struct {
+			Secret string `json:"secret"`
+		}
+		gw2.restJSON(t, "POST", "/v1/tokens", map[string]string{"name": name, "role": role}, &made)
+		tokens[name] = made.Secret
+	}
+	desc := map[string]any{"version": 1,
+		"profiles":    map[string]any{"p": map[string]any{"settings": map[string]any{"screen": map[string]any{"backlight": 33}}}},
+		"assignments": []map[string]any{{"profile": "p", "board": board}}}
+
+	// A viewer's apply is refused where it came in; no revision exists.
+	gw2.token, gw2.requestID = tokens["vera"], "vera-apply-1"
+	eventually(t, 20*time.Second, "gw2 knows vera's token", func() error {
+		if code, b := gw2.rest(t, "POST", "/v1/installation/apply", desc); code != 403 {
+			return fmt.Errorf("vera's apply: %d %s", code, b)
+		}
+		return nil
+	})
+	gw2.token = gw2.admin // reading the audit log is an admin's
+	auditHas(t, gw2, `"token":"vera"`, `"code":"PermissionDenied"`, `"request_id":"vera-apply-1"`)
+
+	// An admin's apply on gw2 runs on gw1's board, audited there for
+	// her, with her request id.
+	gw2.token, gw2.requestID = tokens["ada"], "ada-apply-1"
+	gw2.restJSON(t, "POST", "/v1/installation/apply", desc, nil)
+	auditHas(t, gw1, `"token":"ada"`, `"role":"admin"`, `"request_id":"ada-apply-1"`,
+		"installation.apply_board (applied on gateway gw2)", board)
+
+	// Her export on gw2 reads gw1's board through gw1, audited there
+	// for her (before the fix: as "gateway gw2", without the id).
+	gw2.requestID = "ada-export-1"
+	gw2.restJSON(t, "POST", "/v1/installation/export", map[string]any{}, nil)
+	auditHas(t, gw1, `"token":"ada"`, `"role":"admin"`, `"request_id":"ada-export-1"`,
+		"routed install_export: came in on gateway gw2, owner gw1", `"code":"OK"`)
+
+	// A routed export signed as gw2 signs one, for the viewer: gw1
+	// decides it again and refuses it.
+	creds, err := cluster.ReadCredentials(gw2.args[slices.Index(gw2.args, "--cluster-credentials")+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := rawClient(t, gw1.join, gw2.args[slices.Index(gw2.args, "--cluster-credentials")+1], "gw2")
+	m, err := nc.RequestMsg(cluster.SignedInstallExport(creds.Secret, "gw1", "gw2", "vera", "viewer", "vera-export-1"), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Install json.RawMessage `json:"install"`
+		Err     *struct {
+			Kind string `json:"kind"`
+		} `json:"err"`
+	}
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err == nil || rep.Err.Kind != "forbidden" || len(rep.Install) != 0 {
+		t.Fatalf("a viewer's routed export: %s", m.Data)
+	}
+	auditHas(t, gw1, `"token":"vera"`, `"role":"viewer"`, `"request_id":"vera-export-1"`,
+		"routed install_export: came in on gateway gw2, owner gw1", `"code":"PermissionDenied"`)
+}

@@ -99,6 +99,9 @@ type rpcCaller struct {
 	// Client and Surface are where the caller called from, when known.
 	Client  string `json:"client,omitempty"`
 	Surface string `json:"surface,omitempty"`
+	// RequestID is the id the entry gateway gave the caller's request:
+	// the owner's audit records of it carry the same.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // callerOf is the caller of a request this gateway routes: the identity
@@ -106,9 +109,9 @@ type rpcCaller struct {
 func (c *Cluster) callerOf(ctx context.Context) *rpcCaller {
 	id, ok := auth.FromContext(ctx)
 	if !ok || id.Name == "" {
-		return &rpcCaller{System: true, Via: c.name}
+		return &rpcCaller{System: true, Via: c.name, RequestID: auth.RequestIDFrom(ctx)}
 	}
-	rc := &rpcCaller{Name: id.Name, Role: id.Role.String(), Token: id.Token, Via: c.name}
+	rc := &rpcCaller{Name: id.Name, Role: id.Role.String(), Token: id.Token, Via: c.name, RequestID: auth.RequestIDFrom(ctx)}
 	if _, ok := peer.FromContext(ctx); ok {
 		cl := auth.CallerOf(ctx)
 		rc.Client, rc.Surface = cl.Addr, string(cl.Surface)
@@ -173,7 +176,7 @@ func (c *Cluster) routedAttrs(rc *rpcCaller, what string) auth.Attributes {
 	} else {
 		a.Who = auth.Identity{Name: rc.Name}
 	}
-	a.Client = rc.Client
+	a.Client, a.RequestID = rc.Client, rc.RequestID
 	in := rc.Via
 	if in == "" {
 		in = "?"

@@ -28,9 +28,44 @@ type Revision struct {
 	RollbackOf int `json:"rollback_of,omitempty"`
 	// Run is the apply that carried the revision to the fleet.
 	Run int `json:"run"`
+	Author
 	// Description is the description as canonical JSON, content named
 	// by SHA-256.
 	Description json.RawMessage `json:"description,omitempty"`
+}
+
+// Author is what the gateway an apply came in on established of its
+// caller besides the name (Revision.Who): every board the revision
+// changes, on every gateway of a cluster, is audited under it.
+type Author struct {
+	Role      string `json:"role,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Gateway is the gateway of the cluster the apply came in on.
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// authorOf is the author of an apply made with ctx (the identity and
+// request id the surface attached).
+func (in *Installer) authorOf(ctx context.Context) Author {
+	a := Author{RequestID: auth.RequestIDFrom(ctx)}
+	if id, ok := auth.FromContext(ctx); ok && id.Name != "" {
+		a.Role = id.Role.String()
+	}
+	a.Gateway = in.gateway()
+	return a
+}
+
+// attrs are the audit attributes of a change made for author who under
+// revision rev: the author's identity and request id, and the gateway the
+// apply came in on when it is another than this one.
+func (a Author) attrs(who string, rev int, here, op string) auth.Attributes {
+	id := auth.Identity{Name: who}
+	id.Role, _ = auth.ParseRole(a.Role)
+	if a.Gateway != "" && a.Gateway != here {
+		op += " (applied on gateway " + a.Gateway + ")"
+	}
+	return auth.Attributes{Who: id, Verb: auth.VerbUpdate, Resource: auth.ResInstallation,
+		Name: fmt.Sprintf("revision %d", rev), Operation: op, RequestID: a.RequestID}
 }
 
 // Run states.
@@ -81,9 +116,10 @@ func (s Strategy) normalised(boards int) Strategy {
 // Run is the apply of one revision over the fleet: its boards in waves,
 // at most MaxInFlight at once, paused when failures pass the threshold.
 type Run struct {
-	ID       int        `json:"id"`
-	Revision int        `json:"revision"`
-	Who      string     `json:"who"`
+	ID       int    `json:"id"`
+	Revision int    `json:"revision"`
+	Who      string `json:"who"`
+	Author
 	State    string     `json:"state"`
 	Reason   string     `json:"reason,omitempty"`
 	Strategy Strategy   `json:"strategy"`
@@ -333,7 +369,8 @@ func (in *Installer) apply(ctx context.Context, d *Description, who, message str
 		return Revision{}, RunStatus{}, fmt.Errorf("%w: run %d (revision %d) is %s; abort it first", ErrState, e.active.r.ID, e.active.r.Revision, e.active.r.State)
 	}
 	now := in.o.Clock.Now().UTC()
-	rev := Revision{N: e.lastRev + 1, Who: who, When: now, Message: message, RollbackOf: rollbackOf, Run: e.lastRun + 1, Description: d.JSON()}
+	rev := Revision{N: e.lastRev + 1, Who: who, When: now, Message: message, RollbackOf: rollbackOf, Run: e.lastRun + 1,
+		Author: in.authorOf(ctx), Description: d.JSON()}
 	sh := in.o.Shared
 	if sh != nil {
 		// The cluster numbers the revisions: the next after the highest
@@ -349,7 +386,7 @@ func (in *Installer) apply(ctx context.Context, d *Description, who, message str
 	// and a revision is stored only once they hold it. They are put back
 	// too when the revision is not stored (another gateway of the
 	// cluster took its number, the store failed), and audited once it is.
-	sections, err := in.applySections(d, who, rev.N)
+	sections, err := in.applySections(d, rev)
 	if err != nil {
 		return Revision{}, RunStatus{}, err
 	}
@@ -394,7 +431,7 @@ func (in *Installer) startRunLocked(rev Revision, d *Description) (Revision, Run
 		strat = *d.Rollout
 	}
 	strat = strat.normalised(len(ids))
-	run := Run{ID: e.lastRun + 1, Revision: rev.N, Who: rev.Who, State: RunRunning, Strategy: strat, Created: now, Updated: now}
+	run := Run{ID: e.lastRun + 1, Revision: rev.N, Who: rev.Who, Author: rev.Author, State: RunRunning, Strategy: strat, Created: now, Updated: now}
 	for i := 0; i < len(ids); i += strat.WaveSize {
 		run.Waves = append(run.Waves, ids[i:min(i+strat.WaveSize, len(ids))])
 	}
@@ -822,7 +859,7 @@ func (in *Installer) step(ctx context.Context, wg *sync.WaitGroup) error {
 func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Description, id string) {
 	e := &in.eng
 	e.mu.Lock()
-	runID, rev, who := rm.r.ID, rm.r.Revision, rm.r.Who
+	runID, rev, who, author := rm.r.ID, rm.r.Revision, rm.r.Who, rm.r.Author
 	e.mu.Unlock()
 	b := RunBoard{Run: runID, Board: id, Phase: PhaseInSync}
 	view, err := in.awaitBoard(ctx, id)
@@ -883,9 +920,9 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 		if b.Error != "" {
 			reason = b.Error
 		}
-		in.o.Audit.Audit(auth.Record{Time: b.Updated, Allowed: true, Code: code, Reason: reason,
-			Attributes: auth.Attributes{Who: auth.Identity{Name: who}, Verb: auth.VerbUpdate, Resource: auth.ResInstallation,
-				Boards: []string{id}, Name: fmt.Sprintf("revision %d", rev), Operation: "installation.apply_board"}})
+		a := author.attrs(who, rev, in.gateway(), "installation.apply_board")
+		a.Boards = []string{id}
+		in.o.Audit.Audit(auth.Record{Time: b.Updated, Allowed: true, Code: code, Reason: reason, Attributes: a})
 	}
 }
 

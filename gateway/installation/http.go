@@ -107,25 +107,28 @@ func outcome(err error) (int, string, string) {
 }
 
 // door identifies and authorises the request; false means it was
-// answered.
-func (h *handler) door(w http.ResponseWriter, r *http.Request, verb auth.Verb, name string) (*auth.Pending, bool) {
+// answered. The request it returns carries the caller's identity and the
+// request id in its context: what the request asks of the other gateways
+// of a cluster goes as the caller's, and is decided and audited for the
+// caller there (gateway/cluster's routed requests).
+func (h *handler) door(w http.ResponseWriter, r *http.Request, verb auth.Verb, name string) (*http.Request, *auth.Pending, bool) {
 	c := auth.CallerOfHTTP(r)
 	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: verb, Resource: auth.ResInstallation, Name: name,
-		Operation: r.Method + " " + r.URL.Path, Client: r.RemoteAddr, Agent: r.UserAgent()}
+		Operation: r.Method + " " + r.URL.Path, Client: r.RemoteAddr, Agent: r.UserAgent(), RequestID: auth.RequestIDFrom(r.Context())}
 	id, err := h.guard.Identify(c)
 	if err != nil {
 		h.guard.Refuse(a, err)
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		errorJSON(w, http.StatusUnauthorized, "unauthenticated", err.Error())
-		return nil, false
+		return r, nil, false
 	}
 	a.Who = id
 	p, err := h.guard.Check(a)
 	if err != nil {
 		errorJSON(w, http.StatusForbidden, "permission_denied", err.Error())
-		return nil, false
+		return r, nil, false
 	}
-	return p, true
+	return r.WithContext(auth.WithIdentity(r.Context(), id)), p, true
 }
 
 func (h *handler) fail(w http.ResponseWriter, p *auth.Pending, err error) {
@@ -138,11 +141,12 @@ func (h *handler) fail(w http.ResponseWriter, p *auth.Pending, err error) {
 
 // read answers a viewer's request: the door for name, then get's value
 // as JSON, or its error.
-func (h *handler) read(w http.ResponseWriter, r *http.Request, name string, get func() (any, error)) {
-	if _, ok := h.door(w, r, auth.VerbRead, name); !ok {
+func (h *handler) read(w http.ResponseWriter, r *http.Request, name string, get func(r *http.Request) (any, error)) {
+	r, _, ok := h.door(w, r, auth.VerbRead, name)
+	if !ok {
 		return
 	}
-	v, err := get()
+	v, err := get(r)
 	if err != nil {
 		h.fail(w, nil, err)
 		return
@@ -153,12 +157,12 @@ func (h *handler) read(w http.ResponseWriter, r *http.Request, name string, get 
 // change answers a request that changes something: the door for verb
 // and name, then do, audited with its outcome, and do's value as JSON
 // or its error.
-func (h *handler) change(w http.ResponseWriter, r *http.Request, verb auth.Verb, name string, do func() (any, error)) {
-	p, ok := h.door(w, r, verb, name)
+func (h *handler) change(w http.ResponseWriter, r *http.Request, verb auth.Verb, name string, do func(r *http.Request) (any, error)) {
+	r, p, ok := h.door(w, r, verb, name)
 	if !ok {
 		return
 	}
-	v, err := do()
+	v, err := do(r)
 	if err != nil {
 		h.fail(w, p, err)
 		return
@@ -185,7 +189,7 @@ func who(r *http.Request, g *auth.Guard) string {
 }
 
 func (h *handler) current(w http.ResponseWriter, r *http.Request) {
-	h.read(w, r, "", func() (any, error) {
+	h.read(w, r, "", func(r *http.Request) (any, error) {
 		rev, _, err := h.in.Current()
 		if err != nil {
 			return nil, err
@@ -202,7 +206,7 @@ func (h *handler) current(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) schema(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.door(w, r, auth.VerbRead, "schema"); !ok {
+	if _, _, ok := h.door(w, r, auth.VerbRead, "schema"); !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/schema+json")
@@ -211,7 +215,7 @@ func (h *handler) schema(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) addContent(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("sha256")
-	h.change(w, r, auth.VerbCreate, "content "+want, func() (any, error) {
+	h.change(w, r, auth.VerbCreate, "content "+want, func(r *http.Request) (any, error) {
 		// A large file may take longer than the server's read timeout.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if r.ContentLength > MaxContent {
@@ -230,7 +234,7 @@ func (h *handler) addContent(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) getContent(w http.ResponseWriter, r *http.Request) {
 	sha := r.PathValue("sha")
-	if _, ok := h.door(w, r, auth.VerbRead, "content "+sha); !ok {
+	if _, _, ok := h.door(w, r, auth.VerbRead, "content "+sha); !ok {
 		return
 	}
 	f, _, err := h.in.o.Contents.Open(sha)
@@ -299,7 +303,7 @@ func (in *Installer) readDescription(name string, data []byte, stored bool) (*De
 }
 
 func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
-	h.read(w, r, "plan", func() (any, error) {
+	h.read(w, r, "plan", func(r *http.Request) (any, error) {
 		d, err := h.readDescription(r, false)
 		if err != nil {
 			return nil, err
@@ -317,7 +321,7 @@ func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) apply(w http.ResponseWriter, r *http.Request) {
-	h.change(w, r, auth.VerbCreate, "apply", func() (any, error) {
+	h.change(w, r, auth.VerbCreate, "apply", func(r *http.Request) (any, error) {
 		d, err := h.readDescription(r, true)
 		if err != nil {
 			return nil, err
@@ -327,11 +331,11 @@ func (h *handler) apply(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	h.read(w, r, "status", func() (any, error) { return h.in.Status(r.Context()) })
+	h.read(w, r, "status", func(r *http.Request) (any, error) { return h.in.Status(r.Context()) })
 }
 
 func (h *handler) history(w http.ResponseWriter, r *http.Request) {
-	h.read(w, r, "history", func() (any, error) {
+	h.read(w, r, "history", func(r *http.Request) (any, error) {
 		hs, err := h.in.History()
 		if hs == nil {
 			hs = []Revision{}
@@ -349,7 +353,7 @@ func pathInt(r *http.Request, name string) (int, error) {
 }
 
 func (h *handler) revision(w http.ResponseWriter, r *http.Request) {
-	h.read(w, r, "revision "+r.PathValue("n"), func() (any, error) {
+	h.read(w, r, "revision "+r.PathValue("n"), func(r *http.Request) (any, error) {
 		n, err := pathInt(r, "n")
 		if err != nil {
 			return nil, err
@@ -359,7 +363,7 @@ func (h *handler) revision(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
-	h.change(w, r, auth.VerbUpdate, "rollback", func() (any, error) {
+	h.change(w, r, auth.VerbUpdate, "rollback", func(r *http.Request) (any, error) {
 		var req struct {
 			Revision int    `json:"revision"`
 			Message  string `json:"message"`
@@ -374,7 +378,7 @@ func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
-	h.read(w, r, "run "+r.PathValue("id"), func() (any, error) {
+	h.read(w, r, "run "+r.PathValue("id"), func(r *http.Request) (any, error) {
 		id, err := pathInt(r, "id")
 		if err != nil {
 			return nil, err
@@ -402,7 +406,7 @@ func (h *handler) control(w http.ResponseWriter, r *http.Request) {
 		errorJSON(w, http.StatusNotFound, "not_found", "no such action "+strings.TrimSpace(verb))
 		return
 	}
-	h.change(w, r, need, verb+" run "+r.PathValue("id"), func() (any, error) {
+	h.change(w, r, need, verb+" run "+r.PathValue("id"), func(r *http.Request) (any, error) {
 		id, err := pathInt(r, "id")
 		if err != nil {
 			return nil, err
@@ -423,7 +427,7 @@ func (h *handler) control(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) export(w http.ResponseWriter, r *http.Request) {
 	// Reading every board's files into the content store is an admin's.
-	h.change(w, r, auth.VerbCreate, "export", func() (any, error) {
+	h.change(w, r, auth.VerbCreate, "export", func(r *http.Request) (any, error) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		d, warnings, err := h.in.Export(r.Context())
 		if err != nil {

@@ -425,13 +425,13 @@ func (s *sectionsSet) audit(a auth.Auditor) {
 // it was (best effort) and the error is returned. The caller audits what
 // was set (each section changed, with who and the revision) once the
 // revision is stored, or puts it back when it is not.
-func (in *Installer) applySections(d *Description, who string, rev int) (*sectionsSet, error) {
+func (in *Installer) applySections(d *Description, rev Revision) (*sectionsSet, error) {
 	set := &sectionsSet{}
 	now := in.o.Clock.Now().UTC()
 	record := func(res auth.Resource, summary string) {
-		set.audits = append(set.audits, auth.Record{Time: now, Allowed: true, Code: auth.CodeOK, Reason: summary,
-			Attributes: auth.Attributes{Who: auth.Identity{Name: who}, Verb: auth.VerbUpdate, Resource: res,
-				Name: fmt.Sprintf("revision %d", rev), Operation: "installation.apply_section"}})
+		a := rev.Author.attrs(rev.Who, rev.N, in.gateway(), "installation.apply_section")
+		a.Resource = res
+		set.audits = append(set.audits, auth.Record{Time: now, Allowed: true, Code: auth.CodeOK, Reason: summary, Attributes: a})
 	}
 	fail := func(err error) (*sectionsSet, error) {
 		set.putBack()

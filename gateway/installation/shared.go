@@ -356,11 +356,18 @@ func (in *Installer) follow(ctx context.Context, n int) bool {
 	if in.ranLocally(rev) {
 		return true
 	}
+	// The revision's gateway sections (DMX patch, cue lists) are the
+	// installation's, not one gateway's: each gateway sets its own from
+	// the revision it takes, as the applying gateway did, and audits
+	// them for the revision's author.
+	sections := in.followSections(d, rev)
 	_, st, err := in.startRunLocked(rev, d)
 	if err != nil {
+		sections.putBack()
 		in.o.Log.Error("installation: starting the run of the cluster's revision", "revision", n, "err", err)
 		return false
 	}
+	sections.audit(in.o.Audit)
 	go in.checkAll()
 	in.o.Log.Info("installation: applying the cluster's current revision to this gateway's boards", "revision", n, "run", st.ID, "boards", st.Boards, "by", rev.Who)
 	return true
@@ -499,4 +506,32 @@ func (in *Installer) checkAll() {
 	for _, v := range in.o.Fleet.Boards(fleet.Filter{}) {
 		in.watch.schedule(v.ID, now)
 	}
+}
+
+// gateway is this gateway's name in its cluster ("" alone).
+func (in *Installer) gateway() string {
+	if in.o.Shared == nil {
+		return ""
+	}
+	return in.o.Shared.Gateway()
+}
+
+// followSections sets revision rev's gateway sections on this gateway
+// (a revision another gateway of the cluster stored). A section this
+// gateway cannot hold (it runs no DMX or cue engine), or fails to set,
+// is logged and left as it was: the boards are applied all the same.
+func (in *Installer) followSections(d *Description, rev Revision) *sectionsSet {
+	if d.DMX == nil && d.CueLists == nil {
+		return &sectionsSet{}
+	}
+	err := in.checkSectionsApply(d)
+	var set *sectionsSet
+	if err == nil {
+		set, err = in.applySections(d, rev)
+	}
+	if err != nil {
+		in.o.Log.Error("installation: the cluster's revision's gateway sections are not set on this gateway", "revision", rev.N, "err", err)
+		return &sectionsSet{}
+	}
+	return set
 }

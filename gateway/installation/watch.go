@@ -272,16 +272,15 @@ func (in *Installer) checkBoard(ctx context.Context, id string) {
 		in.uncover(id) // tried again at its next check
 	}
 	if in.o.Audit != nil {
-		who, op := "installation-heal", "installation.heal"
+		a := Author{}.attrs("installation-heal", rev.N, "", "installation.heal")
 		if late {
 			// A board the gateway's run of the revision did not take (in
-			// a cluster): applied as the run would have.
-			who, op = "installation-cluster", "installation.apply_board"
+			// a cluster): applied as the run would have, for the
+			// revision's author.
+			a = rev.Author.attrs(rev.Who, rev.N, in.gateway(), "installation.apply_board")
 		}
-		in.o.Audit.Audit(auth.Record{Time: in.o.Clock.Now().UTC(), Allowed: true, Code: code, Reason: reason,
-			Attributes: auth.Attributes{Who: auth.Identity{Name: who}, Verb: auth.VerbUpdate,
-				Resource: auth.ResInstallation, Boards: []string{id}, Name: fmt.Sprintf("revision %d", rev.N),
-				Operation: op}})
+		a.Boards = []string{id}
+		in.o.Audit.Audit(auth.Record{Time: in.o.Clock.Now().UTC(), Allowed: true, Code: code, Reason: reason, Attributes: a})
 	}
 	// Look again once the board's stream has caught up.
 	w.schedule(id, in.o.Clock.Now().Add(in.o.Settle))
