@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,6 +47,9 @@ func gatewayBinary(t testing.TB) string {
 // and exits with what it returns (the scale benchmark's board processes).
 var childMains = map[string]func(string) int{}
 
+// parallel is how many tests of the package run at once, at least.
+const parallel = 8
+
 func TestMain(m *testing.M) {
 	for env, run := range childMains {
 		if v := os.Getenv(env); v != "" {
@@ -52,6 +57,15 @@ func TestMain(m *testing.M) {
 		}
 	}
 	flag.Parse()
+	// These tests mostly wait on the processes they run (heartbeats, a
+	// death told after seconds, a line's polls), using little CPU: they
+	// run side by side beyond GOMAXPROCS (two on CI's two cores), unless
+	// -parallel says otherwise.
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), parallel)))
+	}
 	// The gateway is built (or found built) while the first tests, which
 	// run no process, go on. Not for -short, a given binary, or a run of
 	// no test (a build).
