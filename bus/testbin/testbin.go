@@ -49,19 +49,33 @@ var (
 // changed. A failed build fails tb.
 func Build(tb testing.TB, pkg string, race bool) string {
 	tb.Helper()
-	k := fmt.Sprintf("%s race=%v", pkg, race)
-	mu.Lock()
-	r, ok := built[k]
-	if !ok {
-		r = &result{}
-		built[k] = r
-	}
-	mu.Unlock()
+	r := resultOf(pkg, race)
 	r.once.Do(func() { r.path, r.err = build(pkg, race) })
 	if r.err != nil {
 		tb.Fatal(r.err)
 	}
 	return r.path
+}
+
+// Start begins building pkg in the background (from TestMain, say), so
+// that the tests that do not run it go on meanwhile; the first [Build]
+// of it waits for that build instead of starting another.
+func Start(pkg string, race bool) {
+	r := resultOf(pkg, race)
+	go r.once.Do(func() { r.path, r.err = build(pkg, race) })
+}
+
+// resultOf is the one build of pkg (with race) in this process.
+func resultOf(pkg string, race bool) *result {
+	k := fmt.Sprintf("%s race=%v", pkg, race)
+	mu.Lock()
+	defer mu.Unlock()
+	r, ok := built[k]
+	if !ok {
+		r = &result{}
+		built[k] = r
+	}
+	return r
 }
 
 func build(pkg string, race bool) (string, error) {

@@ -10,7 +10,8 @@ import (
 )
 
 // TestBuild builds a small command of the module twice: the second
-// answer is the same cached file, and it runs.
+// answer is the same cached file, and it runs. The first build is begun
+// by Start, and Build takes its result.
 func TestBuild(t *testing.T) {
 	// A cache of its own for the executables, the machine's for the
 	// compiled packages (it lives under the same directory by default).
@@ -21,6 +22,7 @@ func TestBuild(t *testing.T) {
 	t.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	const pkg = "./bus/testbin/testdata/hello"
+	Start(pkg, false)
 	bin := Build(t, pkg, false)
 	st, err := os.Stat(bin)
 	if err != nil {

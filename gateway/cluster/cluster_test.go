@@ -287,9 +287,13 @@ func TestCluster(t *testing.T) {
 					FiredAt            time.Time `json:"fired_at"`
 				} `json:"results"`
 			}
+			// The lead is long beside what a routed part takes on a
+			// loaded machine, so that a broken path (a whole lead late)
+			// stands apart from a slow one.
+			const lead = 2 * time.Second
 			sent := time.Now()
 			gw1.restJSON(t, "POST", "/v1/actions", map[string]any{"kind": "leds", "selector": map[string]any{"groups": []int{1}},
-				"body": map[string]any{"mode": "solid", "brightness": 55}, "lead_ms": 400}, &timed)
+				"body": map[string]any{"mode": "solid", "brightness": 55}, "lead_ms": lead.Milliseconds()}, &timed)
 			if len(timed.Results) != len(group1) {
 				t.Fatalf("timed group fire: %d results for %d members: %+v\n%s", len(timed.Results), len(group1), timed.Results,
 					tc.groupReport(1))
@@ -300,7 +304,7 @@ func TestCluster(t *testing.T) {
 					t.Errorf("timed fire result %+v, want fired", r)
 					continue
 				}
-				if r.FiredAt.Before(sent.Add(350 * time.Millisecond)) {
+				if r.FiredAt.Before(sent.Add(lead - 50*time.Millisecond)) {
 					t.Errorf("board %s fired at %v, %v after the request: before its moment", r.Board, r.FiredAt, r.FiredAt.Sub(sent))
 				}
 				if first.IsZero() || r.FiredAt.Before(first) {
@@ -313,9 +317,10 @@ func TestCluster(t *testing.T) {
 			t.Logf("timed fire across three gateways: %d boards changed within %v", len(timed.Results), last.Sub(first))
 			// The spread is measured in make bench; here only a broken
 			// path fails: an owner that took the lead again from when its
-			// part arrived fires a whole lead (400 ms) after the others.
-			// (150 ms failed beside two CPU hogs at load 36: 153 ms.)
-			if last.Sub(first) > 350*time.Millisecond {
+			// part arrived fires a whole lead after the others. (150 ms
+			// failed beside two CPU hogs at load 36: 153 ms; the bound
+			// was then 350 ms of a 400 ms lead, too near either side.)
+			if last.Sub(first) > 3*lead/4 {
 				t.Errorf("timed fire across gateways spread over %v", last.Sub(first))
 			}
 

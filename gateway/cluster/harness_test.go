@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,49 +24,31 @@ import (
 
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/simline"
+	"github.com/holofleet/holofleet/bus/testbin"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
 )
 
-// The holo-gateway binary, built once per test binary.
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildOut  []byte
-)
+// gatewayPkg is the command the tests run as gateway processes.
+const gatewayPkg = "./cmd/holo-gateway"
 
+// gatewayBinary is holo-gateway, built once (bus/testbin: kept between
+// runs while nothing it is made of changes), or the one
+// HOLO_CLUSTER_GATEWAY names.
 func gatewayBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("HOLO_CLUSTER_GATEWAY"); p != "" {
 		return p
 	}
-	buildGateway()
-	if buildErr != nil {
-		t.Fatalf("go build holo-gateway: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
-}
-
-// buildGateway builds holo-gateway once; TestMain starts it at once, so
-// that the tests run their engines and boards meanwhile.
-func buildGateway() {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "holo-cluster")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "holo-gateway")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/holo-gateway")
-		cmd.Dir = filepath.Join("..", "..")
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
+	return testbin.Build(t, gatewayPkg, false)
 }
 
 // childMains are the other roles of the test binary: when the named
 // environment variable is set, TestMain runs the function with its value
 // and exits with what it returns (the scale benchmark's board processes).
 var childMains = map[string]func(string) int{}
+
+// parallel is how many tests of the package run at once, at least.
+const parallel = 8
 
 func TestMain(m *testing.M) {
 	for env, run := range childMains {
@@ -73,19 +57,22 @@ func TestMain(m *testing.M) {
 		}
 	}
 	flag.Parse()
-	// Not for -short, a given binary, or a run of no test (a build).
-	building := !testing.Short() && os.Getenv("HOLO_CLUSTER_GATEWAY") == "" && flag.Lookup("test.run").Value.String() != "^$"
-	if building {
-		go buildGateway()
+	// These tests mostly wait on the processes they run (heartbeats, a
+	// death told after seconds, a line's polls), using little CPU: they
+	// run side by side beyond GOMAXPROCS (two on CI's two cores), unless
+	// -parallel says otherwise.
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), parallel)))
 	}
-	code := m.Run()
-	if building {
-		buildGateway() // waits for the build under way
-		if binPath != "" {
-			os.RemoveAll(filepath.Dir(binPath))
-		}
+	// The gateway is built (or found built) while the first tests, which
+	// run no process, go on. Not for -short, a given binary, or a run of
+	// no test (a build).
+	if !testing.Short() && os.Getenv("HOLO_CLUSTER_GATEWAY") == "" && flag.Lookup("test.run").Value.String() != "^$" {
+		testbin.Start(gatewayPkg, false)
 	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // site is one gateway's simulated installation, run by the test: an
@@ -196,7 +183,7 @@ type gwProc struct {
 	admin      string // the first admin token's secret (without --insecure-lab)
 	token      string // the bearer token rest sends ("" none)
 	requestID  string // the X-Request-Id rest sends ("" none: the gateway makes one)
-	out, log   *syncBuf
+	out, log   *testbin.Output
 	// logDir, when set, keeps every run's log in logDir/<name>.log (the
 	// soak's report directory): a kill would lose it.
 	logDir string
@@ -262,7 +249,7 @@ func (g *gwProc) start(t testing.TB) {
 // run on any goroutine: it reports instead of failing the test).
 func (g *gwProc) launch(bin string) error {
 	cmd := exec.Command(bin, g.args...)
-	g.out, g.log = &syncBuf{}, &syncBuf{}
+	g.out, g.log = &testbin.Output{}, &testbin.Output{}
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(g.out, pw)
 	cmd.Stderr = g.log

@@ -20,6 +20,7 @@ import (
 // the other gets ErrRevisionTaken, the stored record is the winner's,
 // and current ends at the highest number.
 func TestRevisionCreatedOnce(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ins := twoInstallations(t, ctx)
@@ -130,6 +131,7 @@ func twoInstallations(t *testing.T, ctx context.Context) []*cluster.Installation
 // same revision seen later by the same gateway; another gateway's
 // finding on the same revision (the board changed owner) replaces it.
 func TestFindingNewerKept(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ins := twoInstallations(t, ctx)

@@ -170,6 +170,7 @@ func TestInstallationCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway processes")
 	}
+	t.Parallel()
 	img, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "media", "image-240.png"))
 	if err != nil {
 		t.Skipf("shared media: %v", err)

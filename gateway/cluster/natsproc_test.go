@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/holofleet/holofleet/bus/testbin"
 )
 
 // natsServerBin is the Debian nats-server the external-engine tests run
@@ -61,7 +63,7 @@ type natsNode struct {
 	mu        sync.Mutex
 	cmd       *exec.Cmd
 	exited    chan struct{}
-	out       *syncBuf
+	out       *testbin.Output
 	bin, dir  string
 	clusterOf *natsCluster
 }
@@ -101,7 +103,7 @@ func startNATSCluster(t testing.TB, n int) *natsCluster {
 				// cut one off through a proxy.
 				"--no_advertise=true")
 		}
-		node := &natsNode{name: name, args: args, client: ports[i], bin: bin, dir: dir, out: &syncBuf{}, clusterOf: c}
+		node := &natsNode{name: name, args: args, client: ports[i], bin: bin, dir: dir, out: &testbin.Output{}, clusterOf: c}
 		c.nodes = append(c.nodes, node)
 		node.start(t)
 	}
@@ -175,24 +177,6 @@ func (n *natsNode) stop() {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-}
-
-// syncBuf collects a process's output.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // proxy forwards TCP connections to target until cut: then it drops

@@ -80,6 +80,7 @@ func TestEngineClientIsNotAGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a gateway process")
 	}
+	t.Parallel()
 	s := startSite(t, 0, 1)
 	gw1 := startGatewayAuth(t, "gw1", "embedded", s, true)
 	gw1.token = gw1.admin
@@ -162,6 +163,7 @@ func TestRoutedCallCarriesTheCaller(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway processes")
 	}
+	t.Parallel()
 	gw1 := startGatewayAuth(t, "gw1", "embedded", nil, true)
 	s := startSite(t, 0, 1)
 	gw2 := startGatewayAuth(t, "gw2", gw1.join, s, true)
@@ -198,6 +200,7 @@ func TestRevokedGatewayRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway processes")
 	}
+	t.Parallel()
 	gw1 := startGateway(t, "gw1", "embedded", nil)
 	gw2 := startGateway(t, "gw2", gw1.join, nil)
 	creds := gw2.args[slices.Index(gw2.args, "--cluster-credentials")+1]
@@ -252,6 +255,7 @@ func TestBannerKeepsSecrets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway processes")
 	}
+	t.Parallel()
 	gw1 := startGateway(t, "gw1", "embedded", nil)
 	secret, err := os.ReadFile(filepath.Join(gw1.data, "engine", cluster.SecretFile))
 	if err != nil {
@@ -280,6 +284,7 @@ func TestBannerKeepsSecrets(t *testing.T) {
 // TestEngineTLS: an embedded engine with a certificate of a CA made here
 // takes TLS clients that verify it, and refuses clear text.
 func TestEngineTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca, cert, key := makeCA(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

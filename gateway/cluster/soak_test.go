@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/bus/boardapi"
+	"github.com/holofleet/holofleet/bus/testbin"
 	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
 )
@@ -70,7 +71,7 @@ type boardProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	boots  []string
-	out    *syncBuf
+	out    *testbin.Output
 }
 
 func (b *boardProc) URL() string { return "http://" + b.px.ln.Addr().String() }
@@ -84,7 +85,7 @@ func (b *boardProc) start() error {
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), soakBoardEnv+"="+b.dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	b.out = &syncBuf{}
+	b.out = &testbin.Output{}
 	cmd.Stderr = b.out
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -167,7 +168,7 @@ func startMosquittoProc(t *testing.T) *natsNode {
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := &natsNode{name: "mosquitto", args: []string{"-c", conf}, client: port, bin: bin, dir: dir, out: &syncBuf{}}
+	n := &natsNode{name: "mosquitto", args: []string{"-c", conf}, client: port, bin: bin, dir: dir, out: &testbin.Output{}}
 	n.start(t)
 	t.Cleanup(n.stop)
 	n.waitListening(t)
