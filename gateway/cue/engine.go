@@ -203,23 +203,18 @@ func New(o Options) (*Engine, error) {
 		lists: map[string]*list{}, watchers: map[*watcher]struct{}{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), persisted: make(chan struct{})}
 	if o.DB != nil {
-		b := o.DB.Bucket(Bucket)
-		names, err := b.Keys()
-		if err != nil {
-			return nil, fmt.Errorf("cue: reading lists: %w", err)
-		}
-		for _, name := range names {
-			var l List
-			if _, err := b.Get(name, &l); err != nil {
-				return nil, fmt.Errorf("cue: reading list %q: %w", name, err)
-			}
+		err := store.Each(o.DB.Bucket(Bucket), func(name string, l List) error {
 			if err := l.Check(); err != nil {
 				// A list saved by an older gateway that this one refuses
 				// stays in the store, untouched, and is reported.
 				e.log.Error("cue: a saved cue list does not check; left out", "list", name, "err", err)
-				continue
+				return nil
 			}
 			e.lists[l.Name] = &list{l: l}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cue: reading lists: %w", err)
 		}
 		e.restore()
 		go func() { defer close(e.persisted); e.persist(ctx) }()
