@@ -266,7 +266,7 @@ func (e *Engine) Lists() []List {
 	defer e.mu.Unlock()
 	out := make([]List, 0, len(e.lists))
 	for _, ls := range e.lists {
-		out = append(out, cloneList(ls.l))
+		out = append(out, ls.l.Clone())
 	}
 	slices.SortFunc(out, func(a, b List) int { return cmpString(a.Name, b.Name) })
 	return out
@@ -280,14 +280,14 @@ func (e *Engine) Get(name string) (List, error) {
 	if err != nil {
 		return List{}, err
 	}
-	return cloneList(ls.l), nil
+	return ls.l.Clone(), nil
 }
 
 // Put checks and saves l, replacing a list of its name. The standby
 // stays on its cue when the cue is still there, else moves to the next
 // one; cues already waiting keep the cue as it was when they started.
 func (e *Engine) Put(l List) (List, error) {
-	l = cloneList(l)
+	l = l.Clone()
 	if err := l.Check(); err != nil {
 		return List{}, err
 	}
@@ -313,7 +313,7 @@ func (e *Engine) Put(l List) (List, error) {
 	ls.l = l
 	e.touch(l.Name)
 	e.publish(ls, EventEdited, "")
-	return cloneList(l), nil
+	return l.Clone(), nil
 }
 
 // reposition is where the standby at index i of old is in new: the same
@@ -746,15 +746,6 @@ func (e *Engine) publish(ls *list, typ string, n Number) {
 			close(w.ch)
 		}
 	}
-}
-
-func cloneList(l List) List {
-	out := List{Name: l.Name, Cues: make([]Cue, len(l.Cues))}
-	for i, c := range l.Cues {
-		c.Actions = slices.Clone(c.Actions)
-		out.Cues[i] = c
-	}
-	return out
 }
 
 func cmpString(a, b string) int {
