@@ -203,6 +203,40 @@ func (b *Bucket) Scan(from, to string, reverse bool, fn func(key string, raw []b
 	}))
 }
 
+// Each decodes every document of b into a T and calls fn with its key
+// and value, in byte order of the keys: the load of a component's
+// records at start, or a listing. The documents are read in one
+// transaction (one consistent view) and fn runs after it, so fn may use
+// the store. A document that does not decode stops Each with an error
+// naming it, before fn sees any; so does fn's first error, returned as
+// it is.
+func Each[T any](b *Bucket, fn func(key string, v T) error) error {
+	type doc struct {
+		key string
+		raw []byte
+	}
+	var docs []doc
+	err := b.Scan("", "", false, func(k string, raw []byte) (bool, error) {
+		docs = append(docs, doc{k, append([]byte(nil), raw...)})
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	vs := make([]T, len(docs))
+	for i, d := range docs {
+		if err := json.Unmarshal(d.raw, &vs[i]); err != nil {
+			return fmt.Errorf("store: decode %s/%s: %w", b.name, d.key, err)
+		}
+	}
+	for i, d := range docs {
+		if err := fn(d.key, vs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DeleteFirst deletes, in one transaction, up to n of the bucket's first
 // keys (in byte order) that sort before before ("" for any), and returns
 // how many went.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -248,5 +249,48 @@ func TestScanDeleteFirstLen(t *testing.T) {
 	}
 	if n, err := db.Bucket("none").DeleteFirst(3, ""); n != 0 || err != nil {
 		t.Errorf("DeleteFirst of a missing bucket: %d %v", n, err)
+	}
+}
+
+// Each is how components load their records: every document in key
+// order, decoded; a bad document or fn's error stops it, and fn may write
+// to the store (it runs outside the read).
+func TestEach(t *testing.T) {
+	db := open(t)
+	b := db.Bucket("each")
+	calls := 0
+	if err := Each(b, func(string, doc) error { calls++; return nil }); err != nil || calls != 0 {
+		t.Fatalf("bucket never written: %d calls, %v", calls, err)
+	}
+	for _, n := range []int{3, 1, 2} {
+		if err := b.Put("k"+strconv.Itoa(n), doc{N: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	err := Each(b, func(k string, d doc) error {
+		got = append(got, fmt.Sprintf("%s=%d", k, d.N))
+		return b.Put("seen-"+k, d) // a write from fn does not wait on the read
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"k1=1", "k2=2", "k3=3"}, got); diff != "" {
+		t.Fatalf("order or values (-want +got):\n%s", diff)
+	}
+
+	stop := errors.New("stop")
+	calls = 0
+	if err := Each(b, func(string, doc) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("fn's error: %d calls, %v", calls, err)
+	}
+
+	if err := b.Put("k0", "not a doc"); err != nil {
+		t.Fatal(err)
+	}
+	calls = 0
+	err = Each(b, func(string, doc) error { calls++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "each/k0") || calls != 0 {
+		t.Fatalf("bad document: %d calls, %v (want an error naming each/k0 before any call)", calls, err)
 	}
 }

@@ -163,7 +163,7 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, isGRPC bool) bool
 		if code == codes.InvalidArgument {
 			httpCode = http.StatusUnsupportedMediaType
 		}
-		writeErrorBody(w, httpCode, ErrorBody{Error: codeName(code), Message: err.Error()})
+		writeBody(w, httpCode, ErrorBody{Error: codeName(code), Message: err.Error()})
 		return false
 	}
 	if isGRPC || streamedUpload(r) {
@@ -298,7 +298,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	tooLarge := func() bool {
 		// The connection cannot be reused with a body left unread.
 		w.Header().Set("Connection", "close")
-		writeErrorBody(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: ReasonTooLarge,
+		writeBody(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: ReasonTooLarge,
 			Message: fmt.Sprintf("request body larger than %d bytes, the gateway's limit (--max-body)", limit)})
 		return false
 	}
@@ -315,7 +315,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if err != nil {
 		w.Header().Set("Connection", "close")
-		writeErrorBody(w, http.StatusBadRequest, ErrorBody{Error: codeName(codes.InvalidArgument),
+		writeBody(w, http.StatusBadRequest, ErrorBody{Error: codeName(codes.InvalidArgument),
 			Message: "reading the request body: " + err.Error()})
 		return false
 	}
@@ -363,14 +363,6 @@ func (w retryWriter) Flush() {
 
 func (w retryWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// writeErrorBody writes a REST error with an explicit HTTP status.
-func writeErrorBody(w http.ResponseWriter, code int, body ErrorBody) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	b, _ := jsonMarshal(body)
-	_, _ = w.Write(append(b, '\n'))
-}
-
 // grpcRefuse answers a gRPC request with a status and no message (a
 // trailers-only response).
 func grpcRefuse(w http.ResponseWriter, st *status.Status) {
@@ -397,13 +389,8 @@ func (s *Server) admitREST(r *http.Request, verb auth.Verb, res auth.Resource, o
 	c := auth.CallerOfHTTP(r)
 	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: verb, Resource: res, Client: c.Addr, Agent: c.Agent,
 		Operation: op, RequestID: r.Header.Get(RequestIDHeader)}
-	id, err := s.guard.Identify(c)
+	id, _, err := s.guard.Admit(c, a)
 	if err != nil {
-		s.guard.Refuse(a, err)
-		return id, Err(err)
-	}
-	a.Who = id
-	if _, err := s.guard.Check(a); err != nil {
 		return id, Err(err)
 	}
 	return id, nil

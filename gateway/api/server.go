@@ -74,6 +74,7 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
+	"github.com/holofleet/holofleet/gateway/rest"
 	"github.com/holofleet/holofleet/gateway/rollout"
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
@@ -407,13 +408,8 @@ func writeError(w http.ResponseWriter, st *status.Status) {
 	writeBody(w, code, body)
 }
 
-// writeBody writes a REST error body with its status.
+// writeBody writes a REST error body with its status (a 401 with the
+// bearer challenge).
 func writeBody(w http.ResponseWriter, code int, body ErrorBody) {
-	if code == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="holo-gateway"`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	b, _ := jsonMarshal(body)
-	_, _ = w.Write(append(b, '\n'))
+	rest.Error(w, code, body.Error, body.Message)
 }

@@ -389,18 +389,13 @@ func (s *Store) Open(sha string) (*os.File, Artifact, error) {
 
 // List returns every artifact, newest first.
 func (s *Store) List() ([]Artifact, error) {
-	keys, err := s.arts.Keys()
+	out := []Artifact{}
+	err := store.Each(s.arts, func(_ string, a Artifact) error {
+		out = append(out, s.annotate(a))
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Artifact, 0, len(keys))
-	for _, k := range keys {
-		var a Artifact
-		if ok, err := s.arts.Get(k, &a); err != nil {
-			return nil, err
-		} else if ok {
-			out = append(out, s.annotate(a))
-		}
 	}
 	slices.SortStableFunc(out, func(x, y Artifact) int { return y.Added.Compare(x.Added) })
 	return out, nil
@@ -488,18 +483,13 @@ func (s *Store) Channels() ([]Channel, error) {
 }
 
 func (s *Store) listChannels() ([]Channel, error) {
-	keys, err := s.channels.Keys()
+	out := []Channel{}
+	err := store.Each(s.channels, func(_ string, c Channel) error {
+		out = append(out, c)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Channel, 0, len(keys))
-	for _, k := range keys {
-		var c Channel
-		if ok, err := s.channels.Get(k, &c); err != nil {
-			return nil, err
-		} else if ok {
-			out = append(out, c)
-		}
 	}
 	return out, nil
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/holofleet/holofleet/gateway/rest"
 )
 
 // Handler serves the store's public side under prefix (for example
@@ -23,22 +25,22 @@ func (s *Store) Handler(prefix string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served here")
+			rest.Error(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served here")
 			return
 		}
-		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+		sub, ok := strings.CutPrefix(r.URL.Path, prefix)
 		if !ok {
-			writeErr(w, http.StatusNotFound, "not_found", "no such path")
+			rest.Error(w, http.StatusNotFound, "not_found", "no such path")
 			return
 		}
 		switch {
-		case strings.HasPrefix(rest, "images/") && strings.HasSuffix(rest, ".bin"):
-			s.serveImage(w, r, strings.TrimSuffix(strings.TrimPrefix(rest, "images/"), ".bin"))
-		case strings.HasPrefix(rest, "deltas/") && strings.HasSuffix(rest, ".bin"):
-			base, target, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(rest, "deltas/"), ".bin"), "/")
+		case strings.HasPrefix(sub, "images/") && strings.HasSuffix(sub, ".bin"):
+			s.serveImage(w, r, strings.TrimSuffix(strings.TrimPrefix(sub, "images/"), ".bin"))
+		case strings.HasPrefix(sub, "deltas/") && strings.HasSuffix(sub, ".bin"):
+			base, target, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(sub, "deltas/"), ".bin"), "/")
 			s.serveDelta(w, r, base, target)
-		case strings.HasPrefix(rest, "channels/") && strings.HasSuffix(rest, ".json"):
-			m, err := s.Manifest(strings.TrimSuffix(strings.TrimPrefix(rest, "channels/"), ".json"))
+		case strings.HasPrefix(sub, "channels/") && strings.HasSuffix(sub, ".json"):
+			m, err := s.Manifest(strings.TrimSuffix(strings.TrimPrefix(sub, "channels/"), ".json"))
 			if err != nil {
 				writeStoreErr(w, err)
 				return
@@ -47,7 +49,7 @@ func (s *Store) Handler(prefix string) http.Handler {
 			w.Header().Set("Cache-Control", "no-cache")
 			json.NewEncoder(w).Encode(m)
 		default:
-			writeErr(w, http.StatusNotFound, "not_found", "no such path")
+			rest.Error(w, http.StatusNotFound, "not_found", "no such path")
 		}
 	})
 }
@@ -91,16 +93,10 @@ func (s *Store) serveDelta(w http.ResponseWriter, r *http.Request, base, target 
 func writeStoreErr(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoDelta):
-		writeErr(w, http.StatusNotFound, "no_firmware", err.Error())
+		rest.Error(w, http.StatusNotFound, "no_firmware", err.Error())
 	case errors.Is(err, ErrBadName):
-		writeErr(w, http.StatusNotFound, "not_found", err.Error())
+		rest.Error(w, http.StatusNotFound, "not_found", err.Error())
 	default:
-		writeErr(w, http.StatusInternalServerError, "internal", err.Error())
+		rest.Error(w, http.StatusInternalServerError, "internal", err.Error())
 	}
-}
-
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
 }

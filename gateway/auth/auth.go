@@ -147,20 +147,16 @@ type Tokens struct {
 func Open(db *store.DB) (*Tokens, error) {
 	t := &Tokens{bucket: db.Bucket(Bucket), now: time.Now, byHash: map[string]Token{},
 		bound: map[string]map[uint64]context.CancelCauseFunc{}}
-	names, err := t.bucket.Keys()
-	if err != nil {
-		return nil, fmt.Errorf("auth: load tokens: %w", err)
-	}
-	for _, n := range names {
-		var r record
-		if _, err := t.bucket.Get(n, &r); err != nil {
-			return nil, fmt.Errorf("auth: load token %q: %w", n, err)
-		}
+	err := store.Each(t.bucket, func(n string, r record) error {
 		role, err := ParseRole(r.Role)
 		if err != nil {
-			return nil, fmt.Errorf("auth: load token %q: %w", n, err)
+			return fmt.Errorf("token %q: %w", n, err)
 		}
 		t.byHash[r.SHA256] = Token{Name: r.Name, Role: role, SHA256: r.SHA256, Created: r.Created}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("auth: load tokens: %w", err)
 	}
 	return t, nil
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/holofleet/holofleet/gateway/fault"
+	"github.com/holofleet/holofleet/gateway/rest"
 )
 
 // RemoteAddrKey is the gRPC metadata key under which the gateway's own REST
@@ -295,6 +296,47 @@ func (g *Guard) Check(a Attributes) (*Pending, error) {
 		return &Pending{}, err
 	}
 	return &Pending{g: g, a: a, reason: d.Reason, active: a.Changing()}, nil
+}
+
+// Admit takes a request through the door: Identify c (a failure is
+// recorded with Refuse and returned), then Check a with a.Who set to the
+// identity (a denial is recorded by Check and returned). The Pending of
+// an allowed request records it when Done.
+func (g *Guard) Admit(c Caller, a Attributes) (Identity, *Pending, error) {
+	id, err := g.Identify(c)
+	if err != nil {
+		g.Refuse(a, err)
+		return id, nil, err
+	}
+	a.Who = id
+	p, err := g.Check(a)
+	return id, p, err
+}
+
+// AdmitHTTP is Admit for a REST route of the API's listener served
+// beside its own (the installation, the DMX patch): the caller is r's
+// and a's surface, client, agent and request id are taken from it; a
+// refusal is answered here in the REST error form (401 unauthenticated,
+// with the bearer challenge, or 403 permission_denied) and false
+// returned. The request returned carries the caller's identity in its
+// context (WithIdentity), so what it asks of other parts (a cluster's
+// other gateways) goes as the caller's.
+func (g *Guard) AdmitHTTP(w http.ResponseWriter, r *http.Request, a Attributes) (*http.Request, *Pending, bool) {
+	c := CallerOfHTTP(r)
+	a.Surface, a.Client, a.Agent = SurfaceREST, c.Addr, c.Agent
+	if a.RequestID == "" {
+		a.RequestID = RequestIDFrom(r.Context())
+	}
+	id, p, err := g.Admit(c, a)
+	switch {
+	case err == nil:
+		return r.WithContext(WithIdentity(r.Context(), id)), p, true
+	case fault.Of(err) == fault.Unauthenticated:
+		rest.Error(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+	default:
+		rest.Error(w, http.StatusForbidden, "permission_denied", err.Error())
+	}
+	return r, nil, false
 }
 
 // Refuse records a request refused before or beside the policy: no or a

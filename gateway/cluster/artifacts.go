@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,37 +25,16 @@ import (
 type Artifacts struct {
 	c     *Cluster
 	local *artifact.Store
-
-	mu  sync.Mutex
-	obj jetstream.ObjectStore
-	// fetching serialises fetches of one image.
-	fetching sync.Mutex
+	objs  *objects
 }
 
 // Artifacts returns the cluster's firmware store over this gateway's.
 func (c *Cluster) Artifacts(local *artifact.Store) *Artifacts {
-	a := &Artifacts{c: c, local: local}
+	a := &Artifacts{c: c, local: local, objs: &objects{c: c, bucket: ObjectImages,
+		desc: "holo firmware images by sha256", what: "image", keeps: "the firmware images",
+		notFound: artifact.ErrNotFound}}
 	c.arts = a
 	return a
-}
-
-// objects returns the object store, creating it on first use.
-func (a *Artifacts) objects(ctx context.Context) (jetstream.ObjectStore, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.obj != nil {
-		return a.obj, nil
-	}
-	if a.c.cutOff() {
-		return nil, fmt.Errorf("%w: the cluster keeps the firmware images", ErrPartitioned)
-	}
-	obj, err := a.c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ObjectImages,
-		Description: "holo firmware images by sha256", Replicas: a.c.eng.Replicas(), Storage: jetstream.FileStorage})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: object store: %w", err)
-	}
-	a.obj = obj
-	return obj, nil
 }
 
 // Add keeps an image here and in the cluster.
@@ -73,52 +51,23 @@ func (a *Artifacts) Add(ctx context.Context, r io.Reader, name, wantSHA string) 
 
 // share puts a local image in the object store unless it is there.
 func (a *Artifacts) share(ctx context.Context, art artifact.Artifact) error {
-	obj, err := a.objects(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := obj.GetInfo(ctx, art.SHA256); err == nil {
-		return nil
-	}
-	f, _, err := a.local.Open(art.SHA256)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := obj.Put(ctx, jetstream.ObjectMeta{Name: art.SHA256, Description: art.Name}, f); err != nil {
-		return fmt.Errorf("cluster: sharing image %s: %w", art.SHA256, err)
-	}
-	return nil
+	return a.objs.share(ctx, art.SHA256, art.Name, func() (*os.File, error) {
+		f, _, err := a.local.Open(art.SHA256)
+		return f, err
+	})
 }
 
-// fetch brings image sha from the object store into the local store.
+// fetch brings image sha from the object store into the local store,
+// under the name it was added with.
 func (a *Artifacts) fetch(ctx context.Context, sha string) error {
-	a.fetching.Lock()
-	defer a.fetching.Unlock()
-	if _, err := a.local.Get(sha); err == nil {
-		return nil
-	}
-	obj, err := a.objects(ctx)
-	if err != nil {
+	have := func() bool { _, err := a.local.Get(sha); return err == nil }
+	return a.objs.fetch(ctx, sha, have, func(r io.Reader, name string) error {
+		if name == "" {
+			name = sha + ".bin"
+		}
+		_, _, err := a.local.Add(ctx, r, name, sha)
 		return err
-	}
-	res, err := obj.Get(ctx, sha)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("%w: %s (in no gateway of the cluster)", artifact.ErrNotFound, sha)
-	}
-	if err != nil {
-		return fmt.Errorf("cluster: fetching image %s: %w", sha, err)
-	}
-	defer res.Close()
-	info, _ := res.Info()
-	name := sha + ".bin"
-	if info != nil && info.Description != "" {
-		name = info.Description
-	}
-	if _, _, err := a.local.Add(ctx, res, name, sha); err != nil {
-		return fmt.Errorf("cluster: fetching image %s: %w", sha, err)
-	}
-	return nil
+	})
 }
 
 // ensure makes image sha local, fetching it when this gateway lacks it.
@@ -155,7 +104,7 @@ func (a *Artifacts) Admit(art artifact.Artifact) error { return a.local.Admit(ar
 func (a *Artifacts) List() ([]artifact.Artifact, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if obj, err := a.objects(ctx); err == nil {
+	if obj, err := a.objs.store(ctx); err == nil {
 		if infos, err := obj.List(ctx); err == nil {
 			for _, in := range infos {
 				if in.Deleted {
@@ -178,7 +127,7 @@ func (a *Artifacts) Delete(sha string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	obj, err := a.objects(ctx)
+	obj, err := a.objs.store(ctx)
 	if err != nil {
 		return err
 	}

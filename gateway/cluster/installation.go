@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,18 +51,21 @@ const (
 type Installation struct {
 	c *Cluster
 
-	mu  sync.Mutex
-	kv  jetstream.KeyValue // revisions and current
-	st  jetstream.KeyValue // board findings
-	obj jetstream.ObjectStore
-	// fetching serialises fetches of content.
-	fetching sync.Mutex
+	mu sync.Mutex
+	kv jetstream.KeyValue // revisions and current
+	st jetstream.KeyValue // board findings
+	// objs keeps the content files.
+	objs *objects
 }
 
 var _ installation.Shared = (*Installation)(nil)
 
 // Installation returns the cluster's store of the installation as code.
-func (c *Cluster) Installation() *Installation { return &Installation{c: c} }
+func (c *Cluster) Installation() *Installation {
+	return &Installation{c: c, objs: &objects{c: c, bucket: ObjectContent,
+		desc: "holo installation content by sha256", what: "content", keeps: "the installation's content",
+		notFound: installation.ErrNotFound}}
+}
 
 // signed is a record with its signature.
 type signed struct {
@@ -418,68 +423,21 @@ func (i *Installation) Boards(ctx context.Context) ([]installation.BoardState, e
 	return out, nil
 }
 
-// objects returns the content object store, creating it on first use.
-func (i *Installation) objects(ctx context.Context) (jetstream.ObjectStore, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.obj != nil {
-		return i.obj, nil
-	}
-	if i.c.cutOff() {
-		return nil, fmt.Errorf("%w: the cluster keeps the installation's content", ErrPartitioned)
-	}
-	obj, err := i.c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ObjectContent,
-		Description: "holo installation content by sha256", Replicas: i.c.eng.Replicas(), Storage: jetstream.FileStorage})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: object store %s: %w", ObjectContent, err)
-	}
-	i.obj = obj
-	return obj, nil
-}
-
 // ShareContent implements installation.Shared.
 func (i *Installation) ShareContent(ctx context.Context, sha string, local *installation.Contents) error {
-	obj, err := i.objects(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := obj.GetInfo(ctx, sha); err == nil {
-		return nil
-	}
-	f, _, err := local.Open(sha)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := obj.Put(ctx, jetstream.ObjectMeta{Name: sha}, f); err != nil {
-		return fmt.Errorf("cluster: sharing content %s: %w", sha, err)
-	}
-	return nil
+	return i.objs.share(ctx, sha, "", func() (*os.File, error) {
+		f, _, err := local.Open(sha)
+		return f, err
+	})
 }
 
 // FetchContent implements installation.Shared: the bytes are checked
 // against sha as they are kept (installation.Contents.Add), so a record
 // changed in the engine is refused.
 func (i *Installation) FetchContent(ctx context.Context, sha string, local *installation.Contents) error {
-	i.fetching.Lock()
-	defer i.fetching.Unlock()
-	if _, ok := local.Has(sha); ok {
-		return nil
-	}
-	obj, err := i.objects(ctx)
-	if err != nil {
+	have := func() bool { _, ok := local.Has(sha); return ok }
+	return i.objs.fetch(ctx, sha, have, func(r io.Reader, _ string) error {
+		_, _, err := local.Add(r, sha)
 		return err
-	}
-	res, err := obj.Get(ctx, sha)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("%w: content %s (in no gateway of the cluster)", installation.ErrNotFound, sha)
-	}
-	if err != nil {
-		return fmt.Errorf("cluster: fetching content %s: %w", sha, err)
-	}
-	defer res.Close()
-	if _, _, err := local.Add(res, sha); err != nil {
-		return fmt.Errorf("cluster: fetching content %s: %w", sha, err)
-	}
-	return nil
+	})
 }

@@ -174,6 +174,18 @@ type List struct {
 	Cues []Cue  `json:"cues"`
 }
 
+// Clone returns a copy of l that shares nothing with it a caller may
+// change: its cues and their actions are copied; an action's body bytes
+// are shared (the engine replaces a body, never writes into one).
+func (l List) Clone() List {
+	out := List{Name: l.Name, Cues: make([]Cue, len(l.Cues))}
+	for i, c := range l.Cues {
+		c.Actions = slices.Clone(c.Actions)
+		out.Cues[i] = c
+	}
+	return out
+}
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // CheckName checks a cue list's name: a letter or digit, then letters,

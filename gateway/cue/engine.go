@@ -203,23 +203,18 @@ func New(o Options) (*Engine, error) {
 		lists: map[string]*list{}, watchers: map[*watcher]struct{}{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), persisted: make(chan struct{})}
 	if o.DB != nil {
-		b := o.DB.Bucket(Bucket)
-		names, err := b.Keys()
-		if err != nil {
-			return nil, fmt.Errorf("cue: reading lists: %w", err)
-		}
-		for _, name := range names {
-			var l List
-			if _, err := b.Get(name, &l); err != nil {
-				return nil, fmt.Errorf("cue: reading list %q: %w", name, err)
-			}
+		err := store.Each(o.DB.Bucket(Bucket), func(name string, l List) error {
 			if err := l.Check(); err != nil {
 				// A list saved by an older gateway that this one refuses
 				// stays in the store, untouched, and is reported.
 				e.log.Error("cue: a saved cue list does not check; left out", "list", name, "err", err)
-				continue
+				return nil
 			}
 			e.lists[l.Name] = &list{l: l}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cue: reading lists: %w", err)
 		}
 		e.restore()
 		go func() { defer close(e.persisted); e.persist(ctx) }()
@@ -271,7 +266,7 @@ func (e *Engine) Lists() []List {
 	defer e.mu.Unlock()
 	out := make([]List, 0, len(e.lists))
 	for _, ls := range e.lists {
-		out = append(out, cloneList(ls.l))
+		out = append(out, ls.l.Clone())
 	}
 	slices.SortFunc(out, func(a, b List) int { return cmpString(a.Name, b.Name) })
 	return out
@@ -285,14 +280,14 @@ func (e *Engine) Get(name string) (List, error) {
 	if err != nil {
 		return List{}, err
 	}
-	return cloneList(ls.l), nil
+	return ls.l.Clone(), nil
 }
 
 // Put checks and saves l, replacing a list of its name. The standby
 // stays on its cue when the cue is still there, else moves to the next
 // one; cues already waiting keep the cue as it was when they started.
 func (e *Engine) Put(l List) (List, error) {
-	l = cloneList(l)
+	l = l.Clone()
 	if err := l.Check(); err != nil {
 		return List{}, err
 	}
@@ -318,7 +313,7 @@ func (e *Engine) Put(l List) (List, error) {
 	ls.l = l
 	e.touch(l.Name)
 	e.publish(ls, EventEdited, "")
-	return cloneList(l), nil
+	return l.Clone(), nil
 }
 
 // reposition is where the standby at index i of old is in new: the same
@@ -751,15 +746,6 @@ func (e *Engine) publish(ls *list, typ string, n Number) {
 			close(w.ch)
 		}
 	}
-}
-
-func cloneList(l List) List {
-	out := List{Name: l.Name, Cues: make([]Cue, len(l.Cues))}
-	for i, c := range l.Cues {
-		c.Actions = slices.Clone(c.Actions)
-		out.Cues[i] = c
-	}
-	return out
 }
 
 func cmpString(a, b string) int {

@@ -313,7 +313,7 @@ func TestCheck(t *testing.T) {
 		{"bad timecode", func(l *List) { l.Cues[0].Timecode = "25:00:00:00" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := cloneList(ok)
+			l := ok.Clone()
 			tc.edit(&l)
 			r := newRig(t, Options{}, demoList())
 			if _, err := r.e.Put(l); !errors.Is(err, ErrBadList) && !errors.Is(err, fleet.ErrBadAction) && !errors.Is(err, fleet.ErrBadSelector) {

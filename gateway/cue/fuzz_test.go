@@ -25,7 +25,7 @@ func FuzzListCheck(f *testing.F) {
 		if l.Check() != nil {
 			return
 		}
-		again := cloneList(l)
+		again := l.Clone()
 		if err := again.Check(); err != nil || !cmp.Equal(again, l) {
 			t.Fatalf("a checked list checks differently: %v\n%s", err, cmp.Diff(again, l))
 		}

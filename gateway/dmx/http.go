@@ -1,7 +1,6 @@
 package dmx
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/fault"
+	"github.com/holofleet/holofleet/gateway/rest"
 )
 
 // PatchPath is where the patch is served on the API's listener.
@@ -37,7 +37,7 @@ type Handler struct {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != PatchPath {
-		writeErr(w, http.StatusNotFound, "not_found", "no such path")
+		rest.Error(w, http.StatusNotFound, "not_found", "no such path")
 		return
 	}
 	verb := auth.VerbRead
@@ -47,20 +47,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		verb = auth.VerbUpdate
 	default:
 		w.Header().Set("Allow", "GET, HEAD, PUT")
-		writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", "GET or PUT")
+		rest.Error(w, http.StatusMethodNotAllowed, "method_not_allowed", "GET or PUT")
 		return
 	}
-	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: verb, Resource: auth.ResDMX, Operation: r.Method + " " + PatchPath}
-	id, err := h.Guard.Identify(auth.CallerOfHTTP(r))
-	if err != nil {
-		h.Guard.Refuse(a, err)
-		writeErr(w, http.StatusUnauthorized, "unauthenticated", err.Error())
-		return
-	}
-	a.Who = id
-	p, err := h.Guard.Check(a)
-	if err != nil {
-		writeErr(w, http.StatusForbidden, "permission_denied", err.Error())
+	_, p, ok := h.Guard.AdmitHTTP(w, r, auth.Attributes{Verb: verb, Resource: auth.ResDMX, Operation: r.Method + " " + PatchPath})
+	if !ok {
 		return
 	}
 	if verb == auth.VerbRead {
@@ -71,8 +62,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v.Sources == nil {
 			v.Sources = []SourceView{}
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(v)
+		rest.JSON(w, http.StatusOK, v)
 		return
 	}
 	np, err := ParsePatch(io.LimitReader(r.Body, 1<<20))
@@ -89,16 +79,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !errors.Is(err, ErrBadPatch) {
 			code = strings.ToLower(c.String())
 		}
-		writeErr(w, c.HTTP(), code, err.Error())
+		rest.Error(w, c.HTTP(), code, err.Error())
 		return
 	}
 	p.Done(auth.CodeOK)
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(PatchView{Patch: np, Profiles: Profiles, Sources: []SourceView{}})
-}
-
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
+	rest.JSON(w, http.StatusOK, PatchView{Patch: np, Profiles: Profiles, Sources: []SourceView{}})
 }

@@ -65,8 +65,18 @@ func TestPatchHTTP(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&m)
 		return resp.StatusCode, m
 	}
-	if code, _ := do("GET", "", ""); code != http.StatusUnauthorized {
-		t.Errorf("no token: %d", code)
+	if code, m := do("GET", "", ""); code != http.StatusUnauthorized || m["error"] != "unauthenticated" {
+		t.Errorf("no token: %d %v", code, m)
+	}
+	// The route answers a missing token as the API's routes do: with the
+	// bearer challenge.
+	if resp, err := http.Get(srv.URL + PatchPath); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer realm="holo-gateway"` {
+			t.Errorf("no token: WWW-Authenticate %q", got)
+		}
 	}
 	code, m := do("GET", viewer, "")
 	if code != 200 || len(m["sources"].([]any)) != 1 || m["profiles"].(map[string]any)["holo"] == nil {

@@ -194,10 +194,15 @@ func (f *Fleet) SetLabels(id string, labels map[string]string) (BoardView, error
 	return view, nil
 }
 
-// lineName is the line's name as BoardView.Line shows it: the driver name
-// without its "rs485:" prefix.
-func lineName(driver string) string {
-	if n, ok := strings.CutPrefix(driver, "rs485:"); ok {
+// LinePrefix starts the driver name of an RS485 line: "rs485:" and the
+// line's name.
+const LinePrefix = "rs485:"
+
+// LineName is the line's name as BoardView.Line and the line metrics
+// show it: the driver name without LinePrefix (another driver's name
+// stays as it is).
+func LineName(driver string) string {
+	if n, ok := strings.CutPrefix(driver, LinePrefix); ok {
 		return n
 	}
 	return driver
@@ -210,7 +215,7 @@ func (f *Fleet) setPlace(b *boardState, ref Ref) bool {
 		if err != nil {
 			return false
 		}
-		line := lineName(ref.Driver)
+		line := LineName(ref.Driver)
 		if b.rec.Line == line && b.rec.Address == addr {
 			return false
 		}

@@ -93,6 +93,18 @@ type Happening struct {
 	Data json.RawMessage `json:"data"`
 }
 
+// SeqAfter reports whether happening number a comes after b: numbers
+// start at 1 and wrap at 65535 (0 is "none yet", so every number comes
+// after it); a comes after b when it is less than half the circle ahead.
+// Both drivers use it to drop happenings they have handed over already.
+func SeqAfter(a, b uint16) bool {
+	if b == 0 {
+		return a != 0
+	}
+	d := a - b
+	return d != 0 && d < 1<<15
+}
+
 // ReplayRecent is how far back a driver's replay of the happenings a
 // board keeps reaches, when it hands them over at its start for a sink
 // that drops what it had already (lan.Options.ReplayKept,

@@ -1,6 +1,7 @@
 package installation
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -548,7 +549,7 @@ func (in *Installer) Pause(id int, reason string) (RunStatus, error) {
 		if r.State != RunRunning {
 			return fmt.Errorf("%w: run %d is %s", ErrState, id, r.State)
 		}
-		r.State, r.Reason = RunPaused, firstNonEmpty(reason, "paused by an operator")
+		r.State, r.Reason = RunPaused, cmp.Or(reason, "paused by an operator")
 		return nil
 	})
 }
@@ -578,16 +579,9 @@ func (in *Installer) Abort(id int, reason string) (RunStatus, error) {
 		if r.State != RunRunning && r.State != RunPaused {
 			return fmt.Errorf("%w: run %d is %s", ErrState, id, r.State)
 		}
-		r.State, r.Reason = RunAborted, firstNonEmpty(reason, "aborted by an operator")
+		r.State, r.Reason = RunAborted, cmp.Or(reason, "aborted by an operator")
 		return nil
 	})
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // setState changes the active run durably.
@@ -913,7 +907,7 @@ func (in *Installer) applyInRun(ctx context.Context, rm *runMem, desc *Descripti
 		return
 	}
 	if state, ok := phaseState(b.Phase); ok && in.o.Shared != nil {
-		in.publish(BoardPlan{Board: id, State: state, Summary: firstNonEmpty(b.Error, b.Summary), Error: b.Error}, rev, runID, b.Updated)
+		in.publish(BoardPlan{Board: id, State: state, Summary: cmp.Or(b.Error, b.Summary), Error: b.Error}, rev, runID, b.Updated)
 	}
 	if in.o.Audit != nil && (diff == nil || !diff.Empty() || err != nil) {
 		reason := b.Summary

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/holofleet/holofleet/gateway/auth"
+	"github.com/holofleet/holofleet/gateway/rest"
 )
 
 // timeZero: content files carry no modification time worth sending.
@@ -71,19 +72,6 @@ type handler struct {
 	guard *auth.Guard
 }
 
-// errorJSON writes {"error", "message"} with status.
-func errorJSON(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
 // outcome maps an error to its status, REST code and audit code.
 func outcome(err error) (int, string, string) {
 	var pe *ParseError
@@ -112,23 +100,8 @@ func outcome(err error) (int, string, string) {
 // of a cluster goes as the caller's, and is decided and audited for the
 // caller there (gateway/cluster's routed requests).
 func (h *handler) door(w http.ResponseWriter, r *http.Request, verb auth.Verb, name string) (*http.Request, *auth.Pending, bool) {
-	c := auth.CallerOfHTTP(r)
-	a := auth.Attributes{Surface: auth.SurfaceREST, Verb: verb, Resource: auth.ResInstallation, Name: name,
-		Operation: r.Method + " " + r.URL.Path, Client: r.RemoteAddr, Agent: r.UserAgent(), RequestID: auth.RequestIDFrom(r.Context())}
-	id, err := h.guard.Identify(c)
-	if err != nil {
-		h.guard.Refuse(a, err)
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		errorJSON(w, http.StatusUnauthorized, "unauthenticated", err.Error())
-		return r, nil, false
-	}
-	a.Who = id
-	p, err := h.guard.Check(a)
-	if err != nil {
-		errorJSON(w, http.StatusForbidden, "permission_denied", err.Error())
-		return r, nil, false
-	}
-	return r.WithContext(auth.WithIdentity(r.Context(), id)), p, true
+	return h.guard.AdmitHTTP(w, r, auth.Attributes{Verb: verb, Resource: auth.ResInstallation, Name: name,
+		Operation: r.Method + " " + r.URL.Path})
 }
 
 func (h *handler) fail(w http.ResponseWriter, p *auth.Pending, err error) {
@@ -136,7 +109,7 @@ func (h *handler) fail(w http.ResponseWriter, p *auth.Pending, err error) {
 	if p != nil {
 		p.Done(acode)
 	}
-	errorJSON(w, status, code, err.Error())
+	rest.Error(w, status, code, err.Error())
 }
 
 // read answers a viewer's request: the door for name, then get's value
@@ -151,7 +124,7 @@ func (h *handler) read(w http.ResponseWriter, r *http.Request, name string, get 
 		h.fail(w, nil, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	rest.JSON(w, http.StatusOK, v)
 }
 
 // change answers a request that changes something: the door for verb
@@ -168,7 +141,7 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, verb auth.Verb,
 		return
 	}
 	p.Done(auth.CodeOK)
-	writeJSON(w, http.StatusOK, v)
+	rest.JSON(w, http.StatusOK, v)
 }
 
 // started is the answer of a request that started a run.
@@ -403,7 +376,7 @@ func (h *handler) control(w http.ResponseWriter, r *http.Request) {
 	case "resume":
 		need = auth.VerbUpdate
 	default:
-		errorJSON(w, http.StatusNotFound, "not_found", "no such action "+strings.TrimSpace(verb))
+		rest.Error(w, http.StatusNotFound, "not_found", "no such action "+strings.TrimSpace(verb))
 		return
 	}
 	h.change(w, r, need, verb+" run "+r.PathValue("id"), func(r *http.Request) (any, error) {

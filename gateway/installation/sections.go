@@ -470,7 +470,7 @@ func (in *Installer) applySections(d *Description, rev Revision) (*sectionsSet, 
 			old, had := byName[name]
 			switch c.Op {
 			case OpAdd, OpChange:
-				if _, err := in.o.Cues.Put(cloneList(want[name])); err != nil {
+				if _, err := in.o.Cues.Put(want[name].Clone()); err != nil {
 					return fail(fmt.Errorf("cuelists: saving %s: %w", name, err))
 				}
 				if had {
@@ -494,14 +494,6 @@ func (in *Installer) applySections(d *Description, rev Revision) (*sectionsSet, 
 
 func clonePatch(p *dmx.Patch) *dmx.Patch {
 	return &dmx.Patch{Fixtures: slices.Clone(p.Fixtures), Universes: slices.Clone(p.Universes)}
-}
-
-func cloneList(l cue.List) cue.List {
-	l.Cues = slices.Clone(l.Cues)
-	for i := range l.Cues {
-		l.Cues[i].Actions = slices.Clone(l.Cues[i].Actions)
-	}
-	return l
 }
 
 // exportSections reads the gateway's live patch and cue lists into d

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
 // FuzzStream feeds arbitrary bytes to the SSE reader: it never panics,
@@ -23,7 +25,7 @@ func FuzzStream(f *testing.F) {
 		w.follow(ctx, cancel, &http.Response{Body: io.NopCloser(strings.NewReader(in))})
 		var last uint16
 		for _, h := range sink.Hs[""] {
-			if !seqAfter(h.Seq, last) {
+			if !fleet.SeqAfter(h.Seq, last) {
 				t.Fatalf("seq %d after %d", h.Seq, last)
 			}
 			last = h.Seq

@@ -289,23 +289,14 @@ func (w *watcher) dispatch(kind, id string, data []byte) {
 	}
 	if w.replayCheck {
 		w.replayCheck = false
-		if w.lastSeq != 0 && !seqAfter(seq, w.lastSeq) {
+		if w.lastSeq != 0 && !fleet.SeqAfter(seq, w.lastSeq) {
 			w.restarted("event numbers started over")
 		}
 	}
-	if !seqAfter(seq, w.lastSeq) {
+	if !fleet.SeqAfter(seq, w.lastSeq) {
 		return // seen already
 	}
 	w.lastSeq = seq
 	h.Data = append(json.RawMessage(nil), data...)
 	w.sink.Happened(w.b.ref, []fleet.Happening{h})
-}
-
-// seqAfter reports whether happening number a comes after b (b 0: all do).
-func seqAfter(a, b uint16) bool {
-	if b == 0 {
-		return a != 0
-	}
-	d := a - b
-	return d != 0 && d < 1<<15
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -125,12 +124,4 @@ func (c *Fleet) Collect(ch chan<- prometheus.Metric) {
 	counter(c.unattributed, st.Unattributed)
 	counter(c.persistErrors, st.PersistErrors)
 	ch <- prometheus.MustNewConstMetric(c.watchers, prometheus.GaugeValue, float64(st.Watchers))
-}
-
-// lineName is a line driver's name without its "rs485:" prefix.
-func lineName(driver string) string {
-	if rest, ok := strings.CutPrefix(driver, "rs485:"); ok {
-		return rest
-	}
-	return driver
 }

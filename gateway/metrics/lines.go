@@ -74,7 +74,7 @@ func (c *Lines) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Lines) Collect(ch chan<- prometheus.Metric) {
 	for driver, st := range c.src() {
-		line := lineName(driver)
+		line := fleet.LineName(driver)
 		for _, m := range c.cs {
 			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.get(st), line)
 		}

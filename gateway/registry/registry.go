@@ -103,18 +103,14 @@ type Registry struct {
 // behind their back.
 func Open(db *store.DB) (*Registry, error) {
 	r := &Registry{bucket: db.Bucket(Bucket), recs: map[string]Record{}}
-	keys, err := r.bucket.Keys()
-	if err != nil {
-		return nil, fmt.Errorf("registry: %w", err)
-	}
-	for _, k := range keys {
-		var rec Record
-		if _, err := r.bucket.Get(k, &rec); err != nil {
-			return nil, fmt.Errorf("registry: %w", err)
-		}
+	err := store.Each(r.bucket, func(k string, rec Record) error {
 		rec.ID = k
 		rec.normal()
 		r.recs[k] = rec
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
 	}
 	return r, nil
 }

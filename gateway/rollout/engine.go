@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -483,7 +484,7 @@ func (e *Engine) Pause(ctx context.Context, id, reason string) (Status, error) {
 		if x.State != StateRunning {
 			return fmt.Errorf("%w: %s is %s", ErrState, id, x.State)
 		}
-		x.State, x.Reason = StatePaused, firstNonEmpty(reason, "paused by an operator")
+		x.State, x.Reason = StatePaused, cmp.Or(reason, "paused by an operator")
 		return nil
 	})
 }
@@ -526,7 +527,7 @@ func (e *Engine) Abort(ctx context.Context, id, reason string) (Status, error) {
 		if x.State != StateRunning && x.State != StatePaused {
 			return fmt.Errorf("%w: %s is %s", ErrState, id, x.State)
 		}
-		x.State, x.Reason = StateAborted, firstNonEmpty(reason, "aborted by an operator")
+		x.State, x.Reason = StateAborted, cmp.Or(reason, "aborted by an operator")
 		return nil
 	})
 }
@@ -542,16 +543,9 @@ func (e *Engine) Revert(ctx context.Context, id, reason string) (Status, error) 
 		if x.State == StateReverting || x.State == StateReverted {
 			return fmt.Errorf("%w: %s is %s", ErrState, id, x.State)
 		}
-		x.State, x.Reason, x.Finished = StateReverting, firstNonEmpty(reason, "reverted by an operator"), false
+		x.State, x.Reason, x.Finished = StateReverting, cmp.Or(reason, "reverted by an operator"), false
 		return nil
 	})
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Run drives the rollouts until ctx ends, then waits for its board

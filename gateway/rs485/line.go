@@ -194,7 +194,7 @@ func New(o Options) *Line {
 			o.Addresses = append(o.Addresses, a)
 		}
 	}
-	l := &Line{o: o, name: "rs485:" + o.Name, clk: o.Clock, cmds: make(chan *job, 64), closed: make(chan struct{}),
+	l := &Line{o: o, name: fleet.LinePrefix + o.Name, clk: o.Clock, cmds: make(chan *job, 64), closed: make(chan struct{}),
 		boards: map[int]*board{}, wbuf: make([]byte, 0, jsonline.MaxLine+frame.MaxWireLen)}
 	l.log = o.Log.With("line", l.name, "transport", l.name)
 	l.o.ReplyWait = defaults.Positive(o.ReplyWait, DefaultReplyWait)

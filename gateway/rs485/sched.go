@@ -444,20 +444,11 @@ func (l *Line) gotStatus(b *board, sb frame.StatusBlock) {
 		}
 		// The latest event number only grows (wrapping at 65535); a
 		// smaller one means the numbering started over.
-		if sb.Seq != old.Seq && !seqAfter(sb.Seq, old.Seq) {
+		if sb.Seq != old.Seq && !fleet.SeqAfter(sb.Seq, old.Seq) {
 			l.restarted(b)
 		}
 	}
 	b.status, b.haveStatus = sb, true
-}
-
-// seqAfter reports whether happening number a comes after b (b 0: all do).
-func seqAfter(a, b uint16) bool {
-	if b == 0 {
-		return a != 0
-	}
-	d := a - b
-	return d != 0 && d < 1<<15
 }
 
 // follow runs one follow-up of b.
@@ -755,7 +746,7 @@ func (l *Line) happened(b *board, body []byte) (int, bool) {
 	}
 	fresh := hs[:0]
 	for _, h := range hs {
-		if !seqAfter(h.Seq, b.lastSeq) {
+		if !fleet.SeqAfter(h.Seq, b.lastSeq) {
 			continue
 		}
 		b.lastSeq = h.Seq
@@ -781,7 +772,7 @@ func (l *Line) doubt(b *board, hs []fleet.Happening, lost int) string {
 	if b.lastSeq == 0 || len(hs) == 0 || b.doubts >= maxDoubts {
 		return ""
 	}
-	i := slices.IndexFunc(hs, func(h fleet.Happening) bool { return seqAfter(h.Seq, b.lastSeq) })
+	i := slices.IndexFunc(hs, func(h fleet.Happening) bool { return fleet.SeqAfter(h.Seq, b.lastSeq) })
 	switch {
 	case i < 0:
 		return "no new happening"
