@@ -782,7 +782,7 @@ func TestAlertsFireWhenBrokerStops(t *testing.T) {
 	t.Parallel()
 	port := freePort(t)
 	broker := startMosquitto(t, port)
-	base, _, _ := startStoppable(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "2", "--demo-groups", "1",
+	base, _, _ := startStoppable(t, "demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "8", "--demo-groups", "1",
 		"--mqtt", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--mqtt-spool-max", "60")
 	waitFor(t, "the bridge connected to Mosquitto", 30*time.Second, func() bool {
 		fams, _ := scrapeFamilies(t, base)
@@ -790,28 +790,35 @@ func TestAlertsFireWhenBrokerStops(t *testing.T) {
 	})
 	waitFor(t, "the demo boards online", 30*time.Second, func() bool {
 		_, body := get(t, base+"/v1/boards?online=true", "")
-		return strings.Count(body, `"id"`) >= 2
+		return strings.Count(body, `"id"`) >= 8
 	})
 	// The broker stops, as systemctl stop mosquitto would.
 	if err := broker.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	_ = broker.Wait()
+	stalledWatcher(t, base)
 	stopScenes := fireScenes(t, base)
 	var before, after map[string]*dto.MetricFamily
 	var atBefore, atAfter time.Time
-	waitFor(t, "the bridge disconnected and dropping", 60*time.Second, func() bool {
+	dropping := func(fams map[string]*dto.MetricFamily) bool {
+		return familySum(fams, "holo_mqtt_dropped_total", "") > 0 && familySum(fams, "holo_gateway_events_dropped_total", "") > 0
+	}
+	waitFor(t, "the bridge disconnected and dropping, the stalled watcher cut off", 60*time.Second, func() bool {
 		before, atBefore = scrapeFamilies(t, base)
-		return familySum(before, "holo_mqtt_connected", "") == 0 && familySum(before, "holo_mqtt_dropped_total", "") > 0
+		return familySum(before, "holo_mqtt_connected", "") == 0 && dropping(before)
 	})
 	waitFor(t, "more drops, 2 s on", 60*time.Second, func() bool {
 		after, atAfter = scrapeFamilies(t, base)
-		return atAfter.Sub(atBefore) >= 2*time.Second && familySum(after, "holo_mqtt_dropped_total", "") > familySum(before, "holo_mqtt_dropped_total", "")
+		return atAfter.Sub(atBefore) >= 2*time.Second && familySum(after, "holo_mqtt_dropped_total", "") > familySum(before, "holo_mqtt_dropped_total", "") &&
+			familySum(after, "holo_gateway_events_dropped_total", "") > familySum(before, "holo_gateway_events_dropped_total", "")
 	})
 	stopScenes()
-	t.Logf("between the scrapes (%v): spool %.0f -> %.0f, dropped %.0f -> %.0f", atAfter.Sub(atBefore).Round(time.Millisecond),
+	t.Logf("between the scrapes (%v): spool %.0f -> %.0f, dropped %.0f -> %.0f, events dropped by the stalled watcher %.0f -> %.0f",
+		atAfter.Sub(atBefore).Round(time.Millisecond),
 		familySum(before, "holo_mqtt_spool_messages", ""), familySum(after, "holo_mqtt_spool_messages", ""),
-		familySum(before, "holo_mqtt_dropped_total", ""), familySum(after, "holo_mqtt_dropped_total", ""))
+		familySum(before, "holo_mqtt_dropped_total", ""), familySum(after, "holo_mqtt_dropped_total", ""),
+		familySum(before, "holo_gateway_events_dropped_total", ""), familySum(after, "holo_gateway_events_dropped_total", ""))
 	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
 	runPromtool(t, promtool, step, []any{map[string]any{
 		"name":         "the demo with its MQTT broker stopped and a small spool",
@@ -820,6 +827,7 @@ func TestAlertsFireWhenBrokerStops(t *testing.T) {
 		"alert_rule_test": []any{
 			expectAlert("HoloMQTTDisconnected", "warning", "20m", nil),
 			expectAlert("HoloMQTTMessagesDropped", "critical", "20m", nil),
+			expectAlert("HoloEventsDropped", "warning", "20m", nil),
 		},
 	}})
 }

@@ -21,8 +21,12 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/holofleet/holofleet/bus/testbin"
+	"github.com/holofleet/holofleet/gateway/api"
+	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
 // gatewayBinary is the holo-gateway the tests run: $HOLO_GATEWAY_BIN, or
@@ -144,4 +148,29 @@ func udpConn(t *testing.T, addr string) *net.UDPConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// stalledWatcher opens a gRPC event stream on the gateway at base and
+// never reads it, as a client that hangs would: the stream's flow-control
+// window is held at 64 KiB (a fixed window turns off gRPC's growing of
+// it), so once that much is on its way the gateway's sends wait and the
+// watcher's queue fills. The stream stays open until the test ends.
+func stalledWatcher(t *testing.T, base string) {
+	t.Helper()
+	conn, err := grpc.NewClient(strings.TrimPrefix(base, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := fleetv1.NewFleetServiceClient(conn).WatchEvents(ctx, &fleetv1.WatchEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The headers come once the watch is in place; nothing is read after.
+	if md, err := stream.Header(); err != nil || len(md.Get(api.WatchHeader)) == 0 {
+		t.Fatal("event stream not watching:", md, err)
+	}
 }
