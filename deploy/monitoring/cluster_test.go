@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +23,10 @@ import (
 // over which fire HoloClusterGatewayDown (it has taken the killed one for
 // dead), HoloClusterPartitioned (cut off from the engine),
 // HoloClusterCoordinator (no gateway holds the rollout lease) and
-// HoloClusterEventsBacklog (its boards' events wait for the engine).
+// HoloClusterEventsBacklog (its boards' events wait for the engine). The
+// scenes go on until the events waiting reach --cluster-queue-max (1,100
+// here; 262,144 by default, an hour of this traffic) and the oldest are
+// dropped: two more scrapes then fire HoloClusterEventsLost.
 func TestAlertsFireInCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -47,7 +51,7 @@ func TestAlertsFireInCluster(t *testing.T) {
 	gw := func(name string) []string {
 		return []string{"demo", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--demo-boards", "8", "--demo-groups", "1", "--no-mqtt",
 			"--name", name, "--cluster", url, "--cluster-credentials", creds, "--cluster-listen", "127.0.0.1:0",
-			"--cluster-heartbeat", "500ms", "--cluster-dead-after", "3s", "--cluster-lease", "3s"}
+			"--cluster-heartbeat", "500ms", "--cluster-dead-after", "3s", "--cluster-lease", "3s", "--cluster-queue-max", strconv.Itoa(clusterQueueMax)}
 	}
 	base, _, _ := startStoppable(t, gw("gw1")...)
 	_, _, _, kill2 := startProcess(t, gw("gw2")...)
@@ -79,11 +83,39 @@ func TestAlertsFireInCluster(t *testing.T) {
 		after, atAfter = scrapeFamilies(t, base)
 		return atAfter.Sub(atBefore) >= 2*time.Second && familySum(after, "holo_gateway_cluster_events_pending", "") > 1000
 	})
+	// The engine stays away: the queue fills to --cluster-queue-max and
+	// the oldest events are dropped from then on.
+	lost := func(fams map[string]*dto.MetricFamily) float64 {
+		return familySum(fams, "holo_gateway_cluster_events_lost_total", "")
+	}
+	var full, fuller map[string]*dto.MetricFamily
+	var atFull, atFuller time.Time
+	waitFor(t, "the queue full and events dropped", 90*time.Second, func() bool {
+		full, atFull = scrapeFamilies(t, base)
+		return lost(full) > 0
+	})
+	waitFor(t, "more events dropped, 2 s on", 60*time.Second, func() bool {
+		fuller, atFuller = scrapeFamilies(t, base)
+		return atFuller.Sub(atFull) >= 2*time.Second && lost(fuller) > lost(full)
+	})
 	stopScenes()
-	t.Logf("between the scrapes (%v): events pending %.0f -> %.0f", atAfter.Sub(atBefore).Round(time.Millisecond),
-		familySum(before, "holo_gateway_cluster_events_pending", ""), familySum(after, "holo_gateway_cluster_events_pending", ""))
+	t.Logf("between the scrapes (%v): events pending %.0f -> %.0f; once full (%v): %.0f waiting, %.0f -> %.0f dropped",
+		atAfter.Sub(atBefore).Round(time.Millisecond),
+		familySum(before, "holo_gateway_cluster_events_pending", ""), familySum(after, "holo_gateway_cluster_events_pending", ""),
+		atFuller.Sub(atFull).Round(time.Millisecond), familySum(fuller, "holo_gateway_cluster_events_pending", ""), lost(full), lost(fuller))
+	if n := familySum(fuller, "holo_gateway_cluster_events_pending", ""); n != clusterQueueMax {
+		t.Errorf("%v events waiting with the queue full, want --cluster-queue-max %d", n, clusterQueueMax)
+	}
 	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
+	fullStep := max(atFuller.Sub(atFull).Round(time.Second), time.Second)
 	runPromtool(t, promtool, step, []any{map[string]any{
+		"name":         "a cluster gateway whose queue for the engine is full",
+		"interval":     fullStep.String(),
+		"input_series": promtoolSeries(full, fuller, int((20*time.Minute)/fullStep), oneOff, nil),
+		"alert_rule_test": []any{
+			expectAlert("HoloClusterEventsLost", "critical", "20m", map[string]string{"gateway": "gw1"}),
+		},
+	}, map[string]any{
 		"name":         "a cluster gateway after its peer crashed and the engine stopped",
 		"interval":     step.String(),
 		"input_series": promtoolSeries(before, after, int((20*time.Minute)/step), oneOff, growing),
@@ -97,6 +129,11 @@ func TestAlertsFireInCluster(t *testing.T) {
 		},
 	}})
 }
+
+// clusterQueueMax is the gateways' --cluster-queue-max in
+// TestAlertsFireInCluster: above the 1,000 events HoloClusterEventsBacklog
+// asks for, reached in seconds of scenes.
+const clusterQueueMax = 1100
 
 // natsServerBin is the Debian nats-server; tests needing it skip without
 // it, except in CI, which installs it.
