@@ -29,6 +29,10 @@ import (
 	fleetv1 "github.com/holofleet/holofleet/proto/holo/fleet/v1"
 )
 
+// TestMain runs every test of the package at once: each waits on its own
+// gateways, brokers and promtool, the test process itself computes little.
+func TestMain(m *testing.M) { testbin.RunParallel(m, 8) }
+
 // gatewayBinary is the holo-gateway the tests run: $HOLO_GATEWAY_BIN, or
 // one built from this tree (testbin keeps it between runs).
 func gatewayBinary(t *testing.T) string {
