@@ -28,12 +28,8 @@ import (
 // here; 262,144 by default, an hour of this traffic) and the oldest are
 // dropped: two more scrapes then fire HoloClusterEventsLost.
 func TestAlertsFireInCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	promtool := promtoolBin(t)
+	promtool := alertTest(t, "a cluster")
 	nats := natsServerBin(t)
-	t.Parallel()
 
 	port := freePort(t)
 	natsCmd := exec.Command(nats, "-n", "alerts", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", t.TempDir())
@@ -72,62 +68,41 @@ func TestAlertsFireInCluster(t *testing.T) {
 	}
 	<-natsDone
 	stopScenes := fireScenes(t, base)
-	var before, after map[string]*dto.MetricFamily
-	var atBefore, atAfter time.Time
-	waitFor(t, "gw1 partitioned, without a coordinator, its events waiting", 60*time.Second, func() bool {
-		before, atBefore = scrapeFamilies(t, base)
-		return familySum(before, "holo_gateway_cluster_partitioned", "") == 1 && familySum(before, "holo_gateway_cluster_coordinator", "") == 0 &&
-			familySum(before, "holo_gateway_cluster_events_pending", "") > 0
-	})
-	waitFor(t, "more than 1000 events waiting, 2 s on", 90*time.Second, func() bool {
-		after, atAfter = scrapeFamilies(t, base)
-		return atAfter.Sub(atBefore) >= 2*time.Second && familySum(after, "holo_gateway_cluster_events_pending", "") > 1000
-	})
+	sum := func(fams map[string]*dto.MetricFamily, name string) float64 { return familySum(fams, name, "") }
+	pending := func(fams map[string]*dto.MetricFamily) float64 {
+		return sum(fams, "holo_gateway_cluster_events_pending")
+	}
+	cut := scrapeWhile(t, base, "gw1 partitioned, without a coordinator, its events waiting", 90*time.Second,
+		func(f map[string]*dto.MetricFamily) bool {
+			return sum(f, "holo_gateway_cluster_partitioned") == 1 && sum(f, "holo_gateway_cluster_coordinator") == 0 && pending(f) > 0
+		},
+		func(_, a map[string]*dto.MetricFamily) bool { return pending(a) > 1000 })
 	// The engine stays away: the queue fills to --cluster-queue-max and
 	// the oldest events are dropped from then on.
 	lost := func(fams map[string]*dto.MetricFamily) float64 {
-		return familySum(fams, "holo_gateway_cluster_events_lost_total", "")
+		return sum(fams, "holo_gateway_cluster_events_lost_total")
 	}
-	var full, fuller map[string]*dto.MetricFamily
-	var atFull, atFuller time.Time
-	waitFor(t, "the queue full and events dropped", 90*time.Second, func() bool {
-		full, atFull = scrapeFamilies(t, base)
-		return lost(full) > 0
-	})
-	waitFor(t, "more events dropped, 2 s on", 60*time.Second, func() bool {
-		fuller, atFuller = scrapeFamilies(t, base)
-		return atFuller.Sub(atFull) >= 2*time.Second && lost(fuller) > lost(full)
-	})
+	full := scrapeWhile(t, base, "the queue full and events dropped", 90*time.Second,
+		func(f map[string]*dto.MetricFamily) bool { return lost(f) > 0 },
+		func(b, a map[string]*dto.MetricFamily) bool { return lost(a) > lost(b) })
 	stopScenes()
 	t.Logf("between the scrapes (%v): events pending %.0f -> %.0f; once full (%v): %.0f waiting, %.0f -> %.0f dropped",
-		atAfter.Sub(atBefore).Round(time.Millisecond),
-		familySum(before, "holo_gateway_cluster_events_pending", ""), familySum(after, "holo_gateway_cluster_events_pending", ""),
-		atFuller.Sub(atFull).Round(time.Millisecond), familySum(fuller, "holo_gateway_cluster_events_pending", ""), lost(full), lost(fuller))
-	if n := familySum(fuller, "holo_gateway_cluster_events_pending", ""); n != clusterQueueMax {
+		cut.between().Round(time.Millisecond), pending(cut.before), pending(cut.after),
+		full.between().Round(time.Millisecond), pending(full.after), lost(full.before), lost(full.after))
+	if n := pending(full.after); n != clusterQueueMax {
 		t.Errorf("%v events waiting with the queue full, want --cluster-queue-max %d", n, clusterQueueMax)
 	}
-	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
-	fullStep := max(atFuller.Sub(atFull).Round(time.Second), time.Second)
-	runPromtool(t, promtool, step, []any{map[string]any{
-		"name":         "a cluster gateway whose queue for the engine is full",
-		"interval":     fullStep.String(),
-		"input_series": promtoolSeries(full, fuller, int((20*time.Minute)/fullStep), oneOff, nil),
-		"alert_rule_test": []any{
-			expectAlert("HoloClusterEventsLost", "critical", "20m", map[string]string{"gateway": "gw1"}),
-		},
-	}, map[string]any{
-		"name":         "a cluster gateway after its peer crashed and the engine stopped",
-		"interval":     step.String(),
-		"input_series": promtoolSeries(before, after, int((20*time.Minute)/step), oneOff, growing),
-		"alert_rule_test": []any{
+	runPromtool(t, promtool, cut.step(), []any{
+		full.test("a cluster gateway whose queue for the engine is full", 20*time.Minute, nil,
+			expectAlert("HoloClusterEventsLost", "critical", "20m", map[string]string{"gateway": "gw1"})),
+		cut.test("a cluster gateway after its peer crashed and the engine stopped", 20*time.Minute, growing,
 			expectAlert("HoloClusterPartitioned", "critical", "20m", map[string]string{"gateway": "gw1"}),
 			map[string]any{"alertname": "HoloClusterGatewayDown", "eval_time": "20m", "exp_alerts": []any{map[string]any{
 				"exp_labels": map[string]string{"severity": "critical", "job": alertJob, "peer": "gw2"}}}},
 			map[string]any{"alertname": "HoloClusterCoordinator", "eval_time": "20m", "exp_alerts": []any{map[string]any{
 				"exp_labels": map[string]string{"severity": "warning", "job": alertJob}}}},
-			expectAlert("HoloClusterEventsBacklog", "warning", "20m", map[string]string{"gateway": "gw1"}),
-		},
-	}})
+			expectAlert("HoloClusterEventsBacklog", "warning", "20m", map[string]string{"gateway": "gw1"})),
+	})
 }
 
 // clusterQueueMax is the gateways' --cluster-queue-max in

@@ -23,11 +23,7 @@ import (
 // lost (HoloAuditRecordsDropped). Two scrapes while that goes on become
 // promtool series as in TestAlertsFireInDemo.
 func TestAlertsFireOnFullDisk(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a simulated installation")
-	}
-	promtool := promtoolBin(t)
-	t.Parallel()
+	promtool := alertTest(t, "a simulated installation")
 	if !tmpfs.Isolate(t, "HOLO_GATEWAY_BIN="+gatewayBinary(t)) {
 		return
 	}
@@ -75,32 +71,20 @@ func TestAlertsFireOnFullDisk(t *testing.T) {
 	failing := func(fams map[string]*dto.MetricFamily) (registry, audit float64) {
 		return familySum(fams, "holo_gateway_registry_write_errors_total", ""), familySum(fams, "holo_gateway_audit_dropped_total", "")
 	}
-	var before, after map[string]*dto.MetricFamily
-	var atBefore, atAfter time.Time
-	waitFor(t, "registry writes failing and audit records lost", 60*time.Second, func() bool {
-		before, atBefore = scrapeFamilies(t, base)
-		r, a := failing(before)
-		return r > 0 && a > 0
-	})
-	waitFor(t, "more of both, 2 s on", 60*time.Second, func() bool {
-		after, atAfter = scrapeFamilies(t, base)
-		r0, a0 := failing(before)
-		r, a := failing(after)
-		return atAfter.Sub(atBefore) >= 2*time.Second && r > r0 && a > a0
-	})
+	sc := scrapeWhile(t, base, "registry writes failing and audit records lost", 60*time.Second,
+		func(f map[string]*dto.MetricFamily) bool { r, a := failing(f); return r > 0 && a > 0 },
+		func(before, after map[string]*dto.MetricFamily) bool {
+			r0, a0 := failing(before)
+			r, a := failing(after)
+			return r > r0 && a > a0
+		})
 	stopLabels()
-	r0, a0 := failing(before)
-	r, a := failing(after)
+	r0, a0 := failing(sc.before)
+	r, a := failing(sc.after)
 	t.Logf("between the scrapes (%v): registry write errors %.0f -> %.0f, audit records lost %.0f -> %.0f",
-		atAfter.Sub(atBefore).Round(time.Millisecond), r0, r, a0, a)
-	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
-	runPromtool(t, promtool, step, []any{map[string]any{
-		"name":         "the demo with its data on a full disk while a board is labelled",
-		"interval":     step.String(),
-		"input_series": promtoolSeries(before, after, int((20*time.Minute)/step), oneOff, nil),
-		"alert_rule_test": []any{
-			expectAlert("HoloRegistryWriteErrors", "critical", "20m", nil),
-			expectAlert("HoloAuditRecordsDropped", "warning", "20m", nil),
-		},
-	}})
+		sc.between().Round(time.Millisecond), r0, r, a0, a)
+	runPromtool(t, promtool, sc.step(), []any{sc.test("the demo with its data on a full disk while a board is labelled", 20*time.Minute, nil,
+		expectAlert("HoloRegistryWriteErrors", "critical", "20m", nil),
+		expectAlert("HoloAuditRecordsDropped", "warning", "20m", nil),
+	)})
 }

@@ -1,14 +1,10 @@
 package monitoring_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"image/color"
-	"io"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,11 +37,7 @@ func (s slowStrip) Write(px []color.RGBA) error {
 // become promtool series as in TestAlertsFireInDemo, over which
 // HoloFireSkew fires.
 func TestAlertsFireOnSlowBoard(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a simulated installation")
-	}
-	promtool := promtoolBin(t)
-	t.Parallel()
+	promtool := alertTest(t, "a simulated installation")
 	hw := board.SimHardware(clock.Real)
 	hw.Strip = slowStrip{LEDStrip: hw.Strip, d: 200 * time.Millisecond}
 	slow := boardtest.StartInProcess(t, boardtest.InProcOptions{Hardware: hw})
@@ -59,28 +51,13 @@ func TestAlertsFireOnSlowBoard(t *testing.T) {
 	})
 
 	// The show controller: a timed change of both boards ten times a
-	// second, its moment 100 ms past when it is sent.
+	// second (a new colour each time: a change to show), its moment 100 ms
+	// past when it is sent.
 	sel, _ := json.Marshal(ids)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
-	t.Cleanup(cancel)
-	wg.Go(func() {
-		for colour := 0; ctx.Err() == nil; colour++ { // a new colour each time: a change to show
-			at := time.Now().Add(-100 * time.Millisecond).UTC().Format(time.RFC3339Nano)
-			resp, err := http.Post(base+"/v1/actions", "application/json", strings.NewReader(fmt.Sprintf(
-				`{"selector":{"boards":%s},"kind":"leds","body":{"mode":"solid","colour":"#%06x"},"fire_at":%q}`, sel, colour*997+1, at)))
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+	stop := postEvery(t, base+"/v1/actions", 100*time.Millisecond, func(colour int) string {
+		at := time.Now().Add(-100 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+		return fmt.Sprintf(`{"selector":{"boards":%s},"kind":"leds","body":{"mode":"solid","colour":"#%06x"},"fire_at":%q}`, sel, colour*997+1, at)
 	})
-
 	skew := func(fams map[string]*dto.MetricFamily) (fires, seconds float64) {
 		for _, m := range fams["holo_gateway_fire_skew_seconds"].GetMetric() {
 			return float64(m.GetHistogram().GetSampleCount()), m.GetHistogram().GetSampleSum()
@@ -88,28 +65,14 @@ func TestAlertsFireOnSlowBoard(t *testing.T) {
 		return 0, 0
 	}
 	fires := func(fams map[string]*dto.MetricFamily) float64 { n, _ := skew(fams); return n }
-	var before, after map[string]*dto.MetricFamily
-	var atBefore, atAfter time.Time
-	waitFor(t, "fires of both boards", 30*time.Second, func() bool {
-		before, atBefore = scrapeFamilies(t, base)
-		return fires(before) > 0
-	})
-	waitFor(t, "more fires, 2 s on", 30*time.Second, func() bool {
-		after, atAfter = scrapeFamilies(t, base)
-		return atAfter.Sub(atBefore) >= 2*time.Second && fires(after) > fires(before)
-	})
-	cancel()
-	n0, s0 := skew(before)
-	n, s := skew(after)
+	sc := scrapeWhile(t, base, "fires of both boards", 30*time.Second,
+		func(f map[string]*dto.MetricFamily) bool { return fires(f) > 0 },
+		func(b, a map[string]*dto.MetricFamily) bool { return fires(a) > fires(b) })
+	stop()
+	n0, s0 := skew(sc.before)
+	n, s := skew(sc.after)
 	t.Logf("between the scrapes (%v): %.0f fires of both boards, their changes %.3f s apart on average",
-		atAfter.Sub(atBefore).Round(time.Millisecond), n-n0, (s-s0)/(n-n0))
-	step := max(atAfter.Sub(atBefore).Round(time.Second), time.Second)
-	runPromtool(t, promtool, step, []any{map[string]any{
-		"name":         "the demo firing a fast and a slow board together",
-		"interval":     step.String(),
-		"input_series": promtoolSeries(before, after, int((20*time.Minute)/step), oneOff, nil),
-		"alert_rule_test": []any{
-			expectAlert("HoloFireSkew", "warning", "20m", nil),
-		},
-	}})
+		sc.between().Round(time.Millisecond), n-n0, (s-s0)/(n-n0))
+	runPromtool(t, promtool, sc.step(), []any{sc.test("the demo firing a fast and a slow board together", 20*time.Minute, nil,
+		expectAlert("HoloFireSkew", "warning", "20m", nil))})
 }
