@@ -3,39 +3,25 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/holofleet/holofleet/bus/testbin"
 	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/boardtest"
 )
 
 // parallel is how many tests of this package run at once unless -parallel
 // says otherwise: they spend their time waiting on holo-board processes
-// (starting, restarting, serving), not computing, so go test's default of
-// GOMAXPROCS would leave a two-core machine mostly idle.
+// (starting, restarting, serving), not computing.
 const parallel = 4
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(parallel)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testbin.RunParallel(m, parallel) }
 
 func TestInfo(t *testing.T) {
 	t.Parallel()

@@ -28,6 +28,7 @@ type clusterFlags struct {
 	heartbeat, deadAfter  time.Duration
 	lease                 time.Duration
 	join                  time.Duration
+	queueMax              int
 }
 
 func addClusterFlags(fs *flag.FlagSet, f *clusterFlags) {
@@ -46,6 +47,7 @@ func addClusterFlags(fs *flag.FlagSet, f *clusterFlags) {
 	fs.DurationVar(&f.deadAfter, "cluster-dead-after", cluster.DefaultDeadAfter, "a gateway not heard for this long is taken for dead (its LAN boards move)")
 	fs.DurationVar(&f.lease, "cluster-lease", cluster.DefaultLease, "the rollout coordinator's lease: another gateway takes over this long after it stops renewing")
 	fs.DurationVar(&f.join, "cluster-join-timeout", 30*time.Second, "how long to wait for the engine at start")
+	fs.IntVar(&f.queueMax, "cluster-queue-max", cluster.DefaultQueueMax, "events of this gateway's boards kept in memory while the engine cannot be reached; beyond it the oldest are dropped (and counted)")
 }
 
 // check refuses bad cluster flags before anything starts.
@@ -84,6 +86,9 @@ func (f clusterFlags) check() error {
 	if f.lease <= 0 {
 		return fmt.Errorf("%w: --cluster-lease must be positive", errUsage)
 	}
+	if f.queueMax <= 0 {
+		return fmt.Errorf("%w: --cluster-queue-max must be positive", errUsage)
+	}
 	return nil
 }
 
@@ -114,7 +119,7 @@ func newCluster(ctx context.Context, e *env) (component, error) {
 		return component{}, err
 	}
 	cl, err := cluster.New(cluster.Options{Engine: eng, Local: e.fleet, Guard: e.guard, Log: e.log.With("component", "cluster"), Lines: len(e.wiring.lines),
-		Heartbeat: f.heartbeat, DeadAfter: f.deadAfter, Lease: f.lease})
+		Heartbeat: f.heartbeat, DeadAfter: f.deadAfter, Lease: f.lease, QueueMax: f.queueMax})
 	if err != nil {
 		eng.Close()
 		return component{}, err

@@ -1,25 +1,18 @@
 package audit
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/holofleet/holofleet/bus/tmpfs"
 	"github.com/holofleet/holofleet/gateway/auth"
 )
-
-// inMountNS is set in the copy of the test binary that runs inside its
-// own mount namespace (TestFullDiskCountedAndSaid).
-const inMountNS = "HOLO_AUDIT_MOUNT_NS"
 
 // TestFullDiskCountedAndSaid: records the store fails to write (a real
 // full disk: a 2 MiB tmpfs filled up) are counted as lost, so the alert
@@ -32,28 +25,10 @@ const inMountNS = "HOLO_AUDIT_MOUNT_NS"
 // copy of this test binary, so nothing outside the test sees it; where
 // the namespace cannot be made (not root, no unshare), the test skips.
 func TestFullDiskCountedAndSaid(t *testing.T) {
-	if os.Getenv(inMountNS) == "" {
-		unshare, err := exec.LookPath("unshare")
-		if err != nil {
-			t.Skip("no unshare(1) to make a mount namespace:", err)
-		}
-		if err := exec.Command(unshare, "-m", "true").Run(); err != nil {
-			t.Skip("cannot make a mount namespace (needs root):", err)
-		}
-		cmd := exec.Command(unshare, "-m", os.Args[0], "-test.run", "^TestFullDiskCountedAndSaid$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), inMountNS+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestFullDiskCountedAndSaid")) {
-			t.Fatalf("in its mount namespace: %v\n%s", err, out)
-		}
+	if !tmpfs.Isolate(t) {
 		return
 	}
-
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2m"); err != nil {
-		t.Fatal("mount a tmpfs:", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	dir := tmpfs.Mount(t, "2m")
 	db := openDB(t, filepath.Join(dir, "gw.db"))
 	t.Cleanup(func() { db.Close() }) // after the log has stopped (cleanups run last first)
 	clk := &clock{t: t0.Add(time.Minute)}
@@ -62,28 +37,7 @@ func TestFullDiskCountedAndSaid(t *testing.T) {
 	sync1(t, l)
 
 	// Fill the disk to its last byte.
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal("filling the disk:", err)
-			}
-			break
-		}
-	}
-	for n := len(chunk) / 2; n > 0; n /= 2 { // the last partial pages too
-		for {
-			if _, err := f.Write(chunk[:n]); err != nil {
-				break
-			}
-		}
-	}
-	f.Close()
+	filler := tmpfs.Fill(t, dir)
 
 	// Big enough records that a batch needs a page the disk no longer has.
 	for i := range 20 {

@@ -51,6 +51,9 @@ const (
 	DefaultEventsMaxAge = 7 * 24 * time.Hour
 	// DefaultEventsMaxBytes bounds the events stream's storage.
 	DefaultEventsMaxBytes = 1 << 30
+	// DefaultQueueMax bounds the events waiting in memory for the
+	// engine: at 1 KiB an event, 256 MiB.
+	DefaultQueueMax = 1 << 18
 	// setupAttempt bounds one try at creating a bucket or stream (a new
 	// cluster answers nothing until it has elected its meta leader).
 	setupAttempt = 3 * time.Second
@@ -94,6 +97,11 @@ type Options struct {
 	// DefaultEventsMaxAge, DefaultEventsMaxBytes).
 	EventsMaxAge   time.Duration
 	EventsMaxBytes int64
+	// QueueMax bounds the events of this gateway's boards waiting in
+	// memory while the engine cannot be reached (default
+	// DefaultQueueMax); beyond it the oldest are dropped and counted
+	// (holo_gateway_cluster_events_lost_total).
+	QueueMax int
 	// Guard decides the routed requests this gateway serves, with the
 	// policy the API uses, and audits them (its Audit); nil decides with
 	// auth.Authorize and keeps no records.
@@ -174,6 +182,7 @@ func New(o Options) (*Cluster, error) {
 	def(&o.Lease, DefaultLease)
 	def(&o.EventsMaxAge, DefaultEventsMaxAge)
 	o.EventsMaxBytes = defaults.Positive(o.EventsMaxBytes, DefaultEventsMaxBytes)
+	o.QueueMax = defaults.Positive(o.QueueMax, DefaultQueueMax)
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	c := &Cluster{o: o, eng: o.Engine, name: o.Engine.Name(), boot: hex.EncodeToString(b[:]), clk: o.Clock, log: o.Log,

@@ -12,7 +12,7 @@ package cluster
 // a failed publish the board's unacknowledged events go again from the
 // first (send).
 // Events wait in memory while the engine cannot be reached (up to
-// maxQueued; older ones are dropped then, counted) and leave when it is
+// Options.QueueMax; older ones are dropped then, counted) and leave when it is
 // back, each with a message id the engine uses to drop a repeat.
 
 import (
@@ -34,8 +34,6 @@ import (
 )
 
 const (
-	// maxQueued bounds the events waiting for the engine.
-	maxQueued = 1 << 18
 	// maxInFlight bounds the events published and not yet acknowledged.
 	maxInFlight = 1024
 	// boardWindow bounds one board's events published and not yet
@@ -223,7 +221,7 @@ func (ev *events) appendLocked(id string, es ...fleet.Event) {
 	}
 	ev.queues[id] = append(ev.queues[id], es...)
 	ev.queued += len(es)
-	for ev.queued > maxQueued {
+	for ev.queued > ev.c.o.QueueMax {
 		ev.dropOldestLocked()
 	}
 	ev.pending.Store(uint64(ev.queued))

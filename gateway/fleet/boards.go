@@ -163,7 +163,9 @@ func (f *Fleet) Board(id string) (BoardView, error) {
 }
 
 // SetLabels replaces a board's labels (an empty map clears them) and
-// saves them at once. Bad labels fail with registry.ErrBadLabel.
+// saves them at once. Bad labels fail with registry.ErrBadLabel; a failed
+// save keeps the old labels and counts in Stats.PersistErrors, as the
+// background writes do.
 func (f *Fleet) SetLabels(id string, labels map[string]string) (BoardView, error) {
 	if err := registry.ValidateLabels(labels); err != nil {
 		return BoardView{}, err
@@ -187,6 +189,7 @@ func (f *Fleet) SetLabels(id string, labels map[string]string) (BoardView, error
 		if err := f.o.Registry.Put(rec); err != nil {
 			f.mu.Lock()
 			b.rec.Labels = old
+			f.st.persistErrors++
 			f.mu.Unlock()
 			return BoardView{}, err
 		}

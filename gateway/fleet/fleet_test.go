@@ -461,3 +461,40 @@ func TestWatchAfterZero(t *testing.T) {
 		t.Errorf("Live replayed %v", summary(live))
 	}
 }
+
+// TestSetLabelsWriteErrorCounted: a label change the store fails to save
+// is refused, keeps the old labels and counts as a failed registry write
+// (holo_gateway_registry_write_errors_total, which HoloRegistryWriteErrors
+// reads), as the background writes' failures do. Before, only the caller
+// heard of it.
+func TestSetLabelsWriteErrorCounted(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSetup(t, Options{Registry: reg})
+	s.plug(t, &fakeBoard{id: "b1", groups: []int{2}}, "", "http://b1")
+	if _, err := s.f.SetLabels("b1", map[string]string{"room": "hall"}); err != nil {
+		t.Fatal(err)
+	}
+	// Everything the fleet learnt is saved: no background write is left
+	// to fail once the store is closed.
+	eventually(t, "b1 saved", func() bool {
+		r, ok := reg.Get("b1")
+		return ok && r.Labels["room"] == "hall" && r.URL == "http://b1" && cmp.Equal(r.Groups, []int{2})
+	})
+	db.Close() // the store fails every write from now on
+	if _, err := s.f.SetLabels("b1", map[string]string{"room": "attic"}); err == nil {
+		t.Fatal("SetLabels on a closed store: no error")
+	}
+	if v, _ := s.f.Board("b1"); v.Labels["room"] != "hall" {
+		t.Errorf("labels after a failed save: %v, want the old ones", v.Labels)
+	}
+	if n := s.f.Stats().PersistErrors; n != 1 {
+		t.Errorf("PersistErrors %d after one failed save, want 1", n)
+	}
+}
