@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net"
 	"net/http"
 	"os/exec"
@@ -30,15 +29,7 @@ func TestCueDemo(t *testing.T) {
 	}
 	host, port, _ := net.SplitHostPort(m[1])
 	group := map[int]string{} // group -> board
-	waitFor(t, "2 boards online", 30*time.Second, func() bool {
-		code, body := get(t, base+"/v1/boards?online=true", "")
-		var boards []struct {
-			ID     string `json:"id"`
-			Groups []int  `json:"groups"`
-		}
-		if code != 200 || json.Unmarshal([]byte(body), &boards) != nil || len(boards) != 2 {
-			return false
-		}
+	waitOnline(t, base, 2, func(boards []onlineBoard) bool {
 		for _, b := range boards {
 			for _, g := range b.Groups {
 				group[g] = b.ID
