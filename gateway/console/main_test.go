@@ -2,10 +2,11 @@ package console_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
-	"runtime"
-	"strconv"
 	"testing"
+
+	"github.com/holofleet/holofleet/bus/testlevel"
 )
 
 // consoleRigs is how many of the browser tests (TestConsole,
@@ -21,12 +22,9 @@ const consoleRigs = 3
 // wins.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && runtime.GOMAXPROCS(0) < consoleRigs {
-		if err := flag.Set("test.parallel", strconv.Itoa(consoleRigs)); err != nil {
-			panic(err)
-		}
+	if err := testlevel.Parallel(consoleRigs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	os.Exit(m.Run())
 }
