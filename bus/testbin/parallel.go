@@ -4,8 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
+
+	"github.com/holofleet/holofleet/bus/testlevel"
 )
 
 // RunParallel runs a test package's tests (TestMain calls it with its m)
@@ -16,13 +17,9 @@ import (
 // machine mostly idle and run them one pair after another.
 func RunParallel(m *testing.M, n int) {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
+	if err := testlevel.Parallel(n); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	os.Exit(m.Run())
 }

@@ -10,11 +10,14 @@
 //	kills := testlevel.Pick(5, 50)
 //
 // Tests that exist only as soaks (the long cluster soak) call [RequireSoak]
-// first and are skipped by `make test`.
+// first and are skipped by `make test`. A package whose tests mostly wait
+// sets how many run at once with [Parallel].
 package testlevel
 
 import (
+	"flag"
 	"os"
+	"strconv"
 	"testing"
 )
 
@@ -42,4 +45,18 @@ func RequireSoak(tb testing.TB) {
 	if !Soak() {
 		tb.Skipf("a soak: runs in make soak (%s=1)", Env)
 	}
+}
+
+// Parallel sets go test's -parallel to n unless the command line gave
+// one; call it from TestMain after flag.Parse. A package whose tests
+// spend their time waiting (on processes, browsers, simulated lines), not
+// computing, would otherwise run only GOMAXPROCS of them at once and
+// leave a two-core machine mostly idle.
+func Parallel(n int) error {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return nil
+	}
+	return flag.Set("test.parallel", strconv.Itoa(n))
 }

@@ -1,6 +1,9 @@
 package testlevel
 
-import "testing"
+import (
+	"flag"
+	"testing"
+)
 
 func TestPick(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,4 +20,22 @@ func TestPick(t *testing.T) {
 func ExamplePick() {
 	kills := Pick(5, 50) // five in make test, fifty in make soak
 	_ = kills
+}
+
+func TestParallel(t *testing.T) {
+	f := flag.Lookup("test.parallel")
+	was := f.Value.String()
+	t.Cleanup(func() { _ = flag.Set("test.parallel", was) })
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if err := Parallel(7); err != nil {
+		t.Fatal(err)
+	}
+	want := "7"
+	if given {
+		want = was // the command line's -parallel wins
+	}
+	if got := f.Value.String(); got != want {
+		t.Errorf("-parallel %s after Parallel(7), want %s", got, want)
+	}
 }

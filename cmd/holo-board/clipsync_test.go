@@ -58,9 +58,13 @@ func TestClipSyncBoard(t *testing.T) {
 		t.Errorf("PUT /time: %+v", al)
 	}
 
+	// Far outside the window the board takes (MaxFireLead ahead,
+	// MaxFireLate behind): a request that reaches it seconds late on a
+	// loaded machine, or an alignment off by its uncertainty, does not
+	// bring them inside (61 s ahead once did).
 	aligned := time.Now().UnixMicro()
-	for _, q := range []string{"clip_start=x", "clip_start=" + strconv.FormatInt(aligned+61_000_000, 10),
-		"clip_start=" + strconv.FormatInt(aligned-11_000_000, 10)} {
+	for _, q := range []string{"clip_start=x", "clip_start=" + strconv.FormatInt(aligned+(10*boardapi.MaxFireLead).Microseconds(), 10),
+		"clip_start=" + strconv.FormatInt(aligned-(10*boardapi.MaxFireLate).Microseconds(), 10)} {
 		expect(t, b.Do("POST", "/screen/show?"+q, `{"colour":"red"}`), 400, "bad_request")
 	}
 	if s := b.Do("GET", "/screen", nil).Map(t); s["showing"] != "clip" {

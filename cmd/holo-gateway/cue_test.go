@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/holofleet/holofleet/gateway/demo"
 )
 
 // TestCueDemo runs the demo's show: GO from oscsend fires cue 1 (group 1
@@ -30,15 +31,7 @@ func TestCueDemo(t *testing.T) {
 	}
 	host, port, _ := net.SplitHostPort(m[1])
 	group := map[int]string{} // group -> board
-	waitFor(t, "2 boards online", 30*time.Second, func() bool {
-		code, body := get(t, base+"/v1/boards?online=true", "")
-		var boards []struct {
-			ID     string `json:"id"`
-			Groups []int  `json:"groups"`
-		}
-		if code != 200 || json.Unmarshal([]byte(body), &boards) != nil || len(boards) != 2 {
-			return false
-		}
+	waitOnline(t, base, 2, func(boards []onlineBoard) bool {
 		for _, b := range boards {
 			for _, g := range b.Groups {
 				group[g] = b.ID
@@ -77,8 +70,12 @@ func TestCueDemo(t *testing.T) {
 		l := leds(2)
 		return l["mode"] == "solid" && l["colour"] == "#0000ff"
 	})
-	// Its timing is TestFollowChain's (gateway/cue, on a fake clock).
-	waitFor(t, "every board off (cue 3 follows)", 10*time.Second, func() bool {
+	// Its timing is TestFollowChain's (gateway/cue, on a fake clock);
+	// here a bound of ten times the follow's delay only catches a follow
+	// that never comes (10 s, five times, was missed beside make flaky's
+	// hogs).
+	follow := time.Duration(demo.Show().Cues[1].FollowMS) * time.Millisecond
+	waitFor(t, "every board off (cue 3 follows)", 10*follow, func() bool {
 		return leds(1)["mode"] == "off" && leds(2)["mode"] == "off"
 	})
 	code, body = get(t, base+"/v1/cuelists/demo/state", "")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"regexp"
 	"strings"
@@ -24,15 +25,8 @@ var (
 func demoBoards(t *testing.T, base string, n int) map[int]string {
 	t.Helper()
 	ids := map[int]string{}
-	waitFor(t, "boards online", 30*time.Second, func() bool {
-		code, body := get(t, base+"/v1/boards?online=true", "")
-		var boards []struct {
-			ID      string `json:"id"`
-			Address int    `json:"address"`
-		}
-		if code != 200 || json.Unmarshal([]byte(body), &boards) != nil || len(boards) != n {
-			return false
-		}
+	waitOnline(t, base, n, func(boards []onlineBoard) bool {
+		clear(ids)
 		for _, b := range boards {
 			ids[b.Address] = b.ID
 		}
@@ -44,6 +38,40 @@ func demoBoards(t *testing.T, base string, n int) map[int]string {
 		return true
 	})
 	return ids
+}
+
+// boardsUp bounds the wait for a demo's boards to come online: about a
+// second on a quiet machine, but a demo boots its boards beside the other
+// tests' demos, and beside make flaky's CPU hogs (load 30 to 50 on two
+// cores) that took over 30 s. It only catches a demo that never brings
+// them up.
+const boardsUp = 2 * time.Minute
+
+// onlineBoard is a board as GET /v1/boards lists it.
+type onlineBoard struct {
+	ID      string `json:"id"`
+	Address int    `json:"address"`
+	Groups  []int  `json:"groups"`
+}
+
+// waitOnline waits until the gateway at base lists n boards online and
+// ok (when not nil) accepts them, and returns them.
+func waitOnline(t *testing.T, base string, n int, ok func([]onlineBoard) bool) []onlineBoard {
+	t.Helper()
+	var boards []onlineBoard
+	last, met := "", false
+	defer func() {
+		if !met {
+			t.Logf("the last listing of the boards online: %s", last)
+		}
+	}()
+	waitFor(t, fmt.Sprintf("%d boards online", n), boardsUp, func() bool {
+		code, body := get(t, base+"/v1/boards?online=true", "")
+		boards, last = nil, body
+		return code == 200 && json.Unmarshal([]byte(body), &boards) == nil && len(boards) == n && (ok == nil || ok(boards))
+	})
+	met = true
+	return boards
 }
 
 func udpConn(t *testing.T, addr string) *net.UDPConn {

@@ -43,23 +43,6 @@ func post(t *testing.T, url, ctype string, body []byte) (int, string) {
 	return resp.StatusCode, b.String()
 }
 
-// waitBoards waits until the demo's n boards are online.
-func waitBoards(t *testing.T, base string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := get(t, base+"/v1/boards?online=true", "")
-		var boards []struct{ ID string }
-		if code == 200 && json.Unmarshal([]byte(body), &boards) == nil && len(boards) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo boards not online: %d %s", code, body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestTrustedKeyFlag: with --trusted-key (and a --revoked-key) the
 // gateway refuses, before storing anything, what the trusted key did not
 // sign, and its demo boards burn the key that is not revoked.
@@ -125,7 +108,7 @@ func TestDemoDevKeyChain(t *testing.T) {
 	t.Chdir(dir)
 	base, out := start(t, "demo", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--demo-boards", "2", "--demo-groups", "1")
 	waitOut(t, out, "uploads must be signed by "+dev.Digest.Short()+" ("+DemoKeyFile+"); the development key")
-	waitBoards(t, base, 2)
+	waitOnline(t, base, 2, nil)
 	code, body := post(t, base+"/v1/artifacts?name=holo-board-2.0.0.bin", "application/octet-stream", sigtest.Image(t, "2.0.0", 4000))
 	if code != 400 || !strings.Contains(body, "not signed") {
 		t.Fatalf("unsigned upload: %d %s", code, body)

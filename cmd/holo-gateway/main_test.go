@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -179,21 +178,7 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(banner.String(), "loopback need no token") {
 		t.Errorf("banner does not tell about demo auth:\n%s", banner.String())
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := get(t, base+"/v1/boards?online=true", "")
-		var boards []struct {
-			ID     string `json:"id"`
-			Online bool   `json:"online"`
-		}
-		if code == 200 && json.Unmarshal([]byte(body), &boards) == nil && len(boards) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo boards not online: %d %s", code, body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitOnline(t, base, 2, nil)
 }
 
 func TestBadUsage(t *testing.T) {

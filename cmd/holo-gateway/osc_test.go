@@ -98,20 +98,9 @@ func TestOSCDemo(t *testing.T) {
 	oscAddr := m[1]
 	host, port, _ := net.SplitHostPort(oscAddr)
 	var ids []string
-	waitFor(t, "2 boards online", 30*time.Second, func() bool {
-		code, body := get(t, base+"/v1/boards?online=true", "")
-		var boards []struct {
-			ID string `json:"id"`
-		}
-		if code != 200 || json.Unmarshal([]byte(body), &boards) != nil || len(boards) != 2 {
-			return false
-		}
-		ids = ids[:0]
-		for _, b := range boards {
-			ids = append(ids, b.ID)
-		}
-		return true
-	})
+	for _, b := range waitOnline(t, base, 2, nil) {
+		ids = append(ids, b.ID)
+	}
 
 	// oscdump listens where replies and feedback go.
 	dumpPort := freeUDPPort(t)

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 	"github.com/holofleet/holofleet/bus/boardapi"
 	"github.com/holofleet/holofleet/bus/simline"
 	"github.com/holofleet/holofleet/bus/testbin"
+	"github.com/holofleet/holofleet/bus/testlevel"
 	"github.com/holofleet/holofleet/firmware/fleetmode"
 )
 
@@ -61,10 +61,9 @@ func TestMain(m *testing.M) {
 	// death told after seconds, a line's polls), using little CPU: they
 	// run side by side beyond GOMAXPROCS (two on CI's two cores), unless
 	// -parallel says otherwise.
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), parallel)))
+	if err := testlevel.Parallel(max(runtime.GOMAXPROCS(0), parallel)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	// The gateway is built (or found built) while the first tests, which
 	// run no process, go on. Not for -short, a given binary, or a run of

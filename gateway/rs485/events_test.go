@@ -56,14 +56,21 @@ func TestUnplugged(t *testing.T) {
 	b.Emit("clip_started", map[string]any{"path": "/a.mov", "loop": false, "plays": 1, "frames": 10, "fps": 10})
 	sink.Wait(t, 5*time.Second, "first happening", func(s *recSink) bool { return len(s.Hs["4"]) == 1 })
 
+	// Seen may come more than once before the cut (a poll answered late
+	// on a loaded machine has the board's identity read again): what is
+	// promised is a Lost for the cut and a Seen after it.
+	sink.Mu.Lock()
+	lost := len(sink.LostWhy["4"])
+	sink.Mu.Unlock()
 	b.node.SetSilent(true)
-	sink.Wait(t, 10*time.Second, "lost", func(s *recSink) bool { return len(s.LostWhy["4"]) == 1 })
+	var seen int
+	sink.Wait(t, 10*time.Second, "lost", func(s *recSink) bool { seen = s.SeenN["4"]; return len(s.LostWhy["4"]) > lost })
 	for range 3 {
 		b.Emit("clip_ended", map[string]any{"path": "/a.mov", "finished": true})
 	}
 	b.node.SetSilent(false)
 	sink.Wait(t, 10*time.Second, "seen again with the missed happenings", func(s *recSink) bool {
-		return s.SeenN["4"] == 2 && len(s.Hs["4"]) == 4
+		return s.SeenN["4"] > seen && len(s.Hs["4"]) == 4
 	})
 	sink.Mu.Lock()
 	defer sink.Mu.Unlock()
@@ -71,7 +78,7 @@ func TestUnplugged(t *testing.T) {
 	if sink.RestartedN["4"] != 0 {
 		t.Fatalf("restart reported for a board that did not restart: %v", sink.Log)
 	}
-	t.Logf("lost reason: %s", sink.LostWhy["4"][0])
+	t.Logf("lost reason: %s", sink.LostWhy["4"][lost])
 }
 
 // TestRestart: a board restarted (POST /restart over the link) is
