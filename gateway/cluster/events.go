@@ -30,6 +30,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holofleet/holofleet/gateway/defaults"
 	"github.com/holofleet/holofleet/gateway/fleet"
 )
 
@@ -221,7 +222,9 @@ func (ev *events) appendLocked(id string, es ...fleet.Event) {
 	}
 	ev.queues[id] = append(ev.queues[id], es...)
 	ev.queued += len(es)
-	for ev.queued > ev.c.o.QueueMax {
+	// Options as New leaves them hold QueueMax; a zero one (a Cluster
+	// made without New) is the default, never "keep nothing".
+	for ev.queued > defaults.Positive(ev.c.o.QueueMax, DefaultQueueMax) {
 		ev.dropOldestLocked()
 	}
 	ev.pending.Store(uint64(ev.queued))
