@@ -75,36 +75,39 @@ func TestShowKeepsPolling(t *testing.T) {
 	}
 	collisions := line.Stats().Collisions
 
-	// The show: a frame timed every 100 ms, queued 100 ms ahead, until
-	// the test has seen what it waits for.
+	// The show: a frame timed every 100 ms, sent by two callers taking
+	// turns, so that the next send is always queued (as a show's cues
+	// are), until the test has seen what it waits for.
 	var (
 		mu   sync.Mutex
 		late []time.Duration
 	)
 	stop := make(chan struct{})
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	req := frame.SceneRequest{Slot: 9} // no board has it: nothing changes
 	began := time.Now()
-	go func() {
-		defer close(done)
-		at := began
-		for {
-			at = at.Add(100 * time.Millisecond)
-			end, err := l.GroupAt(context.Background(), 3, req, at)
-			if err != nil {
-				t.Error(err)
-				return
+	for lane := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 1 + lane; ; k += 2 {
+				at := began.Add(time.Duration(k) * 100 * time.Millisecond)
+				end, err := l.GroupAt(context.Background(), 3, req, at)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				late = append(late, end.Sub(at))
+				mu.Unlock()
+				select {
+				case <-stop:
+					return
+				default:
+				}
 			}
-			mu.Lock()
-			late = append(late, end.Sub(at))
-			mu.Unlock()
-			select {
-			case <-stop:
-				return
-			default:
-			}
-		}
-	}()
+		}()
+	}
 	polls := l.Stats().Polls
 	for i := range 3 {
 		b1.Emit("touch", map[string]any{"action": "down", "x": i, "y": 1})
@@ -115,7 +118,7 @@ func TestShowKeepsPolling(t *testing.T) {
 	during := time.Since(began)
 	n := l.Stats().Polls - polls
 	close(stop)
-	<-done
+	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("during a show of %d timed sends 100 ms apart: %d polls in %v (%.1f/s)", len(late), n, during.Round(time.Millisecond), float64(n)/during.Seconds())

@@ -146,8 +146,9 @@ func (l *Line) gapCost() time.Duration {
 // time to spare (a reply begun as the wait ends still ends before the
 // start). ok is false when what is left is less than the board's
 // turnaround plus the reply's wire time: the exchange does not go.
-// Commands were picked to fit with their whole wait, so only background
-// exchanges are cut.
+// Commands were picked to fit with their whole wait (jobCost), so
+// theirs is cut by at most fireReady and a reply's wire time; background
+// exchanges are cut to the gap.
 func (l *Line) roomFor(req, reply int, wait time.Duration) (time.Duration, bool) {
 	if len(l.sched.timed) == 0 {
 		return wait, true
