@@ -135,7 +135,7 @@ const gapLineReply = 256
 // needs more (a JSON-line fetch: 72 ms) finds no room (roomFor) and
 // the scheduler waits for the send; it goes in the next gap. So a gap of
 // 100 ms between timed sends carries a poll or two, or a follow-up; at
-// 9600 baud a poll needs 150 ms.
+// 9600 baud a poll needs 142 ms.
 func (l *Line) gapCost() time.Duration {
 	return fireReady + l.wireTime(2*frame.MaxWireLen) + l.o.Turnaround
 }
