@@ -218,6 +218,9 @@ func (l *Line) step(ctx context.Context) bool {
 		s.late = s.late[1:]
 		if b := l.boards[a]; b == nil || !b.present {
 			l.probe(ctx, a, l.o.PollWait)
+			if s.noRoom {
+				s.late = slices.Insert(s.late, 0, a) // not sent
+			}
 			return true
 		}
 	}
