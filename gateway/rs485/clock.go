@@ -167,7 +167,7 @@ func (l *Line) tellClock(ctx context.Context, b *board) {
 // is heard (its pending count noted); a timeout is counted and, like any
 // other failure, handed to failed as fleet.ErrNoReply, and ok is false.
 func (l *Line) clockExchange(ctx context.Context, b *board, method, path, query string, body []byte, tm *lineTimes) (jsonline.Reply, bool) {
-	rep, err := l.lineExchange(ctx, l.req(b, method, path+query, body), l.o.PollWait, tm)
+	rep, err := l.lineExchange(ctx, l.req(b, method, path+query, body), l.lineWait(), tm)
 	if err != nil {
 		if errors.Is(err, errTimeout) {
 			l.st.timeouts.Add(1)

@@ -49,16 +49,28 @@
 //	exchange            wait                      retries on timeout
 //	command (Call...)   Options.ReplyWait (2 s)   Options.Retries (2)
 //	poll (STATUS/PING)  Options.PollWait          1
-//	follow-up           Options.PollWait          1 (event fetch from the queue, GET /time: none)
+//	native follow-up    Options.PollWait          1
+//	JSON-line follow-up PollWait + a line's wire  1 (event fetch from the queue, GET /time: none)
 //	discovery PING      Options.DiscoverWait      none (a late answer: once more, with PollWait)
 //
 // The spec lets a board take up to 2 s to answer a request, so commands
 // wait that long. Polls and discovery wait much less (defaults: 100 ms
-// plus the wire time of a largest frame, and 40 ms plus the wire time of
-// 30 bytes, which is 42.6 ms at 115200 baud): a board that does not
+// plus the wire time of two largest frames, and 40 ms plus the wire time
+// of 30 bytes, which is 42.6 ms at 115200 baud): a board that does not
 // answer a PING within that is not worth holding the line for, and is
-// found on a later pass. A retry waits Options.Backoff, doubling each
+// found on a later pass. A follow-up in JSON lines waits the wire time of
+// a longest line (1024 bytes) more: 89 ms at 115200 baud, 1.07 s at 9600,
+// where a board's GET /info reply alone takes 600 ms (with PollWait only,
+// a master at 9600 timed out, asked again over the reply and never read a
+// board: TestSlowLine). A retry waits Options.Backoff, doubling each
 // time. Error replies are answers and are never retried.
+//
+// Before a timed send (timed.go) the master's own exchanges get only the
+// room left before its start: the wait is cut to end fireReady and the
+// reply's wire time before it, and the exchange goes only when that still
+// covers Options.Turnaround (20 ms) and the reply, so that polls and
+// event fetches go on between a show's timed sends 100 ms apart
+// (TestShowKeepsPolling).
 //
 // # Boards
 //

@@ -18,6 +18,10 @@ import (
 // errTimeout is an exchange that got no matching reply in time.
 var errTimeout = errors.New("rs485: no reply in time")
 
+// errNoRoom is an exchange not sent: its reply would not fit before the
+// next timed send (roomFor).
+var errNoRoom = errors.New("rs485: no room before a timed send")
+
 // send writes b to the line and counts it. On a simulated line or a port
 // that drains, it returns once the last byte left the wire.
 func (l *Line) send(b []byte, lines bool) error {
@@ -66,6 +70,10 @@ func (l *Line) nativeOnce(ctx context.Context, addr frame.Address, req frame.Req
 	if err != nil {
 		return frame.Header{}, nil, encodeErr(req.Type(), err)
 	}
+	wait, ok := l.roomFor(len(wire), frame.MaxWireLen, wait)
+	if !ok {
+		return frame.Header{}, nil, l.noRoom()
+	}
 	if err := l.send(wire, false); err != nil {
 		return frame.Header{}, nil, err
 	}
@@ -105,6 +113,13 @@ func (l *Line) nativeOnce(ctx context.Context, addr frame.Address, req frame.Req
 		return hdr, nil, fmt.Errorf("%w: %v %v: %v", fleet.ErrBadReply, addr, req.Type(), perr)
 	}
 	return hdr, body, nil
+}
+
+// noRoom notes an exchange that did not fit before a timed send: the
+// scheduler waits for the send rather than try the next step.
+func (l *Line) noRoom() error {
+	l.sched.noRoom = true
+	return errNoRoom
 }
 
 // strayReply counts a reply frame that is not the awaited one. A PING
@@ -158,6 +173,10 @@ func (l *Line) lineExchange(ctx context.Context, req jsonline.Request, wait time
 	wire := jsonline.AppendRequest(l.wbuf[:0], req)
 	if tm != nil {
 		tm.out = len(wire)
+	}
+	wait, ok := l.roomFor(len(wire), gapLineReply, wait)
+	if !ok {
+		return jsonline.Reply{}, l.noRoom()
 	}
 	if err := l.send(wire, true); err != nil {
 		return jsonline.Reply{}, err

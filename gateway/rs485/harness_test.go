@@ -59,7 +59,13 @@ func startBoardOn(t testing.TB, line *simline.Line, addr int, groups []int, clk 
 // newLine makes a simulated line at 115200 baud.
 func newLine(t testing.TB, faults simline.Faults) *simline.Line {
 	t.Helper()
-	line, err := simline.New(simline.Config{Baud: 115200, Seed: 11, Faults: faults})
+	return newLineAt(t, 115200, faults)
+}
+
+// newLineAt makes a simulated line at baud.
+func newLineAt(t testing.TB, baud int, faults simline.Faults) *simline.Line {
+	t.Helper()
+	line, err := simline.New(simline.Config{Baud: baud, Seed: 11, Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}

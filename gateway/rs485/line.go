@@ -63,6 +63,9 @@ const (
 	// DefaultGroupQuiet is how long a board must have had no group frame
 	// before the state group frames changed is re-read (see Options).
 	DefaultGroupQuiet = 200 * time.Millisecond
+	// DefaultTurnaround is Options.Turnaround's default: a board answers
+	// a STATUS or a GET in a few milliseconds.
+	DefaultTurnaround = 20 * time.Millisecond
 	// DefaultGroupReread is the most often a board's state is re-read
 	// after group frames while they keep coming, and the longest its
 	// reported state waits behind the group frames sent to it.
@@ -88,8 +91,14 @@ type Options struct {
 	// ReplyWait is how long a command waits for its reply (default 2 s).
 	ReplyWait time.Duration
 	// PollWait is how long a poll or follow-up waits (default 100 ms plus
-	// the wire time of a largest frame).
+	// the wire time of two largest frames). A follow-up in JSON lines
+	// waits the wire time of a longest line more (lineWait): a GET /info
+	// reply of 600 bytes takes 625 ms at 9600 baud.
 	PollWait time.Duration
+	// Turnaround is the least a board is given, beyond its reply's wire
+	// time, to answer a poll or follow-up sent in a gap before a timed
+	// send (default DefaultTurnaround; see timed.go).
+	Turnaround time.Duration
 	// DiscoverWait is how long a discovery PING waits (default 40 ms plus
 	// the wire time of 30 bytes).
 	DiscoverWait time.Duration
@@ -200,6 +209,7 @@ func New(o Options) *Line {
 	l.o.ReplyWait = defaults.Positive(o.ReplyWait, DefaultReplyWait)
 	l.o.PollWait = defaults.Positive(o.PollWait, 100*time.Millisecond+l.wireTime(2*frame.MaxWireLen))
 	l.o.DiscoverWait = defaults.Positive(o.DiscoverWait, 40*time.Millisecond+l.wireTime(30))
+	l.o.Turnaround = defaults.Positive(o.Turnaround, DefaultTurnaround)
 	l.o.Retries = defaults.Limit(o.Retries, DefaultRetries)
 	l.o.Backoff = defaults.Positive(o.Backoff, DefaultBackoff)
 	l.o.PollInterval = defaults.Limit(o.PollInterval, DefaultPollInterval)
@@ -228,6 +238,15 @@ func (l *Line) Name() string { return l.name }
 // wireTime is how long n bytes take on the line (10 bits a byte).
 func (l *Line) wireTime(n int) time.Duration {
 	return time.Duration(n) * 10 * time.Second / time.Duration(l.o.Baud)
+}
+
+// lineWait is how long a JSON-line follow-up waits: PollWait and the
+// wire time of a longest reply line. PollWait alone covers native frames
+// only: at 9600 baud a board's GET /info reply outlasted it, the master
+// timed out, asked again over the reply still on the wire and never
+// read the board (TestSlowLine).
+func (l *Line) lineWait() time.Duration {
+	return l.o.PollWait + l.wireTime(jsonline.MaxLine)
 }
 
 // Run owns the line until ctx ends: it reads the port, discovers and

@@ -131,6 +131,9 @@ type scheduler struct {
 	cycleStart time.Time
 	started    bool
 	probeAt    int // slow sweep position in Options.Addresses
+	// noRoom: a step's exchange did not fit before the next timed send
+	// (roomFor); the scheduler waits for the send.
+	noRoom bool
 }
 
 func newScheduler(l *Line) scheduler {
@@ -143,7 +146,7 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 		l.applyMarks()
 		l.drainCmds()
 		budget, next := l.budget(l.clk.Now())
-		p := pick(budget, next != nil, len(l.sched.queue), l.queuedCost, l.stepCost())
+		p := pick(budget, next != nil, len(l.sched.queue), l.queuedCost, l.gapCost())
 		if next != nil {
 			l.passOver(budget)
 		}
@@ -159,13 +162,20 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 		case p.step:
 			l.wire.Lock()
 			l.applyMarks()
+			l.sched.noRoom = false
 			did := l.step(ctx)
 			l.wire.Unlock()
-			if did {
+			if did && !l.sched.noRoom {
 				continue
 			}
 		}
-		t := l.clk.NewTimer(idle(budget, next != nil, l.o.PollInterval-l.clk.Since(l.sched.cycleStart), l.stepCost()))
+		gap := l.gapCost()
+		if l.sched.noRoom {
+			l.sched.noRoom = false
+			budget, next = l.budget(l.clk.Now())
+			gap = max(gap, budget)
+		}
+		t := l.clk.NewTimer(idle(budget, next != nil, l.o.PollInterval-l.clk.Since(l.sched.cycleStart), gap))
 		select {
 		case <-ctx.Done():
 		case j := <-l.cmds:
@@ -208,6 +218,9 @@ func (l *Line) step(ctx context.Context) bool {
 		s.late = s.late[1:]
 		if b := l.boards[a]; b == nil || !b.present {
 			l.probe(ctx, a, l.o.PollWait)
+			if s.noRoom {
+				s.late = slices.Insert(s.late, 0, a) // not sent
+			}
 			return true
 		}
 	}
@@ -215,6 +228,9 @@ func (l *Line) step(ctx context.Context) bool {
 		a := s.sweep[0]
 		s.sweep = s.sweep[1:]
 		l.probe(ctx, a, l.o.DiscoverWait)
+		if s.noRoom {
+			s.sweep = slices.Insert(s.sweep, 0, a) // not sent
+		}
 		return true
 	}
 	if len(s.cycle) > 0 {
@@ -383,15 +399,20 @@ func (l *Line) poll(ctx context.Context, a int) {
 	if b == nil || !b.present {
 		return
 	}
-	l.st.polls.Add(1)
-	b.polls++
 	var req frame.Request = &frame.StatusRequest{}
-	if b.polls%l.o.PingEvery == 0 {
+	if (b.polls+1)%l.o.PingEvery == 0 {
 		req = &frame.PingRequest{}
 	}
 	timeouts := l.st.timeouts.Load()
 	dirty := b.dirty
 	hdr, body, err := l.native(ctx, frame.Address(a), req, l.o.PollWait, 1)
+	if errors.Is(err, errNoRoom) {
+		// Not sent: it goes first in the next gap.
+		l.sched.cycle = slices.Insert(l.sched.cycle, 0, a)
+		return
+	}
+	l.st.polls.Add(1)
+	b.polls++
 	if l.st.timeouts.Load() != timeouts {
 		b.unsure = true // a try went unanswered: it may be another board that answers now
 	}
@@ -526,7 +547,7 @@ func (l *Line) follow(ctx context.Context, b *board) {
 	case b.needs&needEvents != 0:
 		b.needs &^= needEvents
 		body, _ := json.Marshal(map[string]any{"kinds": l.o.Kinds, "push": false})
-		rep, err := l.call(ctx, l.req(b, http.MethodPatch, "/link/events", body), l.o.PollWait, 1)
+		rep, err := l.call(ctx, l.req(b, http.MethodPatch, "/link/events", body), l.lineWait(), 1)
 		if l.failed(b, err, needEvents) {
 			return
 		}
@@ -583,9 +604,10 @@ func (l *Line) follow(ctx context.Context, b *board) {
 			path, retries = l.keptEvents(), 1
 		}
 		b.needs &^= needFetch
-		rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, retries)
+		rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.lineWait(), retries)
 		if l.failed(b, err, needFetch) {
-			b.fetchFailed = true
+			// Unless it was never sent, the queue may be handed over.
+			b.fetchFailed = b.fetchFailed || !errors.Is(err, errNoRoom)
 			return
 		}
 		if rep.Status != http.StatusOK {
@@ -607,7 +629,7 @@ func (l *Line) follow(ctx context.Context, b *board) {
 				continue
 			}
 			b.dirty &^= r.bit
-			rep, err := l.call(ctx, l.req(b, http.MethodGet, r.path, nil), l.o.PollWait, 1)
+			rep, err := l.call(ctx, l.req(b, http.MethodGet, r.path, nil), l.lineWait(), 1)
 			if err != nil {
 				b.dirty |= r.bit
 				l.failed(b, err, 0)
@@ -664,7 +686,7 @@ func (l *Line) keptEvents() string {
 // no reply came (n is then set again, and a miss counted).
 func (l *Line) get(ctx context.Context, b *board, n need, path string) (jsonline.Reply, bool) {
 	b.needs &^= n
-	rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.o.PollWait, 1)
+	rep, err := l.call(ctx, l.req(b, http.MethodGet, path, nil), l.lineWait(), 1)
 	if l.failed(b, err, n) {
 		return rep, false
 	}

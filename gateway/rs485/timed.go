@@ -18,12 +18,20 @@ import (
 // when the boards take the frame and change. The scheduler starts writing
 // it at that moment less its wire time (the line knows the bytes and the
 // baud rate), waiting for the start precisely (clock.Until), and keeps the
-// wire free before it: an exchange, whether a caller's command or the
-// master's own poll or follow-up, starts only when it ends before the
-// start even if its board never answers (the request's wire time plus the
-// whole reply wait), and a retry only when it fits likewise. So polling
-// pauses for at most one reply wait (PollWait, about 100 ms) before each
-// timed send, and commands that would run into it wait until after it.
+// wire free before it: a caller's command starts only when it ends before
+// the start even if its board never answers (the request's wire time plus
+// the whole reply wait), and a retry only when it fits likewise.
+//
+// The master's own exchanges (polls, probes, follow-ups) go in the gaps
+// between timed sends with a shorter wait (roomFor): the time left before
+// the start, less fireReady and the expected reply's wire time to spare,
+// as long as that still covers the board's turnaround (Options.Turnaround)
+// and the reply; a step starts when at least gapCost is left (35 ms at
+// 115200 baud for a poll; a JSON-line fetch 72 ms). So a show's
+// timed sends 100 ms apart no longer stop polling and event fetches (they did while a step was costed at a whole
+// PollWait, which never fit: TestShowKeepsPolling), and a board that
+// answers later than its cut wait still ends its reply before the send.
+// Commands that would run into a send wait until after it.
 // Within fireReady of the start the scheduler holds the wire and waits for
 // the moment; commands arriving then go after the send.
 //
@@ -111,10 +119,48 @@ func (l *Line) jobCost(j *job) time.Duration {
 // queuedCost is jobCost of the i-th queued command.
 func (l *Line) queuedCost(i int) time.Duration { return l.jobCost(l.sched.queue[i]) }
 
-// stepCost is the longest a background step (poll, probe, follow-up)
-// holds the wire with one attempt.
-func (l *Line) stepCost() time.Duration {
-	return l.wireTime(stepRequest) + max(l.o.PollWait, l.o.DiscoverWait)
+// gapLineReply is the JSON-line reply a background exchange in a gap
+// before a timed send is costed at (a fetch of a few happenings, a GET
+// /leds: some hundred bytes). The cut wait keeps its wire time to spare
+// after its end, so such a reply begun as late as the wait's end still
+// ends before the send. A longer one begun that late (a fetch of many
+// happenings) can run into the send: the known limit of a reply wait cut
+// short, where a master cannot stop a board that answers.
+const gapLineReply = 256
+
+// gapCost is the least room before a timed send in which the scheduler
+// starts a background step: the cheapest, a native poll (its request, the
+// board's turnaround, Options.Turnaround, a reply frame and as much again
+// to spare, and fireReady), 35 ms at 115200 baud. A step whose exchange
+// needs more (a JSON-line fetch: 72 ms) finds no room (roomFor) and
+// the scheduler waits for the send; it goes in the next gap. So a gap of
+// 100 ms between timed sends carries a poll or two, or a follow-up; at
+// 9600 baud a poll needs 142 ms.
+func (l *Line) gapCost() time.Duration {
+	return fireReady + l.wireTime(2*frame.MaxWireLen) + l.o.Turnaround
+}
+
+// roomFor is the reply wait an exchange whose request is req bytes and
+// whose reply is expected within reply bytes gets: wait, cut so that it
+// ends before the next timed start with fireReady and the reply's wire
+// time to spare (a reply begun as the wait ends still ends before the
+// start). ok is false when what is left is less than the board's
+// turnaround plus the reply's wire time: the exchange does not go.
+// Commands were picked to fit with their whole wait (jobCost), so
+// theirs is cut by at most fireReady and a reply's wire time; background
+// exchanges are cut to the gap.
+func (l *Line) roomFor(req, reply int, wait time.Duration) (time.Duration, bool) {
+	if len(l.sched.timed) == 0 {
+		return wait, true
+	}
+	room := l.sched.timed[0].start.Sub(l.clk.Now()) - fireReady - l.wireTime(req+reply)
+	switch {
+	case wait <= room:
+		return wait, true
+	case room < l.o.Turnaround+l.wireTime(reply):
+		return 0, false
+	}
+	return room, true
 }
 
 // queued takes a command off the channel: a timed one into the timed

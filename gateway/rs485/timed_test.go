@@ -64,8 +64,10 @@ func TestTimedPlan(t *testing.T) {
 			t.Errorf("%s: cost %v, want %v", tc.name, got, tc.cost)
 		}
 	}
-	if got, want := l.stepCost(), 256*char+100*time.Millisecond; got/time.Microsecond != want/time.Microsecond {
-		t.Errorf("step cost %v, want %v", got, want)
+	// A poll goes in a gap of 35 ms before a timed send at 115200 baud:
+	// its request, the board's turnaround, a reply and as much again.
+	if got, want := l.gapCost(), fireReady+2*frame.MaxWireLen*char+DefaultTurnaround; got/time.Microsecond != want/time.Microsecond || got > 36*time.Millisecond {
+		t.Errorf("gap cost %v, want %v", got, want)
 	}
 }
 
