@@ -134,7 +134,7 @@ func TestGroupedDue(t *testing.T) {
 			for i, s := range tc.steps {
 				clk.Set(t0.Add(s.at))
 				if s.frame {
-					l.afterGroup(frame.GroupAddress(1), kindsOfNative(frame.TypeLEDs), groupSend{req: &frame.LEDsRequest{}})
+					l.afterGroup(frame.GroupAddress(1), kindsOfNative(frame.TypeLEDs), groupSend{req: &frame.LEDsRequest{}}, clk.Now())
 					continue
 				}
 				before := b.dirty
