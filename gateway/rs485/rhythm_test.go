@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/bus/frame"
 )
 
@@ -66,10 +65,7 @@ func TestRhythmHoldsRereads(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clock.NewFake(t0)
-			l := New(Options{Clock: clk, Port: nopPort{}, Addresses: []int{1}, GroupReread: tc.most})
-			b := &board{addr: 1, present: true, groups: []int{1}}
-			l.boards[1] = b
+			l, b, clk := groupMember(Options{GroupReread: tc.most}, t0)
 			for i, s := range tc.steps {
 				clk.Set(t0.Add(s.at))
 				if s.frame {
