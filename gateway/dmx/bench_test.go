@@ -244,6 +244,7 @@ func benchToChange(b *testing.B, quiet, base time.Duration) time.Duration {
 		}
 		return p
 	}})
+	r.settled(b)
 	p := r.e.Patch()
 	// The desk: universe 1 every frame, whatever look is current.
 	var mu sync.Mutex
@@ -313,6 +314,35 @@ func (r *benchRig) rereads() uint64 {
 		n += st.LinesOut
 	}
 	return n
+}
+
+// settled waits until the lines' start-up reads are done (each board's
+// states, events and clock sample, about a second of line time once the
+// boards are online), so the looks measure a line running a show: as
+// many polls as the rig has boards (more than a whole cycle of each line)
+// with no JSON request written. A line sampling a clock meanwhile makes it wait for
+// the next quiet cycle; after 20 s it gives up and says so.
+func (r *benchRig) settled(b *testing.B) {
+	boards := uint64(len(r.boards))
+	polls := func() uint64 {
+		var n uint64
+		for _, st := range r.f.Stats().Lines {
+			n += st.Polls
+		}
+		return n
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	reads, from := r.rereads(), polls()
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		switch now := r.rereads(); {
+		case now != reads:
+			reads, from = now, polls()
+		case polls()-from >= boards:
+			return
+		}
+	}
+	b.Logf("the lines never had a poll cycle without a JSON request in 20 s")
 }
 
 func later(a, b time.Time) time.Time {

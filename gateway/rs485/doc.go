@@ -94,7 +94,11 @@
 // most once a second, and a second after the first frame not yet read
 // back at the latest while frames keep coming. A desk or a chase sending
 // a group a look every few frames costs each member one re-read a
-// second, not one per look (TestGroupRereadsMerged).
+// second, not one per look (TestGroupRereadsMerged). While group frames
+// keep a rhythm (a desk's looks), those re-reads and the clock samples
+// start only when they end before the next frame is expected, so a look
+// waits for a poll at most, not for a re-read (rhythm.go,
+// TestRhythmHoldsRereads).
 // A member that missed a group scene start (its first status block after
 // it shows no new happening, where a scene_started would be) is sent the
 // same start addressed, once (repair.go, docs/fire.md,

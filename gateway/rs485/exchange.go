@@ -310,7 +310,7 @@ func (l *Line) runJob(ctx context.Context, j *job) {
 	case jobGroupLine:
 		err := l.send(jsonline.AppendRequest(l.wbuf[:0], j.line), true)
 		if err == nil {
-			l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path), groupSend{line: &j.line})
+			l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path), groupSend{line: &j.line}, l.clk.Now())
 		}
 		j.finish(result{err: err})
 	}
@@ -360,7 +360,7 @@ func (l *Line) groupBatch(j *job) {
 	}
 	for _, b := range batch {
 		if err == nil {
-			l.afterGroup(b.addr, kindsOfNative(b.req.Type()), groupSend{req: b.req})
+			l.afterGroup(b.addr, kindsOfNative(b.req.Type()), groupSend{req: b.req}, l.clk.Now())
 		}
 		b.finish(result{err: err})
 	}

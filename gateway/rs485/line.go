@@ -538,6 +538,7 @@ type groupMark struct {
 	addr  frame.Address
 	kinds kinds
 	send  groupSend
+	at    time.Time // when it went
 }
 
 func (l *Line) mark(a frame.Address, k kinds, s groupSend) {
@@ -545,7 +546,7 @@ func (l *Line) mark(a frame.Address, k kinds, s groupSend) {
 		return
 	}
 	l.marks.Lock()
-	l.marks.list = append(l.marks.list, groupMark{a, k, s})
+	l.marks.list = append(l.marks.list, groupMark{a, k, s, l.clk.Now()})
 	l.marks.Unlock()
 }
 
@@ -558,7 +559,7 @@ func (l *Line) applyMarks() {
 	l.marks.list = nil
 	l.marks.Unlock()
 	for _, m := range list {
-		l.afterGroup(m.addr, m.kinds, m.send)
+		l.afterGroup(m.addr, m.kinds, m.send, m.at)
 	}
 }
 

@@ -127,14 +127,11 @@ func TestGroupedDue(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clock.NewFake(t0)
-			l := New(Options{Clock: clk, Port: nopPort{}, GroupQuiet: tc.quiet})
-			b := &board{addr: 1, present: true, groups: []int{1}}
-			l.boards[1] = b
+			l, b, clk := groupMember(Options{GroupQuiet: tc.quiet}, t0)
 			for i, s := range tc.steps {
 				clk.Set(t0.Add(s.at))
 				if s.frame {
-					l.afterGroup(frame.GroupAddress(1), kindsOfNative(frame.TypeLEDs), groupSend{req: &frame.LEDsRequest{}})
+					l.afterGroup(frame.GroupAddress(1), kindsOfNative(frame.TypeLEDs), groupSend{req: &frame.LEDsRequest{}}, clk.Now())
 					continue
 				}
 				before := b.dirty
@@ -149,6 +146,17 @@ func TestGroupedDue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// groupMember is a line on a fake clock at t0 (no wire) knowing one
+// present board, at address 1 in group 1.
+func groupMember(o Options, t0 time.Time) (*Line, *board, *clock.Fake) {
+	clk := clock.NewFake(t0)
+	o.Clock, o.Port, o.Addresses = clk, nopPort{}, []int{1}
+	l := New(o)
+	b := &board{addr: 1, present: true, groups: []int{1}}
+	l.boards[1] = b
+	return l, b, clk
 }
 
 // nopPort is a line no test reads or writes.

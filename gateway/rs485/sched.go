@@ -134,6 +134,10 @@ type scheduler struct {
 	// noRoom: a step's exchange did not fit before the next timed send
 	// (roomFor); the scheduler waits for the send.
 	noRoom bool
+	// rhythm is the group frames' rhythm (rhythm.go); held says the last
+	// needy held a board's re-reads or clock sample for it.
+	rhythm rhythm
+	held   bool
 }
 
 func newScheduler(l *Line) scheduler {
@@ -175,7 +179,11 @@ func (l *Line) loop(ctx context.Context, sink fleet.Sink) {
 			budget, next = l.budget(l.clk.Now())
 			gap = max(gap, budget)
 		}
-		t := l.clk.NewTimer(idle(budget, next != nil, l.o.PollInterval-l.clk.Since(l.sched.cycleStart), gap))
+		wait := idle(budget, next != nil, l.o.PollInterval-l.clk.Since(l.sched.cycleStart), gap)
+		if l.sched.held {
+			wait = min(wait, max(l.sched.rhythm.reopens(l.clk.Now()), time.Millisecond))
+		}
+		t := l.clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case j := <-l.cmds:
@@ -274,12 +282,26 @@ func (l *Line) slowProbe(ctx context.Context) bool {
 }
 
 // needy returns a present board with follow-ups, lowest address first.
+// A board whose follow-ups are all of those the group frames' rhythm may
+// hold (heldWork) is passed over while it holds them (rhythm.go).
 func (l *Line) needy() *board {
 	now := l.clk.Now()
+	l.sched.held = false
+	asked := false
 	for _, a := range l.o.Addresses {
-		if b := l.boards[a]; b != nil && b.present && (b.needs != 0 || b.dirty != 0) && !now.Before(b.hold) {
-			return b
+		b := l.boards[a]
+		if b == nil || !b.present || (b.needs == 0 && b.dirty == 0) || now.Before(b.hold) {
+			continue
 		}
+		if b.needs&^heldWork == 0 {
+			if !asked {
+				l.sched.held, asked = l.sched.rhythm.holds(now, l.rhythmCost(), l.o.GroupReread), true
+			}
+			if l.sched.held {
+				continue
+			}
+		}
+		return b
 	}
 	return nil
 }
@@ -862,11 +884,13 @@ func (l *Line) afterCall(addr int, req jsonline.Request, rep jsonline.Reply) {
 
 // afterGroup marks the members of a group to be re-read (they do not
 // answer group frames): after their next poll with a negative GroupQuiet,
-// else when groupedDue says.
-func (l *Line) afterGroup(a frame.Address, k kinds, s groupSend) {
+// else when groupedDue says. at is when the frame went: a beat of the
+// group frames' rhythm.
+func (l *Line) afterGroup(a frame.Address, k kinds, s groupSend, at time.Time) {
 	if k == 0 {
 		return
 	}
+	l.sched.rhythm.saw(at)
 	now := l.clk.Now()
 	for _, b := range l.boards {
 		if b.present && (a.IsBroadcast() || slices.Contains(b.groups, a.Group())) {

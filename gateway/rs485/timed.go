@@ -324,9 +324,9 @@ func (l *Line) fire(ctx context.Context, j *job) {
 	}
 	switch j.kind {
 	case jobGroup:
-		l.afterGroup(j.addr, kindsOfNative(j.req.Type()), groupSend{req: j.req})
+		l.afterGroup(j.addr, kindsOfNative(j.req.Type()), groupSend{req: j.req}, l.clk.Now())
 	case jobGroupLine:
-		l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path), groupSend{line: &j.line})
+		l.afterGroup(j.addr, kindsOfPath(j.line.Method, j.line.Path), groupSend{line: &j.line}, l.clk.Now())
 	}
 	l.st.fired.Add(1)
 	j.finish(result{end: began.Add(l.wireTime(len(j.wire)))})
