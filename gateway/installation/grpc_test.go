@@ -52,14 +52,7 @@ func TestGRPC(t *testing.T) {
 	if err != nil || ap.Revision.N != 1 || ap.Revision.Who != "ada" {
 		t.Fatalf("apply: %v %v", ap, err)
 	}
-	var run *fleetv1.InstallationRunDetail
-	waitFor(t, 30*time.Second, "the run", func() bool {
-		run, err = c.GetInstallationRun(as(viewer), &fleetv1.GetInstallationRunRequest{Id: ap.Run.Id})
-		return err == nil && run.Run.Finished
-	})
-	if run.Run.Phases[installation.PhaseInSync] != 2 {
-		t.Fatalf("run: %v", run)
-	}
+	g.inSync(t, ap.Run.Id, 2)
 	if _, err := c.ControlInstallationRun(as(op), &fleetv1.ControlInstallationRunRequest{Id: 1, Action: "resume"}); code(err) != codes.PermissionDenied {
 		t.Fatalf("operator resume: %v", err)
 	}
@@ -73,6 +66,7 @@ func TestGRPC(t *testing.T) {
 	if err != nil || rb.Revision.RollbackOf != 1 {
 		t.Fatalf("rollback: %v %v", rb, err)
 	}
+	var run *fleetv1.InstallationRunDetail
 	waitFor(t, 30*time.Second, "the rollback's run", func() bool {
 		run, err = c.GetInstallationRun(as(viewer), &fleetv1.GetInstallationRunRequest{Id: rb.Run.Id})
 		return err == nil && run.Run.Finished
@@ -117,6 +111,21 @@ type grpcAPI struct {
 	// tokens are bearer secrets by role: admin (ada), viewer (vic),
 	// operator (otto).
 	tokens map[string]string
+}
+
+// inSync waits for run id to finish (read as a viewer) and fails unless
+// it left n boards in sync.
+func (g *grpcAPI) inSync(t *testing.T, id int32, n int32) {
+	t.Helper()
+	var run *fleetv1.InstallationRunDetail
+	var err error
+	waitFor(t, 30*time.Second, "the run", func() bool {
+		run, err = g.client.GetInstallationRun(g.as(g.tokens["viewer"]), &fleetv1.GetInstallationRunRequest{Id: id})
+		return err == nil && run.Run.Finished
+	})
+	if run.Run.Phases[installation.PhaseInSync] != n {
+		t.Fatalf("run: %v", run)
+	}
 }
 
 // as is a context carrying tok as the bearer token.
