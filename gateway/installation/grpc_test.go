@@ -25,10 +25,7 @@ import (
 // admin applies and rolls back; an operator may pause but not resume;
 // every change is audited.
 func TestGRPC(t *testing.T) {
-	aud := &memAudit{}
-	r := startRig(t, 2, nil, func(o *installation.Options) { o.Audit = aud })
-	r.label(t)
-	g := serveGRPC(t, r, aud)
+	r, g, aud := auditedGRPC(t)
 	c, as := g.client, g.as
 	admin, viewer, op := g.tokens["admin"], g.tokens["viewer"], g.tokens["operator"]
 	code := func(err error) codes.Code { return status.Code(err) }
@@ -101,6 +98,16 @@ func TestGRPC(t *testing.T) {
 	if applied != 1 || denied != 1 {
 		t.Errorf("audit of ApplyInstallation: %d allowed, %d denied; want 1 and 1", applied, denied)
 	}
+}
+
+// auditedGRPC is a rig of two labelled boards behind the real API
+// server, auditing into the memAudit it returns.
+func auditedGRPC(t *testing.T) (*rig, *grpcAPI, *memAudit) {
+	t.Helper()
+	aud := &memAudit{}
+	r := startRig(t, 2, nil, func(o *installation.Options) { o.Audit = aud })
+	r.label(t)
+	return r, serveGRPC(t, r, aud), aud
 }
 
 // grpcAPI is the gateway's real API server (gRPC with its door) in front

@@ -53,10 +53,7 @@ func noPartials(t *testing.T, in *installation.Installer) {
 // short or long stream, a size over the limit and a stream without its
 // header are refused with InvalidArgument and nothing is stored.
 func TestGRPCUpload(t *testing.T) {
-	aud := &memAudit{}
-	r := startRig(t, 2, nil, func(o *installation.Options) { o.Audit = aud })
-	r.label(t)
-	g := serveGRPC(t, r, aud)
+	r, g, aud := auditedGRPC(t)
 	c, as := g.client, g.as
 	admin, viewer := g.tokens["admin"], g.tokens["viewer"]
 
