@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"path"
@@ -34,6 +35,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/holofleet/holofleet/bus/clock"
 	"github.com/holofleet/holofleet/gateway/auth"
@@ -57,15 +59,20 @@ type rule struct {
 	reflection bool
 	// attrs adds what the request names (targets, kind, board call); an
 	// error (ErrBadRequest) refuses a malformed request before it is
-	// decided. Streams have no request at the gate (attrs is not called).
+	// decided. Streams have no request at the gate (attrs is not called),
+	// except those with a header.
 	attrs func(a *auth.Attributes, req any) error
+	// header makes the message a client stream's header is received
+	// into: the gate receives it once the caller is identified, gives it
+	// to attrs, and hands it to the service as the stream's first message.
+	header func() any
 }
 
 // streamMethods are the gRPC methods that stream (their deadlines are
 // lifted once admitted).
 var streamMethods = func() map[string]bool {
 	m := map[string]bool{healthWatch: true, reflectionV1: true, reflectionV1Alpha: true}
-	for _, desc := range []grpc.ServiceDesc{fleetv1.FleetService_ServiceDesc, fleetv1.CueService_ServiceDesc} {
+	for _, desc := range []grpc.ServiceDesc{fleetv1.FleetService_ServiceDesc, fleetv1.CueService_ServiceDesc, fleetv1.InstallationService_ServiceDesc} {
 		for _, sd := range desc.Streams {
 			m["/"+desc.ServiceName+"/"+sd.StreamName] = true
 		}
@@ -164,6 +171,14 @@ var rules = map[string]rule{
 		return nil
 	}},
 	fleetv1.InstallationService_ControlInstallationRun_FullMethodName: {verb: auth.VerbUpdate, res: auth.ResInstallation, attrs: installationControl},
+	// A content upload is decided and audited as REST's POST
+	// /v1/installation/content: "content <sha256>", from its header.
+	fleetv1.InstallationService_UploadInstallationContent_FullMethodName: {verb: auth.VerbCreate, res: auth.ResInstallation,
+		header: func() any { return new(fleetv1.UploadInstallationContentRequest) },
+		attrs: func(a *auth.Attributes, req any) error {
+			a.Name = "content " + req.(*fleetv1.UploadInstallationContentRequest).GetHeader().GetSha256()
+			return nil
+		}},
 
 	// Standard services the gateway may serve beside FleetService.
 	healthCheck:       {verb: auth.VerbRead, public: true},
@@ -335,8 +350,10 @@ func (g *gate) begin(ctx context.Context, method string) *call {
 
 // admit runs steps 2 to 5 and prepares 6: it returns the call's context
 // (carrying the identity, ending on revocation), the pending audit record
-// and the function that releases what the call holds.
-func (g *gate) admit(ctx context.Context, c *call, method string, req any) (context.Context, *auth.Pending, func(), error) {
+// and the function that releases what the call holds. req gives the
+// request attrs reads (nil: none); it is asked only once the caller is
+// identified, so a stream's header is not read from an unknown caller.
+func (g *gate) admit(ctx context.Context, c *call, method string, req func() (any, error)) (context.Context, *auth.Pending, func(), error) {
 	r, ok := rules[method]
 	if !ok {
 		err := fmt.Errorf("%w: %s is not open to any role", auth.ErrForbidden, method)
@@ -362,8 +379,14 @@ func (g *gate) admit(ctx context.Context, c *call, method string, req any) (cont
 	}
 	c.attrs.Who = id
 	if r.attrs != nil && req != nil {
-		if err := r.attrs(&c.attrs, req); err != nil {
-			return g.refuse(ctx, c, codes.InvalidArgument, err)
+		m, err := req()
+		if err != nil {
+			return g.refuse(ctx, c, status.Code(err), err)
+		}
+		if m != nil {
+			if err := r.attrs(&c.attrs, m); err != nil {
+				return g.refuse(ctx, c, codes.InvalidArgument, err)
+			}
 		}
 	}
 	p, err := g.guard.Check(c.attrs) // records a denial itself
@@ -409,7 +432,7 @@ func revoked(ctx context.Context, err error) error {
 func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	c := g.begin(ctx, info.FullMethod)
 	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDKey, c.attrs.RequestID))
-	cctx, p, release, err := g.admit(ctx, c, info.FullMethod, req)
+	cctx, p, release, err := g.admit(ctx, c, info.FullMethod, func() (any, error) { return req, nil })
 	if err != nil {
 		g.logDone(ctx, c, err)
 		return nil, err
@@ -426,11 +449,17 @@ func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo
 	ctx := ss.Context()
 	c := g.begin(ctx, info.FullMethod)
 	_ = ss.SetHeader(metadata.Pairs(RequestIDKey, c.attrs.RequestID))
-	cctx, p, release, err := g.admit(ctx, c, info.FullMethod, nil)
+	hs := &headerStream{ServerStream: ss}
+	var header func() (any, error)
+	if r := rules[info.FullMethod]; r.header != nil {
+		header = func() (any, error) { return hs.receive(r.header()) }
+	}
+	cctx, p, release, err := g.admit(ctx, c, info.FullMethod, header)
 	if err != nil {
 		g.logDone(ctx, c, err)
 		return err
 	}
+	ss = hs
 	if r := rules[info.FullMethod]; (r.public || r.reflection) && g.idle > 0 {
 		err = g.idleStream(cctx, ss, func(s grpc.ServerStream) error { return h(srv, s) })
 	} else {
@@ -492,6 +521,44 @@ func (q *quietStream) RecvMsg(m any) error {
 		// the handler returns.
 		return status.FromContextError(q.ctx.Err()).Err()
 	}
+}
+
+// headerStream is a client stream whose first message the gate may
+// receive (receive) before the service; the service's first RecvMsg
+// then gets it.
+type headerStream struct {
+	grpc.ServerStream
+	first any
+}
+
+// receive takes the stream's first message into m. A stream that ends
+// first is malformed (InvalidArgument).
+func (h *headerStream) receive(m any) (any, error) {
+	err := h.ServerStream.RecvMsg(m)
+	if errors.Is(err, io.EOF) {
+		return nil, status.Error(codes.InvalidArgument, "the stream ended before its header")
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.first = m
+	return m, nil
+}
+
+func (h *headerStream) RecvMsg(m any) error {
+	if h.first == nil {
+		return h.ServerStream.RecvMsg(m)
+	}
+	first := h.first
+	h.first = nil
+	dst, ok := m.(proto.Message)
+	src, ok2 := first.(proto.Message)
+	if !ok || !ok2 {
+		return status.Errorf(codes.Internal, "stream header of type %T", first)
+	}
+	proto.Reset(dst)
+	proto.Merge(dst, src)
+	return nil
 }
 
 type ctxStream struct {

@@ -82,7 +82,7 @@ func TestGateAdmit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxFor(tc.authz)
 			c := g.begin(ctx, tc.method)
-			_, _, _, err := g.admit(ctx, c, tc.method, tc.req)
+			_, _, _, err := g.admit(ctx, c, tc.method, func() (any, error) { return tc.req, nil })
 			if status.Code(err) != tc.want {
 				t.Errorf("admit: %v, want %v", err, tc.want)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 
 	"google.golang.org/grpc/codes"
@@ -208,4 +209,38 @@ func (g *grpcService) ControlInstallationRun(_ context.Context, req *fleetv1.Con
 		return nil, grpcErr(err)
 	}
 	return runPB(st), nil
+}
+
+// UploadInstallationContent adds the file a stream carries to the content
+// store: the header first, then its chunks (Upload.Chunks checks their
+// sum against the declared size). The door has decided and audits the
+// call with the header's sha256 (gateway/api guard.go).
+func (g *grpcService) UploadInstallationContent(stream fleetv1.InstallationService_UploadInstallationContentServer) error {
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return status.Error(codes.InvalidArgument, "empty upload: send the header (sha256, size) first")
+	}
+	if err != nil {
+		return err
+	}
+	h := first.GetHeader()
+	if h == nil {
+		return status.Error(codes.InvalidArgument, "the first message must be the header (sha256, size), not a chunk")
+	}
+	u := Upload{Name: h.GetName(), SHA256: h.GetSha256(), Size: h.GetSize()}
+	if err := u.Check(); err != nil {
+		return grpcErr(err)
+	}
+	next := func() (Part, error) {
+		m, err := stream.Recv()
+		if err != nil {
+			return Part{}, err
+		}
+		return Part{Chunk: m.GetChunk(), Header: m.GetHeader() != nil}, nil
+	}
+	sha, n, err := g.in.storeContent(stream.Context(), u.Chunks(next), u.SHA256)
+	if err != nil {
+		return grpcErr(err)
+	}
+	return stream.SendAndClose(&fleetv1.InstallationContent{Sha256: sha, Size: n})
 }

@@ -25,10 +25,7 @@ import (
 // admin applies and rolls back; an operator may pause but not resume;
 // every change is audited.
 func TestGRPC(t *testing.T) {
-	aud := &memAudit{}
-	r := startRig(t, 2, nil, func(o *installation.Options) { o.Audit = aud })
-	r.label(t)
-	g := serveGRPC(t, r, aud)
+	r, g, aud := auditedGRPC(t)
 	c, as := g.client, g.as
 	admin, viewer, op := g.tokens["admin"], g.tokens["viewer"], g.tokens["operator"]
 	code := func(err error) codes.Code { return status.Code(err) }
@@ -52,14 +49,7 @@ func TestGRPC(t *testing.T) {
 	if err != nil || ap.Revision.N != 1 || ap.Revision.Who != "ada" {
 		t.Fatalf("apply: %v %v", ap, err)
 	}
-	var run *fleetv1.InstallationRunDetail
-	waitFor(t, 30*time.Second, "the run", func() bool {
-		run, err = c.GetInstallationRun(as(viewer), &fleetv1.GetInstallationRunRequest{Id: ap.Run.Id})
-		return err == nil && run.Run.Finished
-	})
-	if run.Run.Phases[installation.PhaseInSync] != 2 {
-		t.Fatalf("run: %v", run)
-	}
+	g.inSync(t, ap.Run.Id, 2)
 	if _, err := c.ControlInstallationRun(as(op), &fleetv1.ControlInstallationRunRequest{Id: 1, Action: "resume"}); code(err) != codes.PermissionDenied {
 		t.Fatalf("operator resume: %v", err)
 	}
@@ -73,6 +63,7 @@ func TestGRPC(t *testing.T) {
 	if err != nil || rb.Revision.RollbackOf != 1 {
 		t.Fatalf("rollback: %v %v", rb, err)
 	}
+	var run *fleetv1.InstallationRunDetail
 	waitFor(t, 30*time.Second, "the rollback's run", func() bool {
 		run, err = c.GetInstallationRun(as(viewer), &fleetv1.GetInstallationRunRequest{Id: rb.Run.Id})
 		return err == nil && run.Run.Finished
@@ -109,6 +100,16 @@ func TestGRPC(t *testing.T) {
 	}
 }
 
+// auditedGRPC is a rig of two labelled boards behind the real API
+// server, auditing into the memAudit it returns.
+func auditedGRPC(t *testing.T) (*rig, *grpcAPI, *memAudit) {
+	t.Helper()
+	aud := &memAudit{}
+	r := startRig(t, 2, nil, func(o *installation.Options) { o.Audit = aud })
+	r.label(t)
+	return r, serveGRPC(t, r, aud), aud
+}
+
 // grpcAPI is the gateway's real API server (gRPC with its door) in front
 // of a rig's installer, on a port of its own, with a token per role.
 type grpcAPI struct {
@@ -117,6 +118,21 @@ type grpcAPI struct {
 	// tokens are bearer secrets by role: admin (ada), viewer (vic),
 	// operator (otto).
 	tokens map[string]string
+}
+
+// inSync waits for run id to finish (read as a viewer) and fails unless
+// it left n boards in sync.
+func (g *grpcAPI) inSync(t *testing.T, id int32, n int32) {
+	t.Helper()
+	var run *fleetv1.InstallationRunDetail
+	var err error
+	waitFor(t, 30*time.Second, "the run", func() bool {
+		run, err = g.client.GetInstallationRun(g.as(g.tokens["viewer"]), &fleetv1.GetInstallationRunRequest{Id: id})
+		return err == nil && run.Run.Finished
+	})
+	if run.Run.Phases[installation.PhaseInSync] != n {
+		t.Fatalf("run: %v", run)
+	}
 }
 
 // as is a context carrying tok as the bearer token.

@@ -21,7 +21,8 @@ var timeZero time.Time
 // Limits of the REST surface.
 const (
 	// MaxContent is the largest content file taken by POST
-	// /v1/installation/content (a board's volume is smaller).
+	// /v1/installation/content and UploadInstallationContent (a board's
+	// volume is smaller).
 	MaxContent = 256 << 20
 )
 
@@ -194,11 +195,8 @@ func (h *handler) addContent(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxContent {
 			return nil, fmt.Errorf("%w: larger than %d bytes", ErrContent, MaxContent)
 		}
-		sha, n, err := h.in.o.Contents.Add(http.MaxBytesReader(w, r.Body, MaxContent), want)
+		sha, n, err := h.in.storeContent(r.Context(), http.MaxBytesReader(w, r.Body, MaxContent), want)
 		if err != nil {
-			return nil, err
-		}
-		if err := h.in.AddContent(r.Context(), sha); err != nil {
 			return nil, err
 		}
 		return map[string]any{"sha256": sha, "size": n}, nil
