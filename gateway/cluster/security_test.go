@@ -164,19 +164,7 @@ func TestRoutedCallCarriesTheCaller(t *testing.T) {
 		t.Skip("runs gateway processes")
 	}
 	t.Parallel()
-	gw1 := startGatewayAuth(t, "gw1", "embedded", nil, true)
-	s := startSite(t, 0, 1)
-	gw2 := startGatewayAuth(t, "gw2", gw1.join, s, true)
-	gw1.token, gw2.token = gw1.admin, gw2.admin
-	var board string
-	eventually(t, 30*time.Second, "gw1 lists gw2's board", func() error {
-		bs := gw1.boards(t, "")
-		if len(bs) != 1 || !bs[0].Online || bs[0].Gateway != "gw2" {
-			return fmt.Errorf("boards %+v", bs)
-		}
-		board = bs[0].ID
-		return nil
-	})
+	gw1, gw2, board := securePair(t, "gw2")
 	var made struct {
 		Secret string `json:"secret"`
 	}
@@ -401,19 +389,7 @@ func TestRoutedInstallationCarriesTheCaller(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway processes")
 	}
-	s := startSite(t, 0, 1)
-	gw1 := startGatewayAuth(t, "gw1", "embedded", s, true)
-	gw2 := startGatewayAuth(t, "gw2", gw1.join, nil, true)
-	gw1.token, gw2.token = gw1.admin, gw2.admin
-	var board string
-	eventually(t, 30*time.Second, "gw2 lists gw1's board", func() error {
-		bs := gw2.boards(t, "")
-		if len(bs) != 1 || !bs[0].Online || bs[0].Gateway != "gw1" {
-			return fmt.Errorf("boards %+v", bs)
-		}
-		board = bs[0].ID
-		return nil
-	})
+	gw1, gw2, board := securePair(t, "gw1")
 	tokens := map[string]string{}
 	for name, role := range map[string]string{"ada": "admin", "vera": "viewer"} {
 		var made struct {
@@ -476,4 +452,27 @@ func TestRoutedInstallationCarriesTheCaller(t *testing.T) {
 	}
 	auditHas(t, gw1, `"token":"vera"`, `"role":"viewer"`, `"request_id":"vera-export-1"`,
 		"routed install_export: came in on gateway gw2, owner gw1", `"code":"PermissionDenied"`)
+}
+
+// securePair runs two gateways with tokens required (gw1 with the
+// embedded engine, gw2 joining it), one board on a line of owner's ("gw1"
+// or "gw2"), each gateway's token its first admin's, and waits until the
+// other gateway lists the board, online and owned by owner.
+func securePair(t *testing.T, owner string) (gw1, gw2 *gwProc, board string) {
+	t.Helper()
+	s := startSite(t, 0, 1)
+	sites := map[string]*site{owner: s}
+	gw1 = startGatewayAuth(t, "gw1", "embedded", sites["gw1"], true)
+	gw2 = startGatewayAuth(t, "gw2", gw1.join, sites["gw2"], true)
+	gw1.token, gw2.token = gw1.admin, gw2.admin
+	other := map[string]*gwProc{"gw1": gw2, "gw2": gw1}[owner]
+	eventually(t, 30*time.Second, other.name+" lists "+owner+"'s board", func() error {
+		bs := other.boards(t, "")
+		if len(bs) != 1 || !bs[0].Online || bs[0].Gateway != owner {
+			return fmt.Errorf("boards %+v", bs)
+		}
+		board = bs[0].ID
+		return nil
+	})
+	return gw1, gw2, board
 }
