@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+	"github.com/holofleet/holofleet/gateway/nettest"
 )
 
 var (
@@ -74,20 +74,6 @@ func waitOnline(t *testing.T, base string, n int, ok func([]onlineBoard) bool) [
 	return boards
 }
 
-func udpConn(t *testing.T, addr string) *net.UDPConn {
-	t.Helper()
-	ua, err := net.ResolveUDPAddr("udp4", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.DialUDP("udp4", nil, ua)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // desk sends to addr the packet that packet makes of a sequence number
 // every 100 ms, as a lighting desk refreshes its universes, until stop is
 // called or the test ends. A desk that sent once would be dropped after
@@ -95,7 +81,7 @@ func udpConn(t *testing.T, addr string) *net.UDPConn {
 // between two steps of a test.
 func desk(t *testing.T, addr string, packet func(seq uint8) []byte) (stop func()) {
 	t.Helper()
-	c := udpConn(t, addr)
+	c := nettest.DialUDP(t, addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -142,7 +128,7 @@ func TestDMXDemo(t *testing.T) {
 		waitFor(t, id+" red", 10*time.Second, func() bool { return boardLEDs(t, base, id)["colour"] == "#ff0000" })
 	}
 
-	ac := udpConn(t, ma[1])
+	ac := nettest.DialUDP(t, ma[1])
 	ac.Write(artnet.AppendPoll(nil, artnet.Poll{}))
 	buf := make([]byte, 600)
 	ac.SetReadDeadline(time.Now().Add(10 * time.Second))

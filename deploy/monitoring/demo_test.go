@@ -33,6 +33,7 @@ import (
 	"github.com/holofleet/holofleet/firmware/boardtest"
 	"github.com/holofleet/holofleet/gateway/demo"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+	"github.com/holofleet/holofleet/gateway/nettest"
 )
 
 // monitoringDir is the repository's deploy/monitoring/: this package.
@@ -229,7 +230,7 @@ func TestAlertsFireInDemo(t *testing.T) {
 	must(postJSON("/v1/cuelists/alerts/go?asap=true", `{}`))
 	// Two sACN desks on universe 1 (group 1's fixture), of one priority:
 	// A goes on, B sends a few looks, then goes silent.
-	sc := udpConn(t, sacnAddr[1])
+	sc := nettest.DialUDP(t, sacnAddr[1])
 	sendLook := func(cid byte, name string, seq int) {
 		slots := make([]byte, 512)
 		copy(slots, []byte{255, byte(seq), byte(seq * 7), byte(seq * 13), 0})

@@ -12,23 +12,9 @@ import (
 	"github.com/holofleet/holofleet/gateway/auth"
 	"github.com/holofleet/holofleet/gateway/dmx/artnet"
 	"github.com/holofleet/holofleet/gateway/dmx/sacn"
+	"github.com/holofleet/holofleet/gateway/nettest"
 	"github.com/holofleet/holofleet/gateway/timecode"
 )
-
-// udpTo dials a UDP socket to addr.
-func udpTo(t *testing.T, addr string) *net.UDPConn {
-	t.Helper()
-	ua, err := net.ResolveUDPAddr("udp4", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.DialUDP("udp4", nil, ua)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 func runListener(t *testing.T, l *Listener) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -51,7 +37,7 @@ func TestSACNListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	runListener(t, l)
-	c := udpTo(t, l.Addr())
+	c := nettest.DialUDP(t, l.Addr())
 	if _, err := c.Write([]byte("not sacn")); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +100,7 @@ func TestArtNetListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	runListener(t, l)
-	c := udpTo(t, l.Addr())
+	c := nettest.DialUDP(t, l.Addr())
 	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
 	buf := make([]byte, 600)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -186,7 +172,7 @@ func TestArtNetTimecode(t *testing.T) {
 	sink := tcSink{got: make(chan timecode.Timecode, 4)}
 	l.Timecode = sink
 	runListener(t, l)
-	c := udpTo(t, l.Addr())
+	c := nettest.DialUDP(t, l.Addr())
 	want := timecode.Timecode{Hours: 1, Minutes: 2, Seconds: 3, Frames: 24, Rate: timecode.EBU}
 	other, _ := timecode.ArtTimeCode{StreamID: 3, Timecode: timecode.Timecode{Frames: 1, Rate: timecode.SMPTE}}.AppendBinary(nil)
 	master, _ := timecode.ArtTimeCode{Timecode: want}.AppendBinary(nil)
@@ -225,7 +211,7 @@ func TestArtNetPollReplyAddress(t *testing.T) {
 	}
 	runListener(t, l)
 	_, port, _ := net.SplitHostPort(l.Addr())
-	c := udpTo(t, net.JoinHostPort("127.0.0.1", port))
+	c := nettest.DialUDP(t, net.JoinHostPort("127.0.0.1", port))
 	c.Write(artnet.AppendPoll(nil, artnet.Poll{}))
 	buf := make([]byte, 600)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
